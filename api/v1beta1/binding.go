@@ -1,0 +1,48 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BindingState is where a binding is in its life.
+type BindingState string
+
+const (
+	// BindingStateScheduled: picked by the scheduler, not rolled out yet.
+	BindingStateScheduled BindingState = "Scheduled"
+	// BindingStateBound: roll the bound snapshot out to the cluster.
+	BindingStateBound BindingState = "Bound"
+	// BindingStateUnscheduled: no longer picked; resources stay until the
+	// binding is deleted.
+	BindingStateUnscheduled BindingState = "Unscheduled"
+)
+
+// Binding is a ClusterResourceBinding or ResourceBinding: one placement on
+// one cluster, and what should be (and is) delivered there.
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type Binding struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ResourceBindingSpec   `json:"spec"`
+	Status ResourceBindingStatus `json:"status,omitempty"`
+}
+
+// ResourceBindingSpec is written by the scheduler (state, decision) and by
+// runs (snapshot, overrides, apply strategy).
+type ResourceBindingSpec struct {
+	State                            BindingState     `json:"state"`
+	ResourceSnapshotName             string           `json:"resourceSnapshotName,omitempty"`
+	ResourceOverrideSnapshots        []NamespacedName `json:"resourceOverrideSnapshots,omitempty"`
+	ClusterResourceOverrideSnapshots []string         `json:"clusterResourceOverrideSnapshots,omitempty"`
+	SchedulingPolicySnapshotName     string           `json:"schedulingPolicySnapshotName"`
+	TargetCluster                    string           `json:"targetCluster"`
+	ClusterDecision                  ClusterDecision  `json:"clusterDecision"`
+	ApplyStrategy                    *ApplyStrategy   `json:"applyStrategy,omitempty"`
+}
+
+// ResourceBindingStatus is reported by the delivery layer.
+type ResourceBindingStatus struct {
+	FailedPlacements []FailedResourcePlacement `json:"failedPlacements,omitempty"`
+	Conditions       []metav1.Condition        `json:"conditions,omitempty"`
+}

@@ -1,0 +1,79 @@
+package v1beta1
+
+// Labels and annotations KubeFleet puts on its objects (spec §1.5–§1.7, §5.1).
+const (
+	FleetPrefix = "kubernetes-fleet.io/"
+
+	// PlacementTrackingLabel names the placement that owns a snapshot or
+	// binding. KubeFleet uses the same key for ResourcePlacements.
+	PlacementTrackingLabel = FleetPrefix + "parent-CRP"
+	// IsLatestSnapshotLabel marks the latest policy snapshot and the master of
+	// the latest resource snapshot group.
+	IsLatestSnapshotLabel = FleetPrefix + "is-latest-snapshot"
+	// PolicyIndexLabel is the index of a scheduling policy snapshot.
+	PolicyIndexLabel = FleetPrefix + "policy-index"
+	// ResourceIndexLabel is the index of a resource snapshot group.
+	ResourceIndexLabel = FleetPrefix + "resource-index"
+
+	// NumberOfClustersAnnotation is the PickN target count on a policy snapshot.
+	NumberOfClustersAnnotation = FleetPrefix + "number-of-clusters"
+	// ResourceGroupHashAnnotation is the hash of a snapshot group's selected
+	// resources; its presence identifies the master snapshot.
+	ResourceGroupHashAnnotation = FleetPrefix + "resource-hash"
+	// NumberOfResourceSnapshotsAnnotation is the size of a snapshot group.
+	NumberOfResourceSnapshotsAnnotation = FleetPrefix + "number-of-resource-snapshots"
+	// NumberOfEnvelopedObjectsAnnotation counts enveloped objects in a group.
+	NumberOfEnvelopedObjectsAnnotation = FleetPrefix + "number-of-enveloped-object"
+	// SubindexOfResourceSnapshotAnnotation is set on sub-snapshots.
+	SubindexOfResourceSnapshotAnnotation = FleetPrefix + "subindex-of-resource-snapshot"
+
+	// Approval request labels; all four are set at creation.
+	TargetUpdatingStageNameLabel   = FleetPrefix + "targetUpdatingStage"
+	TargetUpdateRunLabel           = FleetPrefix + "targetUpdateRun"
+	TaskTypeLabel                  = FleetPrefix + "taskType"
+	IsLatestUpdateRunApprovalLabel = FleetPrefix + "isLatestUpdateRunApproval"
+
+	// Task type label values.
+	BeforeStageTaskLabelValue = "beforeStage"
+	AfterStageTaskLabelValue  = "afterStage"
+
+	// UpdateRunFinalizer is added to every run.
+	UpdateRunFinalizer = FleetPrefix + "stagedupdaterun-finalizer"
+	// UpdateRunDeleteStageName names the deletion stage.
+	UpdateRunDeleteStageName = FleetPrefix + "deleteStage"
+
+	// BeforeStageApprovalTaskNameFmt and AfterStageApprovalTaskNameFmt build
+	// approval request names from the run and stage names.
+	BeforeStageApprovalTaskNameFmt = "%s-before-%s"
+	AfterStageApprovalTaskNameFmt  = "%s-after-%s"
+
+	// ResourceSnapshotNameFmt is the master snapshot name
+	// (<placement>-<index>-snapshot); sub-snapshots use
+	// ResourceSnapshotSubNameFmt.
+	ResourceSnapshotNameFmt    = "%s-%d-snapshot"
+	ResourceSnapshotSubNameFmt = "%s-%d-%d"
+	// PolicySnapshotNameFmt is <placement>-<index>.
+	PolicySnapshotNameFmt = "%s-%d"
+
+	// DefaultRevisionHistoryLimit bounds the resource snapshot groups kept.
+	DefaultRevisionHistoryLimit = 10
+)
+
+// gitfleet's own annotations.
+const (
+	GitfleetPrefix = "gitfleet.io/"
+
+	// CommitAnnotation records the commit a resource snapshot was rendered from.
+	CommitAnnotation = GitfleetPrefix + "commit"
+	// DriverAnnotation on a MemberCluster names how gitfleet reaches it:
+	// "simulated" or "kubeconfig:<context>".
+	DriverAnnotation = GitfleetPrefix + "driver"
+	// SimAvailableAfterAnnotation delays a simulated member's Available.
+	SimAvailableAfterAnnotation = GitfleetPrefix + "sim-available-after"
+	// SimUnavailableAnnotation makes a simulated member never available; the
+	// value is the reason shown in the placement status.
+	SimUnavailableAnnotation = GitfleetPrefix + "sim-unavailable"
+
+	DriverSimulated        = "simulated"
+	DriverKubeconfigPrefix = "kubeconfig:"
+)

@@ -1,0 +1,610 @@
+// Package embedded is the hub gitfleet runs itself: fleet state in memory,
+// written through to a Store (the Git status tree in `serve`, memory in
+// `simulate` and tests), with member drivers delivering bound snapshots.
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/clock"
+	"github.com/gitfleet/gitfleet/hub"
+)
+
+// Hub is the embedded hub. It implements hub.Hub, hub.Revisioner and
+// hub.Notifier. All methods are safe for concurrent use.
+type Hub struct {
+	clock clock.Clock
+	store Store
+
+	mu         sync.Mutex
+	placements table[*fleet.Placement]
+	policies   table[*fleet.PolicySnapshot]
+	snapshots  table[*fleet.ResourceSnapshot]
+	bindings   table[*fleet.Binding]
+	members    table[*fleet.MemberCluster]
+	strategies table[*fleet.UpdateStrategy]
+	runs       table[*fleet.UpdateRun]
+	approvals  table[*fleet.ApprovalRequest]
+	// resources are the hub's workload resources (the rendered commit).
+	resources []*unstructured.Unstructured
+	// selector picks a placement's resources out of resources.
+	selector Selector
+
+	resourceVersion uint64
+	planRevision    uint64
+	subscribers     []func(hub.Event)
+	events          []hub.Event
+	// onBindingWritten is called (with the lock held) after every binding
+	// write; the member delivery layer hooks in here.
+	onBindingWritten func(old, cur *fleet.Binding)
+}
+
+// Selector returns, sorted, the resources a placement selects.
+type Selector func(p *fleet.Placement, resources []*unstructured.Unstructured) ([]*unstructured.Unstructured, error)
+
+var _ hub.Hub = (*Hub)(nil)
+var _ hub.Revisioner = (*Hub)(nil)
+var _ hub.Notifier = (*Hub)(nil)
+
+// New returns an empty hub writing through to store (a MemoryStore if nil).
+func New(c clock.Clock, store Store) *Hub {
+	if store == nil {
+		store = NewMemoryStore()
+	}
+	return &Hub{
+		clock:      c,
+		store:      store,
+		placements: newTable[*fleet.Placement](),
+		policies:   newTable[*fleet.PolicySnapshot](),
+		snapshots:  newTable[*fleet.ResourceSnapshot](),
+		bindings:   newTable[*fleet.Binding](),
+		members:    newTable[*fleet.MemberCluster](),
+		strategies: newTable[*fleet.UpdateStrategy](),
+		runs:       newTable[*fleet.UpdateRun](),
+		approvals:  newTable[*fleet.ApprovalRequest](),
+	}
+}
+
+// Clock is the hub's clock.
+func (h *Hub) Clock() clock.Clock { return h.clock }
+
+// Store is the hub's persistence boundary.
+func (h *Hub) Store() Store { return h.store }
+
+// SetSelector installs the placement resource selection (render's).
+func (h *Hub) SetSelector(s Selector) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.selector = s
+}
+
+// Subscribe registers f for change events. f runs after the change, without
+// the hub's lock held, on the goroutine that made the change.
+func (h *Hub) Subscribe(f func(hub.Event)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.subscribers = append(h.subscribers, f)
+}
+
+// PlanRevision implements hub.Revisioner.
+func (h *Hub) PlanRevision() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.planRevision
+}
+
+// unlock releases the lock and delivers the events queued while it was held.
+func (h *Hub) unlock() {
+	events, subs := h.events, h.subscribers
+	h.events = nil
+	h.mu.Unlock()
+	for _, e := range events {
+		for _, s := range subs {
+			s(e)
+		}
+	}
+}
+
+func (h *Hub) emit(e hub.Event) { h.events = append(h.events, e) }
+
+// stamp gives a written object a new resourceVersion, its kind, and
+// creation metadata on first write.
+func (h *Hub) stamp(o metav1.Object, create bool) {
+	h.resourceVersion++
+	o.SetResourceVersion(fmt.Sprint(h.resourceVersion))
+	if create {
+		if o.GetGeneration() == 0 {
+			o.SetGeneration(1)
+		}
+		if ct := o.GetCreationTimestamp(); ct.IsZero() {
+			o.SetCreationTimestamp(metav1.NewTime(h.clock.Now().UTC().Truncate(1e9)))
+		}
+	}
+}
+
+func checkVersion(kind string, stored, incoming metav1.Object) error {
+	if incoming.GetResourceVersion() != "" && incoming.GetResourceVersion() != stored.GetResourceVersion() {
+		return fmt.Errorf("%s %q: %w", kind, keyOf(incoming).String(), hub.ErrConflict)
+	}
+	return nil
+}
+
+func (h *Hub) persist(obj object) {
+	h.store.Put(ObjectRef{Kind: obj.GetObjectKind().GroupVersionKind().Kind, Key: keyOf(obj)}, obj)
+}
+
+func (h *Hub) forget(kind string, key hub.Key) {
+	h.store.Delete(ObjectRef{Kind: kind, Key: key})
+}
+
+func placementOf(o metav1.Object) hub.Key {
+	return hub.Key{Namespace: o.GetNamespace(), Name: o.GetLabels()[fleet.PlacementTrackingLabel]}
+}
+
+// ---- placements ----
+
+// GetPlacement implements hub.Placements.
+func (h *Hub) GetPlacement(_ context.Context, key hub.Key) (*fleet.Placement, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p, ok := h.placements.get(key)
+	if !ok {
+		return nil, hub.NotFound(fleet.PlacementKind(key.Namespace), key)
+	}
+	return p, nil
+}
+
+// ListPlacements implements hub.Placements.
+func (h *Hub) ListPlacements(context.Context) ([]*fleet.Placement, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.placements.list(nil), nil
+}
+
+// UpdatePlacementStatus implements hub.Placements.
+func (h *Hub) UpdatePlacementStatus(_ context.Context, p *fleet.Placement) error {
+	h.mu.Lock()
+	defer h.unlock()
+	cur, ok := h.placements.peek(keyOf(p))
+	if !ok {
+		return hub.NotFound(fleet.PlacementKind(p.Namespace), keyOf(p))
+	}
+	if err := checkVersion(p.Kind, cur, p); err != nil {
+		return err
+	}
+	next := cur.DeepCopy()
+	next.Status = *p.Status.DeepCopy()
+	h.stamp(next, false)
+	h.placements.put(next)
+	h.persist(next)
+	return nil
+}
+
+// ---- policy snapshots ----
+
+// ListPolicySnapshots implements hub.PolicySnapshots.
+func (h *Hub) ListPolicySnapshots(_ context.Context, placement hub.Key) ([]*fleet.PolicySnapshot, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.policies.list(func(s *fleet.PolicySnapshot) bool { return placementOf(s) == placement }), nil
+}
+
+// CreatePolicySnapshot implements hub.PolicySnapshots.
+func (h *Hub) CreatePolicySnapshot(_ context.Context, s *fleet.PolicySnapshot) error {
+	h.mu.Lock()
+	defer h.unlock()
+	if _, ok := h.policies.peek(keyOf(s)); ok {
+		return fmt.Errorf("%s %q: %w", fleet.PolicySnapshotKind(s.Namespace), keyOf(s), hub.ErrAlreadyExists)
+	}
+	setKind(s, fleet.PolicySnapshotKind(s.Namespace))
+	h.stamp(s, true)
+	h.policies.put(s)
+	h.persist(s)
+	h.planRevision++
+	h.emit(hub.Event{Kind: hub.EventPolicySnapshot, Key: keyOf(s), Placement: placementOf(s)})
+	return nil
+}
+
+// UpdatePolicySnapshot implements hub.PolicySnapshots.
+func (h *Hub) UpdatePolicySnapshot(_ context.Context, s *fleet.PolicySnapshot) error {
+	h.mu.Lock()
+	defer h.unlock()
+	cur, ok := h.policies.peek(keyOf(s))
+	if !ok {
+		return hub.NotFound(fleet.PolicySnapshotKind(s.Namespace), keyOf(s))
+	}
+	if err := checkVersion(s.Kind, cur, s); err != nil {
+		return err
+	}
+	setKind(s, cur.Kind)
+	if !equality.Semantic.DeepEqual(cur.Spec, s.Spec) {
+		s.Generation = cur.Generation + 1
+	}
+	h.stamp(s, false)
+	h.policies.put(s)
+	h.persist(s)
+	h.planRevision++
+	h.emit(hub.Event{Kind: hub.EventPolicySnapshot, Key: keyOf(s), Placement: placementOf(s)})
+	return nil
+}
+
+// ---- resource snapshots ----
+
+// ListResourceSnapshots implements hub.ResourceSnapshots.
+func (h *Hub) ListResourceSnapshots(_ context.Context, placement hub.Key) ([]*fleet.ResourceSnapshot, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.snapshots.list(func(s *fleet.ResourceSnapshot) bool { return placementOf(s) == placement }), nil
+}
+
+// CreateResourceSnapshot implements hub.ResourceSnapshots.
+func (h *Hub) CreateResourceSnapshot(_ context.Context, s *fleet.ResourceSnapshot) error {
+	h.mu.Lock()
+	defer h.unlock()
+	if _, ok := h.snapshots.peek(keyOf(s)); ok {
+		return fmt.Errorf("%s %q: %w", fleet.ResourceSnapshotKind(s.Namespace), keyOf(s), hub.ErrAlreadyExists)
+	}
+	setKind(s, fleet.ResourceSnapshotKind(s.Namespace))
+	h.stamp(s, true)
+	h.snapshots.put(s)
+	h.persist(s)
+	h.emit(hub.Event{Kind: hub.EventResourceSnapshot, Key: keyOf(s), Placement: placementOf(s)})
+	return nil
+}
+
+// UpdateResourceSnapshot implements hub.ResourceSnapshots.
+func (h *Hub) UpdateResourceSnapshot(_ context.Context, s *fleet.ResourceSnapshot) error {
+	h.mu.Lock()
+	defer h.unlock()
+	cur, ok := h.snapshots.peek(keyOf(s))
+	if !ok {
+		return hub.NotFound(fleet.ResourceSnapshotKind(s.Namespace), keyOf(s))
+	}
+	if err := checkVersion(s.Kind, cur, s); err != nil {
+		return err
+	}
+	setKind(s, cur.Kind)
+	h.stamp(s, false)
+	h.snapshots.put(s)
+	h.persist(s)
+	h.emit(hub.Event{Kind: hub.EventResourceSnapshot, Key: keyOf(s), Placement: placementOf(s)})
+	return nil
+}
+
+// DeleteResourceSnapshot implements hub.ResourceSnapshots.
+func (h *Hub) DeleteResourceSnapshot(_ context.Context, key hub.Key) error {
+	h.mu.Lock()
+	defer h.unlock()
+	cur, ok := h.snapshots.peek(key)
+	if !ok {
+		return hub.NotFound(fleet.ResourceSnapshotKind(key.Namespace), key)
+	}
+	h.snapshots.delete(key)
+	h.forget(cur.Kind, key)
+	h.emit(hub.Event{Kind: hub.EventResourceSnapshot, Key: key, Placement: placementOf(cur)})
+	return nil
+}
+
+// SelectResources implements hub.ResourceSnapshots.
+func (h *Hub) SelectResources(_ context.Context, p *fleet.Placement) ([]*unstructured.Unstructured, error) {
+	h.mu.Lock()
+	sel, res := h.selector, h.resources
+	h.mu.Unlock()
+	if sel == nil {
+		return nil, fmt.Errorf("the hub has no resource selector configured")
+	}
+	return sel(p, res)
+}
+
+// SetResources replaces the hub's workload resources (a rendered commit).
+func (h *Hub) SetResources(res []*unstructured.Unstructured) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.resources = res
+}
+
+// ---- bindings ----
+
+// ListBindings implements hub.Bindings.
+func (h *Hub) ListBindings(_ context.Context, placement hub.Key) ([]*fleet.Binding, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.bindings.list(func(b *fleet.Binding) bool { return placementOf(b) == placement }), nil
+}
+
+// GetBinding implements hub.Bindings.
+func (h *Hub) GetBinding(_ context.Context, key hub.Key) (*fleet.Binding, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b, ok := h.bindings.get(key)
+	if !ok {
+		return nil, hub.NotFound(fleet.BindingKind(key.Namespace), key)
+	}
+	return b, nil
+}
+
+// CreateBinding implements hub.Bindings.
+func (h *Hub) CreateBinding(_ context.Context, b *fleet.Binding) error {
+	h.mu.Lock()
+	defer h.unlock()
+	if _, ok := h.bindings.peek(keyOf(b)); ok {
+		return fmt.Errorf("%s %q: %w", fleet.BindingKind(b.Namespace), keyOf(b), hub.ErrAlreadyExists)
+	}
+	setKind(b, fleet.BindingKind(b.Namespace))
+	h.stamp(b, true)
+	h.writeBinding(nil, b)
+	return nil
+}
+
+// UpdateBinding implements hub.Bindings.
+func (h *Hub) UpdateBinding(_ context.Context, b *fleet.Binding) error {
+	h.mu.Lock()
+	defer h.unlock()
+	cur, ok := h.bindings.peek(keyOf(b))
+	if !ok {
+		return hub.NotFound(fleet.BindingKind(b.Namespace), keyOf(b))
+	}
+	if err := checkVersion(b.Kind, cur, b); err != nil {
+		return err
+	}
+	setKind(b, cur.Kind)
+	b.DeletionTimestamp = cur.DeletionTimestamp
+	if !equality.Semantic.DeepEqual(cur.Spec, b.Spec) {
+		b.Generation = cur.Generation + 1
+	} else {
+		b.Generation = cur.Generation
+	}
+	h.stamp(b, false)
+	old := cur
+	if b.DeletionTimestamp != nil && len(b.Finalizers) == 0 {
+		h.removeBinding(old)
+		return nil
+	}
+	h.writeBinding(old, b)
+	return nil
+}
+
+// DeleteBinding implements hub.Bindings: the binding gets a
+// deletionTimestamp and goes away when no finalizer holds it.
+func (h *Hub) DeleteBinding(_ context.Context, key hub.Key) error {
+	h.mu.Lock()
+	defer h.unlock()
+	cur, ok := h.bindings.peek(key)
+	if !ok {
+		return hub.NotFound(fleet.BindingKind(key.Namespace), key)
+	}
+	if cur.DeletionTimestamp != nil {
+		return nil
+	}
+	if len(cur.Finalizers) == 0 {
+		h.removeBinding(cur)
+		return nil
+	}
+	next := cur.DeepCopy()
+	now := metav1.NewTime(h.clock.Now().UTC().Truncate(1e9))
+	next.DeletionTimestamp = &now
+	h.stamp(next, false)
+	h.writeBinding(cur, next)
+	return nil
+}
+
+func (h *Hub) writeBinding(old, cur *fleet.Binding) {
+	if old == nil || old.Spec.State != cur.Spec.State ||
+		old.Spec.SchedulingPolicySnapshotName != cur.Spec.SchedulingPolicySnapshotName ||
+		(old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) {
+		h.planRevision++
+	}
+	h.bindings.put(cur)
+	h.persist(cur)
+	if h.onBindingWritten != nil {
+		h.onBindingWritten(old, cur)
+	}
+	h.emit(hub.Event{Kind: hub.EventBinding, Key: keyOf(cur), Placement: placementOf(cur)})
+}
+
+func (h *Hub) removeBinding(cur *fleet.Binding) {
+	h.bindings.delete(keyOf(cur))
+	h.forget(cur.Kind, keyOf(cur))
+	h.planRevision++
+	if h.onBindingWritten != nil {
+		h.onBindingWritten(cur, nil)
+	}
+	h.emit(hub.Event{Kind: hub.EventBinding, Key: keyOf(cur), Placement: placementOf(cur)})
+}
+
+// ---- member clusters ----
+
+// ListMemberClusters implements hub.MemberClusters.
+func (h *Hub) ListMemberClusters(context.Context) ([]*fleet.MemberCluster, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.members.list(nil), nil
+}
+
+// GetMemberCluster returns one member cluster.
+func (h *Hub) GetMemberCluster(name string) (*fleet.MemberCluster, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.members.get(hub.Key{Name: name})
+}
+
+// ---- strategies ----
+
+// GetUpdateStrategy implements hub.Strategies.
+func (h *Hub) GetUpdateStrategy(_ context.Context, key hub.Key) (*fleet.UpdateStrategy, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.strategies.get(key)
+	if !ok {
+		return nil, hub.NotFound(fleet.UpdateStrategyKind(key.Namespace), key)
+	}
+	return s, nil
+}
+
+// ---- runs ----
+
+// GetUpdateRun implements hub.UpdateRuns.
+func (h *Hub) GetUpdateRun(_ context.Context, key hub.Key) (*fleet.UpdateRun, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r, ok := h.runs.get(key)
+	if !ok {
+		return nil, hub.NotFound(fleet.UpdateRunKind(key.Namespace), key)
+	}
+	return r, nil
+}
+
+// ListUpdateRuns implements hub.UpdateRuns.
+func (h *Hub) ListUpdateRuns(context.Context) ([]*fleet.UpdateRun, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.runs.list(nil), nil
+}
+
+// UpdateUpdateRunStatus implements hub.UpdateRuns.
+func (h *Hub) UpdateUpdateRunStatus(_ context.Context, r *fleet.UpdateRun) error {
+	h.mu.Lock()
+	defer h.unlock()
+	cur, ok := h.runs.peek(keyOf(r))
+	if !ok {
+		return hub.NotFound(fleet.UpdateRunKind(r.Namespace), keyOf(r))
+	}
+	if err := checkVersion(r.Kind, cur, r); err != nil {
+		return err
+	}
+	next := cur.DeepCopy()
+	next.Status = *r.Status.DeepCopy()
+	next.Finalizers = append([]string(nil), r.Finalizers...)
+	h.stamp(next, false)
+	h.runs.put(next)
+	h.persist(next)
+	return nil
+}
+
+// RemoveUpdateRun implements hub.UpdateRuns.
+func (h *Hub) RemoveUpdateRun(_ context.Context, key hub.Key) error {
+	h.mu.Lock()
+	defer h.unlock()
+	cur, ok := h.runs.peek(key)
+	if !ok {
+		return nil
+	}
+	h.runs.delete(key)
+	h.forget(cur.Kind, key)
+	h.emit(hub.Event{Kind: hub.EventUpdateRun, Key: key, Run: key})
+	return nil
+}
+
+// ---- approval requests ----
+
+// GetApprovalRequest implements hub.ApprovalRequests.
+func (h *Hub) GetApprovalRequest(_ context.Context, key hub.Key) (*fleet.ApprovalRequest, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a, ok := h.approvals.get(key)
+	if !ok {
+		return nil, hub.NotFound(fleet.ApprovalRequestKind(key.Namespace), key)
+	}
+	return a, nil
+}
+
+// ListApprovalRequests implements hub.ApprovalRequests.
+func (h *Hub) ListApprovalRequests(_ context.Context, namespace string, labels map[string]string) ([]*fleet.ApprovalRequest, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.approvals.list(func(a *fleet.ApprovalRequest) bool {
+		if a.Namespace != namespace {
+			return false
+		}
+		for k, v := range labels {
+			if a.Labels[k] != v {
+				return false
+			}
+		}
+		return true
+	}), nil
+}
+
+// CreateApprovalRequest implements hub.ApprovalRequests.
+func (h *Hub) CreateApprovalRequest(_ context.Context, a *fleet.ApprovalRequest) error {
+	h.mu.Lock()
+	defer h.unlock()
+	if _, ok := h.approvals.peek(keyOf(a)); ok {
+		return fmt.Errorf("%s %q: %w", fleet.ApprovalRequestKind(a.Namespace), keyOf(a), hub.ErrAlreadyExists)
+	}
+	setKind(a, fleet.ApprovalRequestKind(a.Namespace))
+	h.stamp(a, true)
+	h.approvals.put(a)
+	h.persist(a)
+	h.emit(approvalEvent(a))
+	return nil
+}
+
+// UpdateApprovalRequestStatus implements hub.ApprovalRequests.
+func (h *Hub) UpdateApprovalRequestStatus(_ context.Context, a *fleet.ApprovalRequest) error {
+	h.mu.Lock()
+	defer h.unlock()
+	cur, ok := h.approvals.peek(keyOf(a))
+	if !ok {
+		return hub.NotFound(fleet.ApprovalRequestKind(a.Namespace), keyOf(a))
+	}
+	if err := checkVersion(a.Kind, cur, a); err != nil {
+		return err
+	}
+	next := cur.DeepCopy()
+	next.Status = *a.Status.DeepCopy()
+	h.stamp(next, false)
+	h.approvals.put(next)
+	h.persist(next)
+	h.emit(approvalEvent(next))
+	return nil
+}
+
+// DeleteApprovalRequest implements hub.ApprovalRequests.
+func (h *Hub) DeleteApprovalRequest(_ context.Context, key hub.Key) error {
+	h.mu.Lock()
+	defer h.unlock()
+	cur, ok := h.approvals.peek(key)
+	if !ok {
+		return hub.NotFound(fleet.ApprovalRequestKind(key.Namespace), key)
+	}
+	h.approvals.delete(key)
+	h.forget(cur.Kind, key)
+	h.emit(approvalEvent(cur))
+	return nil
+}
+
+func approvalEvent(a *fleet.ApprovalRequest) hub.Event {
+	return hub.Event{Kind: hub.EventApprovalRequest, Key: keyOf(a),
+		Run: hub.Key{Namespace: a.Namespace, Name: a.Spec.TargetUpdateRun}}
+}
+
+func setKind(o runtime.Object, kind string) {
+	gvk := o.GetObjectKind().GroupVersionKind()
+	if gvk.Kind == "" {
+		gvk.Kind = kind
+	}
+	if gvk.Group == "" && gvk.Version == "" {
+		gvk.Group, gvk.Version = fleet.PlacementGroup, fleet.Version
+	}
+	o.GetObjectKind().SetGroupVersionKind(gvk)
+}
+
+// sortedKeys is a helper for deterministic iteration over maps.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,191 @@
+package embedded
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/hub"
+)
+
+// The methods below feed the user's objects (rendered from Git) into the
+// hub. They play the API server's part for writes a person makes: a spec
+// change raises metadata.generation, status is kept. Admission (immutable
+// fields, state transitions) is checked before, by the caller.
+
+// ApplyPlacement creates or updates a placement's spec and labels.
+func (h *Hub) ApplyPlacement(p *fleet.Placement) {
+	h.mu.Lock()
+	defer h.unlock()
+	setKind(p, fleet.PlacementKind(p.Namespace))
+	next := p.DeepCopy()
+	if cur, ok := h.placements.peek(keyOf(p)); ok {
+		if equality.Semantic.DeepEqual(cur.Spec, p.Spec) && equality.Semantic.DeepEqual(cur.Labels, p.Labels) &&
+			equality.Semantic.DeepEqual(cur.Annotations, p.Annotations) {
+			return
+		}
+		keepMeta(&next.ObjectMeta, &cur.ObjectMeta, !equality.Semantic.DeepEqual(cur.Spec, p.Spec))
+		next.Status = *cur.Status.DeepCopy()
+		h.stamp(next, false)
+	} else {
+		h.stamp(next, true)
+	}
+	h.placements.put(next)
+	h.persist(next)
+	h.planRevision++
+	h.emit(hub.Event{Kind: hub.EventPlacement, Key: keyOf(next), Placement: keyOf(next)})
+}
+
+// DeletePlacement removes a placement.
+func (h *Hub) DeletePlacement(key hub.Key) {
+	h.mu.Lock()
+	defer h.unlock()
+	cur, ok := h.placements.peek(key)
+	if !ok {
+		return
+	}
+	h.placements.delete(key)
+	h.forget(cur.Kind, key)
+	h.planRevision++
+	h.emit(hub.Event{Kind: hub.EventPlacement, Key: key, Placement: key})
+}
+
+// ApplyMemberCluster creates or updates a member cluster.
+func (h *Hub) ApplyMemberCluster(m *fleet.MemberCluster) {
+	h.mu.Lock()
+	defer h.unlock()
+	setMemberKind(m)
+	next := m.DeepCopy()
+	if cur, ok := h.members.peek(keyOf(m)); ok {
+		if equality.Semantic.DeepEqual(cur.Spec, m.Spec) && equality.Semantic.DeepEqual(cur.Labels, m.Labels) &&
+			equality.Semantic.DeepEqual(cur.Annotations, m.Annotations) {
+			return
+		}
+		keepMeta(&next.ObjectMeta, &cur.ObjectMeta, !equality.Semantic.DeepEqual(cur.Spec, m.Spec))
+		next.Status = *cur.Status.DeepCopy()
+		h.stamp(next, false)
+	} else {
+		h.stamp(next, true)
+	}
+	h.members.put(next)
+	h.persist(next)
+	h.planRevision++
+	h.emit(hub.Event{Kind: hub.EventMemberCluster, Key: keyOf(next)})
+}
+
+// DeleteMemberCluster removes a member cluster (it leaves the fleet).
+func (h *Hub) DeleteMemberCluster(name string) {
+	h.mu.Lock()
+	defer h.unlock()
+	key := hub.Key{Name: name}
+	if _, ok := h.members.peek(key); !ok {
+		return
+	}
+	h.members.delete(key)
+	h.forget(fleet.KindMemberCluster, key)
+	h.planRevision++
+	h.emit(hub.Event{Kind: hub.EventMemberCluster, Key: key})
+}
+
+// ApplyUpdateStrategy creates or replaces a strategy.
+func (h *Hub) ApplyUpdateStrategy(s *fleet.UpdateStrategy) {
+	h.mu.Lock()
+	defer h.unlock()
+	setKind(s, fleet.UpdateStrategyKind(s.Namespace))
+	next := s.DeepCopy()
+	if cur, ok := h.strategies.peek(keyOf(s)); ok {
+		if equality.Semantic.DeepEqual(cur.Spec, s.Spec) {
+			return
+		}
+		keepMeta(&next.ObjectMeta, &cur.ObjectMeta, true)
+		h.stamp(next, false)
+	} else {
+		h.stamp(next, true)
+	}
+	h.strategies.put(next)
+	h.persist(next)
+}
+
+// DeleteUpdateStrategy removes a strategy.
+func (h *Hub) DeleteUpdateStrategy(key hub.Key) {
+	h.mu.Lock()
+	defer h.unlock()
+	if cur, ok := h.strategies.peek(key); ok {
+		h.strategies.delete(key)
+		h.forget(cur.Kind, key)
+	}
+}
+
+// ApplyUpdateRun creates a run or updates its spec (raising its generation
+// when the spec changed); the status is kept. It reports whether anything
+// changed.
+func (h *Hub) ApplyUpdateRun(r *fleet.UpdateRun) bool {
+	h.mu.Lock()
+	defer h.unlock()
+	setKind(r, fleet.UpdateRunKind(r.Namespace))
+	next := r.DeepCopy()
+	if cur, ok := h.runs.peek(keyOf(r)); ok {
+		if equality.Semantic.DeepEqual(cur.Spec, r.Spec) {
+			return false
+		}
+		keepMeta(&next.ObjectMeta, &cur.ObjectMeta, true)
+		next.Status = *cur.Status.DeepCopy()
+		h.stamp(next, false)
+	} else {
+		next.Status = fleet.UpdateRunStatus{}
+		h.stamp(next, true)
+	}
+	h.runs.put(next)
+	h.persist(next)
+	h.emit(hub.Event{Kind: hub.EventUpdateRun, Key: keyOf(next), Run: keyOf(next)})
+	return true
+}
+
+// DeleteUpdateRun starts a run's deletion; the engine finishes it.
+func (h *Hub) DeleteUpdateRun(key hub.Key) {
+	h.mu.Lock()
+	defer h.unlock()
+	cur, ok := h.runs.peek(key)
+	if !ok || cur.DeletionTimestamp != nil {
+		return
+	}
+	next := cur.DeepCopy()
+	now := metav1.NewTime(h.clock.Now().UTC().Truncate(1e9))
+	next.DeletionTimestamp = &now
+	h.stamp(next, false)
+	h.runs.put(next)
+	h.persist(next)
+	h.emit(hub.Event{Kind: hub.EventUpdateRun, Key: key, Run: key})
+}
+
+// ApplyApprovalRequestStatus records a person's change to an approval
+// request's conditions (an Approved condition merged in Git).
+func (h *Hub) ApplyApprovalRequestStatus(a *fleet.ApprovalRequest) error {
+	cur, err := h.GetApprovalRequest(context.Background(), keyOf(a))
+	if err != nil {
+		return err
+	}
+	cur.Status = *a.Status.DeepCopy()
+	return h.UpdateApprovalRequestStatus(context.Background(), cur)
+}
+
+// keepMeta carries server-owned metadata from the stored object to its
+// replacement, raising the generation when the spec changed.
+func keepMeta(next, cur *metav1.ObjectMeta, specChanged bool) {
+	next.CreationTimestamp = cur.CreationTimestamp
+	next.UID = cur.UID
+	next.ResourceVersion = cur.ResourceVersion
+	next.Finalizers = cur.Finalizers
+	next.DeletionTimestamp = cur.DeletionTimestamp
+	next.Generation = cur.Generation
+	if specChanged {
+		next.Generation++
+	}
+}
+
+func setMemberKind(m *fleet.MemberCluster) {
+	m.APIVersion = fleet.ClusterAPIVersion
+	m.Kind = fleet.KindMemberCluster
+}

@@ -1,0 +1,107 @@
+package embedded
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ObjectRef names a persisted object: its kind and key.
+type ObjectRef struct {
+	Kind string
+	Key  types.NamespacedName
+}
+
+// Store is the embedded hub's persistence boundary. The hub keeps its state
+// in memory and writes every change through to the Store; Flush makes the
+// changes durable. The Git loop backs the Store with the status tree (one
+// file per object, committed and pushed by Flush); MemoryStore serves tests
+// and `gitfleet simulate`.
+//
+// Durability contract: the hub calls Flush, and waits for it to succeed,
+// before any side effect that a change guards (delivering a snapshot to a
+// member after a binding was bound), so a restart from the store never
+// skips or repeats a decision.
+type Store interface {
+	// Load returns every persisted object (typed fleet objects).
+	Load(ctx context.Context) ([]runtime.Object, error)
+	// Put records the new state of an object.
+	Put(ref ObjectRef, obj runtime.Object)
+	// Delete records that an object is gone.
+	Delete(ref ObjectRef)
+	// Flush makes every recorded change durable. urgent is true when a side
+	// effect waits for it; a store may batch non-urgent flushes.
+	Flush(ctx context.Context, urgent bool) error
+}
+
+// MemoryStore is a Store that keeps objects in memory and counts flushes.
+type MemoryStore struct {
+	mu      sync.Mutex
+	objects map[ObjectRef]runtime.Object
+	dirty   int
+	// Flushes counts Flush calls that had changes to flush.
+	Flushes int
+}
+
+// NewMemoryStore returns an empty MemoryStore.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{objects: map[ObjectRef]runtime.Object{}}
+}
+
+// Load returns copies of the stored objects, in a stable order.
+func (s *MemoryStore) Load(context.Context) ([]runtime.Object, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	refs := make([]ObjectRef, 0, len(s.objects))
+	for r := range s.objects {
+		refs = append(refs, r)
+	}
+	sort.Slice(refs, func(i, j int) bool {
+		if refs[i].Kind != refs[j].Kind {
+			return refs[i].Kind < refs[j].Kind
+		}
+		return refs[i].Key.String() < refs[j].Key.String()
+	})
+	out := make([]runtime.Object, 0, len(refs))
+	for _, r := range refs {
+		out = append(out, s.objects[r].DeepCopyObject())
+	}
+	return out, nil
+}
+
+// Put stores a copy of obj.
+func (s *MemoryStore) Put(ref ObjectRef, obj runtime.Object) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.objects[ref] = obj.DeepCopyObject()
+	s.dirty++
+}
+
+// Delete removes the object.
+func (s *MemoryStore) Delete(ref ObjectRef) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.objects, ref)
+	s.dirty++
+}
+
+// Flush counts the flush when there were changes.
+func (s *MemoryStore) Flush(context.Context, bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dirty > 0 {
+		s.Flushes++
+		s.dirty = 0
+	}
+	return nil
+}
+
+// Len is the number of stored objects.
+func (s *MemoryStore) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.objects)
+}

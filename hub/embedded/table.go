@@ -1,0 +1,64 @@
+package embedded
+
+import (
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// object is what the hub stores: a fleet object with metadata.
+type object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// table holds the objects of one kind family, keyed by namespace/name. It
+// hands out deep copies so callers never alias the hub's state.
+type table[T object] struct {
+	items map[types.NamespacedName]T
+}
+
+func newTable[T object]() table[T] { return table[T]{items: map[types.NamespacedName]T{}} }
+
+func keyOf(o metav1.Object) types.NamespacedName {
+	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+}
+
+func (t *table[T]) get(k types.NamespacedName) (T, bool) {
+	o, ok := t.items[k]
+	if !ok {
+		var zero T
+		return zero, false
+	}
+	return o.DeepCopyObject().(T), true
+}
+
+// peek returns the stored object itself; callers must not mutate it.
+func (t *table[T]) peek(k types.NamespacedName) (T, bool) {
+	o, ok := t.items[k]
+	return o, ok
+}
+
+func (t *table[T]) put(o T) { t.items[keyOf(o)] = o.DeepCopyObject().(T) }
+
+func (t *table[T]) delete(k types.NamespacedName) { delete(t.items, k) }
+
+// list returns copies of the objects matching keep (all when nil), sorted by
+// namespace then name.
+func (t *table[T]) list(keep func(T) bool) []T {
+	out := make([]T, 0)
+	for _, o := range t.items {
+		if keep == nil || keep(o) {
+			out = append(out, o.DeepCopyObject().(T))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].GetNamespace() != out[j].GetNamespace() {
+			return out[i].GetNamespace() < out[j].GetNamespace()
+		}
+		return out[i].GetName() < out[j].GetName()
+	})
+	return out
+}

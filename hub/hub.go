@@ -1,0 +1,183 @@
+// Package hub defines what the engine reads from and writes to the hub: the
+// seam between gitfleet's reconcilers and where fleet state lives. The
+// embedded hub (hub/embedded) keeps the state itself and persists it through
+// the Git status tree; a Kubernetes-backed hub (hub/kube, next) will serve
+// the same interfaces from a real KubeFleet hub through client-go.
+//
+// Keys are types.NamespacedName. An empty namespace addresses the
+// cluster-scoped family (ClusterResourcePlacement, ClusterStagedUpdateRun,
+// ClusterResourceBinding, ...); a non-empty one the namespaced family
+// (ResourcePlacement, StagedUpdateRun, ResourceBinding, ...). Every method
+// returns copies: callers may mutate what they get and must Update to write.
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+)
+
+// Key addresses an object; see the package comment for scope.
+type Key = types.NamespacedName
+
+// ErrNotFound is returned (wrapped) when an object does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrConflict is returned (wrapped) when an update was based on a stale
+// resourceVersion; the caller should re-read and retry (a retriable error).
+var ErrConflict = errors.New("the object has been modified; please apply your changes to the latest version and try again")
+
+// ErrAlreadyExists is returned (wrapped) by Create for an existing object.
+var ErrAlreadyExists = errors.New("already exists")
+
+// NotFound builds an ErrNotFound for a kind and key.
+func NotFound(kind string, key Key) error {
+	return fmt.Errorf("%s %q: %w", kind, keyString(key), ErrNotFound)
+}
+
+// IsNotFound reports whether err is (or wraps) ErrNotFound.
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// IsConflict reports whether err is (or wraps) ErrConflict.
+func IsConflict(err error) bool { return errors.Is(err, ErrConflict) }
+
+// IsAlreadyExists reports whether err is (or wraps) ErrAlreadyExists.
+func IsAlreadyExists(err error) bool { return errors.Is(err, ErrAlreadyExists) }
+
+func keyString(k Key) string {
+	if k.Namespace == "" {
+		return k.Name
+	}
+	return k.Namespace + "/" + k.Name
+}
+
+// Hub is everything the reconcilers need.
+type Hub interface {
+	Placements
+	PolicySnapshots
+	ResourceSnapshots
+	Bindings
+	MemberClusters
+	Strategies
+	UpdateRuns
+	ApprovalRequests
+}
+
+// Placements reads ClusterResourcePlacements and ResourcePlacements.
+type Placements interface {
+	GetPlacement(ctx context.Context, key Key) (*fleet.Placement, error)
+	ListPlacements(ctx context.Context) ([]*fleet.Placement, error)
+	// UpdatePlacementStatus replaces the status of an existing placement.
+	UpdatePlacementStatus(ctx context.Context, p *fleet.Placement) error
+}
+
+// PolicySnapshots reads and writes the scheduler's policy snapshots.
+type PolicySnapshots interface {
+	// ListPolicySnapshots returns every policy snapshot of the placement.
+	ListPolicySnapshots(ctx context.Context, placement Key) ([]*fleet.PolicySnapshot, error)
+	CreatePolicySnapshot(ctx context.Context, s *fleet.PolicySnapshot) error
+	UpdatePolicySnapshot(ctx context.Context, s *fleet.PolicySnapshot) error
+}
+
+// ResourceSnapshots reads and writes resource snapshots.
+type ResourceSnapshots interface {
+	// ListResourceSnapshots returns every resource snapshot of the placement.
+	ListResourceSnapshots(ctx context.Context, placement Key) ([]*fleet.ResourceSnapshot, error)
+	CreateResourceSnapshot(ctx context.Context, s *fleet.ResourceSnapshot) error
+	UpdateResourceSnapshot(ctx context.Context, s *fleet.ResourceSnapshot) error
+	DeleteResourceSnapshot(ctx context.Context, key Key) error
+	// SelectResources returns the hub resources the placement selects now,
+	// sorted deterministically; the engine snapshots them for runs without
+	// a resourceSnapshotIndex.
+	SelectResources(ctx context.Context, p *fleet.Placement) ([]*unstructured.Unstructured, error)
+}
+
+// Bindings reads and writes the bindings of placements to clusters.
+type Bindings interface {
+	// ListBindings returns every binding of the placement, sorted by name.
+	ListBindings(ctx context.Context, placement Key) ([]*fleet.Binding, error)
+	GetBinding(ctx context.Context, key Key) (*fleet.Binding, error)
+	CreateBinding(ctx context.Context, b *fleet.Binding) error
+	// UpdateBinding writes spec and status. A spec change raises
+	// metadata.generation. A stale resourceVersion yields ErrConflict.
+	UpdateBinding(ctx context.Context, b *fleet.Binding) error
+	// DeleteBinding starts the deletion: the binding gets a
+	// deletionTimestamp and disappears once its resources are removed from
+	// the member cluster.
+	DeleteBinding(ctx context.Context, key Key) error
+}
+
+// MemberClusters reads the fleet's clusters.
+type MemberClusters interface {
+	ListMemberClusters(ctx context.Context) ([]*fleet.MemberCluster, error)
+}
+
+// Strategies reads staged update strategies.
+type Strategies interface {
+	GetUpdateStrategy(ctx context.Context, key Key) (*fleet.UpdateStrategy, error)
+}
+
+// UpdateRuns reads runs and writes their status.
+type UpdateRuns interface {
+	GetUpdateRun(ctx context.Context, key Key) (*fleet.UpdateRun, error)
+	ListUpdateRuns(ctx context.Context) ([]*fleet.UpdateRun, error)
+	// UpdateUpdateRunStatus replaces the status (and finalizers) of a run.
+	UpdateUpdateRunStatus(ctx context.Context, r *fleet.UpdateRun) error
+	// RemoveUpdateRun finishes the deletion of a run whose deletion the
+	// engine has processed (approval requests deleted, metrics dropped).
+	RemoveUpdateRun(ctx context.Context, key Key) error
+}
+
+// ApprovalRequests reads and writes approval requests.
+type ApprovalRequests interface {
+	GetApprovalRequest(ctx context.Context, key Key) (*fleet.ApprovalRequest, error)
+	// ListApprovalRequests lists the requests of a namespace ("" for the
+	// cluster-scoped family) carrying the given labels.
+	ListApprovalRequests(ctx context.Context, namespace string, labels map[string]string) ([]*fleet.ApprovalRequest, error)
+	CreateApprovalRequest(ctx context.Context, a *fleet.ApprovalRequest) error
+	UpdateApprovalRequestStatus(ctx context.Context, a *fleet.ApprovalRequest) error
+	DeleteApprovalRequest(ctx context.Context, key Key) error
+}
+
+// Revisioner is implemented by hubs that can tell cheaply whether anything a
+// run's validation reads has changed: placements, policy snapshots, member
+// clusters, and the set of bindings with their states (not their status).
+// The engine uses it to skip re-deriving the plan when nothing changed, so a
+// pass costs what the active stage costs, not what the fleet costs.
+type Revisioner interface {
+	PlanRevision() uint64
+}
+
+// EventKind names what changed.
+type EventKind string
+
+const (
+	EventBinding          EventKind = "Binding"
+	EventApprovalRequest  EventKind = "ApprovalRequest"
+	EventUpdateRun        EventKind = "UpdateRun"
+	EventPlacement        EventKind = "Placement"
+	EventMemberCluster    EventKind = "MemberCluster"
+	EventResourceSnapshot EventKind = "ResourceSnapshot"
+	EventPolicySnapshot   EventKind = "PolicySnapshot"
+)
+
+// Event tells a subscriber that an object changed. Placement is set for
+// bindings and snapshots; Run for approval requests (their target run).
+type Event struct {
+	Kind      EventKind
+	Key       Key
+	Placement Key
+	Run       Key
+}
+
+// Notifier is implemented by hubs that push change events, so the engine
+// reacts to a cluster becoming available at once (deliberate difference 1)
+// instead of on its next poll.
+type Notifier interface {
+	Subscribe(func(Event))
+}
