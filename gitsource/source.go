@@ -90,9 +90,9 @@ type Head struct {
 // concurrent use; they are serialised internally.
 type Source struct {
 	cfg     Config
-	url     string             // normalised URL (local paths as file://)
+	url     string              // normalised URL (local paths as file://)
 	ep      *transport.Endpoint // parsed url
-	safeURL string             // url for logs and errors
+	safeURL string              // url for logs and errors
 	red     *redactor
 	log     *slog.Logger
 
@@ -432,6 +432,9 @@ func wipeDir(dir string) error {
 
 // lock acquires the Source, giving up when ctx is done.
 func (s *Source) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	select {
 	case s.sem <- struct{}{}:
 		return nil

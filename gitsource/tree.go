@@ -69,7 +69,7 @@ func (s *Source) applyOps(base plumbing.Hash, ops map[string]fileOp, dir string)
 		}
 	}
 
-	direct := map[string]fileOp{}           // ops on an entry of dir itself
+	direct := map[string]fileOp{}            // ops on an entry of dir itself
 	nested := map[string]map[string]fileOp{} // ops below a subdirectory
 	for p, op := range ops {
 		name, rest, deeper := strings.Cut(p, "/")

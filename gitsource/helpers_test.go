@@ -1,0 +1,181 @@
+package gitsource
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// requireGit skips the test when the git binary is absent; the file://
+// transport and the test servers need it.
+func requireGit(tb testing.TB) {
+	tb.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		tb.Skip("git binary not found")
+	}
+}
+
+// gitEnv isolates the git CLI from the user's and system configuration.
+func gitEnv(home string) []string {
+	return append(os.Environ(),
+		"HOME="+home,
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=Human", "GIT_AUTHOR_EMAIL=human@example.com",
+		"GIT_COMMITTER_NAME=Human", "GIT_COMMITTER_EMAIL=human@example.com",
+		"GIT_TERMINAL_PROMPT=0",
+	)
+}
+
+// git runs the git CLI in dir and returns its trimmed stdout.
+func runGit(tb testing.TB, dir string, args ...string) string {
+	tb.Helper()
+	out, err := gitErr(dir, args...)
+	if err != nil {
+		tb.Fatalf("git %s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}
+
+func gitErr(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", append([]string{"-c", "init.defaultBranch=main", "-c", "protocol.file.allow=always"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv(dir)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", &cmdError{err: err, stderr: stderr.String()}
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+type cmdError struct {
+	err    error
+	stderr string
+}
+
+func (e *cmdError) Error() string { return e.err.Error() + ": " + e.stderr }
+
+// fixture is a bare "remote" repository plus a working clone of it that
+// plays the human.
+type fixture struct {
+	root string // temp dir holding both
+	bare string // the remote, a bare repository
+	work string // a human's clone
+}
+
+// newFixture creates a remote whose main branch has one commit with a
+// workload and a README.
+func newFixture(tb testing.TB) *fixture {
+	tb.Helper()
+	requireGit(tb)
+	root := tb.TempDir()
+	f := &fixture{root: root, bare: filepath.Join(root, "remote.git"), work: filepath.Join(root, "work")}
+	runGit(tb, root, "init", "-q", "--bare", f.bare)
+	runGit(tb, root, "clone", "-q", f.bare, f.work)
+	f.commit(tb, "initial", map[string]string{
+		"README.md":             "fleet\n",
+		"workloads/app/cm.yaml": "kind: ConfigMap\n",
+		"fleet/placement.yaml":  "kind: ClusterResourcePlacement\n",
+	})
+	runGit(tb, f.work, "push", "-q", "origin", "HEAD:main")
+	return f
+}
+
+// commit writes files in the working clone and commits them (no push).
+func (f *fixture) commit(tb testing.TB, msg string, files map[string]string) plumbing.Hash {
+	tb.Helper()
+	for p, content := range files {
+		full := filepath.Join(f.work, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	runGit(tb, f.work, "add", "-A")
+	runGit(tb, f.work, "commit", "-q", "-m", msg)
+	return plumbing.NewHash(runGit(tb, f.work, "rev-parse", "HEAD"))
+}
+
+// push commits files and pushes them to main.
+func (f *fixture) push(tb testing.TB, msg string, files map[string]string) plumbing.Hash {
+	tb.Helper()
+	h := f.commit(tb, msg, files)
+	runGit(tb, f.work, "push", "-q", "origin", "HEAD:main")
+	return h
+}
+
+// remoteTip returns the remote's tip of branch.
+func (f *fixture) remoteTip(tb testing.TB, branch string) plumbing.Hash {
+	tb.Helper()
+	return plumbing.NewHash(runGit(tb, f.bare, "rev-parse", "refs/heads/"+branch))
+}
+
+// show returns a file's content on the remote.
+func (f *fixture) show(tb testing.TB, rev, path string) string {
+	tb.Helper()
+	return runGit(tb, f.bare, "show", rev+":"+path)
+}
+
+// config returns a Config for the fixture's remote with a fresh cache.
+func (f *fixture) config(tb testing.TB) Config {
+	return Config{
+		URL:         "file://" + f.bare,
+		CacheDir:    filepath.Join(tb.TempDir(), "cache"),
+		Logger:      testLogger(tb),
+		PushBackoff: Backoff{Initial: time.Millisecond, Max: 20 * time.Millisecond},
+	}
+}
+
+func (f *fixture) open(tb testing.TB) *Source {
+	tb.Helper()
+	s, err := Open(context.Background(), f.config(tb))
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+// testLogger discards logs unless GITSOURCE_TEST_LOG is set.
+func testLogger(tb testing.TB) *slog.Logger {
+	if os.Getenv("GITSOURCE_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func ctxT(tb testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	tb.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,133 @@
+package gitsource
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// Tree returns the root tree of commit. The tree reads lazily through the
+// Source (safe from any goroutine) and refuses blobs above MaxFileSize.
+func (s *Source) Tree(ctx context.Context, commit plumbing.Hash) (*object.Tree, error) {
+	c, err := s.Commit(ctx, commit)
+	if err != nil {
+		return nil, err
+	}
+	t, err := c.Tree()
+	if err != nil {
+		return nil, s.wrap("read", fmt.Errorf("tree of %s: %w", commit, err))
+	}
+	return t, nil
+}
+
+// ReadFile returns the content of the regular file at path in commit. The
+// error wraps ErrNotFound if there is no such file and ErrTooLarge if it is
+// bigger than MaxFileSize.
+func (s *Source) ReadFile(ctx context.Context, commit plumbing.Hash, p string) ([]byte, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, s.wrap("read", err)
+	}
+	defer s.unlock()
+	root, err := s.treeOf(commit)
+	if err != nil {
+		return nil, s.wrap("read", err)
+	}
+	t, err := object.GetTree(s.store, root)
+	if err != nil {
+		return nil, s.wrap("read", err)
+	}
+	e, err := t.FindEntry(p)
+	if err != nil || !e.Mode.IsFile() || e.Mode == filemode.Symlink {
+		return nil, errorf("read", ErrNotFound, fmt.Sprintf("%s: no such file in %s", p, commit))
+	}
+	return s.readBlob(e.Hash, p)
+}
+
+// ReadTree returns every regular file below dir ("" or "." for the whole
+// repository) in commit, keyed by repository path. Symlinks and submodules
+// are skipped: the content must come from the commit itself. Files above
+// MaxFileSize, or a total above MaxTotalSize, fail with ErrTooLarge.
+func (s *Source) ReadTree(ctx context.Context, commit plumbing.Hash, dir string) (map[string][]byte, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, s.wrap("read", err)
+	}
+	defer s.unlock()
+	root, err := s.treeOf(commit)
+	if err != nil {
+		return nil, s.wrap("read", err)
+	}
+	t, err := object.GetTree(s.store, root)
+	if err != nil {
+		return nil, s.wrap("read", err)
+	}
+	dir = path.Clean(dir)
+	if dir != "." && dir != "" {
+		if t, err = t.Tree(dir); err != nil {
+			return nil, errorf("read", ErrNotFound, fmt.Sprintf("%s: no such directory in %s", dir, commit))
+		}
+	} else {
+		dir = ""
+	}
+
+	files := map[string][]byte{}
+	var total int64
+	walker := object.NewTreeWalker(t, true, nil)
+	defer walker.Close()
+	for {
+		name, e, err := walker.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, s.wrap("read", err)
+		}
+		if !e.Mode.IsFile() || e.Mode == filemode.Symlink {
+			continue
+		}
+		if len(files)%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, s.wrap("read", err)
+			}
+		}
+		p := path.Join(dir, name)
+		data, err := s.readBlob(e.Hash, p)
+		if err != nil {
+			return nil, err
+		}
+		if total += int64(len(data)); total > s.cfg.MaxTotalSize {
+			return nil, errorf("read", ErrTooLarge, fmt.Sprintf("%s in %s: more than %d bytes in total", dir, commit, s.cfg.MaxTotalSize))
+		}
+		files[p] = data
+	}
+	return files, nil
+}
+
+// readBlob reads a blob after checking its size; the caller holds the lock.
+func (s *Source) readBlob(h plumbing.Hash, p string) ([]byte, error) {
+	size, err := s.store.EncodedObjectSize(h)
+	if err != nil {
+		return nil, s.wrap("read", fmt.Errorf("%s: %w", p, err))
+	}
+	if size > s.cfg.MaxFileSize {
+		return nil, errorf("read", ErrTooLarge, fmt.Sprintf("%s is %d bytes, more than the %d byte limit", p, size, s.cfg.MaxFileSize))
+	}
+	obj, err := s.store.EncodedObject(plumbing.BlobObject, h)
+	if err != nil {
+		return nil, s.wrap("read", fmt.Errorf("%s: %w", p, err))
+	}
+	r, err := obj.Reader()
+	if err != nil {
+		return nil, s.wrap("read", fmt.Errorf("%s: %w", p, err))
+	}
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, s.cfg.MaxFileSize+1))
+	if err != nil {
+		return nil, s.wrap("read", fmt.Errorf("%s: %w", p, err))
+	}
+	return data, nil
+}
