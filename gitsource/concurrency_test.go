@@ -1,0 +1,215 @@
+package gitsource
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestApplyReappliesOnMovedBranch: gitfleet's cached tip is stale because a
+// person pushed after the last fetch; the first push is rejected and the
+// change is re-applied on the new tip, keeping the person's commit.
+func TestApplyReappliesOnMovedBranch(t *testing.T) {
+	ctx := ctxT(t)
+	f := newFixture(t)
+	s := f.open(t)
+	human := f.push(t, "human change", map[string]string{"workloads/app/cm.yaml": "kind: ConfigMap\nv: 2\n"})
+
+	res, err := s.Apply(ctx, Change{Message: "status", Writes: map[string][]byte{"status/runs/r.yaml": []byte("r\n")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Attempts != 2 || !res.Created {
+		t.Fatalf("Apply = %+v, want a commit on the second attempt", res)
+	}
+	if parent := runGit(t, f.bare, "rev-parse", "main^"); parent != human.String() {
+		t.Fatalf("status commit's parent %s, want the human commit %s", parent, human)
+	}
+	if got := f.show(t, "main", "workloads/app/cm.yaml"); got != "kind: ConfigMap\nv: 2" {
+		t.Fatalf("human change lost: %q", got)
+	}
+}
+
+// TestApplyRacesHumans: while gitfleet pushes status, people push 50
+// commits to the same branch. Every push of either side lands, no human
+// commit is lost, and the branch only ever moves forward (checked by a
+// post-receive hook that logs every ref update, and by the server refusing
+// non-fast-forward updates).
+func TestApplyRacesHumans(t *testing.T) {
+	ctx := ctxT(t)
+	f := newFixture(t)
+	runGit(t, f.bare, "config", "receive.denyNonFastForwards", "true")
+	runGit(t, f.bare, "config", "receive.denyDeletes", "true")
+	updates := filepath.Join(f.root, "updates.log")
+	hook := fmt.Sprintf("#!/bin/sh\nwhile read old new ref; do echo \"$old $new $ref\" >> %q; done\n", updates)
+	if err := os.WriteFile(filepath.Join(f.bare, "hooks", "post-receive"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := f.remoteTip(t, "main")
+
+	cfg := f.config(t)
+	cfg.PushAttempts = 50
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Two people push 50 commits between them while gitfleet keeps writing
+	// status, pass after pass, until they are done (and at least 25 times).
+	const humans, people = 50, 2
+	clones := []string{f.work}
+	for p := 1; p < people; p++ {
+		clone := filepath.Join(f.root, fmt.Sprintf("work%d", p))
+		runGit(t, f.root, "clone", "-q", f.bare, clone)
+		clones = append(clones, clone)
+	}
+	humanErrs := make(chan error, people)
+	for p, clone := range clones {
+		go func() {
+			for i := p; i < humans; i += people {
+				if err := humanPush(clone, i); err != nil {
+					humanErrs <- err
+					return
+				}
+			}
+			humanErrs <- nil
+		}()
+	}
+	humansDone := make(chan error, 1)
+	go func() {
+		for range people {
+			if err := <-humanErrs; err != nil {
+				humansDone <- err
+				return
+			}
+		}
+		humansDone <- nil
+	}()
+
+	var results []Result
+	done := false
+	for i := 0; !done || len(results) < 25; i++ {
+		res, err := s.Apply(ctx, Change{
+			Message: fmt.Sprintf("status: pass %d", i),
+			Writes: map[string][]byte{
+				"status/runs/r.yaml":                      []byte(fmt.Sprintf("pass: %d\n", i)),
+				fmt.Sprintf("status/passes/%03d.yaml", i): []byte("done\n"),
+			},
+		})
+		if err != nil {
+			t.Fatalf("Apply %d: %v", i, err)
+		}
+		if !res.Created {
+			t.Fatalf("Apply %d made no commit", i)
+		}
+		results = append(results, res)
+		select {
+		case err := <-humansDone:
+			if err != nil {
+				t.Fatal(err)
+			}
+			done = true
+		case <-time.After(time.Duration(rand.IntN(40)) * time.Millisecond):
+			// Paced like a reconciler; a faster writer would starve the
+			// people (their pull+push takes longer than gitfleet's push).
+		}
+	}
+	applies := len(results)
+
+	final := f.remoteTip(t, "main")
+	retries := 0
+	for i, res := range results {
+		retries += res.Attempts - 1
+		if !isAncestor(t, f.bare, res.Commit, final) {
+			t.Errorf("status commit %d (%s) is not in the final history", i, res.Commit)
+		}
+	}
+	t.Logf("%d status commits needed %d re-applies", applies, retries)
+	if retries == 0 {
+		t.Errorf("no Apply was ever rejected: the test did not exercise the race")
+	}
+
+	// Every human commit is there, and every file of both sides.
+	log := runGit(t, f.bare, "log", "--format=%s", start.String()+"..main")
+	for i := range humans {
+		if !strings.Contains(log, fmt.Sprintf("human %d\n", i)) && !strings.HasSuffix(log, fmt.Sprintf("human %d", i)) {
+			t.Errorf("human commit %d missing", i)
+		}
+	}
+	files := runGit(t, f.bare, "ls-tree", "-r", "--name-only", "main")
+	for i := range humans {
+		if !strings.Contains(files, fmt.Sprintf("workloads/human/%02d.yaml", i)) {
+			t.Errorf("human file %d missing", i)
+		}
+	}
+	for i := range applies {
+		if !strings.Contains(files, fmt.Sprintf("status/passes/%03d.yaml", i)) {
+			t.Errorf("status file %d missing", i)
+		}
+	}
+	if got := f.show(t, "main", "status/runs/r.yaml"); got != fmt.Sprintf("pass: %d", applies-1) {
+		t.Errorf("final status %q, want the last pass", got)
+	}
+
+	// History only moved forward.
+	data, err := os.ReadFile(updates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != humans+applies {
+		t.Errorf("%d ref updates, want %d", len(lines), humans+applies)
+	}
+	for _, line := range lines {
+		var old, new, ref string
+		fmt.Sscan(line, &old, &new, &ref)
+		if ref != "refs/heads/main" || !isAncestorStr(t, f.bare, old, new) {
+			t.Errorf("non-fast-forward update: %s", line)
+		}
+	}
+}
+
+// humanPush commits one workload file in a person's clone and pushes it,
+// rebasing onto whatever gitfleet pushed meanwhile, as a person would.
+func humanPush(work string, i int) error {
+	p := filepath.Join(work, "workloads", "human", fmt.Sprintf("%02d.yaml", i))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(p, []byte(fmt.Sprintf("n: %d\n", i)), 0o644); err != nil {
+		return err
+	}
+	if _, err := gitErr(work, "add", "-A"); err != nil {
+		return err
+	}
+	if _, err := gitErr(work, "commit", "-q", "-m", fmt.Sprintf("human %d", i)); err != nil {
+		return err
+	}
+	var err error
+	for try := 0; try < 100; try++ {
+		if _, err = gitErr(work, "push", "-q", "origin", "HEAD:main"); err == nil {
+			return nil
+		}
+		if _, err := gitErr(work, "pull", "-q", "--rebase", "origin", "main"); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("human %d could not push: %w", i, err)
+}
+
+func isAncestor(t *testing.T, repo string, a, b fmt.Stringer) bool {
+	return isAncestorStr(t, repo, a.String(), b.String())
+}
+
+func isAncestorStr(t *testing.T, repo, a, b string) bool {
+	t.Helper()
+	if strings.Trim(a, "0") == "" {
+		return true // branch creation
+	}
+	_, err := gitErr(repo, "merge-base", "--is-ancestor", a, b)
+	return err == nil
+}
