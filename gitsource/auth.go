@@ -111,8 +111,8 @@ func (a Auth) httpAuth(ep *transport.Endpoint, r *redactor) (transport.AuthMetho
 		return &githttp.BasicAuth{Username: user, Password: password}, nil
 	case ep.User != "":
 		// Credentials in the URL; a lone username is a token.
-		r.add(ep.User)
 		if ep.Password == "" {
+			r.add(ep.User)
 			return &githttp.BasicAuth{Username: defaultTokenUser, Password: ep.User}, nil
 		}
 		return &githttp.BasicAuth{Username: ep.User, Password: ep.Password}, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -208,6 +209,12 @@ func normaliseURL(raw string, r *redactor) (string, *transport.Endpoint, error) 
 		return "", nil, newError(r, "open", "", err, ErrInvalid)
 	}
 	r.add(ep.Password)
+	if u, err := url.Parse(raw); err == nil && u.RawQuery != "" {
+		// Query values may be tokens (?private_token=…).
+		for _, vs := range u.Query() {
+			r.add(vs...)
+		}
+	}
 	switch ep.Protocol {
 	case "file":
 		abs, err := filepath.Abs(ep.Path)

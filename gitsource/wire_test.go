@@ -1,0 +1,299 @@
+package gitsource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Credentials the test HTTP server accepts.
+const (
+	httpUser     = "fleet-bot"
+	httpPassword = "pa55-w0rd-s3cret"
+	httpToken    = "ghp_T0kenThatMustNeverLeak123"
+)
+
+// startGitDaemon serves the fixture's remote over git:// from a real
+// `git daemon` on 127.0.0.1 and returns its URL.
+func startGitDaemon(t *testing.T, f *fixture) string {
+	t.Helper()
+	port := freePort(t)
+	cmd := exec.Command("git", "daemon", "--reuseaddr", "--base-path="+f.root, "--export-all",
+		"--enable=receive-pack", "--listen=127.0.0.1", fmt.Sprintf("--port=%d", port), f.root)
+	cmd.Env = gitEnv(f.root)
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("git daemon: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("git daemon did not listen on %s", addr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return "git://" + addr + "/remote.git"
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startHTTPBackend serves the fixture's remote through git http-backend
+// (CGI) behind a handler that demands HTTP basic auth with either
+// httpUser/httpPassword or any user with httpToken.
+func startHTTPBackend(t *testing.T, f *fixture) string {
+	t.Helper()
+	exec, err := gitErr(f.root, "--exec-path")
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := filepath.Join(exec, "git-http-backend")
+	if _, err := os.Stat(backend); err != nil {
+		t.Skip("git-http-backend not installed")
+	}
+	cgiHandler := &cgi.Handler{
+		Path: backend,
+		Env: []string{
+			"GIT_PROJECT_ROOT=" + f.root,
+			"GIT_HTTP_EXPORT_ALL=1",
+			"REMOTE_USER=" + httpUser, // enables receive-pack
+			"GIT_CONFIG_NOSYSTEM=1",
+			"HOME=" + f.root,
+		},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, ok := r.BasicAuth()
+		if !ok || !(user == httpUser && pass == httpPassword || pass == httpToken) {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		cgiHandler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/remote.git"
+}
+
+// exerciseWire clones, fetches and pushes through a Source and checks each
+// step against the remote on disk.
+func exerciseWire(t *testing.T, f *fixture, cfg Config) {
+	t.Helper()
+	ctx := ctxT(t)
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("clone: %v", err)
+	}
+	want := f.push(t, "over the wire", map[string]string{"workloads/w.yaml": "w\n"})
+	head, err := s.Fetch(ctx)
+	if err != nil {
+		t.Fatalf("fetch: %v", err)
+	}
+	if head.Commit != want {
+		t.Fatalf("fetched %s, want %s", head.Commit, want)
+	}
+	// Make the cached tip stale so the push also goes through a rejection.
+	f.push(t, "meanwhile", map[string]string{"workloads/m.yaml": "m\n"})
+	res, err := s.Apply(ctx, Change{Message: "status", Writes: map[string][]byte{"status/runs/w.yaml": []byte("w\n")}})
+	if err != nil {
+		t.Fatalf("push: %v", err)
+	}
+	if res.Attempts != 2 || f.remoteTip(t, "main") != res.Commit {
+		t.Fatalf("Apply = %+v, remote tip %s", res, f.remoteTip(t, "main"))
+	}
+	if got := f.show(t, "main", "workloads/m.yaml"); got != "m" {
+		t.Fatalf("human commit lost: %q", got)
+	}
+	if _, err := s.PushBranch(ctx, "a1", Change{Writes: map[string][]byte{"approvals/a1.yaml": []byte("ok\n")}}); err != nil {
+		t.Fatalf("push branch: %v", err)
+	}
+	if got := f.show(t, "gitfleet/approve/a1", "approvals/a1.yaml"); got != "ok" {
+		t.Fatalf("approve branch content %q", got)
+	}
+}
+
+func TestGitDaemon(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.config(t)
+	cfg.URL = startGitDaemon(t, f)
+	exerciseWire(t, f, cfg)
+}
+
+func writeSecret(t *testing.T, value string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(p, []byte(value+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestHTTPBackend(t *testing.T) {
+	t.Run("username and password file", func(t *testing.T) {
+		f := newFixture(t)
+		cfg := f.config(t)
+		cfg.URL = startHTTPBackend(t, f)
+		cfg.Auth = Auth{UsernameFile: writeSecret(t, httpUser), PasswordFile: writeSecret(t, httpPassword)}
+		exerciseWire(t, f, cfg)
+	})
+	t.Run("token from env", func(t *testing.T) {
+		f := newFixture(t)
+		cfg := f.config(t)
+		cfg.URL = startHTTPBackend(t, f)
+		t.Setenv("GITSOURCE_TEST_TOKEN", httpToken)
+		cfg.Auth = Auth{TokenEnv: "GITSOURCE_TEST_TOKEN"}
+		exerciseWire(t, f, cfg)
+	})
+	t.Run("credentials in the URL", func(t *testing.T) {
+		f := newFixture(t)
+		cfg := f.config(t)
+		u, _ := url.Parse(startHTTPBackend(t, f))
+		u.User = url.UserPassword(httpUser, httpPassword)
+		cfg.URL = u.String()
+		s, err := Open(ctxT(t), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(s.URL(), httpPassword) || !strings.Contains(s.URL(), httpUser+":***@") {
+			t.Fatalf("URL() = %q", s.URL())
+		}
+		marker, _ := os.ReadFile(filepath.Join(cfg.CacheDir, markerFile))
+		if strings.Contains(string(marker), httpPassword) {
+			t.Fatalf("marker file holds the password: %q", marker)
+		}
+	})
+	t.Run("wrong password", func(t *testing.T) {
+		f := newFixture(t)
+		cfg := f.config(t)
+		cfg.URL = startHTTPBackend(t, f)
+		cfg.Auth = Auth{Username: httpUser, PasswordFile: writeSecret(t, "not-the-password")}
+		_, err := Open(ctxT(t), cfg)
+		if !errors.Is(err, ErrAuth) {
+			t.Fatalf("Open with a wrong password: %v, want ErrAuth", err)
+		}
+		if strings.Contains(err.Error(), "not-the-password") {
+			t.Fatalf("error leaks the password: %v", err)
+		}
+	})
+}
+
+// TestRedaction: credentials appear in no error and no log line, even when
+// the server echoes them back or the connection fails.
+func TestRedaction(t *testing.T) {
+	// A server that reflects whatever credentials it receives.
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, _ := r.BasicAuth()
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, "bad credentials %s:%s for %s", user, pass, r.URL)
+	}))
+	defer echo.Close()
+	echoURL, _ := url.Parse(echo.URL)
+	closed := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+
+	for _, tc := range []struct {
+		name string
+		url  string
+		auth Auth
+	}{
+		{"token in URL, echoed", "http://" + httpToken + "@" + echoURL.Host + "/r.git", Auth{}},
+		{"user:token in URL, echoed", "http://x:" + httpToken + "@" + echoURL.Host + "/r.git", Auth{}},
+		{"token file, echoed", echo.URL + "/r.git", Auth{TokenFile: writeSecret(t, httpToken)}},
+		{"token in https URL, refused", "https://oauth2:" + httpToken + "@" + closed + "/r.git", Auth{}},
+		{"token with URL-special characters", "https://x:" + url.PathEscape(httpToken+"/?#@") + "@" + closed + "/r.git", Auth{}},
+		{"token in query, refused", "https://" + closed + "/r.git?private_token=" + httpToken, Auth{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs syncBuffer
+			cfg := Config{
+				URL:      tc.url,
+				CacheDir: filepath.Join(t.TempDir(), "cache"),
+				Auth:     tc.auth,
+				Logger:   slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err := Open(ctx, cfg)
+			if err == nil {
+				t.Fatal("Open succeeded")
+			}
+			for _, leak := range []string{httpToken, url.PathEscape(httpToken + "/?#@"), url.QueryEscape(httpToken)} {
+				walkErrors(err, func(e error) {
+					if strings.Contains(e.Error(), leak) {
+						t.Errorf("error (or one it wraps) leaks the token: %v", e)
+					}
+				})
+				if strings.Contains(logs.String(), leak) {
+					t.Errorf("logs leak the token:\n%s", logs.String())
+				}
+			}
+			if !strings.Contains(err.Error(), "***") {
+				t.Errorf("error does not show where the secret was: %v", err)
+			}
+			t.Logf("error: %v", err)
+		})
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://user:secret@github.com/org/fleet.git": "https://user:***@github.com/org/fleet.git",
+		"https://ghp_abc@github.com/org/fleet.git":     "https://***@github.com/org/fleet.git",
+		"https://github.com/org/fleet.git":             "https://github.com/org/fleet.git",
+		"ssh://git@host:2222/org/fleet.git":            "ssh://git@host:2222/org/fleet.git",
+		"ssh://git:pw@host/org/fleet.git":              "ssh://git:***@host/org/fleet.git",
+		"git@github.com:org/fleet.git":                 "git@github.com:org/fleet.git",
+		"/srv/git/fleet.git":                           "/srv/git/fleet.git",
+		"https://host/r.git?private_token=abc&x=1":     "https://host/r.git?private_token=***&x=***",
+		"https://u:p%40ss@host/r.git":                  "https://u:***@host/r.git",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := scrubURLs(`Get "https://u:tok@h/x": refused; see http://a@b/c`); got != `Get "https://u:***@h/x": refused; see http://***@b/c` {
+		t.Errorf("scrubURLs = %q", got)
+	}
+}
+
+// walkErrors calls fn on err and everything it wraps.
+func walkErrors(err error, fn func(error)) {
+	if err == nil {
+		return
+	}
+	fn(err)
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		walkErrors(u.Unwrap(), fn)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			walkErrors(e, fn)
+		}
+	}
+}
