@@ -62,3 +62,6 @@ func (t *table[T]) list(keep func(T) bool) []T {
 	})
 	return out
 }
+
+// KeyOf returns the hub key of an object.
+func KeyOf(o metav1.Object) types.NamespacedName { return keyOf(o) }
