@@ -1,0 +1,596 @@
+package v1beta1
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Validation of single objects: what the KubeFleet CRD schemas, their CEL
+// rules and the fleet webhooks reject, as plain Go. Messages are the
+// upstream strings (spec §1) so `gitfleet validate` reads like kubectl's
+// rejection. Field paths are JSON paths (spec.stages[1].maxConcurrency).
+//
+// The functions accept defaulted and undefaulted objects alike.
+
+// Limits from the CRD schemas.
+const (
+	MaxUpdateRunNameLength     = 63
+	MaxPlacementNameLength     = 255
+	MaxStages                  = 31
+	MaxStageNameLength         = 63
+	MaxAfterStageTasks         = 2
+	MaxBeforeStageTasks        = 1
+	MaxResourceSelectors       = 100
+	MinRevisionHistoryLimit    = 1
+	MaxRevisionHistoryLimit    = 1000
+	maxPlacementObjectNameSize = validation.DNS1035LabelMaxLength
+)
+
+// Patterns from the CRD schemas.
+const (
+	StageNamePattern      = `^[a-z0-9]+$`
+	MaxConcurrencyPattern = `^(100|[1-9][0-9]?)%$`
+	WaitTimePattern       = `^(?:(?:0|[1-9][0-9]*)(\.[0-9]+)?(?:s|m|h))+$`
+)
+
+// Messages of the CEL rules (spec §1); tests and callers match on them.
+const (
+	MsgRunNameTooLong          = "metadata.name max length is 63"
+	MsgMaxConcurrencyAtLeast1  = "maxConcurrency must be at least 1"
+	MsgApprovalNoWaitTime      = "AfterStageTaskType is Approval, waitTime is not allowed"
+	MsgTimedWaitNeedsWaitTime  = "AfterStageTaskType is TimedWait, waitTime is required"
+	MsgBeforeStageNoTimedWait  = "BeforeStageTaskType cannot be TimedWait"
+	MsgExternalNoRollingUpdate = "rollingUpdateConifg is not valid for ExternalRollout strategy type"
+)
+
+var (
+	stageNameRE      = regexp.MustCompile(StageNamePattern)
+	maxConcurrencyRE = regexp.MustCompile(MaxConcurrencyPattern)
+	waitTimeRE       = regexp.MustCompile(WaitTimePattern)
+)
+
+// patternMsg is the OpenAPI schema's wording for a pattern mismatch.
+func patternMsg(p *field.Path, pattern string) string {
+	return fmt.Sprintf("%s in body should match '%s'", p.String(), pattern)
+}
+
+// namespacedKinds are the kinds whose objects live in a namespace. gitfleet
+// decides the family from metadata.namespace, so the two must agree.
+var namespacedKinds = map[string]bool{
+	KindResourcePlacement: true, KindStagedUpdateStrategy: true, KindStagedUpdateRun: true,
+	KindApprovalRequest: true, KindResourceSnapshot: true, KindSchedulingPolicySnapshot: true,
+	KindResourceBinding: true,
+}
+
+// ValidateObjectMeta checks name and namespace the way the API server does
+// for custom resources, plus the scope rule: a cluster-scoped kind must not
+// carry a namespace and a namespaced kind needs one (Git has no kubectl
+// context to default it from). An empty kind skips the scope rule.
+func ValidateObjectMeta(kind string, meta *metav1.ObjectMeta) field.ErrorList {
+	var errs field.ErrorList
+	p := field.NewPath("metadata")
+	if meta.Name == "" {
+		errs = append(errs, field.Required(p.Child("name"), "name is required"))
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(meta.Name) {
+			errs = append(errs, field.Invalid(p.Child("name"), meta.Name, msg))
+		}
+	}
+	if meta.Namespace != "" {
+		for _, msg := range validation.IsDNS1123Label(meta.Namespace) {
+			errs = append(errs, field.Invalid(p.Child("namespace"), meta.Namespace, msg))
+		}
+	}
+	if kind == "" {
+		return errs
+	}
+	switch {
+	case namespacedKinds[kind] && meta.Namespace == "":
+		errs = append(errs, field.Required(p.Child("namespace"), fmt.Sprintf("%s is namespaced; set metadata.namespace", kind)))
+	case !namespacedKinds[kind] && meta.Namespace != "":
+		errs = append(errs, field.Forbidden(p.Child("namespace"), fmt.Sprintf("not allowed on this type: %s is cluster-scoped", kind)))
+	}
+	return errs
+}
+
+// ---- runs ----
+
+// ValidateUpdateRun checks a ClusterStagedUpdateRun or StagedUpdateRun.
+func ValidateUpdateRun(r *UpdateRun) field.ErrorList {
+	errs := ValidateObjectMeta(r.Kind, &r.ObjectMeta)
+	if len(r.Name) > MaxUpdateRunNameLength {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), r.Name, MsgRunNameTooLong))
+	}
+	spec := field.NewPath("spec")
+	switch {
+	case r.Spec.PlacementName == "":
+		errs = append(errs, field.Required(spec.Child("placementName"), ""))
+	case len(r.Spec.PlacementName) > MaxPlacementNameLength:
+		errs = append(errs, field.TooLong(spec.Child("placementName"), r.Spec.PlacementName, MaxPlacementNameLength))
+	}
+	if r.Spec.StagedUpdateStrategyName == "" {
+		errs = append(errs, field.Required(spec.Child("stagedRolloutStrategyName"), ""))
+	}
+	switch r.Spec.State {
+	case "", StateInitialize, StateRun, StateStop:
+	default:
+		errs = append(errs, field.NotSupported(spec.Child("state"), r.Spec.State,
+			[]State{StateInitialize, StateRun, StateStop}))
+	}
+	return errs
+}
+
+// ---- strategies ----
+
+// ValidateUpdateStrategy checks a ClusterStagedUpdateStrategy or
+// StagedUpdateStrategy.
+func ValidateUpdateStrategy(s *UpdateStrategy) field.ErrorList {
+	errs := ValidateObjectMeta(s.Kind, &s.ObjectMeta)
+	return append(errs, ValidateUpdateStrategySpec(&s.Spec, field.NewPath("spec"))...)
+}
+
+// ValidateUpdateStrategySpec checks the stages of a strategy. Unlike
+// upstream (which documents but never checks it), gitfleet rejects two
+// stages with the same name: approval request names and status entries are
+// keyed by stage name, so duplicates would make them ambiguous.
+func ValidateUpdateStrategySpec(spec *UpdateStrategySpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	stagesPath := p.Child("stages")
+	if len(spec.Stages) == 0 {
+		return append(errs, field.Required(stagesPath, ""))
+	}
+	if len(spec.Stages) > MaxStages {
+		errs = append(errs, field.TooMany(stagesPath, len(spec.Stages), MaxStages))
+	}
+	seen := make(map[string]bool, len(spec.Stages))
+	for i := range spec.Stages {
+		stage := &spec.Stages[i]
+		sp := stagesPath.Index(i)
+		errs = append(errs, validateStage(stage, sp)...)
+		if stage.Name != "" {
+			if seen[stage.Name] {
+				errs = append(errs, field.Duplicate(sp.Child("name"), stage.Name))
+			}
+			seen[stage.Name] = true
+		}
+	}
+	return errs
+}
+
+func validateStage(stage *StageConfig, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	name := p.Child("name")
+	switch {
+	case stage.Name == "":
+		errs = append(errs, field.Required(name, ""))
+	case len(stage.Name) > MaxStageNameLength:
+		errs = append(errs, field.TooLong(name, stage.Name, MaxStageNameLength))
+	case !stageNameRE.MatchString(stage.Name):
+		errs = append(errs, field.Invalid(name, stage.Name, patternMsg(name, StageNamePattern)))
+	}
+	if stage.LabelSelector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(stage.LabelSelector); err != nil {
+			errs = append(errs, field.Invalid(p.Child("labelSelector"), metav1.FormatLabelSelector(stage.LabelSelector),
+				fmt.Sprintf("the stage label selector is invalid: %v", err)))
+		}
+	}
+	if stage.SortingLabelKey != nil {
+		for _, msg := range validation.IsQualifiedName(*stage.SortingLabelKey) {
+			errs = append(errs, field.Invalid(p.Child("sortingLabelKey"), *stage.SortingLabelKey, msg))
+		}
+	}
+	if mc := stage.MaxConcurrency; mc != nil {
+		errs = append(errs, validateMaxConcurrency(mc, p.Child("maxConcurrency"))...)
+	}
+
+	after := p.Child("afterStageTasks")
+	if len(stage.AfterStageTasks) > MaxAfterStageTasks {
+		errs = append(errs, field.TooMany(after, len(stage.AfterStageTasks), MaxAfterStageTasks))
+	}
+	for j, task := range stage.AfterStageTasks {
+		tp := after.Index(j)
+		errs = append(errs, validateTask(task, tp)...)
+		switch {
+		case task.Type == StageTaskTypeApproval && task.WaitTime != nil:
+			errs = append(errs, field.Invalid(tp, task, MsgApprovalNoWaitTime))
+		case task.Type == StageTaskTypeTimedWait && task.WaitTime == nil:
+			errs = append(errs, field.Invalid(tp, task, MsgTimedWaitNeedsWaitTime))
+		}
+	}
+
+	before := p.Child("beforeStageTasks")
+	if len(stage.BeforeStageTasks) > MaxBeforeStageTasks {
+		errs = append(errs, field.TooMany(before, len(stage.BeforeStageTasks), MaxBeforeStageTasks))
+	}
+	for j, task := range stage.BeforeStageTasks {
+		tp := before.Index(j)
+		errs = append(errs, validateTask(task, tp)...)
+		switch {
+		case task.Type == StageTaskTypeApproval && task.WaitTime != nil:
+			// Upstream's before-stage rule reuses the after-stage wording.
+			errs = append(errs, field.Invalid(tp, task, MsgApprovalNoWaitTime))
+		case task.Type == StageTaskTypeTimedWait:
+			errs = append(errs, field.Invalid(tp, task, MsgBeforeStageNoTimedWait))
+		}
+	}
+	return errs
+}
+
+func validateMaxConcurrency(mc *intstr.IntOrString, p *field.Path) field.ErrorList {
+	switch mc.Type {
+	case intstr.Int:
+		if mc.IntVal < 1 {
+			return field.ErrorList{field.Invalid(p, mc.IntVal, MsgMaxConcurrencyAtLeast1)}
+		}
+	case intstr.String:
+		if !maxConcurrencyRE.MatchString(mc.StrVal) {
+			return field.ErrorList{field.Invalid(p, mc.StrVal, patternMsg(p, MaxConcurrencyPattern))}
+		}
+	}
+	return nil
+}
+
+func validateTask(task StageTask, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch task.Type {
+	case StageTaskTypeApproval, StageTaskTypeTimedWait:
+	case "":
+		errs = append(errs, field.Required(p.Child("type"), ""))
+	default:
+		errs = append(errs, field.NotSupported(p.Child("type"), task.Type,
+			[]StageTaskType{StageTaskTypeTimedWait, StageTaskTypeApproval}))
+	}
+	if task.WaitTime != nil {
+		if err := ValidateWaitTime(FormatWaitTime(task.WaitTime.Duration), p.Child("waitTime")); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// ValidateWaitTime checks a waitTime as written in the manifest against the
+// CRD pattern (only h, m and s units, no sign). Decoding into
+// metav1.Duration accepts more (100ms, -1m), so readers that still have the
+// text should check it here.
+func ValidateWaitTime(text string, p *field.Path) *field.Error {
+	if !waitTimeRE.MatchString(text) {
+		return field.Invalid(p, text, patternMsg(p, WaitTimePattern))
+	}
+	return nil
+}
+
+// FormatWaitTime renders a decoded duration in a form the waitTime pattern
+// accepts whenever some spelling of it would (seconds with a fraction), so
+// typed values can be checked without their original text.
+func FormatWaitTime(d time.Duration) string {
+	if d >= time.Second && d%time.Second == 0 {
+		return d.String() // 1m0s, 1h30m0s
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
+}
+
+// ---- placements ----
+
+// ValidatePlacement checks a ClusterResourcePlacement or ResourcePlacement:
+// the CRD schema plus KubeFleet's placement webhook (messages are its own).
+func ValidatePlacement(pl *Placement) field.ErrorList {
+	errs := ValidateObjectMeta(pl.Kind, &pl.ObjectMeta)
+	if len(pl.Name) > maxPlacementObjectNameSize {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), pl.Name,
+			fmt.Sprintf("the name field cannot have length exceeding %d", maxPlacementObjectNameSize)))
+	}
+	spec := field.NewPath("spec")
+	errs = append(errs, validateResourceSelectors(pl, spec.Child("resourceSelectors"))...)
+	if pl.Spec.Policy != nil {
+		errs = append(errs, validatePolicy(pl.Spec.Policy, spec.Child("policy"))...)
+	}
+	errs = append(errs, validateRolloutStrategy(&pl.Spec.Strategy, spec.Child("strategy"))...)
+	if l := pl.Spec.RevisionHistoryLimit; l != nil {
+		rp := spec.Child("revisionHistoryLimit")
+		if *l < MinRevisionHistoryLimit {
+			errs = append(errs, field.Invalid(rp, *l, fmt.Sprintf("%s in body should be greater than or equal to %d", rp, MinRevisionHistoryLimit)))
+		}
+		if *l > MaxRevisionHistoryLimit {
+			errs = append(errs, field.Invalid(rp, *l, fmt.Sprintf("%s in body should be less than or equal to %d", rp, MaxRevisionHistoryLimit)))
+		}
+	}
+	return errs
+}
+
+func validateResourceSelectors(pl *Placement, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	sels := pl.Spec.ResourceSelectors
+	if len(sels) == 0 {
+		return field.ErrorList{field.Required(p, "")}
+	}
+	if len(sels) > MaxResourceSelectors {
+		errs = append(errs, field.TooMany(p, len(sels), MaxResourceSelectors))
+	}
+	for i, s := range sels {
+		sp := p.Index(i)
+		if s.Kind == "" {
+			errs = append(errs, field.Required(sp.Child("kind"), ""))
+		}
+		if s.Version == "" {
+			errs = append(errs, field.Required(sp.Child("version"), ""))
+		}
+		if s.LabelSelector != nil {
+			if s.Name != "" {
+				errs = append(errs, field.Invalid(sp, s.Name, "the labelSelector and name fields are mutually exclusive"))
+			}
+			if _, err := metav1.LabelSelectorAsSelector(s.LabelSelector); err != nil {
+				errs = append(errs, field.Invalid(sp.Child("labelSelector"), metav1.FormatLabelSelector(s.LabelSelector),
+					fmt.Sprintf("the labelSelector in resource selector is invalid: %v", err)))
+			}
+		}
+		switch s.SelectionScope {
+		case "", NamespaceOnly, NamespaceWithResources:
+		default:
+			errs = append(errs, field.NotSupported(sp.Child("selectionScope"), s.SelectionScope,
+				[]SelectionScope{NamespaceOnly, NamespaceWithResources}))
+		}
+		// Without discovery gitfleet knows the scope of one kind for sure:
+		// a ResourcePlacement cannot select a Namespace.
+		if pl.Namespace != "" && s.Group == "" && s.Kind == "Namespace" {
+			errs = append(errs, field.Invalid(sp, s.Kind,
+				"the resource is not found in schema (please retry) or it is a cluster scoped resource: /v1, Kind=Namespace"))
+		}
+	}
+	return errs
+}
+
+func validatePolicy(pol *PlacementPolicy, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	typ := pol.PlacementType
+	if typ == "" {
+		typ = PickAllPlacementType // the CRD default
+	}
+	inv := func(child string, value any, msg string) {
+		errs = append(errs, field.Invalid(p.Child(child), value, msg))
+	}
+	switch typ {
+	case PickFixedPlacementType:
+		if len(pol.ClusterNames) == 0 {
+			errs = append(errs, field.Required(p.Child("clusterNames"), "cluster names cannot be empty for policy type PickFixed"))
+		}
+		seen := map[string]bool{}
+		for i, name := range pol.ClusterNames {
+			for _, msg := range validation.IsDNS1123Label(name) {
+				errs = append(errs, field.Invalid(p.Child("clusterNames").Index(i), name,
+					fmt.Sprintf("PickFixed cluster name %s is not a valid member name: %s", name, msg)))
+			}
+			if seen[name] {
+				errs = append(errs, field.Duplicate(p.Child("clusterNames").Index(i), name))
+			}
+			seen[name] = true
+		}
+		if pol.NumberOfClusters != nil {
+			inv("numberOfClusters", *pol.NumberOfClusters, "number of clusters must be nil for policy type PickFixed, only valid for PickN placement policy type")
+		}
+		if pol.Affinity != nil {
+			inv("affinity", "", "affinity must be nil for policy type PickFixed, only valid for PickAll/PickN placement policy types")
+		}
+		if len(pol.TopologySpreadConstraints) > 0 {
+			inv("topologySpreadConstraints", "", "topology spread constraints needs to be empty for policy type PickFixed, only valid for PickN policy type")
+		}
+		if pol.Tolerations != nil {
+			inv("tolerations", "", "tolerations needs to be empty for policy type PickFixed, only valid for PickAll/PickN")
+		}
+	case PickAllPlacementType:
+		if len(pol.ClusterNames) > 0 {
+			inv("clusterNames", pol.ClusterNames, "cluster names needs to be empty for policy type PickAll, only valid for PickFixed policy type")
+		}
+		if pol.NumberOfClusters != nil {
+			inv("numberOfClusters", *pol.NumberOfClusters, "number of clusters must be nil for policy type PickAll, only valid for PickN placement policy type")
+		}
+		if len(pol.TopologySpreadConstraints) > 0 {
+			inv("topologySpreadConstraints", "", "topology spread constraints needs to be empty for policy type PickAll, only valid for PickN policy type")
+		}
+	case PickNPlacementType:
+		if len(pol.ClusterNames) > 0 {
+			inv("clusterNames", pol.ClusterNames, "cluster names needs to be empty for policy type PickN, only valid for PickFixed policy type")
+		}
+		switch {
+		case pol.NumberOfClusters == nil:
+			errs = append(errs, field.Required(p.Child("numberOfClusters"), "number of cluster cannot be nil for policy type PickN"))
+		case *pol.NumberOfClusters < 0:
+			inv("numberOfClusters", *pol.NumberOfClusters, fmt.Sprintf("number of clusters cannot be %d for policy type PickN", *pol.NumberOfClusters))
+		}
+		for i, c := range pol.TopologySpreadConstraints {
+			switch c.WhenUnsatisfiable {
+			case "", DoNotSchedule, ScheduleAnyway:
+			default:
+				errs = append(errs, field.Invalid(p.Child("topologySpreadConstraints").Index(i).Child("whenUnsatisfiable"),
+					c.WhenUnsatisfiable, fmt.Sprintf("unknown unsatisfiable type %s", c.WhenUnsatisfiable)))
+			}
+		}
+	default:
+		return append(errs, field.NotSupported(p.Child("placementType"), pol.PlacementType,
+			[]PlacementType{PickAllPlacementType, PickNPlacementType, PickFixedPlacementType}))
+	}
+	if pol.Affinity != nil && pol.Affinity.ClusterAffinity != nil && typ != PickFixedPlacementType {
+		errs = append(errs, validateClusterAffinity(pol.Affinity.ClusterAffinity, typ, p.Child("affinity", "clusterAffinity"))...)
+	}
+	errs = append(errs, validateTolerations(pol.Tolerations, p.Child("tolerations"))...)
+	return errs
+}
+
+func validateClusterAffinity(a *ClusterAffinity, typ PlacementType, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	check := func(sel *metav1.LabelSelector, sp *field.Path, parent string) {
+		if sel == nil {
+			return
+		}
+		if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
+			errs = append(errs, field.Invalid(sp, metav1.FormatLabelSelector(sel),
+				fmt.Sprintf("the labelSelector in %s is invalid: %v", parent, err)))
+		}
+	}
+	if req := a.RequiredDuringSchedulingIgnoredDuringExecution; req != nil {
+		tp := p.Child("requiredDuringSchedulingIgnoredDuringExecution", "clusterSelectorTerms")
+		for i, t := range req.ClusterSelectorTerms {
+			check(t.LabelSelector, tp.Index(i).Child("labelSelector"), "cluster selector")
+		}
+	}
+	pp := p.Child("preferredDuringSchedulingIgnoredDuringExecution")
+	if typ == PickAllPlacementType && len(a.PreferredDuringSchedulingIgnoredDuringExecution) > 0 {
+		errs = append(errs, field.Invalid(pp, "", "PreferredDuringSchedulingIgnoredDuringExecution will be ignored for placement policy type PickAll"))
+	}
+	for i, t := range a.PreferredDuringSchedulingIgnoredDuringExecution {
+		check(t.Preference.LabelSelector, pp.Index(i).Child("preference", "labelSelector"), "preferred cluster selector")
+	}
+	return errs
+}
+
+func validateTolerations(ts []Toleration, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[Toleration]bool{}
+	for i, t := range ts {
+		tp := p.Index(i)
+		if t.Key != "" {
+			for _, msg := range validation.IsQualifiedName(t.Key) {
+				errs = append(errs, field.Invalid(tp.Child("key"), t.Key, msg))
+			}
+		}
+		switch t.Operator {
+		case TolerationOpExists:
+			if t.Value != "" {
+				errs = append(errs, field.Invalid(tp.Child("value"), t.Value, "toleration value needs to be empty, when operator is Exists"))
+			}
+		case TolerationOpEqual, "":
+			if t.Key == "" {
+				errs = append(errs, field.Invalid(tp.Child("key"), t.Key, "toleration key cannot be empty, when operator is Equal"))
+			}
+			for _, msg := range validation.IsValidLabelValue(t.Value) {
+				errs = append(errs, field.Invalid(tp.Child("value"), t.Value, msg))
+			}
+		default:
+			errs = append(errs, field.NotSupported(tp.Child("operator"), t.Operator, []string{TolerationOpEqual, TolerationOpExists}))
+		}
+		norm := t
+		if norm.Operator == "" {
+			norm.Operator = TolerationOpEqual
+		}
+		if seen[norm] {
+			errs = append(errs, field.Invalid(tp, fmt.Sprintf("%+v", t), "toleration already exists, tolerations must be unique"))
+		}
+		seen[norm] = true
+	}
+	return errs
+}
+
+func validateRolloutStrategy(st *RolloutStrategy, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch st.Type {
+	case "", RollingUpdateRolloutStrategyType, ExternalRolloutStrategyType:
+	default:
+		errs = append(errs, field.Invalid(p.Child("type"), st.Type, fmt.Sprintf("unsupported rollout strategy type `%s`", st.Type)))
+	}
+	if ru := st.RollingUpdate; ru != nil {
+		rp := p.Child("rollingUpdate")
+		if st.Type == ExternalRolloutStrategyType {
+			errs = append(errs, field.Invalid(rp, "", MsgExternalNoRollingUpdate))
+		}
+		if ru.UnavailablePeriodSeconds != nil && *ru.UnavailablePeriodSeconds < 0 {
+			errs = append(errs, field.Invalid(rp.Child("unavailablePeriodSeconds"), *ru.UnavailablePeriodSeconds,
+				fmt.Sprintf("unavailablePeriodSeconds must be greater than or equal to 0, got %d", *ru.UnavailablePeriodSeconds)))
+		}
+		for name, v := range map[string]*intstr.IntOrString{"maxUnavailable": ru.MaxUnavailable, "maxSurge": ru.MaxSurge} {
+			if v == nil {
+				continue
+			}
+			n, err := intstr.GetScaledValueFromIntOrPercent(v, 10, true)
+			switch {
+			case err != nil:
+				errs = append(errs, field.Invalid(rp.Child(name), v.String(), fmt.Sprintf("%s `%s` is invalid: %v", name, v.String(), err)))
+			case n < 0:
+				errs = append(errs, field.Invalid(rp.Child(name), v.String(), fmt.Sprintf("%s must be greater than or equal to 0, got `%s`", name, v.String())))
+			}
+		}
+	}
+	if as := st.ApplyStrategy; as != nil {
+		ap := p.Child("applyStrategy")
+		if as.Type != "" && as.Type != ApplyStrategyTypeClientSideApply && as.Type != ApplyStrategyTypeServerSideApply && as.Type != ApplyStrategyTypeReportDiff {
+			errs = append(errs, field.NotSupported(ap.Child("type"), as.Type,
+				[]ApplyStrategyType{ApplyStrategyTypeClientSideApply, ApplyStrategyTypeServerSideApply, ApplyStrategyTypeReportDiff}))
+		}
+		if as.ComparisonOption != "" && as.ComparisonOption != ComparisonOptionTypePartialComparison && as.ComparisonOption != ComparisonOptionTypeFullComparison {
+			errs = append(errs, field.NotSupported(ap.Child("comparisonOption"), as.ComparisonOption,
+				[]ComparisonOptionType{ComparisonOptionTypePartialComparison, ComparisonOptionTypeFullComparison}))
+		}
+		if as.WhenToApply != "" && as.WhenToApply != WhenToApplyTypeAlways && as.WhenToApply != WhenToApplyTypeIfNotDrifted {
+			errs = append(errs, field.NotSupported(ap.Child("whenToApply"), as.WhenToApply,
+				[]WhenToApplyType{WhenToApplyTypeAlways, WhenToApplyTypeIfNotDrifted}))
+		}
+		switch as.WhenToTakeOver {
+		case "", WhenToTakeOverTypeAlways, WhenToTakeOverTypeIfNoDiff, WhenToTakeOverTypeNever:
+		default:
+			errs = append(errs, field.NotSupported(ap.Child("whenToTakeOver"), as.WhenToTakeOver,
+				[]WhenToTakeOverType{WhenToTakeOverTypeAlways, WhenToTakeOverTypeIfNoDiff, WhenToTakeOverTypeNever}))
+		}
+	}
+	return errs
+}
+
+// ---- approval requests and member clusters ----
+
+// ValidateApprovalRequest checks a ClusterApprovalRequest or ApprovalRequest.
+func ValidateApprovalRequest(a *ApprovalRequest) field.ErrorList {
+	errs := ValidateObjectMeta(a.Kind, &a.ObjectMeta)
+	spec := field.NewPath("spec")
+	if a.Spec.TargetUpdateRun == "" {
+		errs = append(errs, field.Required(spec.Child("parentStageRollout"), ""))
+	}
+	if a.Spec.TargetStage == "" {
+		errs = append(errs, field.Required(spec.Child("targetStage"), ""))
+	}
+	return errs
+}
+
+// ValidateMemberCluster checks a MemberCluster. Its name must be a DNS-1123
+// label: it becomes part of binding names and PickFixed lists (≤ 63).
+func ValidateMemberCluster(m *MemberCluster) field.ErrorList {
+	errs := ValidateObjectMeta(m.Kind, &m.ObjectMeta)
+	if m.Name != "" && len(validation.IsDNS1123Subdomain(m.Name)) == 0 {
+		for _, msg := range validation.IsDNS1123Label(m.Name) {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), m.Name, msg))
+		}
+	}
+	tp := field.NewPath("spec", "taints")
+	seen := map[Taint]bool{}
+	for i, t := range m.Spec.Taints {
+		p := tp.Index(i)
+		for _, msg := range validation.IsQualifiedName(t.Key) {
+			errs = append(errs, field.Invalid(p.Child("key"), t.Key, msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(t.Value) {
+			errs = append(errs, field.Invalid(p.Child("value"), t.Value, msg))
+		}
+		if t.Effect != "NoSchedule" {
+			errs = append(errs, field.NotSupported(p.Child("effect"), t.Effect, []string{"NoSchedule"}))
+		}
+		if seen[t] {
+			errs = append(errs, field.Invalid(p, fmt.Sprintf("%+v", t), "taints must be unique"))
+		}
+		seen[t] = true
+	}
+	if d, ok := m.Annotations[DriverAnnotation]; ok && d != DriverSimulated && !strings.HasPrefix(d, DriverKubeconfigPrefix) {
+		errs = append(errs, field.NotSupported(field.NewPath("metadata", "annotations").Key(DriverAnnotation), d,
+			[]string{DriverSimulated, DriverKubeconfigPrefix + "<context>"}))
+	}
+	if v, ok := m.Annotations[SimAvailableAfterAnnotation]; ok {
+		if d, err := time.ParseDuration(v); err != nil || d < 0 {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "annotations").Key(SimAvailableAfterAnnotation), v,
+				"must be a non-negative duration such as 30s"))
+		}
+	}
+	return errs
+}

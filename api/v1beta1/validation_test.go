@@ -1,0 +1,347 @@
+package v1beta1
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// want is the single error a broken object must produce.
+type want struct {
+	field  string
+	typ    field.ErrorType
+	detail string // exact Detail; "" means any
+}
+
+func checkOne(t *testing.T, errs field.ErrorList, w want) {
+	t.Helper()
+	if len(errs) != 1 {
+		t.Fatalf("got %d errors, want exactly 1 (%s %s %q):\n%v", len(errs), w.field, w.typ, w.detail, errs)
+	}
+	e := errs[0]
+	if e.Field != w.field || e.Type != w.typ || (w.detail != "" && e.Detail != w.detail) {
+		t.Errorf("got %s %s %q, want %s %s %q", e.Field, e.Type, e.Detail, w.field, w.typ, w.detail)
+	}
+}
+
+func validRun() *UpdateRun {
+	return &UpdateRun{
+		TypeMeta:   metav1.TypeMeta{Kind: KindClusterStagedUpdateRun},
+		ObjectMeta: metav1.ObjectMeta{Name: "example-run"},
+		Spec:       UpdateRunSpec{PlacementName: "example-placement", StagedUpdateStrategyName: "example-strategy", State: StateRun},
+	}
+}
+
+func TestValidateUpdateRun(t *testing.T) {
+	if errs := ValidateUpdateRun(validRun()); len(errs) != 0 {
+		t.Fatalf("valid run rejected: %v", errs)
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*UpdateRun)
+		want   want
+	}{
+		{"name longer than 63", func(r *UpdateRun) { r.Name = strings.Repeat("a", 64) },
+			want{"metadata.name", field.ErrorTypeInvalid, "metadata.name max length is 63"}},
+		{"name missing", func(r *UpdateRun) { r.Name = "" },
+			want{"metadata.name", field.ErrorTypeRequired, ""}},
+		{"name not a DNS subdomain", func(r *UpdateRun) { r.Name = "Example_Run" },
+			want{"metadata.name", field.ErrorTypeInvalid, ""}},
+		{"placementName required", func(r *UpdateRun) { r.Spec.PlacementName = "" },
+			want{"spec.placementName", field.ErrorTypeRequired, ""}},
+		{"placementName max 255", func(r *UpdateRun) { r.Spec.PlacementName = strings.Repeat("p", 256) },
+			want{"spec.placementName", field.ErrorTypeTooLong, "may not be more than 255 bytes"}},
+		{"stagedRolloutStrategyName required", func(r *UpdateRun) { r.Spec.StagedUpdateStrategyName = "" },
+			want{"spec.stagedRolloutStrategyName", field.ErrorTypeRequired, ""}},
+		{"state enum", func(r *UpdateRun) { r.Spec.State = "Running" },
+			want{"spec.state", field.ErrorTypeNotSupported, `supported values: "Initialize", "Run", "Stop"`}},
+		{"cluster-scoped run with a namespace", func(r *UpdateRun) { r.Namespace = "team-a" },
+			want{"metadata.namespace", field.ErrorTypeForbidden, ""}},
+		{"namespaced run without a namespace", func(r *UpdateRun) { r.Kind = KindStagedUpdateRun },
+			want{"metadata.namespace", field.ErrorTypeRequired, ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := validRun()
+			tc.mutate(r)
+			checkOne(t, ValidateUpdateRun(r), tc.want)
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func validStrategy() *UpdateStrategy {
+	return &UpdateStrategy{
+		TypeMeta:   metav1.TypeMeta{Kind: KindClusterStagedUpdateStrategy},
+		ObjectMeta: metav1.ObjectMeta{Name: "example-strategy"},
+		Spec: UpdateStrategySpec{Stages: []StageConfig{
+			{
+				Name:            "staging",
+				LabelSelector:   &metav1.LabelSelector{MatchLabels: map[string]string{"environment": "staging"}},
+				AfterStageTasks: []StageTask{{Type: StageTaskTypeTimedWait, WaitTime: &metav1.Duration{Duration: time.Minute}}},
+			},
+			{
+				Name:             "canary",
+				LabelSelector:    &metav1.LabelSelector{MatchLabels: map[string]string{"environment": "canary"}},
+				SortingLabelKey:  ptrTo("order"),
+				MaxConcurrency:   ptrTo(intstr.FromString("50%")),
+				BeforeStageTasks: []StageTask{{Type: StageTaskTypeApproval}},
+				AfterStageTasks:  []StageTask{{Type: StageTaskTypeApproval}, {Type: StageTaskTypeTimedWait, WaitTime: &metav1.Duration{Duration: 90 * time.Second}}},
+			},
+		}},
+	}
+}
+
+func TestValidateUpdateStrategy(t *testing.T) {
+	if errs := ValidateUpdateStrategy(validStrategy()); len(errs) != 0 {
+		t.Fatalf("valid strategy rejected: %v", errs)
+	}
+	wait := func(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
+	for _, tc := range []struct {
+		name   string
+		mutate func(*UpdateStrategySpec)
+		want   want
+	}{
+		{"stages required", func(s *UpdateStrategySpec) { s.Stages = nil },
+			want{"spec.stages", field.ErrorTypeRequired, ""}},
+		{"at most 31 stages", func(s *UpdateStrategySpec) {
+			s.Stages = nil
+			for i := 0; i < 32; i++ {
+				s.Stages = append(s.Stages, StageConfig{Name: fmt.Sprintf("s%d", i)})
+			}
+		}, want{"spec.stages", field.ErrorTypeTooMany, "must have at most 31 items"}},
+		{"stage name required", func(s *UpdateStrategySpec) { s.Stages[1].Name = "" },
+			want{"spec.stages[1].name", field.ErrorTypeRequired, ""}},
+		{"stage name max 63", func(s *UpdateStrategySpec) { s.Stages[1].Name = strings.Repeat("a", 64) },
+			want{"spec.stages[1].name", field.ErrorTypeTooLong, "may not be more than 63 bytes"}},
+		{"stage name pattern", func(s *UpdateStrategySpec) { s.Stages[0].Name = "stage-1" },
+			want{"spec.stages[0].name", field.ErrorTypeInvalid, "spec.stages[0].name in body should match '^[a-z0-9]+$'"}},
+		{"duplicate stage names (gitfleet enforces)", func(s *UpdateStrategySpec) { s.Stages[1].Name = "staging" },
+			want{"spec.stages[1].name", field.ErrorTypeDuplicate, ""}},
+		{"maxConcurrency int at least 1", func(s *UpdateStrategySpec) { s.Stages[1].MaxConcurrency = ptrTo(intstr.FromInt32(0)) },
+			want{"spec.stages[1].maxConcurrency", field.ErrorTypeInvalid, "maxConcurrency must be at least 1"}},
+		{"maxConcurrency percent pattern", func(s *UpdateStrategySpec) { s.Stages[1].MaxConcurrency = ptrTo(intstr.FromString("0%")) },
+			want{"spec.stages[1].maxConcurrency", field.ErrorTypeInvalid, "spec.stages[1].maxConcurrency in body should match '^(100|[1-9][0-9]?)%$'"}},
+		{"maxConcurrency percent over 100", func(s *UpdateStrategySpec) { s.Stages[1].MaxConcurrency = ptrTo(intstr.FromString("101%")) },
+			want{"spec.stages[1].maxConcurrency", field.ErrorTypeInvalid, "spec.stages[1].maxConcurrency in body should match '^(100|[1-9][0-9]?)%$'"}},
+		{"afterStageTasks max 2", func(s *UpdateStrategySpec) {
+			s.Stages[0].AfterStageTasks = append(s.Stages[0].AfterStageTasks, StageTask{Type: StageTaskTypeApproval}, StageTask{Type: StageTaskTypeApproval})
+		}, want{"spec.stages[0].afterStageTasks", field.ErrorTypeTooMany, "must have at most 2 items"}},
+		{"after-stage Approval with waitTime", func(s *UpdateStrategySpec) { s.Stages[1].AfterStageTasks[0].WaitTime = wait(time.Minute) },
+			want{"spec.stages[1].afterStageTasks[0]", field.ErrorTypeInvalid, "AfterStageTaskType is Approval, waitTime is not allowed"}},
+		{"after-stage TimedWait without waitTime", func(s *UpdateStrategySpec) { s.Stages[0].AfterStageTasks[0].WaitTime = nil },
+			want{"spec.stages[0].afterStageTasks[0]", field.ErrorTypeInvalid, "AfterStageTaskType is TimedWait, waitTime is required"}},
+		{"beforeStageTasks max 1", func(s *UpdateStrategySpec) {
+			s.Stages[1].BeforeStageTasks = append(s.Stages[1].BeforeStageTasks, StageTask{Type: StageTaskTypeApproval})
+		}, want{"spec.stages[1].beforeStageTasks", field.ErrorTypeTooMany, "must have at most 1 item"}},
+		{"before-stage Approval with waitTime (upstream's after-stage wording)", func(s *UpdateStrategySpec) { s.Stages[1].BeforeStageTasks[0].WaitTime = wait(time.Minute) },
+			want{"spec.stages[1].beforeStageTasks[0]", field.ErrorTypeInvalid, "AfterStageTaskType is Approval, waitTime is not allowed"}},
+		{"before-stage TimedWait", func(s *UpdateStrategySpec) {
+			s.Stages[1].BeforeStageTasks[0] = StageTask{Type: StageTaskTypeTimedWait, WaitTime: wait(time.Minute)}
+		}, want{"spec.stages[1].beforeStageTasks[0]", field.ErrorTypeInvalid, "BeforeStageTaskType cannot be TimedWait"}},
+		{"task type enum", func(s *UpdateStrategySpec) { s.Stages[1].AfterStageTasks[0].Type = "Manual" },
+			want{"spec.stages[1].afterStageTasks[0].type", field.ErrorTypeNotSupported, `supported values: "TimedWait", "Approval"`}},
+		{"task type required", func(s *UpdateStrategySpec) { s.Stages[1].AfterStageTasks[0].Type = "" },
+			want{"spec.stages[1].afterStageTasks[0].type", field.ErrorTypeRequired, ""}},
+		{"negative waitTime fails the pattern", func(s *UpdateStrategySpec) { s.Stages[0].AfterStageTasks[0].WaitTime = wait(-time.Minute) },
+			want{"spec.stages[0].afterStageTasks[0].waitTime", field.ErrorTypeInvalid, "spec.stages[0].afterStageTasks[0].waitTime in body should match '" + WaitTimePattern + "'"}},
+		{"invalid stage label selector", func(s *UpdateStrategySpec) {
+			s.Stages[0].LabelSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Maybe"}}}
+		}, want{"spec.stages[0].labelSelector", field.ErrorTypeInvalid, `the stage label selector is invalid: "Maybe" is not a valid label selector operator`}},
+		{"invalid sortingLabelKey", func(s *UpdateStrategySpec) { s.Stages[1].SortingLabelKey = ptrTo("not a key") },
+			want{"spec.stages[1].sortingLabelKey", field.ErrorTypeInvalid, ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := validStrategy()
+			tc.mutate(&s.Spec)
+			checkOne(t, ValidateUpdateStrategy(s), tc.want)
+		})
+	}
+}
+
+func TestValidateWaitTimeText(t *testing.T) {
+	for text, ok := range map[string]bool{
+		"1m": true, "1m0s": true, "1.5h": true, "0s": true, "1h30m": true, "90s": true,
+		"100ms": false, "-1m": false, "1d": false, "01m": false, "": false, "5": false,
+	} {
+		err := ValidateWaitTime(text, field.NewPath("waitTime"))
+		if (err == nil) != ok {
+			t.Errorf("ValidateWaitTime(%q) = %v, want ok=%v", text, err, ok)
+		}
+	}
+}
+
+func TestFormatWaitTimeIsAcceptedForEveryNonNegativeDuration(t *testing.T) {
+	for _, d := range []time.Duration{0, time.Millisecond, 1500 * time.Millisecond, time.Minute, 90 * time.Minute, 25 * time.Hour} {
+		if err := ValidateWaitTime(FormatWaitTime(d), field.NewPath("w")); err != nil {
+			t.Errorf("FormatWaitTime(%v) = %q rejected: %v", d, FormatWaitTime(d), err)
+		}
+	}
+}
+
+func validPlacement() *Placement {
+	return &Placement{
+		TypeMeta:   metav1.TypeMeta{Kind: KindClusterResourcePlacement},
+		ObjectMeta: metav1.ObjectMeta{Name: "example-placement"},
+		Spec: PlacementSpec{
+			ResourceSelectors: []ResourceSelectorTerm{{Group: "", Version: "v1", Kind: "Namespace", Name: "test-namespace"}},
+			Policy:            &PlacementPolicy{PlacementType: PickAllPlacementType},
+			Strategy:          RolloutStrategy{Type: ExternalRolloutStrategyType},
+		},
+	}
+}
+
+func TestValidatePlacement(t *testing.T) {
+	if errs := ValidatePlacement(validPlacement()); len(errs) != 0 {
+		t.Fatalf("valid placement rejected: %v", errs)
+	}
+	defaulted := validPlacement()
+	SetDefaultsPlacement(defaulted)
+	if errs := ValidatePlacement(defaulted); len(errs) != 0 {
+		t.Fatalf("defaulted valid placement rejected: %v", errs)
+	}
+	bad := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpIn}}}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Placement)
+		want   want
+	}{
+		{"name longer than 63", func(p *Placement) { p.Name = strings.Repeat("a", 64) },
+			want{"metadata.name", field.ErrorTypeInvalid, "the name field cannot have length exceeding 63"}},
+		{"resourceSelectors required", func(p *Placement) { p.Spec.ResourceSelectors = nil },
+			want{"spec.resourceSelectors", field.ErrorTypeRequired, ""}},
+		{"selector kind required", func(p *Placement) { p.Spec.ResourceSelectors[0].Kind = "" },
+			want{"spec.resourceSelectors[0].kind", field.ErrorTypeRequired, ""}},
+		{"selector version required", func(p *Placement) { p.Spec.ResourceSelectors[0].Version = "" },
+			want{"spec.resourceSelectors[0].version", field.ErrorTypeRequired, ""}},
+		{"name and labelSelector are exclusive", func(p *Placement) {
+			p.Spec.ResourceSelectors[0].LabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}
+		}, want{"spec.resourceSelectors[0]", field.ErrorTypeInvalid, "the labelSelector and name fields are mutually exclusive"}},
+		{"invalid resource label selector", func(p *Placement) {
+			p.Spec.ResourceSelectors[0].Name = ""
+			p.Spec.ResourceSelectors[0].LabelSelector = bad
+		}, want{"spec.resourceSelectors[0].labelSelector", field.ErrorTypeInvalid, "the labelSelector in resource selector is invalid: values: Invalid value: null: for 'in', 'notin' operators, values set can't be empty"}},
+		{"selectionScope enum", func(p *Placement) { p.Spec.ResourceSelectors[0].SelectionScope = "Everything" },
+			want{"spec.resourceSelectors[0].selectionScope", field.ErrorTypeNotSupported, ""}},
+		{"ResourcePlacement cannot select a Namespace", func(p *Placement) { p.Kind = KindResourcePlacement; p.Namespace = "app" },
+			want{"spec.resourceSelectors[0]", field.ErrorTypeInvalid, "the resource is not found in schema (please retry) or it is a cluster scoped resource: /v1, Kind=Namespace"}},
+		{"External rejects a rollingUpdate block", func(p *Placement) { p.Spec.Strategy.RollingUpdate = &RollingUpdateConfig{} },
+			want{"spec.strategy.rollingUpdate", field.ErrorTypeInvalid, MsgExternalNoRollingUpdate}},
+		{"unknown strategy type", func(p *Placement) { p.Spec.Strategy.Type = "Canary" },
+			want{"spec.strategy.type", field.ErrorTypeInvalid, "unsupported rollout strategy type `Canary`"}},
+		{"negative unavailablePeriodSeconds", func(p *Placement) {
+			p.Spec.Strategy = RolloutStrategy{RollingUpdate: &RollingUpdateConfig{UnavailablePeriodSeconds: ptrTo(-1)}}
+		}, want{"spec.strategy.rollingUpdate.unavailablePeriodSeconds", field.ErrorTypeInvalid, "unavailablePeriodSeconds must be greater than or equal to 0, got -1"}},
+		{"bad maxSurge", func(p *Placement) {
+			p.Spec.Strategy = RolloutStrategy{RollingUpdate: &RollingUpdateConfig{MaxSurge: ptrTo(intstr.FromString("lots"))}}
+		}, want{"spec.strategy.rollingUpdate.maxSurge", field.ErrorTypeInvalid, ""}},
+		{"apply strategy type enum", func(p *Placement) { p.Spec.Strategy.ApplyStrategy = &ApplyStrategy{Type: "Replace"} },
+			want{"spec.strategy.applyStrategy.type", field.ErrorTypeNotSupported, ""}},
+		{"placement type enum", func(p *Placement) { p.Spec.Policy.PlacementType = "PickSome" },
+			want{"spec.policy.placementType", field.ErrorTypeNotSupported, ""}},
+		{"PickFixed needs clusterNames", func(p *Placement) { p.Spec.Policy.PlacementType = PickFixedPlacementType },
+			want{"spec.policy.clusterNames", field.ErrorTypeRequired, "cluster names cannot be empty for policy type PickFixed"}},
+		{"PickFixed cluster names unique", func(p *Placement) {
+			p.Spec.Policy = &PlacementPolicy{PlacementType: PickFixedPlacementType, ClusterNames: []string{"m1", "m1"}}
+		}, want{"spec.policy.clusterNames[1]", field.ErrorTypeDuplicate, ""}},
+		{"PickFixed rejects numberOfClusters", func(p *Placement) {
+			p.Spec.Policy = &PlacementPolicy{PlacementType: PickFixedPlacementType, ClusterNames: []string{"m1"}, NumberOfClusters: ptrTo(int32(1))}
+		}, want{"spec.policy.numberOfClusters", field.ErrorTypeInvalid, "number of clusters must be nil for policy type PickFixed, only valid for PickN placement policy type"}},
+		{"PickN needs numberOfClusters", func(p *Placement) { p.Spec.Policy.PlacementType = PickNPlacementType },
+			want{"spec.policy.numberOfClusters", field.ErrorTypeRequired, "number of cluster cannot be nil for policy type PickN"}},
+		{"PickN numberOfClusters at least 0", func(p *Placement) {
+			p.Spec.Policy = &PlacementPolicy{PlacementType: PickNPlacementType, NumberOfClusters: ptrTo(int32(-1))}
+		}, want{"spec.policy.numberOfClusters", field.ErrorTypeInvalid, "number of clusters cannot be -1 for policy type PickN"}},
+		{"PickAll rejects clusterNames", func(p *Placement) { p.Spec.Policy.ClusterNames = []string{"m1"} },
+			want{"spec.policy.clusterNames", field.ErrorTypeInvalid, "cluster names needs to be empty for policy type PickAll, only valid for PickFixed policy type"}},
+		{"invalid affinity label selector", func(p *Placement) {
+			p.Spec.Policy.Affinity = &Affinity{ClusterAffinity: &ClusterAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &ClusterSelector{
+				ClusterSelectorTerms: []ClusterSelectorTerm{{LabelSelector: bad}}}}}
+		}, want{"spec.policy.affinity.clusterAffinity.requiredDuringSchedulingIgnoredDuringExecution.clusterSelectorTerms[0].labelSelector", field.ErrorTypeInvalid, ""}},
+		{"toleration Exists with a value", func(p *Placement) {
+			p.Spec.Policy.Tolerations = []Toleration{{Key: "k", Operator: TolerationOpExists, Value: "v"}}
+		}, want{"spec.policy.tolerations[0].value", field.ErrorTypeInvalid, "toleration value needs to be empty, when operator is Exists"}},
+		{"revisionHistoryLimit at least 1", func(p *Placement) { p.Spec.RevisionHistoryLimit = ptrTo(int32(0)) },
+			want{"spec.revisionHistoryLimit", field.ErrorTypeInvalid, "spec.revisionHistoryLimit in body should be greater than or equal to 1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := validPlacement()
+			tc.mutate(p)
+			checkOne(t, ValidatePlacement(p), tc.want)
+		})
+	}
+}
+
+func TestValidateApprovalRequest(t *testing.T) {
+	valid := func() *ApprovalRequest {
+		return &ApprovalRequest{
+			TypeMeta:   metav1.TypeMeta{Kind: KindClusterApprovalRequest},
+			ObjectMeta: metav1.ObjectMeta{Name: "example-run-after-canary"},
+			Spec:       ApprovalRequestSpec{TargetUpdateRun: "example-run", TargetStage: "canary"},
+		}
+	}
+	if errs := ValidateApprovalRequest(valid()); len(errs) != 0 {
+		t.Fatalf("valid approval request rejected: %v", errs)
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*ApprovalRequest)
+		want   want
+	}{
+		{"parentStageRollout required", func(a *ApprovalRequest) { a.Spec.TargetUpdateRun = "" },
+			want{"spec.parentStageRollout", field.ErrorTypeRequired, ""}},
+		{"targetStage required", func(a *ApprovalRequest) { a.Spec.TargetStage = "" },
+			want{"spec.targetStage", field.ErrorTypeRequired, ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := valid()
+			tc.mutate(a)
+			checkOne(t, ValidateApprovalRequest(a), tc.want)
+		})
+	}
+}
+
+func TestValidateMemberCluster(t *testing.T) {
+	valid := func() *MemberCluster {
+		return &MemberCluster{
+			TypeMeta: metav1.TypeMeta{Kind: KindMemberCluster},
+			ObjectMeta: metav1.ObjectMeta{Name: "member1", Labels: map[string]string{"environment": "canary", "order": "2"},
+				Annotations: map[string]string{DriverAnnotation: DriverSimulated, SimAvailableAfterAnnotation: "10s"}},
+			Spec: MemberClusterSpec{Taints: []Taint{{Key: "k", Value: "v", Effect: "NoSchedule"}}},
+		}
+	}
+	if errs := ValidateMemberCluster(valid()); len(errs) != 0 {
+		t.Fatalf("valid member cluster rejected: %v", errs)
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*MemberCluster)
+		want   want
+	}{
+		{"name is a DNS label (no dots)", func(m *MemberCluster) { m.Name = "member.one" },
+			want{"metadata.name", field.ErrorTypeInvalid, ""}},
+		{"name upper case", func(m *MemberCluster) { m.Name = "Member1" },
+			want{"metadata.name", field.ErrorTypeInvalid, ""}},
+		{"cluster-scoped", func(m *MemberCluster) { m.Namespace = "fleet-system" },
+			want{"metadata.namespace", field.ErrorTypeForbidden, ""}},
+		{"taints unique", func(m *MemberCluster) { m.Spec.Taints = append(m.Spec.Taints, m.Spec.Taints[0]) },
+			want{"spec.taints[1]", field.ErrorTypeInvalid, "taints must be unique"}},
+		{"taint effect", func(m *MemberCluster) { m.Spec.Taints[0].Effect = "NoExecute" },
+			want{"spec.taints[0].effect", field.ErrorTypeNotSupported, ""}},
+		{"unknown driver", func(m *MemberCluster) { m.Annotations[DriverAnnotation] = "ssh" },
+			want{"metadata.annotations[gitfleet.io/driver]", field.ErrorTypeNotSupported, ""}},
+		{"bad sim-available-after", func(m *MemberCluster) { m.Annotations[SimAvailableAfterAnnotation] = "soon" },
+			want{"metadata.annotations[gitfleet.io/sim-available-after]", field.ErrorTypeInvalid, "must be a non-negative duration such as 30s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := valid()
+			tc.mutate(m)
+			checkOne(t, ValidateMemberCluster(m), tc.want)
+		})
+	}
+}
