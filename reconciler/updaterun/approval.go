@@ -1,0 +1,146 @@
+package updaterun
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/hub"
+)
+
+// ApprovalRequestName is the name of the approval request of a stage task:
+// <run>-before-<stage> or <run>-after-<stage>.
+func ApprovalRequestName(run, stage, taskType string) string {
+	if taskType == fleet.BeforeStageTaskLabelValue {
+		return fmt.Sprintf(fleet.BeforeStageApprovalTaskNameFmt, run, stage)
+	}
+	return fmt.Sprintf(fleet.AfterStageApprovalTaskNameFmt, run, stage)
+}
+
+// NewApprovalRequest builds the approval request a run creates for a stage
+// task, with the four labels KubeFleet sets (spec §1.5, §4.1).
+func NewApprovalRequest(namespace, name, run, stage, taskType string) *fleet.ApprovalRequest {
+	return &fleet.ApprovalRequest{
+		TypeMeta: metav1.TypeMeta{APIVersion: fleet.PlacementAPIVersion, Kind: fleet.ApprovalRequestKind(namespace)},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      name,
+			Namespace: namespace,
+			Labels: map[string]string{
+				fleet.TargetUpdatingStageNameLabel:   stage,
+				fleet.TargetUpdateRunLabel:           run,
+				fleet.TaskTypeLabel:                  taskType,
+				fleet.IsLatestUpdateRunApprovalLabel: "true",
+			},
+		},
+		Spec: fleet.ApprovalRequestSpec{TargetUpdateRun: run, TargetStage: stage},
+	}
+}
+
+// IsApproved reports whether a person approved the request: Approved=True
+// observed at the request's generation (spec §4.2).
+func IsApproved(ar *fleet.ApprovalRequest) bool {
+	return isTrue(find(ar.Status.Conditions, fleet.ApprovalRequestConditionApproved), ar.Generation)
+}
+
+// IsApprovalAccepted reports whether a run accepted the approval; from then
+// on it is irrevocable.
+func IsApprovalAccepted(ar *fleet.ApprovalRequest) bool {
+	return isTrue(find(ar.Status.Conditions, fleet.ApprovalRequestConditionApprovalAccepted), ar.Generation)
+}
+
+// approvalTask evaluates one Approval task of the current stage (spec §4):
+// the request is created when missing (also when a person deleted it before
+// approving), its approval accepted and recorded on the task. Once the task
+// is approved it is never looked at again.
+func (p *pass) approvalTask(task *fleet.StageTaskStatus, stage, taskType string) (bool, error) {
+	if isTrue(find(task.Conditions, fleet.StageTaskConditionApprovalRequestApproved), p.gen) {
+		return true, nil
+	}
+	h := p.r.Hub
+	key := hub.Key{Namespace: p.run.Namespace, Name: task.ApprovalRequestName}
+	ar, err := h.GetApprovalRequest(p.ctx, key)
+	if hub.IsNotFound(err) {
+		ar = NewApprovalRequest(p.run.Namespace, task.ApprovalRequestName, p.run.Name, stage, taskType)
+		if err := h.CreateApprovalRequest(p.ctx, ar); err != nil {
+			return false, fmt.Errorf("creating approval request %s: %w", task.ApprovalRequestName, err)
+		}
+		p.log.Info("created approval request", "approvalRequest", task.ApprovalRequestName)
+		p.markTaskCreated(task)
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading approval request %s: %w", task.ApprovalRequestName, err)
+	}
+	p.markTaskCreated(task)
+	if ar.Spec.TargetStage != stage || ar.Spec.TargetUpdateRun != p.run.Name {
+		ns := p.run.Namespace
+		return false, abortf("%s", unexpectedErr("the approval request task `%s/%s` is targeting update run `%s/%s` and stage `%s`, want target update run `%s/%s and stage `%s`",
+			ns, ar.Name, ns, ar.Spec.TargetUpdateRun, ar.Spec.TargetStage, ns, p.run.Name, stage))
+	}
+	accepted, approved := IsApprovalAccepted(ar), IsApproved(ar)
+	if !accepted && !approved {
+		p.explainIgnoredApproval(task, ar)
+		return false, nil
+	}
+	if approved && !accepted {
+		p.set(&ar.Status.Conditions, fleet.ApprovalRequestConditionApprovalAccepted, metav1.ConditionTrue,
+			fleet.ApprovalRequestApprovalAcceptedReason, ApprovalAcceptedMessage)
+		// The request's own generation, not the run's.
+		find(ar.Status.Conditions, fleet.ApprovalRequestConditionApprovalAccepted).ObservedGeneration = ar.Generation
+		if err := h.UpdateApprovalRequestStatus(p.ctx, ar); err != nil {
+			return false, fmt.Errorf("accepting approval request %s: %w", ar.Name, err)
+		}
+		p.log.Info("accepted approval request", "approvalRequest", ar.Name)
+	}
+	p.set(&task.Conditions, fleet.StageTaskConditionApprovalRequestApproved, metav1.ConditionTrue,
+		fleet.StageTaskApprovalRequestApprovedReason, TaskApprovalRequestApprovedMessage)
+	p.observeApprovalLatency(task, taskType)
+	return true, nil
+}
+
+func (p *pass) markTaskCreated(task *fleet.StageTaskStatus) {
+	p.set(&task.Conditions, fleet.StageTaskConditionApprovalRequestCreated, metav1.ConditionTrue,
+		fleet.StageTaskApprovalRequestCreatedReason, TaskApprovalRequestCreatedMessage)
+}
+
+// explainIgnoredApproval says on the task, in words, why an Approved
+// condition does not count when its observedGeneration is not the request's
+// generation (deliberate difference 5; KubeFleet ignores it silently). The
+// explanation goes away when the condition does.
+func (p *pass) explainIgnoredApproval(task *fleet.StageTaskStatus, ar *fleet.ApprovalRequest) {
+	c := find(ar.Status.Conditions, fleet.ApprovalRequestConditionApproved)
+	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration == ar.Generation {
+		if a := find(task.Conditions, fleet.StageTaskConditionApprovalRequestApproved); a != nil && a.Reason == fleet.StageTaskApprovalIgnoredReason {
+			removeCondition(&task.Conditions, fleet.StageTaskConditionApprovalRequestApproved)
+		}
+		return
+	}
+	p.set(&task.Conditions, fleet.StageTaskConditionApprovalRequestApproved, metav1.ConditionFalse,
+		fleet.StageTaskApprovalIgnoredReason,
+		fmt.Sprintf(TaskApprovalIgnoredMessageFmt, c.ObservedGeneration, ar.Generation, ar.Generation))
+}
+
+func removeCondition(conds *[]metav1.Condition, t string) {
+	out := (*conds)[:0]
+	for _, c := range *conds {
+		if c.Type != t {
+			out = append(out, c)
+		}
+	}
+	*conds = out
+}
+
+// observeApprovalLatency reports the time from the request's creation to
+// its acceptance (spec §7.2).
+func (p *pass) observeApprovalLatency(task *fleet.StageTaskStatus, taskType string) {
+	if p.r.Metrics == nil {
+		return
+	}
+	created := find(task.Conditions, fleet.StageTaskConditionApprovalRequestCreated)
+	approved := find(task.Conditions, fleet.StageTaskConditionApprovalRequestApproved)
+	if created == nil || approved == nil {
+		return
+	}
+	p.r.Metrics.ObserveApprovalLatency(p.run, taskType, approved.LastTransitionTime.Sub(created.LastTransitionTime.Time).Seconds())
+}

@@ -1,0 +1,145 @@
+package updaterun
+
+import (
+	"fmt"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/hub"
+)
+
+// initialize freezes the run's plan (spec §2.2): apply strategy, policy
+// snapshot index and cluster count, strategy snapshot, stages with their
+// cluster order and tasks, deletion stage, resource snapshot index. Each
+// step records into the run's status as it goes, so a terminal failure
+// persists what was derived before it. On success the status is written at
+// once with Initialized=True, before any side effect of execution.
+func (p *pass) initialize() (*plan, error) {
+	st := &p.run.Status
+	placement, err := p.checkPlacement(st)
+	if err != nil {
+		return nil, err
+	}
+	snap, _, err := p.latestPolicySnapshot(st)
+	if err != nil {
+		return nil, err
+	}
+	selected, toDelete, err := p.collectBindings(snap, st)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.recordStrategy(st); err != nil {
+		return nil, err
+	}
+	if err := p.checkConcurrentRuns(st); err != nil {
+		return nil, err
+	}
+	if err := p.computeStages(selected, st); err != nil {
+		return nil, err
+	}
+	st.DeletionStageStatus = deletionStage(toDelete)
+	if err := p.recordResourceSnapshot(placement, st); err != nil {
+		return nil, err
+	}
+	p.set(&st.Conditions, fleet.StagedUpdateRunConditionInitialized, metav1.ConditionTrue,
+		fleet.UpdateRunInitializeSucceededReason, InitializedSucceededMessage)
+	if err := p.writeStatus(); err != nil {
+		return nil, err
+	}
+	pl := newPlan(p, st, selected, toDelete)
+	p.r.cache.store(p, pl)
+	return pl, nil
+}
+
+// recordStrategy freezes the strategy into the run (spec §2.2 step 4).
+func (p *pass) recordStrategy(st *fleet.UpdateRunStatus) error {
+	key := hub.Key{Namespace: p.run.Namespace, Name: p.run.Spec.StagedUpdateStrategyName}
+	s, err := p.r.Hub.GetUpdateStrategy(p.ctx, key)
+	if hub.IsNotFound(err) {
+		return validationAbort(userErr("referenced updateStrategy not found: `%s`", keyString(key)))
+	}
+	if err != nil {
+		return fmt.Errorf("reading update strategy %s: %w", keyString(key), err)
+	}
+	st.StagedUpdateStrategySnapshot = s.Spec.DeepCopy()
+	StripApprovalWaitTimes(st.StagedUpdateStrategySnapshot)
+	return nil
+}
+
+// checkConcurrentRuns enforces what KubeFleet only documents (deliberate
+// difference 3): runs that are in flight on the same placement at the same
+// time must use identical strategy snapshots, otherwise their stage plans
+// would fight over the same bindings.
+func (p *pass) checkConcurrentRuns(st *fleet.UpdateRunStatus) error {
+	runs, err := p.r.Hub.ListUpdateRuns(p.ctx)
+	if err != nil {
+		return fmt.Errorf("listing update runs: %w", err)
+	}
+	for _, o := range runs {
+		if o.Namespace != p.run.Namespace || o.Name == p.run.Name || o.Spec.PlacementName != p.run.Spec.PlacementName ||
+			o.DeletionTimestamp != nil {
+			continue
+		}
+		if !isTrue(find(o.Status.Conditions, fleet.StagedUpdateRunConditionInitialized), o.Generation) ||
+			find(o.Status.Conditions, fleet.StagedUpdateRunConditionSucceeded) != nil {
+			continue
+		}
+		theirs := o.Status.StagedUpdateStrategySnapshot.DeepCopy()
+		StripApprovalWaitTimes(theirs)
+		if !equality.Semantic.DeepEqual(theirs, st.StagedUpdateStrategySnapshot) {
+			return validationAbort(userErr(ConcurrentStrategyMismatchFmt, o.Name, p.run.Spec.PlacementName))
+		}
+	}
+	return nil
+}
+
+// ConcurrentStrategyMismatchFmt is gitfleet's initialization error for
+// deliberate difference 3; it takes the other run and the placement.
+const ConcurrentStrategyMismatchFmt = "update run `%s` is still in progress on placement `%s` with a different update strategy snapshot; " +
+	"concurrent update runs on one placement must use identical strategies: wait for it to finish, delete it, or use the same strategy"
+
+// recordResourceSnapshot resolves the resource snapshot the run rolls out
+// (spec §2.2 step 6, §5.2): the given index, or the latest snapshot of what
+// the placement selects now, created when it changed.
+func (p *pass) recordResourceSnapshot(placement *fleet.Placement, st *fleet.UpdateRunStatus) error {
+	pk := p.placementKey()
+	if p.run.Spec.ResourceSnapshotIndex == "" {
+		resources, err := p.r.Hub.SelectResources(p.ctx, placement)
+		if err != nil {
+			return fmt.Errorf("selecting the resources of placement %s: %w", keyString(pk), err)
+		}
+		master, _, err := EnsureLatestResourceSnapshot(p.ctx, p.r.Hub, placement, resources, "")
+		if err != nil {
+			return err
+		}
+		st.ResourceSnapshotIndexUsed = master.Labels[fleet.ResourceIndexLabel]
+		return nil
+	}
+	idx, err := strconv.Atoi(p.run.Spec.ResourceSnapshotIndex)
+	if err != nil || idx < 0 {
+		return validationAbort(userErr("invalid resource snapshot index `%s` provided, expected an integer >= 0", p.run.Spec.ResourceSnapshotIndex))
+	}
+	all, err := p.r.Hub.ListResourceSnapshots(p.ctx, pk)
+	if err != nil {
+		return fmt.Errorf("listing the resource snapshots of placement %s: %w", keyString(pk), err)
+	}
+	want := strconv.Itoa(idx)
+	found := 0
+	for _, s := range all {
+		if s.Labels[fleet.ResourceIndexLabel] != want {
+			continue
+		}
+		found++
+		if s.Annotations[fleet.ResourceGroupHashAnnotation] != "" {
+			st.ResourceSnapshotIndexUsed = want
+			return nil
+		}
+	}
+	if found == 0 {
+		return validationAbort(userErr("no resourceSnapshots with index `%d` found for placement `%s`", idx, keyString(pk)))
+	}
+	return validationAbort(unexpectedErr("no master resourceSnapshot found for placement %s", keyString(pk)))
+}

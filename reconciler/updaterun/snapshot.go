@@ -1,0 +1,192 @@
+package updaterun
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/hub"
+)
+
+// maxSnapshotBytes bounds the selected resources stored in one snapshot
+// object; KubeFleet splits a group into sub-snapshots at about 800 KB so
+// each stays under the API server's object size limit.
+const maxSnapshotBytes = 800 * 1024
+
+// HashResources is the resource-hash of a snapshot group: sha-256, in hex,
+// over the JSON encoding of the selected resources in the given order
+// (encoding/json sorts object keys, so the encoding is deterministic).
+func HashResources(resources []*unstructured.Unstructured) (string, [][]byte, error) {
+	raws := make([][]byte, len(resources))
+	h := sha256.New()
+	h.Write([]byte{'['})
+	for i, r := range resources {
+		b, err := json.Marshal(r.Object)
+		if err != nil {
+			return "", nil, fmt.Errorf("encoding selected resource %s %s/%s: %w", r.GetKind(), r.GetNamespace(), r.GetName(), err)
+		}
+		if i > 0 {
+			h.Write([]byte{','})
+		}
+		h.Write(b)
+		raws[i] = b
+	}
+	h.Write([]byte{']'})
+	return fmt.Sprintf("%x", h.Sum(nil)), raws, nil
+}
+
+// EnsureLatestResourceSnapshot makes the latest resource snapshot group of
+// placement p hold resources (spec §5.2): when the latest group's hash
+// matches it is reused; otherwise the old latest master is flipped to
+// is-latest-snapshot=false, the oldest groups beyond revisionHistoryLimit
+// (default 10) are deleted, and a new group is created at the highest index
+// + 1 (0 for the first). A non-empty commit is recorded in the
+// gitfleet.io/commit annotation of a new master. It returns the master and
+// whether it was created. Unlike KubeFleet there is no minimum interval
+// between snapshots (deliberate difference 4).
+func EnsureLatestResourceSnapshot(ctx context.Context, h hub.Hub, p *fleet.Placement, resources []*unstructured.Unstructured, commit string) (*fleet.ResourceSnapshot, bool, error) {
+	pk := hub.Key{Namespace: p.Namespace, Name: p.Name}
+	hash, raws, err := HashResources(resources)
+	if err != nil {
+		return nil, false, err
+	}
+	all, err := h.ListResourceSnapshots(ctx, pk)
+	if err != nil {
+		return nil, false, fmt.Errorf("listing the resource snapshots of placement %s: %w", keyString(pk), err)
+	}
+	groups := map[int][]*fleet.ResourceSnapshot{}
+	var latest *fleet.ResourceSnapshot
+	maxIdx := -1
+	for _, s := range all {
+		idx, err := strconv.Atoi(s.Labels[fleet.ResourceIndexLabel])
+		if err != nil {
+			continue
+		}
+		groups[idx] = append(groups[idx], s)
+		if idx > maxIdx {
+			maxIdx = idx
+		}
+		if s.Labels[fleet.IsLatestSnapshotLabel] == "true" && s.Annotations[fleet.ResourceGroupHashAnnotation] != "" {
+			latest = s
+		}
+	}
+	if latest != nil && latest.Annotations[fleet.ResourceGroupHashAnnotation] == hash && groupComplete(latest, groups) {
+		return latest, false, nil
+	}
+	if latest != nil {
+		latest.Labels[fleet.IsLatestSnapshotLabel] = "false"
+		if err := h.UpdateResourceSnapshot(ctx, latest); err != nil {
+			return nil, false, fmt.Errorf("marking resource snapshot %s as not latest: %w", latest.Name, err)
+		}
+	}
+	if err := pruneSnapshotGroups(ctx, h, p, groups); err != nil {
+		return nil, false, err
+	}
+
+	newIdx := maxIdx + 1
+	parts := splitResources(raws)
+	master := &fleet.ResourceSnapshot{
+		TypeMeta: metav1.TypeMeta{APIVersion: fleet.PlacementAPIVersion, Kind: fleet.ResourceSnapshotKind(p.Namespace)},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      fmt.Sprintf(fleet.ResourceSnapshotNameFmt, p.Name, newIdx),
+			Namespace: p.Namespace,
+			Labels: map[string]string{
+				fleet.PlacementTrackingLabel: p.Name,
+				fleet.ResourceIndexLabel:     strconv.Itoa(newIdx),
+				fleet.IsLatestSnapshotLabel:  "true",
+			},
+			Annotations: map[string]string{
+				fleet.ResourceGroupHashAnnotation:         hash,
+				fleet.NumberOfResourceSnapshotsAnnotation: strconv.Itoa(len(parts)),
+				fleet.NumberOfEnvelopedObjectsAnnotation:  "0",
+			},
+		},
+		Spec: fleet.ResourceSnapshotSpec{SelectedResources: parts[0]},
+	}
+	if commit != "" {
+		master.Annotations[fleet.CommitAnnotation] = commit
+	}
+	// Sub-snapshots first: a master is only complete with all of them.
+	for i := 1; i < len(parts); i++ {
+		sub := &fleet.ResourceSnapshot{
+			TypeMeta: master.TypeMeta,
+			ObjectMeta: metav1.ObjectMeta{
+				Name:      fmt.Sprintf(fleet.ResourceSnapshotSubNameFmt, p.Name, newIdx, i-1),
+				Namespace: p.Namespace,
+				Labels: map[string]string{
+					fleet.PlacementTrackingLabel: p.Name,
+					fleet.ResourceIndexLabel:     strconv.Itoa(newIdx),
+				},
+				Annotations: map[string]string{fleet.SubindexOfResourceSnapshotAnnotation: strconv.Itoa(i - 1)},
+			},
+			Spec: fleet.ResourceSnapshotSpec{SelectedResources: parts[i]},
+		}
+		if err := h.CreateResourceSnapshot(ctx, sub); err != nil {
+			return nil, false, fmt.Errorf("creating resource snapshot %s: %w", sub.Name, err)
+		}
+	}
+	if err := h.CreateResourceSnapshot(ctx, master); err != nil {
+		return nil, false, fmt.Errorf("creating resource snapshot %s: %w", master.Name, err)
+	}
+	return master, true, nil
+}
+
+// groupComplete reports whether every snapshot of the master's group exists.
+func groupComplete(master *fleet.ResourceSnapshot, groups map[int][]*fleet.ResourceSnapshot) bool {
+	want, err := strconv.Atoi(master.Annotations[fleet.NumberOfResourceSnapshotsAnnotation])
+	if err != nil {
+		return true // no count recorded: nothing to check against
+	}
+	idx, _ := strconv.Atoi(master.Labels[fleet.ResourceIndexLabel])
+	return len(groups[idx]) >= want
+}
+
+// pruneSnapshotGroups deletes the oldest groups so that, with the group
+// about to be created, at most revisionHistoryLimit groups remain.
+func pruneSnapshotGroups(ctx context.Context, h hub.Hub, p *fleet.Placement, groups map[int][]*fleet.ResourceSnapshot) error {
+	limit := fleet.DefaultRevisionHistoryLimit
+	if p.Spec.RevisionHistoryLimit != nil && *p.Spec.RevisionHistoryLimit > 0 {
+		limit = int(*p.Spec.RevisionHistoryLimit)
+	}
+	idxs := make([]int, 0, len(groups))
+	for i := range groups {
+		idxs = append(idxs, i)
+	}
+	sort.Ints(idxs)
+	for len(idxs) >= limit {
+		for _, s := range groups[idxs[0]] {
+			if err := h.DeleteResourceSnapshot(ctx, hub.Key{Namespace: s.Namespace, Name: s.Name}); err != nil && !hub.IsNotFound(err) {
+				return fmt.Errorf("deleting old resource snapshot %s: %w", s.Name, err)
+			}
+		}
+		idxs = idxs[1:]
+	}
+	return nil
+}
+
+// splitResources packs encoded resources into parts of at most
+// maxSnapshotBytes (a larger single resource gets a part of its own). There
+// is always at least one part, possibly empty.
+func splitResources(raws [][]byte) [][]runtime.RawExtension {
+	parts := [][]runtime.RawExtension{{}}
+	size := 0
+	for _, b := range raws {
+		cur := &parts[len(parts)-1]
+		if size > 0 && size+len(b) > maxSnapshotBytes {
+			parts = append(parts, nil)
+			cur = &parts[len(parts)-1]
+			size = 0
+		}
+		*cur = append(*cur, runtime.RawExtension{Raw: b})
+		size += len(b)
+	}
+	return parts
+}

@@ -1,0 +1,117 @@
+package updaterun
+
+import (
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+)
+
+// stop handles a run in state Stop (spec §2.6): nothing new is started, no
+// task is evaluated, no binding is written; clusters already in flight are
+// watched until they finish, then the run reports Stopped. A terminal error
+// also marks the current stage failed.
+func (p *pass) stop(idx int, pl *plan) (out outcome) {
+	st := &p.run.Status
+	var stage *fleet.StageUpdatingStatus
+	if idx < len(st.StagesStatus) {
+		stage = &st.StagesStatus[idx]
+	} else {
+		stage = st.DeletionStageStatus
+	}
+	defer func() {
+		if isAborted(out.err) {
+			p.markStageFailed(stage, out.err.Error())
+		}
+	}()
+	p.markRunStopping()
+	if idx == len(st.StagesStatus) {
+		return p.stopDeletionStage(pl)
+	}
+	return p.stopStage(stage, pl)
+}
+
+// stopStage lets the in-flight clusters of an update stage finish.
+func (p *pass) stopStage(stage *fleet.StageUpdatingStatus, pl *plan) outcome {
+	p.markStageStopping(stage)
+	inFlight := 0
+	var stuck []string
+	var errs []error
+	for i := range stage.Clusters {
+		cs := &stage.Clusters[i]
+		started := find(cs.Conditions, fleet.ClusterUpdatingConditionStarted)
+		if !isTrue(started, p.gen) {
+			continue
+		}
+		if s := find(cs.Conditions, fleet.ClusterUpdatingConditionSucceeded); isTrue(s, p.gen) || isFalse(s, p.gen) {
+			continue
+		}
+		inFlight++
+		b, err := pl.bindings.get(p.ctx, cs.ClusterName)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if b == nil {
+			errs = append(errs, abortf("%s", unexpectedErr("the binding for cluster `%s` in stage `%s` is not found in the toBeUpdatedBindings map", cs.ClusterName, stage.StageName)))
+			continue
+		}
+		done, err := p.checkClusterResult(b, cs, stage)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if done {
+			inFlight--
+		} else if p.now.Sub(started.LastTransitionTime.Time) > p.stuckThreshold() {
+			stuck = append(stuck, cs.ClusterName)
+		}
+	}
+	p.aggregateRunStatus(stage.StageName, stuck)
+	if len(errs) > 0 {
+		return outcome{err: utilerrors.NewAggregate(errs), after: ClusterPollInterval, blocked: len(stuck) > 0}
+	}
+	if inFlight == 0 {
+		p.markStageStopped(stage)
+		p.log.Info("stage stopped", "stage", stage.StageName)
+		return outcome{finished: true}
+	}
+	return outcome{after: ClusterPollInterval, blocked: len(stuck) > 0}
+}
+
+// stopDeletionStage deletes nothing new; it records the bindings that went
+// away. The stage is Stopped once no started deletion is pending, but the
+// run is Stopped only when no to-be-deleted binding is left at all — so a
+// run stopped before the deletion stage deleted anything stays Stopping
+// until resumed, as in KubeFleet.
+func (p *pass) stopDeletionStage(pl *plan) outcome {
+	del := p.run.Status.DeletionStageStatus
+	clusters := make(map[string]*fleet.ClusterUpdatingStatus, len(del.Clusters))
+	for i := range del.Clusters {
+		clusters[del.Clusters[i].ClusterName] = &del.Clusters[i]
+	}
+	p.markStageStopping(del)
+	deleting := 0
+	for _, b := range pl.toDelete {
+		cs, ok := clusters[b.Spec.TargetCluster]
+		if !ok {
+			return outcome{err: abortf("%s", unexpectedErr("the to be deleted cluster `%s` is not in the deleting stage during stopping", b.Spec.TargetCluster))}
+		}
+		delete(clusters, b.Spec.TargetCluster)
+		if isTrue(find(cs.Conditions, fleet.ClusterUpdatingConditionSucceeded), p.gen) {
+			continue
+		}
+		if isTrue(find(cs.Conditions, fleet.ClusterUpdatingConditionStarted), p.gen) {
+			if b.DeletionTimestamp == nil {
+				return outcome{err: abortf("%s", unexpectedErr("the cluster `%s` in the deleting stage is marked as deleting but its corresponding binding is not deleting", cs.ClusterName))}
+			}
+			deleting++
+		}
+	}
+	p.markGoneClustersDeleted(clusters)
+	if deleting == 0 {
+		p.markStageStopped(del)
+	}
+	if len(pl.toDelete) == 0 {
+		return outcome{finished: true}
+	}
+	return outcome{after: ClusterPollInterval}
+}
