@@ -173,7 +173,7 @@ func (s *Source) attempt(ctx context.Context, op, branch string, ops map[string]
 	parent, exists := s.tip(branch)
 	if !exists && first {
 		// Never fetched (approve branches, a new status branch): look.
-		if err := s.fetchBranches(ctx, branch); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := s.fetchBranches(ctx, branch); err != nil && !errors.Is(err, errNoSuchBranch) {
 			return res, false, err
 		}
 		parent, exists = s.tip(branch)
@@ -215,7 +215,7 @@ func (s *Source) attempt(ctx context.Context, op, branch string, ops map[string]
 	// Rather than parse the many spellings of "rejected" (client-side
 	// fast-forward check, "fetch first", a lost ref-lock race on the
 	// server), look at the branch: if it moved, it was a conflict.
-	if err := s.fetchBranches(ctx, branch); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := s.fetchBranches(ctx, branch); err != nil && !errors.Is(err, errNoSuchBranch) {
 		return res, false, s.wrap(op, pushErr)
 	}
 	now, _ := s.tip(branch)

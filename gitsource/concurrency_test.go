@@ -67,6 +67,7 @@ func TestApplyRacesHumans(t *testing.T) {
 		runGit(t, f.root, "clone", "-q", f.bare, clone)
 		clones = append(clones, clone)
 	}
+	pushed := make(chan struct{}, humans)
 	humanErrs := make(chan error, people)
 	for p, clone := range clones {
 		go func() {
@@ -75,24 +76,15 @@ func TestApplyRacesHumans(t *testing.T) {
 					humanErrs <- err
 					return
 				}
+				pushed <- struct{}{}
 			}
 			humanErrs <- nil
 		}()
 	}
-	humansDone := make(chan error, 1)
-	go func() {
-		for range people {
-			if err := <-humanErrs; err != nil {
-				humansDone <- err
-				return
-			}
-		}
-		humansDone <- nil
-	}()
 
 	var results []Result
-	done := false
-	for i := 0; !done || len(results) < 25; i++ {
+	running := people
+	for i := 0; running > 0 || len(results) < 25; i++ {
 		res, err := s.Apply(ctx, Change{
 			Message: fmt.Sprintf("status: pass %d", i),
 			Writes: map[string][]byte{
@@ -107,16 +99,23 @@ func TestApplyRacesHumans(t *testing.T) {
 			t.Fatalf("Apply %d made no commit", i)
 		}
 		results = append(results, res)
-		select {
-		case err := <-humansDone:
-			if err != nil {
-				t.Fatal(err)
+		// Pace gitfleet by the people: its next pass starts after one of
+		// their pushes landed, a random moment into their next cycle.
+		// (Unpaced, the faster writer starves them: their pull+push takes
+		// longer than gitfleet's push, as in real life.)
+		for running > 0 {
+			select {
+			case <-pushed:
+			case err := <-humanErrs:
+				if err != nil {
+					t.Fatal(err)
+				}
+				running--
+				continue
 			}
-			done = true
-		case <-time.After(time.Duration(rand.IntN(40)) * time.Millisecond):
-			// Paced like a reconciler; a faster writer would starve the
-			// people (their pull+push takes longer than gitfleet's push).
+			break
 		}
+		time.Sleep(time.Duration(rand.IntN(15)) * time.Millisecond)
 	}
 	applies := len(results)
 

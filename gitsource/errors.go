@@ -28,6 +28,10 @@ var (
 	ErrInvalid = errors.New("invalid")
 )
 
+// errNoSuchBranch refines ErrNotFound: the repository is there, the
+// branch is not.
+var errNoSuchBranch = errors.New("no such branch")
+
 // Error is the error type returned by this package. Its message has been
 // scrubbed of credentials. It deliberately does not wrap the underlying
 // go-git error (whose text may hold a token); instead Unwrap exposes only
@@ -100,9 +104,10 @@ func newError(r *redactor, op, redactedURL string, cause error, kinds ...error) 
 		errors.Is(cause, transport.ErrInvalidAuthMethod),
 		strings.Contains(msg, "unable to authenticate"):
 		kinds = append(kinds, ErrAuth)
+	case errors.Is(cause, git.NoMatchingRefSpecError{}):
+		kinds = append(kinds, ErrNotFound, errNoSuchBranch)
 	case errors.Is(cause, transport.ErrRepositoryNotFound),
-		errors.Is(cause, transport.ErrEmptyRemoteRepository),
-		errors.Is(cause, git.NoMatchingRefSpecError{}):
+		errors.Is(cause, transport.ErrEmptyRemoteRepository):
 		kinds = append(kinds, ErrNotFound)
 	}
 	return &Error{Op: op, URL: redactedURL, msg: msg, kinds: kinds}

@@ -284,10 +284,10 @@ func (s *Source) fetchLocked(ctx context.Context) error {
 		branches = append(branches, s.cfg.StatusBranch)
 	}
 	err := s.fetchBranches(ctx, branches...)
-	if len(branches) > 1 && errors.Is(err, ErrNotFound) {
+	if len(branches) > 1 && errors.Is(err, errNoSuchBranch) {
 		err = s.fetchBranches(ctx, s.cfg.Branch)
 	}
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, errNoSuchBranch) {
 		return errorf("fetch", ErrNotFound, fmt.Sprintf("%s: branch %q not found", s.safeURL, s.cfg.Branch))
 	}
 	return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -235,7 +234,7 @@ func TestRedaction(t *testing.T) {
 				URL:      tc.url,
 				CacheDir: filepath.Join(t.TempDir(), "cache"),
 				Auth:     tc.auth,
-				Logger:   slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+				Logger:   newTextLogger(&logs),
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()

@@ -1,0 +1,251 @@
+package gitsource
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// waitSignal fails the test unless w signals within d.
+func waitSignal(t *testing.T, w *Watcher, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-w.C():
+	case <-time.After(d):
+		t.Fatalf("no signal after %s", what)
+	}
+}
+
+// drain discards a pending signal, waiting a little for late events.
+func drain(w *Watcher) {
+	for {
+		select {
+		case <-w.C():
+		case <-time.After(100 * time.Millisecond):
+			return
+		}
+	}
+}
+
+func TestWatcherTriggerCoalesces(t *testing.T) {
+	w := NewWatcher(testLogger(t))
+	for range 10 {
+		w.Trigger("test")
+	}
+	<-w.C()
+	select {
+	case <-w.C():
+		t.Fatal("ten triggers left more than one signal")
+	default:
+	}
+}
+
+func TestWatcherPoll(t *testing.T) {
+	w := NewWatcher(testLogger(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		w.Poll(ctx, 20*time.Millisecond)
+		close(done)
+	}()
+	start := time.Now()
+	for range 3 {
+		waitSignal(t, w, time.Second, "polling")
+	}
+	if elapsed := time.Since(start); elapsed < 3*18*time.Millisecond {
+		t.Fatalf("3 polls in %s: faster than the interval minus jitter", elapsed)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		t.Fatal("Poll did not stop with its context")
+	}
+}
+
+func TestJitter(t *testing.T) {
+	for range 1000 {
+		if d := jitter(time.Second); d < 900*time.Millisecond || d > 1100*time.Millisecond {
+			t.Fatalf("jitter(1s) = %s, outside ±10%%", d)
+		}
+	}
+}
+
+func TestWatchLocalWorkingCopy(t *testing.T) {
+	f := newFixture(t)
+	w := NewWatcher(testLogger(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := w.WatchLocal(ctx, f.work); err != nil {
+		t.Fatal(err)
+	}
+	drain(w)
+
+	// Staging touches the index, not a ref: no signal.
+	if err := os.WriteFile(filepath.Join(f.work, "new.yaml"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, f.work, "add", "new.yaml")
+	select {
+	case <-w.C():
+		t.Fatal("git add triggered")
+	case <-time.After(200 * time.Millisecond):
+	}
+
+	runGit(t, f.work, "commit", "-q", "-m", "local commit")
+	waitSignal(t, w, 5*time.Second, "a local commit")
+
+	// A branch in a new ref namespace directory, then a commit on it.
+	drain(w)
+	runGit(t, f.work, "checkout", "-q", "-b", "team/feature")
+	waitSignal(t, w, 5*time.Second, "creating team/feature")
+	drain(w)
+	f.commit(t, "on team branch", map[string]string{"t.yaml": "t\n"})
+	waitSignal(t, w, 5*time.Second, "a commit on team/feature")
+}
+
+func TestWatchLocalBareRepository(t *testing.T) {
+	f := newFixture(t)
+	w := NewWatcher(testLogger(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := w.WatchLocal(ctx, f.bare); err != nil {
+		t.Fatal(err)
+	}
+	drain(w)
+	f.push(t, "pushed", map[string]string{"workloads/p.yaml": "p\n"})
+	waitSignal(t, w, 5*time.Second, "a push into the bare repository")
+
+	// Packing refs rewrites packed-refs and deletes loose refs.
+	drain(w)
+	runGit(t, f.bare, "pack-refs", "--all")
+	waitSignal(t, w, 5*time.Second, "git pack-refs")
+}
+
+func TestWatchLocalLinkedWorktree(t *testing.T) {
+	f := newFixture(t)
+	wt := filepath.Join(f.root, "wt")
+	runGit(t, f.work, "worktree", "add", "-q", "-b", "wt-branch", wt)
+	w := NewWatcher(testLogger(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := w.WatchLocal(ctx, wt); err != nil {
+		t.Fatal(err)
+	}
+	drain(w)
+	if err := os.WriteFile(filepath.Join(wt, "w.yaml"), []byte("w\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, wt, "add", "w.yaml")
+	runGit(t, wt, "commit", "-q", "-m", "in worktree")
+	waitSignal(t, w, 5*time.Second, "a commit in a linked worktree")
+}
+
+func TestWatchLocalNotARepository(t *testing.T) {
+	w := NewWatcher(testLogger(t))
+	if err := w.WatchLocal(context.Background(), t.TempDir()); err == nil || !strings.Contains(err.Error(), "not a Git repository") {
+		t.Fatalf("WatchLocal on an empty dir: %v", err)
+	}
+}
+
+// TestFollow: the consumer sees the initial head and every new one; a
+// fetch that fails while the remote is away is retried on its own, without
+// another signal; a failing handler gets the same head again.
+func TestFollow(t *testing.T) {
+	f := newFixture(t)
+	s := f.open(t)
+	w := NewWatcher(testLogger(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	heads := make(chan Head, 10)
+	failNext := make(chan struct{}, 1)
+	followErr := make(chan error, 1)
+	go func() {
+		followErr <- s.Follow(ctx, w.C(), Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond},
+			func(_ context.Context, h Head) error {
+				select {
+				case <-failNext:
+					return errors.New("handler failed")
+				default:
+				}
+				heads <- h
+				return nil
+			})
+	}()
+	next := func(what string) Head {
+		t.Helper()
+		select {
+		case h := <-heads:
+			return h
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no head after %s", what)
+			return Head{}
+		}
+	}
+
+	if h := next("start"); h.Commit != f.remoteTip(t, "main") {
+		t.Fatalf("initial head %s", h.Commit)
+	}
+
+	want := f.push(t, "new", map[string]string{"workloads/n.yaml": "n\n"})
+	w.Trigger("test")
+	if h := next("a push and a signal"); h.Commit != want {
+		t.Fatalf("head %s, want %s", h.Commit, want)
+	}
+
+	// The remote goes away; one signal; it comes back with a new commit.
+	away := f.bare + ".away"
+	if err := os.Rename(f.bare, away); err != nil {
+		t.Fatal(err)
+	}
+	w.Trigger("test")
+	want = f.commit(t, "during outage", map[string]string{"workloads/o.yaml": "o\n"})
+	runGit(t, f.work, "push", "-q", away, "HEAD:main")
+	time.Sleep(60 * time.Millisecond) // let a few fetches fail
+	if err := os.Rename(away, f.bare); err != nil {
+		t.Fatal(err)
+	}
+	if h := next("the remote came back (no further signal)"); h.Commit != want {
+		t.Fatalf("head %s, want %s", h.Commit, want)
+	}
+
+	// A handler error means the head is offered again.
+	failNext <- struct{}{}
+	want = f.push(t, "handler fails once", map[string]string{"workloads/h.yaml": "h\n"})
+	w.Trigger("test")
+	if h := next("a handler error"); h.Commit != want {
+		t.Fatalf("head %s, want %s", h.Commit, want)
+	}
+
+	cancel()
+	if err := <-followErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Follow returned %v", err)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	b := Backoff{Initial: 100 * time.Millisecond, Max: time.Second}
+	want := []time.Duration{100, 200, 400, 800, 1000, 1000}
+	for i, w := range want {
+		w *= time.Millisecond
+		if d := b.Next(); d < w*9/10 || d > w*11/10 {
+			t.Fatalf("delay %d = %s, want %s ±10%%", i, d, w)
+		}
+	}
+	if b.Attempts() != len(want) {
+		t.Fatalf("Attempts = %d", b.Attempts())
+	}
+	b.Reset()
+	if d := b.Next(); d > 110*time.Millisecond {
+		t.Fatalf("after Reset: %s", d)
+	}
+	var zero Backoff
+	if d := zero.Next(); d < 900*time.Millisecond || d > 1100*time.Millisecond {
+		t.Fatalf("zero Backoff first delay %s, want 1s", d)
+	}
+}

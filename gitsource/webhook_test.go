@@ -1,0 +1,132 @@
+package gitsource
+
+import (
+	"bytes"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+func TestWebhook(t *testing.T) {
+	secret := []byte("webhook-s3cret")
+	body := []byte(`{"ref":"refs/heads/main","after":"0123"}`)
+	sig := "sha256=" + hex.EncodeToString(Sign(body, secret))
+	wrongSig := "sha256=" + hex.EncodeToString(Sign(body, []byte("other")))
+
+	var triggered atomic.Int32
+	var logs syncBuffer
+	h := &Webhook{Secret: secret, Notify: func() { triggered.Add(1) }, MaxBody: 1 << 10}
+	h.Logger = newTextLogger(&logs)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	for _, tc := range []struct {
+		name    string
+		method  string
+		headers map[string]string
+		body    []byte
+		status  int
+		trigger bool
+	}{
+		{"github valid", "POST", map[string]string{HeaderGitHubSignature: sig, "X-GitHub-Event": "push"}, body, 202, true},
+		{"github wrong secret", "POST", map[string]string{HeaderGitHubSignature: wrongSig}, body, 401, false},
+		{"github tampered body", "POST", map[string]string{HeaderGitHubSignature: sig}, append(bytes.Clone(body), ' '), 401, false},
+		{"github malformed", "POST", map[string]string{HeaderGitHubSignature: "sha256=zz"}, body, 401, false},
+		{"github sha1 only", "POST", map[string]string{HeaderGitHubSignature: "sha1=" + strings.Repeat("0", 40)}, body, 401, false},
+		{"unsigned", "POST", nil, body, 401, false},
+		{"gitfleet valid", "POST", map[string]string{HeaderGitfleetSignature: sig}, body, 202, true},
+		{"gitfleet wrong", "POST", map[string]string{HeaderGitfleetSignature: wrongSig}, body, 401, false},
+		{"gitlab valid", "POST", map[string]string{HeaderGitLabToken: string(secret), "X-Gitlab-Event": "Push Hook"}, body, 202, true},
+		{"gitlab wrong", "POST", map[string]string{HeaderGitLabToken: "webhook-s3cre"}, body, 401, false},
+		// A bad GitHub signature is not rescued by a good GitLab token.
+		{"first header decides", "POST", map[string]string{HeaderGitHubSignature: wrongSig, HeaderGitLabToken: string(secret)}, body, 401, false},
+		{"GET", "GET", map[string]string{HeaderGitHubSignature: sig}, nil, 405, false},
+		{"oversize", "POST", map[string]string{HeaderGitHubSignature: sig}, bytes.Repeat([]byte("x"), 2<<10), 413, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := triggered.Load()
+			req, _ := http.NewRequest(tc.method, srv.URL, bytes.NewReader(tc.body))
+			for k, v := range tc.headers {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Errorf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+			if got := triggered.Load() > before; got != tc.trigger {
+				t.Errorf("triggered = %v, want %v", got, tc.trigger)
+			}
+		})
+	}
+
+	// Oversize without Content-Length (chunked) is caught while reading.
+	t.Run("oversize chunked", func(t *testing.T) {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", "/", strings.NewReader(strings.Repeat("x", 2<<10)))
+		req.ContentLength = -1
+		req.Header.Set(HeaderGitHubSignature, sig)
+		before := triggered.Load()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusRequestEntityTooLarge || triggered.Load() != before {
+			t.Fatalf("status %d, triggered %v", rec.Code, triggered.Load() != before)
+		}
+	})
+
+	if strings.Contains(logs.String(), string(secret)) {
+		t.Fatalf("logs leak the secret:\n%s", logs.String())
+	}
+}
+
+func TestWebhookWithoutSecretRejectsAll(t *testing.T) {
+	var triggered atomic.Int32
+	h := &Webhook{Notify: func() { triggered.Add(1) }, Logger: newTextLogger(&syncBuffer{})}
+	body := []byte("{}")
+	for _, hdr := range []map[string]string{
+		{HeaderGitHubSignature: "sha256=" + hex.EncodeToString(Sign(body, nil))},
+		{HeaderGitLabToken: ""},
+		{},
+	} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", "/", bytes.NewReader(body))
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusUnauthorized {
+			t.Errorf("status %d, want 401", rec.Code)
+		}
+	}
+	if triggered.Load() != 0 {
+		t.Fatal("a webhook with no secret triggered")
+	}
+}
+
+// The webhook feeds a Watcher; signals coalesce.
+func TestWebhookTriggersWatcher(t *testing.T) {
+	w := NewWatcher(newTextLogger(&syncBuffer{}))
+	secret := []byte("s")
+	h := &Webhook{Secret: secret, Notify: func() { w.Trigger("webhook") }, Logger: newTextLogger(&syncBuffer{})}
+	body := []byte("{}")
+	for range 3 {
+		req := httptest.NewRequest("POST", "/", bytes.NewReader(body))
+		req.Header.Set(HeaderGitHubSignature, "sha256="+hex.EncodeToString(Sign(body, secret)))
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	select {
+	case <-w.C():
+	default:
+		t.Fatal("no signal")
+	}
+	select {
+	case <-w.C():
+		t.Fatal("three webhooks made more than one pending signal")
+	default:
+	}
+}
