@@ -46,6 +46,9 @@ type Hub struct {
 	// onBindingWritten is called (with the lock held) after every binding
 	// write; the member delivery layer hooks in here.
 	onBindingWritten func(old, cur *fleet.Binding)
+	// delivery holds the side effects binding writes asked for, done by
+	// Commit after a flush (delivery.go).
+	delivery deliveryState
 }
 
 // Selector returns, sorted, the resources a placement selects.
@@ -60,7 +63,7 @@ func New(c clock.Clock, store Store) *Hub {
 	if store == nil {
 		store = NewMemoryStore()
 	}
-	return &Hub{
+	h := &Hub{
 		clock:      c,
 		store:      store,
 		placements: newTable[*fleet.Placement](),
@@ -72,6 +75,8 @@ func New(c clock.Clock, store Store) *Hub {
 		runs:       newTable[*fleet.UpdateRun](),
 		approvals:  newTable[*fleet.ApprovalRequest](),
 	}
+	h.initDelivery()
+	return h
 }
 
 // Clock is the hub's clock.

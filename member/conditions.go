@@ -1,0 +1,80 @@
+package member
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+)
+
+// Binding condition reasons and messages, as KubeFleet's work generator
+// writes them (pkg/utils/condition, pkg/controllers/workgenerator), so a
+// binding delivered by gitfleet reads like one delivered by KubeFleet.
+const (
+	OverrideNotSpecifiedReason  = "NoOverrideSpecified"
+	OverrideNotSpecifiedMessage = "No override rules are configured for the selected resources"
+
+	AllWorkSyncedReason  = "AllWorkSynced"
+	AllWorkSyncedMessage = "All of the works are synchronized to the latest"
+
+	AllWorkAppliedReason  = "AllWorkHaveBeenApplied"
+	AllWorkAppliedMessage = "All corresponding work objects are applied"
+
+	AllWorkAvailableReason  = "AllWorkAreAvailable"
+	AllWorkAvailableMessage = "All corresponding work objects are available"
+	WorkNotAvailableReason  = "NotAllWorkAreAvailable"
+	// WorkNotAvailableMessageFmt takes the work name.
+	WorkNotAvailableMessageFmt = "Work object %s is not yet available"
+
+	AllWorkDiffReportedReason  = "AllWorkHaveDiffReported"
+	AllWorkDiffReportedMessage = "All corresponding work objects have reported diff"
+
+	// ManifestNotAvailableYetReason is the work applier's per-resource
+	// reason, shown in failedPlacements.
+	ManifestNotAvailableYetReason  = "ManifestNotAvailableYet"
+	ManifestNotAvailableYetMessage = "Manifest is not yet available; Fleet will check again later"
+
+	// gitfleet's own reasons for members it cannot deliver to.
+	DriverNotConfiguredReason  = "DriverNotConfigured"
+	DriverNotImplementedReason = "DriverNotImplemented"
+	// InvalidSimulationReason: a simulated member's annotations do not parse.
+	InvalidSimulationReason = "InvalidSimulation"
+)
+
+// maxFailedPlacements bounds failedPlacements as KubeFleet does
+// (maxFailedResourcePlacementLimit).
+const maxFailedPlacements = 100
+
+func condition(t string, s metav1.ConditionStatus, reason, message string, gen int64) metav1.Condition {
+	return metav1.Condition{Type: t, Status: s, Reason: reason, Message: message, ObservedGeneration: gen}
+}
+
+func overridden(gen int64) metav1.Condition {
+	return condition(fleet.ResourceBindingOverridden, metav1.ConditionTrue, OverrideNotSpecifiedReason, OverrideNotSpecifiedMessage, gen)
+}
+
+func workSynchronized(gen int64) metav1.Condition {
+	return condition(fleet.ResourceBindingWorkSynchronized, metav1.ConditionTrue, AllWorkSyncedReason, AllWorkSyncedMessage, gen)
+}
+
+func applied(gen int64) metav1.Condition {
+	return condition(fleet.ResourceBindingApplied, metav1.ConditionTrue, AllWorkAppliedReason, AllWorkAppliedMessage, gen)
+}
+
+func notApplied(gen int64, reason, message string) metav1.Condition {
+	return condition(fleet.ResourceBindingApplied, metav1.ConditionFalse, reason, message, gen)
+}
+
+func available(gen int64) metav1.Condition {
+	return condition(fleet.ResourceBindingAvailable, metav1.ConditionTrue, AllWorkAvailableReason, AllWorkAvailableMessage, gen)
+}
+
+func notAvailable(gen int64, work string) metav1.Condition {
+	return condition(fleet.ResourceBindingAvailable, metav1.ConditionFalse, WorkNotAvailableReason,
+		fmt.Sprintf(WorkNotAvailableMessageFmt, work), gen)
+}
+
+func diffReported(gen int64) metav1.Condition {
+	return condition(fleet.ResourceBindingDiffReported, metav1.ConditionTrue, AllWorkDiffReportedReason, AllWorkDiffReportedMessage, gen)
+}

@@ -1,0 +1,126 @@
+package member
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/clock"
+)
+
+// Drivers picks the driver of each member cluster from its
+// gitfleet.io/driver annotation. It keeps one Simulated per cluster name for
+// the life of the process, so what a simulated member holds survives the
+// member leaving and rejoining the fleet (resources left on a departed
+// member stay there, as on a real cluster).
+type Drivers struct {
+	clock    clock.Clock
+	reporter Reporter
+	log      *slog.Logger
+
+	mu   sync.Mutex
+	sims map[string]*Simulated
+}
+
+// NewDrivers returns the driver registry; reporter receives every report.
+func NewDrivers(c clock.Clock, reporter Reporter, log *slog.Logger) *Drivers {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Drivers{clock: c, reporter: reporter, log: log, sims: map[string]*Simulated{}}
+}
+
+// For returns the driver of m, chosen by its gitfleet.io/driver annotation.
+func (ds *Drivers) For(m *fleet.MemberCluster) Driver {
+	v, ok := m.Annotations[fleet.DriverAnnotation]
+	switch {
+	case !ok || strings.TrimSpace(v) == "":
+		return unconfigured{reporter: ds.reporter, message: fmt.Sprintf(
+			"member cluster %q has no %s annotation; set it to %q or %q",
+			m.Name, fleet.DriverAnnotation, fleet.DriverSimulated, fleet.DriverKubeconfigPrefix+"<context>")}
+	case v == fleet.DriverSimulated:
+		return ds.simulated(m.Name)
+	case strings.HasPrefix(v, fleet.DriverKubeconfigPrefix):
+		return notImplemented{reporter: ds.reporter, message: fmt.Sprintf(
+			"member cluster %q uses driver %q: the kubeconfig driver is not implemented yet; use %q to simulate this member",
+			m.Name, v, fleet.DriverSimulated)}
+	default:
+		return unconfigured{reporter: ds.reporter, message: fmt.Sprintf(
+			"member cluster %q has an unknown %s annotation %q; set it to %q or %q",
+			m.Name, fleet.DriverAnnotation, v, fleet.DriverSimulated, fleet.DriverKubeconfigPrefix+"<context>")}
+	}
+}
+
+func (ds *Drivers) simulated(name string) *Simulated {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	s, ok := ds.sims[name]
+	if !ok {
+		s = newSimulated(name, ds.clock, ds.reporter, ds.log)
+		ds.sims[name] = s
+	}
+	return s
+}
+
+// Simulated returns the simulated member of that name, if one was ever used.
+func (ds *Drivers) Simulated(name string) (*Simulated, bool) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	s, ok := ds.sims[name]
+	return s, ok
+}
+
+// SimulatedNames lists the simulated members ever used, sorted.
+func (ds *Drivers) SimulatedNames() []string {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	out := make([]string, 0, len(ds.sims))
+	for n := range ds.sims {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// unconfigured is the driver of a member gitfleet does not know how to
+// reach. The hub still synchronizes the work (it has it ready), but nothing
+// is applied, and the binding says why.
+type unconfigured struct {
+	reporter Reporter
+	message  string
+}
+
+func (u unconfigured) Deliver(_ context.Context, d Delivery) error {
+	return reportNotApplied(u.reporter, d, DriverNotConfiguredReason, u.message)
+}
+
+// Remove has nothing to take off: nothing was ever applied.
+func (unconfigured) Remove(context.Context, Delivery) error { return nil }
+
+// notImplemented is the driver of kubeconfig members until the real one
+// lands.
+type notImplemented struct {
+	reporter Reporter
+	message  string
+}
+
+func (n notImplemented) Deliver(_ context.Context, d Delivery) error {
+	return reportNotApplied(n.reporter, d, DriverNotImplementedReason, n.message)
+}
+
+func (notImplemented) Remove(context.Context, Delivery) error { return nil }
+
+func reportNotApplied(r Reporter, d Delivery, reason, message string) error {
+	gen := d.Generation()
+	return r.ReportBindingStatus(d.Key(), gen, []metav1.Condition{
+		overridden(gen),
+		workSynchronized(gen),
+		notApplied(gen, reason, message),
+	}, nil)
+}

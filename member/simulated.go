@@ -1,0 +1,226 @@
+package member
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/clock"
+	"github.com/gitfleet/gitfleet/hub"
+)
+
+// Simulated is an in-process member cluster. It applies a delivery at once
+// and keeps what it holds in memory, so tests and `gitfleet simulate -o
+// yaml` can show what each member has. Two annotations on the MemberCluster
+// shape it:
+//
+//   - gitfleet.io/sim-available-after (Go duration, default 0s): how long
+//     after applying the resources become available. With 0s the Available
+//     report comes in the same call, so the engine is woken at once.
+//   - gitfleet.io/sim-unavailable: "<reason>": the resources never become
+//     available (the seeds' stuck rollout). The binding shows
+//     Available=False and one failed placement per resource, as KubeFleet
+//     shows a Deployment whose pods cannot start.
+//
+// A binding with the ReportDiff apply strategy is not applied: the member
+// reports DiffReported=True and keeps what it had.
+type Simulated struct {
+	name     string
+	clock    clock.Clock
+	reporter Reporter
+	log      *slog.Logger
+
+	mu     sync.Mutex
+	placed map[hub.Key]*Placed
+	timers map[hub.Key]clock.Timer
+}
+
+// Placed is what a simulated member holds for one binding.
+type Placed struct {
+	Binding          hub.Key
+	Placement        hub.Key
+	ResourceSnapshot string
+	// Generation is the binding generation the resources were applied at.
+	Generation int64
+	Resources  []*unstructured.Unstructured
+	Available  bool
+}
+
+func newSimulated(name string, c clock.Clock, r Reporter, log *slog.Logger) *Simulated {
+	return &Simulated{
+		name: name, clock: c, reporter: r, log: log.With("member", name),
+		placed: map[hub.Key]*Placed{}, timers: map[hub.Key]clock.Timer{},
+	}
+}
+
+// Name is the member cluster's name.
+func (s *Simulated) Name() string { return s.name }
+
+// Placed returns copies of what the member holds, sorted by binding.
+func (s *Simulated) Placed() []Placed {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Placed, 0, len(s.placed))
+	for _, p := range s.placed {
+		c := *p
+		c.Resources = make([]*unstructured.Unstructured, len(p.Resources))
+		for i, r := range p.Resources {
+			c.Resources[i] = r.DeepCopy()
+		}
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Binding.String() < out[j].Binding.String() })
+	return out
+}
+
+// simulation is a member's simulated behaviour, read from its annotations.
+type simulation struct {
+	availableAfter time.Duration
+	unavailable    bool
+}
+
+func simulationOf(m *fleet.MemberCluster) (simulation, error) {
+	var sim simulation
+	if v, ok := m.Annotations[fleet.SimAvailableAfterAnnotation]; ok && v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return sim, fmt.Errorf("member cluster %q has an invalid %s annotation %q: want a non-negative Go duration such as 30s",
+				m.Name, fleet.SimAvailableAfterAnnotation, v)
+		}
+		sim.availableAfter = d
+	}
+	_, sim.unavailable = m.Annotations[fleet.SimUnavailableAnnotation]
+	return sim, nil
+}
+
+// Deliver applies the resources and reports; see the type's comment.
+func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
+	key, gen := d.Key(), d.Generation()
+	sim, err := simulationOf(d.Member)
+	if err != nil {
+		return reportNotApplied(s.reporter, d, InvalidSimulationReason, err.Error())
+	}
+
+	s.mu.Lock()
+	s.stopTimerLocked(key)
+	if d.ReportsDiff() {
+		s.mu.Unlock()
+		s.log.Debug("reported diff", "binding", key, "generation", gen)
+		return s.reporter.ReportBindingStatus(key, gen,
+			[]metav1.Condition{overridden(gen), workSynchronized(gen), diffReported(gen)}, nil)
+	}
+	p := &Placed{
+		Binding:          key,
+		Placement:        d.Placement(),
+		ResourceSnapshot: d.Binding.Spec.ResourceSnapshotName,
+		Generation:       gen,
+		Resources:        copyResources(d.Resources),
+		Available:        !sim.unavailable && sim.availableAfter == 0,
+	}
+	s.placed[key] = p
+	if !p.Available && !sim.unavailable {
+		s.timers[key] = s.clock.AfterFunc(sim.availableAfter, func() { s.becomeAvailable(key, gen) })
+	}
+	s.mu.Unlock()
+
+	s.log.Debug("applied", "binding", key, "generation", gen, "snapshot", p.ResourceSnapshot,
+		"resources", len(p.Resources), "available", p.Available)
+	conds := []metav1.Condition{overridden(gen), workSynchronized(gen), applied(gen)}
+	if p.Available {
+		return s.reporter.ReportBindingStatus(key, gen, append(conds, available(gen)), nil)
+	}
+	return s.reporter.ReportBindingStatus(key, gen, append(conds, notAvailable(gen, d.WorkName())),
+		failedPlacements(d.Resources, gen))
+}
+
+// becomeAvailable is the end of a sim-available-after wait.
+func (s *Simulated) becomeAvailable(key hub.Key, gen int64) {
+	s.mu.Lock()
+	p, ok := s.placed[key]
+	if !ok || p.Generation != gen {
+		s.mu.Unlock()
+		return
+	}
+	p.Available = true
+	delete(s.timers, key)
+	s.mu.Unlock()
+
+	s.log.Debug("available", "binding", key, "generation", gen)
+	err := s.reporter.ReportBindingStatus(key, gen,
+		[]metav1.Condition{overridden(gen), workSynchronized(gen), applied(gen), available(gen)}, nil)
+	if err != nil {
+		s.log.Error("report availability", "binding", key, "generation", gen, "err", err)
+	}
+}
+
+// Remove takes off what the binding put on the member.
+func (s *Simulated) Remove(_ context.Context, d Delivery) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := d.Key()
+	s.stopTimerLocked(key)
+	if _, ok := s.placed[key]; ok {
+		delete(s.placed, key)
+		s.log.Debug("removed", "binding", key)
+	}
+	return nil
+}
+
+func (s *Simulated) stopTimerLocked(key hub.Key) {
+	if t, ok := s.timers[key]; ok {
+		t.Stop()
+		delete(s.timers, key)
+	}
+}
+
+func copyResources(in []*unstructured.Unstructured) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, len(in))
+	for i, r := range in {
+		out[i] = r.DeepCopy()
+	}
+	return out
+}
+
+// availabilityTracked are the kinds whose availability KubeFleet's work
+// applier actually tracks; the others (Namespace, ConfigMap, ...) are
+// available as soon as they are applied.
+var availabilityTracked = map[string]bool{
+	"apps/Deployment": true, "apps/StatefulSet": true, "apps/DaemonSet": true,
+	"batch/Job": true, "/Service": true, "policy/PodDisruptionBudget": true,
+	"apiextensions.k8s.io/CustomResourceDefinition": true,
+}
+
+// failedPlacements lists the resources that are not available: those whose
+// availability is tracked, or every resource when none is (so an
+// unavailable member always says what it is waiting for).
+func failedPlacements(resources []*unstructured.Unstructured, gen int64) []fleet.FailedResourcePlacement {
+	var tracked []*unstructured.Unstructured
+	for _, r := range resources {
+		gvk := r.GroupVersionKind()
+		if availabilityTracked[gvk.Group+"/"+gvk.Kind] {
+			tracked = append(tracked, r)
+		}
+	}
+	if len(tracked) == 0 {
+		tracked = resources
+	}
+	var out []fleet.FailedResourcePlacement
+	for _, r := range tracked {
+		if len(out) == maxFailedPlacements {
+			break
+		}
+		out = append(out, fleet.FailedResourcePlacement{
+			ResourceIdentifier: Identify(r),
+			Condition: condition(fleet.ResourceBindingAvailable, metav1.ConditionFalse,
+				ManifestNotAvailableYetReason, ManifestNotAvailableYetMessage, gen),
+		})
+	}
+	return out
+}
