@@ -3,7 +3,9 @@ package gitsource
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -138,11 +140,22 @@ func (a Auth) sshAuth(ep *transport.Endpoint, r *redactor) (transport.AuthMethod
 	}
 	var helper *gitssh.HostKeyCallbackHelper
 	if a.KnownHostsFile != "" {
-		cb, err := gitssh.NewKnownHostsCallback(a.KnownHostsFile)
+		if _, err := os.Stat(a.KnownHostsFile); err != nil {
+			return nil, errorf("auth", ErrInvalid, fmt.Sprintf("known_hosts %s: %v", a.KnownHostsFile, unwrapPathError(err)))
+		}
+		db, err := gitssh.NewKnownHostsDb(a.KnownHostsFile)
 		if err != nil {
 			return nil, newError(r, "auth", "", fmt.Errorf("known_hosts %s: %w", a.KnownHostsFile, err), ErrInvalid)
 		}
-		helper = &gitssh.HostKeyCallbackHelper{HostKeyCallback: cb}
+		port := ep.Port
+		if port == 0 {
+			port = 22
+		}
+		// Offer the server only the key types known_hosts can verify.
+		helper = &gitssh.HostKeyCallbackHelper{
+			HostKeyCallback:   db.HostKeyCallback(),
+			HostKeyAlgorithms: db.HostKeyAlgorithms(net.JoinHostPort(strings.Trim(ep.Host, "[]"), strconv.Itoa(port))),
+		}
 	}
 	if a.SSHKeyFile == "" {
 		agent, err := gitssh.NewSSHAgentAuth(user)

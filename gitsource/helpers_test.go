@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
 // requireGit skips the test when the git binary is absent; the file://
@@ -183,4 +184,13 @@ func ctxT(tb testing.TB) context.Context {
 // newTextLogger logs everything, debug included, to w.
 func newTextLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func mustEndpoint(tb testing.TB, raw string) *transport.Endpoint {
+	tb.Helper()
+	ep, err := transport.NewEndpoint(raw)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ep
 }

@@ -2,6 +2,7 @@ package gitsource
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -67,8 +68,9 @@ func freePort(t *testing.T) int {
 
 // startHTTPBackend serves the fixture's remote through git http-backend
 // (CGI) behind a handler that demands HTTP basic auth with either
-// httpUser/httpPassword or any user with httpToken.
-func startHTTPBackend(t *testing.T, f *fixture) string {
+// httpUser/httpPassword or any user with httpToken. With useTLS it serves
+// https and returns the file of the CA that signed its certificate.
+func startHTTPBackend(t *testing.T, f *fixture, useTLS bool) (repoURL, caFile string) {
 	t.Helper()
 	exec, err := gitErr(f.root, "--exec-path")
 	if err != nil {
@@ -88,7 +90,7 @@ func startHTTPBackend(t *testing.T, f *fixture) string {
 			"HOME=" + f.root,
 		},
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, pass, ok := r.BasicAuth()
 		if !ok || !(user == httpUser && pass == httpPassword || pass == httpToken) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
@@ -98,7 +100,17 @@ func startHTTPBackend(t *testing.T, f *fixture) string {
 		cgiHandler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	return srv.URL + "/remote.git"
+	if !useTLS {
+		srv.Start()
+		return srv.URL + "/remote.git", ""
+	}
+	srv.StartTLS()
+	caFile = filepath.Join(t.TempDir(), "ca.pem")
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(caFile, ca, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return srv.URL + "/remote.git", caFile
 }
 
 // exerciseWire clones, fetches and pushes through a Source and checks each
@@ -158,14 +170,14 @@ func TestHTTPBackend(t *testing.T) {
 	t.Run("username and password file", func(t *testing.T) {
 		f := newFixture(t)
 		cfg := f.config(t)
-		cfg.URL = startHTTPBackend(t, f)
+		cfg.URL, _ = startHTTPBackend(t, f, false)
 		cfg.Auth = Auth{UsernameFile: writeSecret(t, httpUser), PasswordFile: writeSecret(t, httpPassword)}
 		exerciseWire(t, f, cfg)
 	})
 	t.Run("token from env", func(t *testing.T) {
 		f := newFixture(t)
 		cfg := f.config(t)
-		cfg.URL = startHTTPBackend(t, f)
+		cfg.URL, _ = startHTTPBackend(t, f, false)
 		t.Setenv("GITSOURCE_TEST_TOKEN", httpToken)
 		cfg.Auth = Auth{TokenEnv: "GITSOURCE_TEST_TOKEN"}
 		exerciseWire(t, f, cfg)
@@ -173,7 +185,8 @@ func TestHTTPBackend(t *testing.T) {
 	t.Run("credentials in the URL", func(t *testing.T) {
 		f := newFixture(t)
 		cfg := f.config(t)
-		u, _ := url.Parse(startHTTPBackend(t, f))
+		raw, _ := startHTTPBackend(t, f, false)
+		u, _ := url.Parse(raw)
 		u.User = url.UserPassword(httpUser, httpPassword)
 		cfg.URL = u.String()
 		s, err := Open(ctxT(t), cfg)
@@ -188,10 +201,22 @@ func TestHTTPBackend(t *testing.T) {
 			t.Fatalf("marker file holds the password: %q", marker)
 		}
 	})
+	t.Run("https with CA file", func(t *testing.T) {
+		f := newFixture(t)
+		cfg := f.config(t)
+		var caFile string
+		cfg.URL, caFile = startHTTPBackend(t, f, true)
+		cfg.Auth = Auth{TokenFile: writeSecret(t, httpToken)}
+		if _, err := Open(ctxT(t), cfg); err == nil {
+			t.Fatal("https clone trusted an unknown CA")
+		}
+		cfg.Auth.CAFile = caFile
+		exerciseWire(t, f, cfg)
+	})
 	t.Run("wrong password", func(t *testing.T) {
 		f := newFixture(t)
 		cfg := f.config(t)
-		cfg.URL = startHTTPBackend(t, f)
+		cfg.URL, _ = startHTTPBackend(t, f, false)
 		cfg.Auth = Auth{Username: httpUser, PasswordFile: writeSecret(t, "not-the-password")}
 		_, err := Open(ctxT(t), cfg)
 		if !errors.Is(err, ErrAuth) {
