@@ -65,6 +65,7 @@ func (p *pass) recordStrategy(st *fleet.UpdateRunStatus) error {
 		return fmt.Errorf("reading update strategy %s: %w", keyString(key), err)
 	}
 	st.StagedUpdateStrategySnapshot = s.Spec.DeepCopy()
+	fleet.SetDefaultsUpdateStrategySpec(st.StagedUpdateStrategySnapshot)
 	StripApprovalWaitTimes(st.StagedUpdateStrategySnapshot)
 	return nil
 }
@@ -88,6 +89,9 @@ func (p *pass) checkConcurrentRuns(st *fleet.UpdateRunStatus) error {
 			continue
 		}
 		theirs := o.Status.StagedUpdateStrategySnapshot.DeepCopy()
+		if theirs != nil {
+			fleet.SetDefaultsUpdateStrategySpec(theirs)
+		}
 		StripApprovalWaitTimes(theirs)
 		if !equality.Semantic.DeepEqual(theirs, st.StagedUpdateStrategySnapshot) {
 			return validationAbort(userErr(ConcurrentStrategyMismatchFmt, o.Name, p.run.Spec.PlacementName))

@@ -52,30 +52,8 @@ func (p *pass) checkPlacement(st *fleet.UpdateRunStatus) (*fleet.Placement, erro
 	if t != fleet.ExternalRolloutStrategyType {
 		return nil, validationAbort(userErr("parent placement does not have an external rollout strategy, current strategy: %s", t))
 	}
-	st.AppliedStrategy = DefaultApplyStrategy(pl.Spec.Strategy.ApplyStrategy)
+	st.AppliedStrategy = fleet.DefaultApplyStrategy(pl.Spec.Strategy.ApplyStrategy)
 	return pl, nil
-}
-
-// DefaultApplyStrategy returns a copy of s with KubeFleet's defaults filled
-// in (ClientSideApply, PartialComparison, Always, Always).
-func DefaultApplyStrategy(s *fleet.ApplyStrategy) *fleet.ApplyStrategy {
-	out := &fleet.ApplyStrategy{}
-	if s != nil {
-		out = s.DeepCopy()
-	}
-	if out.Type == "" {
-		out.Type = fleet.ApplyStrategyTypeClientSideApply
-	}
-	if out.ComparisonOption == "" {
-		out.ComparisonOption = fleet.ComparisonOptionTypePartialComparison
-	}
-	if out.WhenToApply == "" {
-		out.WhenToApply = fleet.WhenToApplyTypeAlways
-	}
-	if out.WhenToTakeOver == "" {
-		out.WhenToTakeOver = fleet.WhenToTakeOverTypeAlways
-	}
-	return out
 }
 
 // latestPolicySnapshot finds the placement's latest policy snapshot and

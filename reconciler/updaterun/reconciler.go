@@ -147,9 +147,7 @@ func (p *pass) prepare() {
 	p.gen = p.run.Generation
 	BumpObservedGenerations(&p.run.Status, p.gen)
 	StripApprovalWaitTimes(p.run.Status.StagedUpdateStrategySnapshot)
-	if p.run.Spec.State == "" {
-		p.run.Spec.State = fleet.StateInitialize
-	}
+	fleet.SetDefaultsUpdateRun(p.run)
 }
 
 func (p *pass) key() hub.Key { return hub.Key{Namespace: p.run.Namespace, Name: p.run.Name} }
