@@ -1,0 +1,259 @@
+package scheduler
+
+import (
+	"fmt"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+)
+
+// pick is the scheduler's verdict for one policy snapshot.
+type pick struct {
+	// picked maps each picked cluster to the decision a binding pointed at
+	// this snapshot gets.
+	picked map[string]fleet.ClusterDecision
+	// unselected explains clusters the policy wanted but did not get
+	// (PickFixed names that do not exist, PickN clusters that lost on
+	// score), for the snapshot's status.
+	unselected []fleet.ClusterDecision
+	// want is how many clusters the policy asks for.
+	want int
+}
+
+// holding is what the scheduler knows of the placement's current bindings
+// when picking: clusters with a Scheduled or Bound binding, and whether
+// that binding already points at the latest snapshot.
+type holding map[string]bool
+
+// decide applies the policy to the fleet.
+func decide(policy *fleet.PlacementPolicy, count int, members []*fleet.MemberCluster, held holding) (pick, error) {
+	pt := fleet.PickAllPlacementType
+	if policy != nil && policy.PlacementType != "" {
+		pt = policy.PlacementType
+	}
+	switch pt {
+	case fleet.PickAllPlacementType:
+		return pickAll(policy, members, held)
+	case fleet.PickFixedPlacementType:
+		return pickFixed(policy, members), nil
+	case fleet.PickNPlacementType:
+		return pickN(policy, count, members, held)
+	default:
+		return pick{}, fmt.Errorf("unknown placement type %q", pt)
+	}
+}
+
+func pickAll(policy *fleet.PlacementPolicy, members []*fleet.MemberCluster, held holding) (pick, error) {
+	out := pick{picked: map[string]fleet.ClusterDecision{}}
+	for _, m := range members {
+		ok, err := eligible(policy, m, held)
+		if err != nil {
+			return pick{}, err
+		}
+		if ok {
+			out.picked[m.Name] = scoredDecision(m.Name, 0)
+		}
+	}
+	out.want = len(out.picked)
+	return out, nil
+}
+
+// pickFixed picks the listed clusters that are in the fleet; taints and
+// affinity do not apply to a fixed list.
+func pickFixed(policy *fleet.PlacementPolicy, members []*fleet.MemberCluster) pick {
+	byName := map[string]bool{}
+	for _, m := range members {
+		byName[m.Name] = true
+	}
+	out := pick{picked: map[string]fleet.ClusterDecision{}}
+	seen := map[string]bool{}
+	for _, name := range policy.ClusterNames {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		out.want++
+		if byName[name] {
+			out.picked[name] = fleet.ClusterDecision{ClusterName: name, Selected: true,
+				Reason: fmt.Sprintf(scheduledMessage, name)}
+			continue
+		}
+		out.unselected = append(out.unselected, fleet.ClusterDecision{ClusterName: name,
+			Reason: fmt.Sprintf(pickFixedNotFoundClusterReason, name)})
+	}
+	return out
+}
+
+// pickN keeps the clusters already holding a binding on the latest
+// snapshot while they stay eligible, trims the lowest-scored of them when
+// there are too many, and fills up with the best-scored others (score
+// descending, then name).
+func pickN(policy *fleet.PlacementPolicy, count int, members []*fleet.MemberCluster, held holding) (pick, error) {
+	type scored struct {
+		name  string
+		score int32
+	}
+	var kept, candidates []scored
+	for _, m := range members {
+		ok, err := eligible(policy, m, held)
+		if err != nil {
+			return pick{}, err
+		}
+		if !ok {
+			continue
+		}
+		score, err := affinityScore(policy, m)
+		if err != nil {
+			return pick{}, err
+		}
+		if onLatest, holds := held[m.Name]; holds && onLatest {
+			kept = append(kept, scored{m.Name, score})
+		} else {
+			candidates = append(candidates, scored{m.Name, score})
+		}
+	}
+	if len(kept) > count {
+		// Downscale drops the lowest scores first, ties by name (KubeFleet's
+		// sortByClusterScoreAndName).
+		sort.Slice(kept, func(i, j int) bool {
+			if kept[i].score != kept[j].score {
+				return kept[i].score < kept[j].score
+			}
+			return kept[i].name < kept[j].name
+		})
+		candidates = append(candidates, kept[:len(kept)-count]...)
+		kept = kept[len(kept)-count:]
+	}
+	sort.Slice(candidates, func(i, j int) bool {
+		if candidates[i].score != candidates[j].score {
+			return candidates[i].score > candidates[j].score
+		}
+		return candidates[i].name < candidates[j].name
+	})
+	out := pick{picked: map[string]fleet.ClusterDecision{}, want: count}
+	for _, k := range kept {
+		out.picked[k.name] = scoredDecision(k.name, k.score)
+	}
+	for _, c := range candidates {
+		if len(out.picked) < count {
+			out.picked[c.name] = scoredDecision(c.name, c.score)
+			continue
+		}
+		if len(out.unselected) < maxUnselectedDecisions {
+			zero := int32(0)
+			score := c.score
+			out.unselected = append(out.unselected, fleet.ClusterDecision{ClusterName: c.name,
+				ClusterScore: &fleet.ClusterScore{AffinityScore: &score, TopologySpreadScore: &zero},
+				Reason:       fmt.Sprintf(notPickedByScoreReason, c.name, c.score, 0)})
+		}
+	}
+	sort.Slice(out.unselected, func(i, j int) bool { return out.unselected[i].ClusterName < out.unselected[j].ClusterName })
+	return out, nil
+}
+
+func scoredDecision(cluster string, affinity int32) fleet.ClusterDecision {
+	topology := int32(0)
+	return fleet.ClusterDecision{ClusterName: cluster, Selected: true,
+		ClusterScore: &fleet.ClusterScore{AffinityScore: &affinity, TopologySpreadScore: &topology},
+		Reason:       fmt.Sprintf(scheduledWithScoreMessage, cluster, affinity, topology)}
+}
+
+// eligible reports whether m may be picked: it is not leaving, matches the
+// required affinity, and tolerates its NoSchedule taints — unless the
+// placement already holds it (taints do not evict, as in KubeFleet).
+func eligible(policy *fleet.PlacementPolicy, m *fleet.MemberCluster, held holding) (bool, error) {
+	if m.DeletionTimestamp != nil {
+		return false, nil
+	}
+	ok, err := matchesRequired(policy, m)
+	if err != nil || !ok {
+		return false, err
+	}
+	if _, holds := held[m.Name]; holds {
+		return true, nil
+	}
+	var tolerations []fleet.Toleration
+	if policy != nil {
+		tolerations = policy.Tolerations
+	}
+	for _, taint := range m.Spec.Taints {
+		if taint.Effect == noScheduleEffect && !tolerated(taint, tolerations) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// matchesRequired is the OR of the required cluster selector terms.
+func matchesRequired(policy *fleet.PlacementPolicy, m *fleet.MemberCluster) (bool, error) {
+	if policy == nil || policy.Affinity == nil || policy.Affinity.ClusterAffinity == nil ||
+		policy.Affinity.ClusterAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return true, nil
+	}
+	terms := policy.Affinity.ClusterAffinity.RequiredDuringSchedulingIgnoredDuringExecution.ClusterSelectorTerms
+	if len(terms) == 0 {
+		return true, nil
+	}
+	for _, term := range terms {
+		ok, err := matchesTerm(term, m)
+		if err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, nil
+}
+
+func matchesTerm(term fleet.ClusterSelectorTerm, m *fleet.MemberCluster) (bool, error) {
+	if term.LabelSelector == nil {
+		return true, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+	if err != nil {
+		return false, fmt.Errorf("invalid cluster label selector: %w", err)
+	}
+	return sel.Matches(labels.Set(m.Labels)), nil
+}
+
+// affinityScore sums the weights of the preferred terms m matches.
+func affinityScore(policy *fleet.PlacementPolicy, m *fleet.MemberCluster) (int32, error) {
+	if policy == nil || policy.Affinity == nil || policy.Affinity.ClusterAffinity == nil {
+		return 0, nil
+	}
+	var score int32
+	for _, pref := range policy.Affinity.ClusterAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+		ok, err := matchesTerm(pref.Preference, m)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			score += pref.Weight
+		}
+	}
+	return score, nil
+}
+
+// tolerated follows Kubernetes' ToleratesTaint: an empty effect matches all
+// effects, an empty key with Exists matches all keys, the operator defaults
+// to Equal.
+func tolerated(taint fleet.Taint, tolerations []fleet.Toleration) bool {
+	for _, t := range tolerations {
+		if t.Effect != "" && t.Effect != taint.Effect {
+			continue
+		}
+		if t.Key != "" && t.Key != taint.Key {
+			continue
+		}
+		switch t.Operator {
+		case "Exists":
+			return true
+		case "", "Equal":
+			if t.Key == taint.Key && t.Value == taint.Value {
+				return true
+			}
+		}
+	}
+	return false
+}
