@@ -1,6 +1,7 @@
 package updaterun
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
@@ -23,16 +24,36 @@ func (p *pass) stop(idx int, pl *plan) (out outcome) {
 			p.markStageFailed(stage, out.err.Error())
 		}
 	}()
-	p.markRunStopping()
-	if idx == len(st.StagesStatus) {
-		return p.stopDeletionStage(pl)
+	wasStopped := hasReason(st.Conditions, fleet.StagedUpdateRunConditionProgressing, fleet.UpdateRunStoppedReason)
+	if !wasStopped {
+		p.markRunStopping()
 	}
-	return p.stopStage(stage, pl)
+	if idx == len(st.StagesStatus) {
+		out = p.stopDeletionStage(pl)
+	} else {
+		out = p.stopStage(stage, pl)
+	}
+	if !out.finished && hasReason(st.Conditions, fleet.StagedUpdateRunConditionProgressing, fleet.UpdateRunStoppedReason) {
+		p.markRunStopping()
+	}
+	return out
+}
+
+// hasReason reports whether the condition of type t has the given reason.
+// A run or stage already Stopped is not marked Stopping again on a later
+// pass: KubeFleet's in-memory Stopped→Stopping→Stopped flip would re-stamp
+// the transition time on every pass, moving the start of an after-stage
+// wait away from the moment the run was stopped.
+func hasReason(conds []metav1.Condition, t, reason string) bool {
+	c := find(conds, t)
+	return c != nil && c.Reason == reason
 }
 
 // stopStage lets the in-flight clusters of an update stage finish.
 func (p *pass) stopStage(stage *fleet.StageUpdatingStatus, pl *plan) outcome {
-	p.markStageStopping(stage)
+	if !hasReason(stage.Conditions, fleet.StageUpdatingConditionProgressing, fleet.StageUpdatingStoppedReason) {
+		p.markStageStopping(stage)
+	}
 	inFlight := 0
 	var stuck []string
 	var errs []error
@@ -88,7 +109,9 @@ func (p *pass) stopDeletionStage(pl *plan) outcome {
 	for i := range del.Clusters {
 		clusters[del.Clusters[i].ClusterName] = &del.Clusters[i]
 	}
-	p.markStageStopping(del)
+	if !hasReason(del.Conditions, fleet.StageUpdatingConditionProgressing, fleet.StageUpdatingStoppedReason) {
+		p.markStageStopping(del)
+	}
 	deleting := 0
 	for _, b := range pl.toDelete {
 		cs, ok := clusters[b.Spec.TargetCluster]
