@@ -1,0 +1,121 @@
+package status
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+)
+
+// Decode reads one fleet object written by Encode (or by a person, for
+// approval files). It is strict: unknown fields, duplicate keys, a kind
+// outside the fleet API or an apiVersion that does not match the kind are
+// errors, because a typo in a status or approval file must not be silently
+// dropped on the next write.
+func Decode(data []byte) (runtime.Object, error) { return DecodeFile("", data) }
+
+// DecodeFile is Decode with the file name in every error message.
+func DecodeFile(name string, data []byte) (runtime.Object, error) {
+	fail := func(format string, args ...any) error {
+		msg := fmt.Sprintf(format, args...)
+		if name == "" {
+			return fmt.Errorf("decode: %s", msg)
+		}
+		return fmt.Errorf("%s: %s", name, msg)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fail("empty document")
+	}
+	if multiDocument(data) {
+		return nil, fail("more than one YAML document")
+	}
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(data, &tm); err != nil {
+		return nil, fail("%v", err)
+	}
+	obj, apiVersion := newObject(tm.Kind)
+	if obj == nil {
+		if tm.Kind == "" {
+			return nil, fail("missing kind")
+		}
+		return nil, fail("kind %q is not a fleet object", tm.Kind)
+	}
+	if tm.APIVersion != apiVersion {
+		return nil, fail("apiVersion %q does not serve kind %s, want %s", tm.APIVersion, tm.Kind, apiVersion)
+	}
+	// YAML duplicates are caught converting to JSON; unknown and
+	// differently-cased fields by the Kubernetes strict decoder, which names
+	// the full field path ("spec.stat").
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, fail("%v", err)
+	}
+	strict, err := kjson.UnmarshalStrict(j, obj, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil {
+		return nil, fail("%v", err)
+	}
+	if len(strict) > 0 {
+		msgs := make([]string, len(strict))
+		for i, e := range strict {
+			msgs[i] = e.Error()
+		}
+		return nil, fail("%s", strings.Join(msgs, "; "))
+	}
+	if want := kindFor(obj); want != tm.Kind {
+		ns := obj.(metav1.Object).GetNamespace()
+		if ns == "" {
+			return nil, fail("kind %s is namespaced but metadata.namespace is empty", tm.Kind)
+		}
+		return nil, fail("kind %s is cluster-scoped but metadata.namespace is %q", tm.Kind, ns)
+	}
+	return obj, nil
+}
+
+// multiDocument reports whether data holds a second YAML document: a "---"
+// line after some content.
+func multiDocument(data []byte) bool {
+	seen := false
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		t := bytes.TrimRight(line, " \t\r")
+		if bytes.Equal(t, []byte("---")) || bytes.HasPrefix(t, []byte("--- ")) {
+			if seen {
+				return true
+			}
+			continue
+		}
+		if len(bytes.TrimSpace(t)) > 0 && !bytes.HasPrefix(bytes.TrimSpace(t), []byte("#")) {
+			seen = true
+		}
+	}
+	return false
+}
+
+// newObject returns an empty Go object for a fleet kind and the apiVersion
+// that serves it; both kinds of a family share one Go type.
+func newObject(kind string) (runtime.Object, string) {
+	switch kind {
+	case fleet.KindMemberCluster:
+		return &fleet.MemberCluster{}, fleet.ClusterAPIVersion
+	case fleet.KindClusterResourcePlacement, fleet.KindResourcePlacement:
+		return &fleet.Placement{}, fleet.PlacementAPIVersion
+	case fleet.KindClusterStagedUpdateStrategy, fleet.KindStagedUpdateStrategy:
+		return &fleet.UpdateStrategy{}, fleet.PlacementAPIVersion
+	case fleet.KindClusterStagedUpdateRun, fleet.KindStagedUpdateRun:
+		return &fleet.UpdateRun{}, fleet.PlacementAPIVersion
+	case fleet.KindClusterApprovalRequest, fleet.KindApprovalRequest:
+		return &fleet.ApprovalRequest{}, fleet.PlacementAPIVersion
+	case fleet.KindClusterResourceSnapshot, fleet.KindResourceSnapshot:
+		return &fleet.ResourceSnapshot{}, fleet.PlacementAPIVersion
+	case fleet.KindClusterSchedulingPolicySnapshot, fleet.KindSchedulingPolicySnapshot:
+		return &fleet.PolicySnapshot{}, fleet.PlacementAPIVersion
+	case fleet.KindClusterResourceBinding, fleet.KindResourceBinding:
+		return &fleet.Binding{}, fleet.PlacementAPIVersion
+	}
+	return nil, ""
+}

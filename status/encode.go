@@ -1,0 +1,146 @@
+package status
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+)
+
+// Encode renders obj the way `kubectl get -o yaml` would: apiVersion, kind,
+// metadata, spec, status with keys sorted. The output is a pure function of
+// the object, so re-encoding an unchanged object yields identical bytes and
+// the Git loop can drop the write.
+//
+// Encode leaves out what is noise in a Git tree: null fields (such as
+// `creationTimestamp: null`), an empty `status: {}`, and
+// metadata.resourceVersion, the hub's in-memory write counter — persisting it
+// would turn every no-op write into a diff. TypeMeta is filled in from the Go
+// type and the namespace when the caller left it empty.
+func Encode(obj runtime.Object) ([]byte, error) {
+	obj = obj.DeepCopyObject()
+	if err := fillTypeMeta(obj); err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", describeObject(obj), err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // keep integers exact; float64 would round large ones
+	var content map[string]any
+	if err := dec.Decode(&content); err != nil {
+		return nil, fmt.Errorf("encode %s: %w", describeObject(obj), err)
+	}
+	dropNulls(content)
+	if md, ok := content["metadata"].(map[string]any); ok {
+		delete(md, "resourceVersion")
+	}
+	if st, ok := content["status"].(map[string]any); ok && len(st) == 0 {
+		delete(content, "status")
+	}
+	out, err := yaml.Marshal(content)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", describeObject(obj), err)
+	}
+	return out, nil
+}
+
+// dropNulls removes null map values at every depth. List elements are kept:
+// removing one would change the list.
+func dropNulls(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if e == nil {
+				delete(t, k)
+				continue
+			}
+			dropNulls(e)
+		}
+	case []any:
+		for _, e := range t {
+			dropNulls(e)
+		}
+	}
+}
+
+// fillTypeMeta sets apiVersion and kind from the Go type and the scope when
+// they are missing; objects built in code often leave TypeMeta empty.
+func fillTypeMeta(obj runtime.Object) error {
+	kind := kindFor(obj)
+	if kind == "" {
+		return fmt.Errorf("encode: %T is not a fleet object of a known scope", obj)
+	}
+	apiVersion := fleet.PlacementAPIVersion
+	if kind == fleet.KindMemberCluster {
+		apiVersion = fleet.ClusterAPIVersion
+	}
+	ta := obj.GetObjectKind()
+	gvk := ta.GroupVersionKind()
+	if gvk.Kind == "" {
+		gvk.Kind = kind
+	}
+	if gvk.Group == "" && gvk.Version == "" {
+		gv, err := schema.ParseGroupVersion(apiVersion)
+		if err != nil {
+			return err
+		}
+		gvk.Group, gvk.Version = gv.Group, gv.Version
+	}
+	ta.SetGroupVersionKind(gvk)
+	return nil
+}
+
+// kindFor is the kind a fleet object has given its Go type and scope; ""
+// when there is none (not a fleet type, or a namespaced MemberCluster).
+func kindFor(obj runtime.Object) string {
+	mo, ok := obj.(metav1.Object)
+	if !ok {
+		return ""
+	}
+	ns := mo.GetNamespace()
+	switch obj.(type) {
+	case *fleet.MemberCluster:
+		if ns != "" {
+			return ""
+		}
+		return fleet.KindMemberCluster
+	case *fleet.Placement:
+		return fleet.PlacementKind(ns)
+	case *fleet.UpdateStrategy:
+		return fleet.UpdateStrategyKind(ns)
+	case *fleet.UpdateRun:
+		return fleet.UpdateRunKind(ns)
+	case *fleet.ApprovalRequest:
+		return fleet.ApprovalRequestKind(ns)
+	case *fleet.ResourceSnapshot:
+		return fleet.ResourceSnapshotKind(ns)
+	case *fleet.PolicySnapshot:
+		return fleet.PolicySnapshotKind(ns)
+	case *fleet.Binding:
+		return fleet.BindingKind(ns)
+	}
+	return ""
+}
+
+// describeObject names an object in error messages: "Kind ns/name".
+func describeObject(obj runtime.Object) string {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	if kind == "" {
+		kind = fmt.Sprintf("%T", obj)
+	}
+	if mo, ok := obj.(metav1.Object); ok {
+		if mo.GetNamespace() != "" {
+			return fmt.Sprintf("%s %s/%s", kind, mo.GetNamespace(), mo.GetName())
+		}
+		return fmt.Sprintf("%s %s", kind, mo.GetName())
+	}
+	return kind
+}

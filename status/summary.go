@@ -1,0 +1,291 @@
+package status
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+)
+
+// Summarize writes the commit message for a changeset: a subject saying what
+// happened, so `git log` of the status branch reads as the rollout's history.
+//
+// objects holds the written objects by path (files being deleted need none).
+// One run changed: the subject tells its progress ("status: example-run
+// stage canary waiting for approval"), and a body counts the other files.
+// Otherwise the subject counts files by family ("status: 3 bindings, 1 run
+// updated") and the body has one line per run.
+func Summarize(changes Changeset, objects map[string]runtime.Object) string {
+	var runs []*fleet.UpdateRun
+	updated, removed := map[string]int{}, map[string]int{}
+	for _, p := range changes.WritePaths() {
+		fam := familyOf(p)
+		if r, ok := objects[p].(*fleet.UpdateRun); ok {
+			runs = append(runs, r)
+			continue
+		}
+		updated[fam]++
+	}
+	for _, p := range changes.Deletes {
+		removed[familyOf(p)]++
+	}
+
+	var subject string
+	var body []string
+	switch {
+	case len(runs) == 1:
+		subject = runName(runs[0]) + " " + RunProgress(runs[0])
+		if rest := counts(updated, removed); rest != "" {
+			body = append(body, "Also: "+rest+".")
+		}
+	default:
+		if len(runs) > 1 {
+			updated[familyRun] += len(runs)
+			for _, r := range runs {
+				body = append(body, runName(r)+": "+RunProgress(r))
+			}
+		}
+		subject = counts(updated, removed)
+		if subject == "" {
+			subject = "no changes"
+		}
+	}
+	msg := "status: " + subject
+	if len(body) > 0 {
+		msg += "\n\n" + strings.Join(body, "\n")
+	}
+	return msg
+}
+
+// Families of files, in the order they are listed when counts tie.
+const (
+	familyRun            = "run"
+	familyApproval       = "approval request"
+	familyPlacement      = "placement"
+	familySnapshot       = "snapshot"
+	familyPolicySnapshot = "policy snapshot"
+	familyBinding        = "binding"
+	familyCluster        = "cluster"
+	familyStrategy       = "strategy"
+	familyOther          = "file"
+)
+
+var familyOrder = []string{familyRun, familyApproval, familyPlacement, familySnapshot, familyPolicySnapshot,
+	familyBinding, familyCluster, familyStrategy, familyOther}
+
+var familyPlural = map[string]string{familyStrategy: "strategies"}
+
+func familyOf(p string) string {
+	ref, err := RefFor(p)
+	if err != nil {
+		return familyOther
+	}
+	switch ref.Kind {
+	case fleet.KindClusterStagedUpdateRun, fleet.KindStagedUpdateRun:
+		return familyRun
+	case fleet.KindClusterApprovalRequest, fleet.KindApprovalRequest:
+		return familyApproval
+	case fleet.KindClusterResourcePlacement, fleet.KindResourcePlacement:
+		return familyPlacement
+	case fleet.KindClusterResourceSnapshot, fleet.KindResourceSnapshot:
+		return familySnapshot
+	case fleet.KindClusterSchedulingPolicySnapshot, fleet.KindSchedulingPolicySnapshot:
+		return familyPolicySnapshot
+	case fleet.KindClusterResourceBinding, fleet.KindResourceBinding:
+		return familyBinding
+	case fleet.KindMemberCluster:
+		return familyCluster
+	case fleet.KindClusterStagedUpdateStrategy, fleet.KindStagedUpdateStrategy:
+		return familyStrategy
+	}
+	return familyOther
+}
+
+// counts renders "3 bindings, 1 run updated; 2 snapshots removed": largest
+// count first, ties in family order.
+func counts(updated, removed map[string]int) string {
+	var parts []string
+	if s := countList(updated); s != "" {
+		parts = append(parts, s+" updated")
+	}
+	if s := countList(removed); s != "" {
+		parts = append(parts, s+" removed")
+	}
+	return strings.Join(parts, "; ")
+}
+
+func countList(n map[string]int) string {
+	fams := make([]string, 0, len(n))
+	for _, f := range familyOrder {
+		if n[f] > 0 {
+			fams = append(fams, f)
+		}
+	}
+	sort.SliceStable(fams, func(i, j int) bool { return n[fams[i]] > n[fams[j]] })
+	out := make([]string, len(fams))
+	for i, f := range fams {
+		noun := f
+		if n[f] != 1 {
+			noun = f + "s"
+			if p, ok := familyPlural[f]; ok {
+				noun = p
+			}
+		}
+		out[i] = fmt.Sprintf("%d %s", n[f], noun)
+	}
+	return strings.Join(out, ", ")
+}
+
+func runName(r *fleet.UpdateRun) string {
+	if r.Namespace != "" {
+		return r.Namespace + "/" + r.Name
+	}
+	return r.Name
+}
+
+// RunProgress says in a few words where a run stands, from its conditions:
+// "succeeded", "stage canary waiting for approval", "stage prod updating
+// member1, member3", "stuck in stage prod", "stopped", ...
+func RunProgress(r *fleet.UpdateRun) string {
+	st := &r.Status
+	succeeded := meta.FindStatusCondition(st.Conditions, fleet.StagedUpdateRunConditionSucceeded)
+	progressing := meta.FindStatusCondition(st.Conditions, fleet.StagedUpdateRunConditionProgressing)
+	initialized := meta.FindStatusCondition(st.Conditions, fleet.StagedUpdateRunConditionInitialized)
+	switch {
+	case succeeded != nil && succeeded.Status == metav1.ConditionTrue:
+		return "succeeded"
+	case succeeded != nil && succeeded.Status == metav1.ConditionFalse:
+		if stage := stageWith(r, fleet.StageUpdatingConditionSucceeded, metav1.ConditionFalse, ""); stage != nil {
+			return "failed in " + stageLabel(stage.StageName)
+		}
+		return "failed"
+	case initialized != nil && initialized.Status == metav1.ConditionFalse:
+		return "failed to initialize"
+	case progressing != nil:
+		switch progressing.Reason {
+		case fleet.UpdateRunWaitingReason:
+			stage := stageWith(r, fleet.StageUpdatingConditionProgressing, metav1.ConditionFalse, fleet.StageUpdatingWaitingReason)
+			if stage == nil {
+				return "waiting"
+			}
+			if awaitsApproval(stage) {
+				return stageLabel(stage.StageName) + " waiting for approval"
+			}
+			return stageLabel(stage.StageName) + " waiting"
+		case fleet.UpdateRunStuckReason:
+			if stage := activeStage(r); stage != nil {
+				return "stuck in " + stageLabel(stage.StageName)
+			}
+			return "stuck"
+		case fleet.UpdateRunStoppingReason:
+			return "stopping"
+		case fleet.UpdateRunStoppedReason:
+			return "stopped"
+		}
+		if progressing.Status == metav1.ConditionTrue {
+			stage := activeStage(r)
+			if stage == nil {
+				return "progressing"
+			}
+			verb := " updating "
+			if stage.StageName == fleet.UpdateRunDeleteStageName {
+				verb = " deleting "
+			}
+			if inflight := inFlight(stage); len(inflight) > 0 {
+				return stageLabel(stage.StageName) + verb + strings.Join(inflight, ", ")
+			}
+			return stageLabel(stage.StageName) + " progressing"
+		}
+		return "progressing " + strings.ToLower(string(progressing.Status))
+	case initialized != nil:
+		return "initialized"
+	}
+	return "created"
+}
+
+// stageLabel names a stage for humans; the deletion stage has a long name.
+func stageLabel(name string) string {
+	if name == fleet.UpdateRunDeleteStageName {
+		return "deletion stage"
+	}
+	return "stage " + name
+}
+
+// stages lists the update stages then the deletion stage.
+func stages(r *fleet.UpdateRun) []*fleet.StageUpdatingStatus {
+	out := make([]*fleet.StageUpdatingStatus, 0, len(r.Status.StagesStatus)+1)
+	for i := range r.Status.StagesStatus {
+		out = append(out, &r.Status.StagesStatus[i])
+	}
+	if r.Status.DeletionStageStatus != nil {
+		out = append(out, r.Status.DeletionStageStatus)
+	}
+	return out
+}
+
+func stageWith(r *fleet.UpdateRun, condType string, status metav1.ConditionStatus, reason string) *fleet.StageUpdatingStatus {
+	for _, s := range stages(r) {
+		c := meta.FindStatusCondition(s.Conditions, condType)
+		if c != nil && c.Status == status && (reason == "" || c.Reason == reason) {
+			return s
+		}
+	}
+	return nil
+}
+
+// activeStage is the stage that has started and not finished.
+func activeStage(r *fleet.UpdateRun) *fleet.StageUpdatingStatus {
+	for _, s := range stages(r) {
+		if meta.FindStatusCondition(s.Conditions, fleet.StageUpdatingConditionProgressing) != nil &&
+			meta.FindStatusCondition(s.Conditions, fleet.StageUpdatingConditionSucceeded) == nil {
+			return s
+		}
+	}
+	return nil
+}
+
+// awaitsApproval reports whether the stage waits on an approval that has
+// not been given: before the stage if no cluster finished yet, after it
+// otherwise.
+func awaitsApproval(s *fleet.StageUpdatingStatus) bool {
+	tasks := s.BeforeStageTaskStatus
+	if allSucceeded(s) {
+		tasks = s.AfterStageTaskStatus
+	}
+	for _, t := range tasks {
+		if t.Type == fleet.StageTaskTypeApproval &&
+			!meta.IsStatusConditionTrue(t.Conditions, fleet.StageTaskConditionApprovalRequestApproved) {
+			return true
+		}
+	}
+	return false
+}
+
+func allSucceeded(s *fleet.StageUpdatingStatus) bool {
+	if len(s.Clusters) == 0 {
+		return false
+	}
+	for _, c := range s.Clusters {
+		if !meta.IsStatusConditionTrue(c.Conditions, fleet.ClusterUpdatingConditionSucceeded) {
+			return false
+		}
+	}
+	return true
+}
+
+// inFlight lists clusters started and not finished.
+func inFlight(s *fleet.StageUpdatingStatus) []string {
+	var out []string
+	for _, c := range s.Clusters {
+		if meta.IsStatusConditionTrue(c.Conditions, fleet.ClusterUpdatingConditionStarted) &&
+			meta.FindStatusCondition(c.Conditions, fleet.ClusterUpdatingConditionSucceeded) == nil {
+			out = append(out, c.ClusterName)
+		}
+	}
+	return out
+}

@@ -1,0 +1,141 @@
+package status
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+)
+
+// runWith returns the waiting run with its run-level Progressing replaced
+// and its stage edited by f.
+func runWith(progressing *metav1.Condition, f func(r *fleet.UpdateRun)) *fleet.UpdateRun {
+	r := waitingRun("")
+	meta.RemoveStatusCondition(&r.Status.Conditions, "Progressing")
+	if progressing != nil {
+		r.Status.Conditions = append(r.Status.Conditions, *progressing)
+	}
+	if f != nil {
+		f(r)
+	}
+	return r
+}
+
+func c(typ string, status metav1.ConditionStatus, reason string) *metav1.Condition {
+	x := cond(typ, status, reason, "", 0)
+	return &x
+}
+
+func TestRunProgressSaysWhereTheRunStands(t *testing.T) {
+	stage := func(r *fleet.UpdateRun) *fleet.StageUpdatingStatus { return &r.Status.StagesStatus[0] }
+	cases := []struct {
+		name string
+		run  *fleet.UpdateRun
+		want string
+	}{
+		{"waiting for after-stage approval", waitingRun(""), "stage canary waiting for approval"},
+		{"waiting for before-stage approval", runWith(c("Progressing", "False", fleet.UpdateRunWaitingReason), func(r *fleet.UpdateRun) {
+			s := stage(r)
+			s.Clusters[0].Conditions = nil
+			s.BeforeStageTaskStatus = []fleet.StageTaskStatus{{Type: fleet.StageTaskTypeApproval, ApprovalRequestName: "example-run-before-canary"}}
+			s.StartTime = nil
+		}), "stage canary waiting for approval"},
+		{"waiting for a timed wait", runWith(c("Progressing", "False", fleet.UpdateRunWaitingReason), func(r *fleet.UpdateRun) {
+			stage(r).AfterStageTaskStatus = []fleet.StageTaskStatus{{Type: fleet.StageTaskTypeTimedWait}}
+		}), "stage canary waiting"},
+		{"updating", runWith(c("Progressing", "True", fleet.UpdateRunProgressingReason), func(r *fleet.UpdateRun) {
+			s := stage(r)
+			s.Clusters[0].Conditions = s.Clusters[0].Conditions[:1]
+			s.Clusters = append(s.Clusters, fleet.ClusterUpdatingStatus{ClusterName: "member3", Conditions: s.Clusters[0].Conditions})
+			s.Conditions = []metav1.Condition{*c("Progressing", "True", fleet.StageUpdatingStartedReason)}
+		}), "stage canary updating member1, member3"},
+		{"deleting", runWith(c("Progressing", "True", fleet.UpdateRunProgressingReason), func(r *fleet.UpdateRun) {
+			s := stage(r)
+			s.Conditions = append(s.Conditions, *c("Succeeded", "True", fleet.StageUpdatingSucceededReason))
+			d := r.Status.DeletionStageStatus
+			d.Clusters = []fleet.ClusterUpdatingStatus{{ClusterName: "member9", Conditions: []metav1.Condition{*c("Started", "True", fleet.ClusterUpdatingStartedReason)}}}
+			d.Conditions = []metav1.Condition{*c("Progressing", "True", fleet.StageUpdatingStartedReason)}
+		}), "deletion stage deleting member9"},
+		{"stuck", runWith(c("Progressing", "False", fleet.UpdateRunStuckReason), func(r *fleet.UpdateRun) {
+			stage(r).Conditions = []metav1.Condition{*c("Progressing", "True", fleet.StageUpdatingStartedReason)}
+		}), "stuck in stage canary"},
+		{"stopping", runWith(c("Progressing", "Unknown", fleet.UpdateRunStoppingReason), nil), "stopping"},
+		{"stopped", runWith(c("Progressing", "False", fleet.UpdateRunStoppedReason), nil), "stopped"},
+		{"succeeded", runWith(c("Progressing", "False", fleet.UpdateRunSucceededReason), func(r *fleet.UpdateRun) {
+			r.Status.Conditions = append(r.Status.Conditions, *c("Succeeded", "True", fleet.UpdateRunSucceededReason))
+		}), "succeeded"},
+		{"failed in a stage", runWith(c("Progressing", "False", fleet.UpdateRunFailedReason), func(r *fleet.UpdateRun) {
+			r.Status.Conditions = append(r.Status.Conditions, *c("Succeeded", "False", fleet.UpdateRunFailedReason))
+			stage(r).Conditions = []metav1.Condition{*c("Succeeded", "False", fleet.StageUpdatingFailedReason)}
+		}), "failed in stage canary"},
+		{"failed validation", runWith(c("Progressing", "False", fleet.UpdateRunFailedReason), func(r *fleet.UpdateRun) {
+			r.Status.Conditions = append(r.Status.Conditions, *c("Succeeded", "False", fleet.UpdateRunFailedReason))
+		}), "failed"},
+		{"failed to initialize", &fleet.UpdateRun{Status: fleet.UpdateRunStatus{Conditions: []metav1.Condition{*c("Initialized", "False", fleet.UpdateRunInitializeFailedReason)}}}, "failed to initialize"},
+		{"initialized only", runWith(nil, nil), "initialized"},
+		{"just created", &fleet.UpdateRun{}, "created"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := RunProgress(tc.run); got != tc.want {
+				t.Errorf("RunProgress = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSummarizeTellsWhatHappened(t *testing.T) {
+	run := waitingRun("")
+	done := runWith(c("Progressing", "False", fleet.UpdateRunSucceededReason), func(r *fleet.UpdateRun) {
+		r.Status.Conditions = append(r.Status.Conditions, *c("Succeeded", "True", fleet.UpdateRunSucceededReason))
+	})
+	other := waitingRun("team-a")
+	w := func(paths ...string) map[string][]byte {
+		m := map[string][]byte{}
+		for _, p := range paths {
+			m[p] = []byte("x")
+		}
+		return m
+	}
+	cases := []struct {
+		name    string
+		changes Changeset
+		objects map[string]runtime.Object
+		want    string
+	}{
+		{"one run waits for approval, with its request",
+			Changeset{Writes: w("status/runs/example-run.yaml", "approvals/example-run-after-canary.yaml")},
+			map[string]runtime.Object{"status/runs/example-run.yaml": run},
+			"status: example-run stage canary waiting for approval\n\nAlso: 1 approval request updated."},
+		{"one run succeeded",
+			Changeset{Writes: w("status/runs/example-run.yaml")},
+			map[string]runtime.Object{"status/runs/example-run.yaml": done},
+			"status: example-run succeeded"},
+		{"bindings and a run",
+			Changeset{Writes: w("status/bindings/p/m1.yaml", "status/bindings/p/m2.yaml", "status/bindings/p/m3.yaml", "status/placements/p.yaml")},
+			nil,
+			"status: 3 bindings, 1 placement updated"},
+		{"two runs",
+			Changeset{Writes: w("status/runs/example-run.yaml", "status/runs/team-a/example-run.yaml", "status/bindings/p/m1.yaml")},
+			map[string]runtime.Object{"status/runs/example-run.yaml": done, "status/runs/team-a/example-run.yaml": other},
+			"status: 2 runs, 1 binding updated\n\nexample-run: succeeded\nteam-a/example-run: stage canary waiting for approval"},
+		{"only removals",
+			Changeset{Deletes: []string{"status/snapshots/p/0.yaml", "status/snapshots/p/0-1.yaml", "status/strategies/s.yaml"}},
+			nil,
+			"status: 2 snapshots, 1 strategy removed"},
+		{"updates and removals",
+			Changeset{Writes: w("status/clusters/m1.yaml", "status/strategies/a.yaml", "status/strategies/b.yaml"), Deletes: []string{"status/bindings/p/m1.yaml"}},
+			nil,
+			"status: 2 strategies, 1 cluster updated; 1 binding removed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Summarize(tc.changes, tc.objects); got != tc.want {
+				t.Errorf("Summarize =\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
+}

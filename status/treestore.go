@@ -1,0 +1,355 @@
+package status
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/gitfleet/gitfleet/clock"
+	"github.com/gitfleet/gitfleet/hub/embedded"
+)
+
+// DefaultInterval is how often, at most, TreeStore commits non-urgent
+// changes: progress that guards no side effect is batched into one commit.
+const DefaultInterval = 2 * time.Second
+
+// TreeStore is the embedded hub's Store over the status tree. Put and Delete
+// only record the latest state of each object in memory (cheap: the hub calls
+// them with its lock held); Flush encodes what changed, drops writes whose
+// bytes equal what is already stored, and hands the rest to the Committer as
+// one Changeset with a message from Summarize.
+//
+// Urgent flushes commit at once. Non-urgent ones commit at most once per
+// Interval: a flush that comes too soon arms a timer on the clock that
+// commits the batch when the interval is over (and retries, every
+// Interval, while the Committer fails).
+type TreeStore struct {
+	files     Files
+	committer Committer
+	clock     clock.Clock
+
+	// Interval bounds how often non-urgent flushes commit; set it before
+	// use. Zero or less commits every flush at once.
+	Interval time.Duration
+	// OnCommit, if set, is called after every attempted commit with the
+	// changes, the lag from the oldest change in it to the end of the
+	// commit, and the Committer's error. The daemon feeds metrics from it.
+	OnCommit func(changes Changeset, lag time.Duration, err error)
+	// OnError, if set, receives errors of commits that the timer made,
+	// which have no caller to return them to.
+	OnError func(error)
+
+	flushMu sync.Mutex // serializes commits; taken before mu
+
+	mu      sync.Mutex
+	latest  map[embedded.ObjectRef]runtime.Object // Put objects (nil: deleted) not yet encoded
+	paths   map[embedded.ObjectRef]string         // where each known object lives
+	owners  map[string]embedded.ObjectRef         // inverse of paths
+	stored  map[string][]byte                     // file content as last loaded or committed
+	desired map[string][]byte                     // encoded changes not yet committed; nil: delete
+	written map[string]runtime.Object             // the object behind each desired write
+	since   time.Time                             // when the oldest uncommitted change was made
+	last    time.Time                             // end of the last commit
+	timer   clock.Timer
+}
+
+var _ embedded.Store = (*TreeStore)(nil)
+
+// NewTreeStore returns a TreeStore loading from files and committing through
+// committer, batching on clk.
+func NewTreeStore(files Files, committer Committer, clk clock.Clock) *TreeStore {
+	s := &TreeStore{files: files, committer: committer, clock: clk, Interval: DefaultInterval}
+	s.reset()
+	return s
+}
+
+func (s *TreeStore) reset() {
+	s.latest = map[embedded.ObjectRef]runtime.Object{}
+	s.paths = map[embedded.ObjectRef]string{}
+	s.owners = map[string]embedded.ObjectRef{}
+	s.stored = map[string][]byte{}
+	s.desired = map[string][]byte{}
+	s.written = map[string]runtime.Object{}
+	s.since = time.Time{}
+}
+
+// Load implements embedded.Store: it decodes every file of the status and
+// approvals trees (sorted by path) and forgets any unflushed change. A file
+// that does not decode, or that sits where its object does not belong, is an
+// error naming the file; the other objects are still returned.
+func (s *TreeStore) Load(ctx context.Context) ([]runtime.Object, error) {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	var paths []string
+	for _, root := range []string{StatusDir, ApprovalsDir} {
+		ps, err := s.files.List(root)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", root, err)
+		}
+		for _, p := range ps {
+			if strings.HasSuffix(p, ".yaml") {
+				paths = append(paths, p)
+			}
+		}
+	}
+	sort.Strings(paths)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopTimerLocked()
+	s.reset()
+	var objs []runtime.Object
+	var errs []error
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		data, err := s.files.Read(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p, err))
+			continue
+		}
+		s.stored[p] = data
+		obj, err := DecodeFile(p, data)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if want, err := PathFor(obj); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p, err))
+			continue
+		} else if want != p {
+			errs = append(errs, fmt.Errorf("%s: holds %s, which belongs in %s", p, describeObject(obj), want))
+			continue
+		}
+		ref := refOf(obj)
+		s.paths[ref], s.owners[p] = p, ref
+		objs = append(objs, obj)
+	}
+	return objs, errors.Join(errs...)
+}
+
+// Put implements embedded.Store.
+func (s *TreeStore) Put(ref embedded.ObjectRef, obj runtime.Object) {
+	s.record(ref, obj.DeepCopyObject())
+}
+
+// Delete implements embedded.Store.
+func (s *TreeStore) Delete(ref embedded.ObjectRef) { s.record(ref, nil) }
+
+func (s *TreeStore) record(ref embedded.ObjectRef, obj runtime.Object) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.since.IsZero() {
+		s.since = s.clock.Now()
+	}
+	s.latest[ref] = obj
+}
+
+// Flush implements embedded.Store; see TreeStore for the batching rules. An
+// object that cannot be encoded or placed is reported on every Flush until
+// it changes, without holding back the other changes.
+func (s *TreeStore) Flush(ctx context.Context, urgent bool) error {
+	return s.flush(ctx, urgent, urgent)
+}
+
+// flush commits when now is true or the interval has passed; urgent is what
+// the Committer is told.
+func (s *TreeStore) flush(ctx context.Context, urgent, now bool) error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+
+	s.mu.Lock()
+	encodeErr := s.encodeLocked()
+	s.pruneLocked()
+	changes, objects := s.diffLocked()
+	if changes.Empty() {
+		s.since = time.Time{}
+		if len(s.latest) == 0 {
+			s.stopTimerLocked()
+		}
+		s.mu.Unlock()
+		return encodeErr
+	}
+	at := s.clock.Now()
+	if wait := s.last.Add(s.Interval).Sub(at); !now && s.Interval > 0 && !s.last.IsZero() && wait > 0 {
+		s.armLocked(wait)
+		s.mu.Unlock()
+		return encodeErr
+	}
+	s.stopTimerLocked()
+	// Changes recorded while the commit runs start a new lag measurement.
+	since := s.since
+	s.since = time.Time{}
+	s.mu.Unlock()
+
+	err := s.committer.Commit(ctx, changes, Summarize(changes, objects), urgent)
+	end := s.clock.Now()
+	if s.OnCommit != nil {
+		s.OnCommit(changes, end.Sub(since), err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		if s.since.IsZero() || since.Before(s.since) {
+			s.since = since
+		}
+		return errors.Join(encodeErr, fmt.Errorf("commit status: %w", err))
+	}
+	for _, p := range changes.Deletes {
+		delete(s.stored, p)
+	}
+	for p, data := range changes.Writes {
+		s.stored[p] = data
+	}
+	s.pruneLocked()
+	s.last = end
+	return encodeErr
+}
+
+// encodeLocked turns recorded objects into desired file contents. Objects
+// that fail stay recorded, so the error repeats until they change.
+func (s *TreeStore) encodeLocked() error {
+	refs := make([]embedded.ObjectRef, 0, len(s.latest))
+	for ref := range s.latest {
+		refs = append(refs, ref)
+	}
+	sort.Slice(refs, func(i, j int) bool { return refLess(refs[i], refs[j]) })
+	var errs []error
+	for _, ref := range refs {
+		obj := s.latest[ref]
+		old, known := s.paths[ref]
+		if obj == nil {
+			if known {
+				s.desired[old] = nil
+				delete(s.written, old)
+				delete(s.paths, ref)
+				delete(s.owners, old)
+			}
+			delete(s.latest, ref)
+			continue
+		}
+		p, err := PathFor(obj)
+		if err == nil {
+			if owner, taken := s.owners[p]; taken && owner != ref {
+				err = fmt.Errorf("%s and %s/%s both belong in %s", describeObject(obj), owner.Kind, owner.Key, p)
+			}
+		}
+		var data []byte
+		if err == nil {
+			data, err = Encode(obj)
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if known && old != p {
+			s.desired[old] = nil
+			delete(s.written, old)
+			delete(s.owners, old)
+		}
+		s.desired[p], s.written[p] = data, obj
+		s.paths[ref], s.owners[p] = p, ref
+		delete(s.latest, ref)
+	}
+	return errors.Join(errs...)
+}
+
+// pruneLocked forgets desired changes that are already stored: writes of
+// identical bytes and deletions of absent files.
+func (s *TreeStore) pruneLocked() {
+	for p, data := range s.desired {
+		if stored, ok := s.stored[p]; (data == nil && !ok) || (data != nil && ok && bytes.Equal(stored, data)) {
+			delete(s.desired, p)
+			delete(s.written, p)
+		}
+	}
+}
+
+// diffLocked is the changeset that takes stored to desired (after prune).
+func (s *TreeStore) diffLocked() (Changeset, map[string]runtime.Object) {
+	ch := Changeset{Writes: map[string][]byte{}}
+	objs := map[string]runtime.Object{}
+	for p, data := range s.desired {
+		if data == nil {
+			ch.Deletes = append(ch.Deletes, p)
+			continue
+		}
+		ch.Writes[p] = data
+		objs[p] = s.written[p]
+	}
+	sort.Strings(ch.Deletes)
+	return ch, objs
+}
+
+func (s *TreeStore) armLocked(wait time.Duration) {
+	if s.timer != nil {
+		return
+	}
+	s.timer = s.clock.AfterFunc(wait, s.fire)
+}
+
+// fire commits a deferred batch; a failure retries after another Interval.
+func (s *TreeStore) fire() {
+	s.mu.Lock()
+	s.timer = nil
+	s.mu.Unlock()
+	if err := s.flush(context.Background(), false, true); err != nil {
+		if s.OnError != nil {
+			s.OnError(err)
+		}
+		s.mu.Lock()
+		if len(s.desired) > 0 && s.Interval > 0 {
+			s.armLocked(s.Interval)
+		}
+		s.mu.Unlock()
+	}
+}
+
+func (s *TreeStore) stopTimerLocked() {
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+}
+
+// Stop cancels a pending deferred commit; unflushed changes stay recorded
+// for the next Flush.
+func (s *TreeStore) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopTimerLocked()
+}
+
+// Pending reports whether changes wait to be committed (they may still turn
+// out to be identical to what is stored).
+func (s *TreeStore) Pending() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.latest) > 0 || len(s.desired) > 0
+}
+
+func refOf(obj runtime.Object) embedded.ObjectRef {
+	ref := embedded.ObjectRef{Kind: obj.GetObjectKind().GroupVersionKind().Kind}
+	if mo, ok := obj.(interface{ GetNamespace() string }); ok {
+		ref.Key.Namespace = mo.GetNamespace()
+	}
+	if mo, ok := obj.(interface{ GetName() string }); ok {
+		ref.Key.Name = mo.GetName()
+	}
+	return ref
+}
+
+func refLess(a, b embedded.ObjectRef) bool {
+	if a.Kind != b.Kind {
+		return a.Kind < b.Kind
+	}
+	return a.Key.String() < b.Key.String()
+}
