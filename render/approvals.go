@@ -1,0 +1,61 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+)
+
+// ReadApprovals reads the approval requests below dir (normally
+// "approvals"; namespaced ones may sit in a folder per namespace). The Git
+// loop calls it after every fetch: a merged approval is an Approved
+// condition in one of these files. Anything else in the folder, and any
+// invalid request, is reported and left out. A missing folder is no error.
+func ReadApprovals(fsys fs.FS, dir string) ([]*fleet.ApprovalRequest, []ManifestError) {
+	dir = path.Clean(dir)
+	if !fs.ValidPath(dir) {
+		return nil, []ManifestError{{File: dir, Message: "approvals folder must be relative to the repository root and stay inside it"}}
+	}
+	r := &reader{fsys: fsys, opts: Options{}.withDefaults()}
+	var docs []document
+	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != dir && d.Name()[0] == '.' {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !isManifestFile(p) {
+			return nil
+		}
+		data, ok, err := r.readFile(p)
+		if err != nil || !ok {
+			return err
+		}
+		fileDocs, merr := splitDocuments(p, data)
+		if merr != nil {
+			r.errs = append(r.errs, *merr)
+			return nil
+		}
+		docs = append(docs, fileDocs...)
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) && len(docs) == 0 {
+		return nil, nil
+	}
+	if err != nil {
+		var merr *ManifestError
+		if errors.As(err, &merr) {
+			return nil, append(r.errs, *merr)
+		}
+		return nil, append(r.errs, ManifestError{File: dir, Message: fmt.Sprintf("cannot read approvals: %v", err)})
+	}
+	c, approvals := assemble(docs, r.errs, true)
+	return approvals, c.Errors
+}

@@ -1,0 +1,142 @@
+package render
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+)
+
+// Content is the hub content of one commit.
+type Content struct {
+	Members    []*fleet.MemberCluster
+	Placements []*fleet.Placement // ClusterResourcePlacements and ResourcePlacements
+	Strategies []*fleet.UpdateStrategy
+	Runs       []*fleet.UpdateRun
+	// Resources are the workload resources, in SortResources order.
+	Resources []*unstructured.Unstructured
+	// Sources says where each rendered object came from.
+	Sources map[ObjectRef]Source
+	// Errors are the per-object and per-file problems; the objects concerned
+	// are not in the lists above.
+	Errors []ManifestError
+}
+
+// ObjectRef identifies an object independently of its API version (v1 and
+// v1beta1 fleet manifests name the same object).
+type ObjectRef struct {
+	Group     string
+	Kind      string
+	Namespace string
+	Name      string
+}
+
+func (r ObjectRef) String() string {
+	k := r.Kind
+	if r.Group != "" {
+		k += "." + r.Group
+	}
+	if r.Namespace != "" {
+		return k + " " + r.Namespace + "/" + r.Name
+	}
+	return k + " " + r.Name
+}
+
+// Source is the repository file (slash-separated, relative to the
+// repository root) an object came from, and the line of its document where
+// known (0 when kustomize produced the object).
+type Source struct {
+	File string
+	Line int
+}
+
+// ManifestError is a problem with one object or file. Kind and Name are
+// empty when the object could not be identified (a YAML syntax error, a file
+// over the size limit). Field is a JSON path such as
+// spec.stages[1].maxConcurrency when the problem is one field.
+type ManifestError struct {
+	File      string
+	Line      int
+	Kind      string
+	Namespace string
+	Name      string
+	Field     string
+	Message   string
+}
+
+// Error formats "<file>:<line>: <Kind> <name>: <field>: <message>", leaving
+// out the parts that are unknown; namespaced objects print namespace/name.
+func (e ManifestError) Error() string {
+	s := e.File
+	if e.Line > 0 {
+		s += fmt.Sprintf(":%d", e.Line)
+	}
+	s += ": "
+	if e.Kind != "" || e.Name != "" {
+		name := e.Name
+		if e.Namespace != "" {
+			name = e.Namespace + "/" + name
+		}
+		switch {
+		case e.Kind == "":
+			s += name + ": "
+		case name == "":
+			s += e.Kind + ": "
+		default:
+			s += e.Kind + " " + name + ": "
+		}
+	}
+	if e.Field != "" {
+		s += e.Field + ": "
+	}
+	return s + e.Message
+}
+
+// Withheld reports whether an object the caller knew from a previous render
+// (identified by ref, last read from lastFile) is missing from c because it
+// could not be rendered now rather than because it was deleted: an error
+// names the object, or its file failed as a whole. Callers keep the last
+// good version of withheld objects, so a typo never deletes a placement or
+// rolls a resource out of the fleet.
+func (c *Content) Withheld(ref ObjectRef, lastFile string) bool {
+	for _, e := range c.Errors {
+		if e.Name == ref.Name && e.Namespace == ref.Namespace && (e.Kind == ref.Kind || e.Kind == "") && e.Name != "" {
+			return true
+		}
+		if e.File == lastFile && e.Name == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Options configure Render.
+type Options struct {
+	// Path is the folder of the hub content, relative to the repository
+	// root (default ".").
+	Path string
+	// MaxFileSize bounds each file (default 8 MiB).
+	MaxFileSize int64
+	// MaxTotalSize bounds all files read together (default 256 MiB).
+	MaxTotalSize int64
+}
+
+// Default size limits.
+const (
+	DefaultMaxFileSize  = 8 << 20
+	DefaultMaxTotalSize = 256 << 20
+)
+
+func (o Options) withDefaults() Options {
+	if o.Path == "" {
+		o.Path = "."
+	}
+	if o.MaxFileSize <= 0 {
+		o.MaxFileSize = DefaultMaxFileSize
+	}
+	if o.MaxTotalSize <= 0 {
+		o.MaxTotalSize = DefaultMaxTotalSize
+	}
+	return o
+}

@@ -1,0 +1,253 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+)
+
+// kustomizationNames are the file names kustomize recognises, in its order.
+var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+
+// Folders directly under Path that are not hub content.
+const (
+	ApprovalsDir = "approvals"
+	StatusDir    = "status"
+)
+
+// Render reads the hub content below opts.Path of fsys (os.DirFS of a
+// working tree, or an fs.FS over a commit tree). Per-object problems are in
+// Content.Errors; the returned error is for whole-render failures only (a
+// *ManifestError when one file is to blame).
+func Render(fsys fs.FS, opts Options) (*Content, error) {
+	opts = opts.withDefaults()
+	root := path.Clean(opts.Path)
+	if !fs.ValidPath(root) {
+		return nil, fmt.Errorf("render: path %q must be relative to the repository root and stay inside it", opts.Path)
+	}
+	info, err := fs.Stat(fsys, root)
+	if err != nil {
+		return nil, fmt.Errorf("render: path %q: %w", root, err)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("render: path %q is not a folder", root)
+	}
+	r := &reader{fsys: fsys, opts: opts}
+	var docs []document
+	if kfile := findKustomization(fsys, root); kfile != "" {
+		docs, err = r.kustomize(root, kfile)
+	} else {
+		docs, err = r.plain(root)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c, _ := assemble(docs, r.errs, false)
+	return c, nil
+}
+
+func findKustomization(fsys fs.FS, dir string) string {
+	for _, n := range kustomizationNames {
+		p := path.Join(dir, n)
+		if info, err := fs.Stat(fsys, p); err == nil && !info.IsDir() {
+			return p
+		}
+	}
+	return ""
+}
+
+// reader reads files within the size limits and collects file errors.
+type reader struct {
+	fsys  fs.FS
+	opts  Options
+	total int64
+	errs  []ManifestError
+}
+
+// errTotalSize is wrapped by the error that ends a render over the total limit.
+var errTotalSize = errors.New("repository content exceeds the total size limit")
+
+// readFile reads one file. A file over MaxFileSize is a per-file error
+// (nil data, ok=false); going over MaxTotalSize is fatal.
+func (r *reader) readFile(name string) (data []byte, ok bool, err error) {
+	f, err := r.fsys.Open(name)
+	if err != nil {
+		return nil, false, fmt.Errorf("render: %s: %w", name, err)
+	}
+	defer f.Close()
+	// Read one byte past the limit instead of trusting Stat: an fs.FS over
+	// a Git tree may not know sizes up front.
+	data, err = io.ReadAll(io.LimitReader(f, r.opts.MaxFileSize+1))
+	if err != nil {
+		return nil, false, fmt.Errorf("render: %s: %w", name, err)
+	}
+	if int64(len(data)) > r.opts.MaxFileSize {
+		r.errs = append(r.errs, ManifestError{File: name,
+			Message: fmt.Sprintf("file is larger than the %s limit (MaxFileSize); it is ignored", sizeString(r.opts.MaxFileSize))})
+		return nil, false, nil
+	}
+	r.total += int64(len(data))
+	if r.total > r.opts.MaxTotalSize {
+		return nil, false, &ManifestError{File: name,
+			Message: fmt.Sprintf("%v: more than %s read (MaxTotalSize)", errTotalSize, sizeString(r.opts.MaxTotalSize))}
+	}
+	return data, true, nil
+}
+
+func sizeString(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// skipDir reports whether a folder is not hub content: hidden folders
+// (.git, .github) and approvals/ and status/ directly under the root.
+func skipDir(root, p string, d fs.DirEntry) bool {
+	if p == root {
+		return false
+	}
+	if strings.HasPrefix(d.Name(), ".") {
+		return true
+	}
+	return p == path.Join(root, ApprovalsDir) || p == path.Join(root, StatusDir)
+}
+
+func isManifestFile(name string) bool {
+	if strings.HasPrefix(path.Base(name), ".") {
+		return false
+	}
+	switch strings.ToLower(path.Ext(name)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// plain reads every manifest file below root, in lexical order.
+func (r *reader) plain(root string) ([]document, error) {
+	var docs []document
+	err := fs.WalkDir(r.fsys, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("render: %s: %w", p, err)
+		}
+		if d.IsDir() {
+			if skipDir(root, p, d) {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !isManifestFile(p) {
+			return nil
+		}
+		data, ok, err := r.readFile(p)
+		if err != nil || !ok {
+			return err
+		}
+		fileDocs, merr := splitDocuments(p, data)
+		if merr != nil {
+			r.errs = append(r.errs, *merr)
+			return nil
+		}
+		docs = append(docs, fileDocs...)
+		return nil
+	})
+	return docs, err
+}
+
+// assemble decodes documents into Content (approval requests separately),
+// dropping duplicates.
+func assemble(docs []document, fileErrs []ManifestError, inApprovals bool) (*Content, []*fleet.ApprovalRequest) {
+	var approvals []*fleet.ApprovalRequest
+	c := &Content{Sources: map[ObjectRef]Source{}, Errors: fileErrs}
+	var objs []*decoded
+	for _, d := range docs {
+		o, errs := decodeDocument(d, inApprovals)
+		c.Errors = append(c.Errors, errs...)
+		if o != nil {
+			objs = append(objs, o)
+		}
+	}
+	// Two definitions of one object: neither is trusted, both files named.
+	first := map[ObjectRef]*decoded{}
+	dup := map[ObjectRef]bool{}
+	for _, o := range objs {
+		if f, seen := first[o.ref]; seen {
+			dup[o.ref] = true
+			c.Errors = append(c.Errors, ManifestError{File: o.src.File, Line: o.src.Line, Kind: o.ref.Kind,
+				Namespace: o.ref.Namespace, Name: o.ref.Name,
+				Message: fmt.Sprintf("duplicate definition: %s is also defined in %s", o.ref, location(f.src))})
+			continue
+		}
+		first[o.ref] = o
+	}
+	for _, o := range objs {
+		if dup[o.ref] {
+			continue
+		}
+		c.Sources[o.ref] = o.src
+		switch {
+		case o.member != nil:
+			c.Members = append(c.Members, o.member)
+		case o.place != nil:
+			c.Placements = append(c.Placements, o.place)
+		case o.strategy != nil:
+			c.Strategies = append(c.Strategies, o.strategy)
+		case o.run != nil:
+			c.Runs = append(c.Runs, o.run)
+		case o.resource != nil:
+			c.Resources = append(c.Resources, o.resource)
+		case o.approval != nil:
+			approvals = append(approvals, o.approval)
+		}
+	}
+	c.sort()
+	sort.Slice(approvals, func(i, j int) bool {
+		if approvals[i].Namespace != approvals[j].Namespace {
+			return approvals[i].Namespace < approvals[j].Namespace
+		}
+		return approvals[i].Name < approvals[j].Name
+	})
+	return c, approvals
+}
+
+func location(s Source) string {
+	if s.Line > 0 {
+		return fmt.Sprintf("%s:%d", s.File, s.Line)
+	}
+	return s.File
+}
+
+// sort orders every list deterministically: fleet objects by namespace and
+// name, resources in SortResources order, errors by file and line.
+func (c *Content) sort() {
+	byKey := func(ns1, n1, ns2, n2 string) bool {
+		if ns1 != ns2 {
+			return ns1 < ns2
+		}
+		return n1 < n2
+	}
+	sort.Slice(c.Members, func(i, j int) bool { return c.Members[i].Name < c.Members[j].Name })
+	sort.Slice(c.Placements, func(i, j int) bool {
+		return byKey(c.Placements[i].Namespace, c.Placements[i].Name, c.Placements[j].Namespace, c.Placements[j].Name)
+	})
+	sort.Slice(c.Strategies, func(i, j int) bool {
+		return byKey(c.Strategies[i].Namespace, c.Strategies[i].Name, c.Strategies[j].Namespace, c.Strategies[j].Name)
+	})
+	sort.Slice(c.Runs, func(i, j int) bool {
+		return byKey(c.Runs[i].Namespace, c.Runs[i].Name, c.Runs[j].Namespace, c.Runs[j].Name)
+	})
+	SortResources(c.Resources)
+	sort.SliceStable(c.Errors, func(i, j int) bool {
+		if c.Errors[i].File != c.Errors[j].File {
+			return c.Errors[i].File < c.Errors[j].File
+		}
+		return c.Errors[i].Line < c.Errors[j].Line
+	})
+}
