@@ -107,8 +107,8 @@ func TestRenderPlainDemo(t *testing.T) {
 	c := renderDir(t, "testdata/demo", Options{})
 	checkDemo(t, c)
 	for ref, want := range map[ObjectRef]Source{
-		{Group: fleet.ClusterGroup, Kind: "MemberCluster", Name: "member2"}:                  {"clusters/members.yaml", 14},
-		{Kind: "ConfigMap", Namespace: "test-namespace", Name: "test-cm"}:                    {"workloads/configmap.yaml", 1},
+		{Group: fleet.ClusterGroup, Kind: "MemberCluster", Name: "member2"}:                {"clusters/members.yaml", 14},
+		{Kind: "ConfigMap", Namespace: "test-namespace", Name: "test-cm"}:                  {"workloads/configmap.yaml", 1},
 		{Group: fleet.PlacementGroup, Kind: "ClusterStagedUpdateRun", Name: "example-run"}: {"fleet/run.yaml", 3},
 	} {
 		if got := c.Sources[ref]; got != want {
@@ -131,8 +131,8 @@ func TestRenderKustomizeDemoEqualsPlainDemo(t *testing.T) {
 	}
 	// Origins name the source file, and kustomize's annotation is gone.
 	for ref, want := range map[ObjectRef]Source{
-		{Kind: "ConfigMap", Namespace: "test-namespace", Name: "test-cm"}:                    {File: "base/kustomization.yaml"},
-		{Kind: "Namespace", Name: "test-namespace"}:                                          {File: "base/namespace.yaml"},
+		{Kind: "ConfigMap", Namespace: "test-namespace", Name: "test-cm"}:                  {File: "base/kustomization.yaml"},
+		{Kind: "Namespace", Name: "test-namespace"}:                                        {File: "base/namespace.yaml"},
 		{Group: fleet.PlacementGroup, Kind: "ClusterStagedUpdateRun", Name: "example-run"}: {File: "fleet/run.yaml"},
 	} {
 		if got := k.Sources[ref]; got != want {

@@ -6,10 +6,10 @@ import (
 	"path"
 	"strings"
 
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
-	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 

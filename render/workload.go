@@ -15,7 +15,7 @@ var (
 		"/ConfigMap": true, "/Secret": true, "/Service": true, "/ServiceAccount": true, "/Pod": true,
 		"/PersistentVolumeClaim": true, "/ResourceQuota": true, "/LimitRange": true, "/Endpoints": true,
 		"/ReplicationController": true,
-		"apps/Deployment": true, "apps/StatefulSet": true, "apps/DaemonSet": true, "apps/ReplicaSet": true,
+		"apps/Deployment":        true, "apps/StatefulSet": true, "apps/DaemonSet": true, "apps/ReplicaSet": true,
 		"batch/Job": true, "batch/CronJob": true,
 		"networking.k8s.io/Ingress": true, "networking.k8s.io/NetworkPolicy": true,
 		"rbac.authorization.k8s.io/Role": true, "rbac.authorization.k8s.io/RoleBinding": true,
@@ -26,7 +26,7 @@ var (
 		"rbac.authorization.k8s.io/ClusterRole": true, "rbac.authorization.k8s.io/ClusterRoleBinding": true,
 		"apiextensions.k8s.io/CustomResourceDefinition": true, "storage.k8s.io/StorageClass": true,
 		"scheduling.k8s.io/PriorityClass": true, "networking.k8s.io/IngressClass": true,
-		"apiregistration.k8s.io/APIService": true,
+		"apiregistration.k8s.io/APIService":                           true,
 		"admissionregistration.k8s.io/MutatingWebhookConfiguration":   true,
 		"admissionregistration.k8s.io/ValidatingWebhookConfiguration": true,
 	}
