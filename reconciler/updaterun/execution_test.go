@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 )
 
@@ -292,4 +291,3 @@ func TestRunRollsOutStageByStageWithApprovalsAndWaits(t *testing.T) {
 		})
 	}
 }
-

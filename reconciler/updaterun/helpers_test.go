@@ -169,10 +169,22 @@ func (e *env) policySnapshot(idx int, latest bool, pol *fleet.PlacementPolicy, s
 func (e *env) updatePolicySnapshot(idx int, mutate func(*fleet.PolicySnapshot)) {
 	all, _ := e.h.ListPolicySnapshots(e.ctx, e.pkey())
 	for _, s := range all {
-		if s.Labels[fleet.PolicyIndexLabel] == fmt.Sprint(idx) {
+		if s.Name == fmt.Sprintf(fleet.PolicySnapshotNameFmt, placementName, idx) {
+			oldGen := s.Generation
 			mutate(s)
 			if err := e.h.UpdatePolicySnapshot(e.ctx, s); err != nil {
 				e.t.Fatal(err)
+			}
+			// A policy change raises the generation; the scheduler then
+			// reports Scheduled again for it.
+			cur, _ := e.h.ListPolicySnapshots(e.ctx, e.pkey())
+			for _, c := range cur {
+				if c.Name == s.Name && c.Generation != oldGen && len(c.Status.Conditions) > 0 && c.Status.Conditions[0].ObservedGeneration == oldGen {
+					c.Status.Conditions[0].ObservedGeneration = c.Generation
+					if err := e.h.UpdatePolicySnapshot(e.ctx, c); err != nil {
+						e.t.Fatal(err)
+					}
+				}
 			}
 			return
 		}
