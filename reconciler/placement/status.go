@@ -1,0 +1,345 @@
+package placement
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/clock"
+	"github.com/gitfleet/gitfleet/hub"
+)
+
+// UpdateStatus recomputes the placement's status and writes it when it
+// changed (transition times are kept for conditions whose status did not
+// change, so a pass that observes nothing new writes nothing). A placement
+// that does not exist is not an error.
+func UpdateStatus(ctx context.Context, h hub.Hub, clk clock.Clock, placement hub.Key) error {
+	p, err := h.GetPlacement(ctx, placement)
+	if hub.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	in, err := gather(ctx, h, p)
+	if err != nil {
+		return err
+	}
+	next := p.DeepCopy()
+	c := computation{p: next, in: in, now: metav1.NewTime(clk.Now().UTC().Truncate(time.Second))}
+	if err := c.run(); err != nil {
+		return fmt.Errorf("compute the status of %s %s: %w", p.Kind, placement, err)
+	}
+	if equality.Semantic.DeepEqual(p.Status, next.Status) {
+		return nil
+	}
+	return h.UpdatePlacementStatus(ctx, next)
+}
+
+// inputs is what a placement's status is computed from.
+type inputs struct {
+	// policy is the latest policy snapshot; nil before the first schedule.
+	policy *fleet.PolicySnapshot
+	// bindings are the live bindings on the latest policy snapshot, by
+	// target cluster.
+	bindings  map[string]*fleet.Binding
+	snapshots resourceSnapshots
+}
+
+func gather(ctx context.Context, h hub.Hub, p *fleet.Placement) (inputs, error) {
+	key := hub.Key{Namespace: p.Namespace, Name: p.Name}
+	var in inputs
+	policies, err := h.ListPolicySnapshots(ctx, key)
+	if err != nil {
+		return in, fmt.Errorf("list the policy snapshots of %s: %w", key, err)
+	}
+	for _, s := range policies {
+		if s.Labels[fleet.IsLatestSnapshotLabel] == "true" {
+			in.policy = s
+		}
+	}
+	bindings, err := h.ListBindings(ctx, key)
+	if err != nil {
+		return in, fmt.Errorf("list the bindings of %s: %w", key, err)
+	}
+	in.bindings = map[string]*fleet.Binding{}
+	for _, b := range bindings {
+		if b.DeletionTimestamp != nil || b.Spec.TargetCluster == "" || in.policy == nil ||
+			b.Spec.SchedulingPolicySnapshotName != in.policy.Name {
+			continue
+		}
+		in.bindings[b.Spec.TargetCluster] = b
+	}
+	snaps, err := h.ListResourceSnapshots(ctx, key)
+	if err != nil {
+		return in, fmt.Errorf("list the resource snapshots of %s: %w", key, err)
+	}
+	in.snapshots = resourceSnapshots(snaps)
+	return in, nil
+}
+
+// computation fills in p.Status from in, following KubeFleet's
+// setPlacementStatus.
+type computation struct {
+	p   *fleet.Placement
+	in  inputs
+	now metav1.Time
+}
+
+func (c *computation) set(conds *[]metav1.Condition, cond metav1.Condition) {
+	cond.LastTransitionTime = c.now
+	meta.SetStatusCondition(conds, cond)
+}
+
+func (c *computation) run() error {
+	st := &c.p.Status
+	scheduled := c.scheduledCondition()
+	c.set(&st.Conditions, scheduled)
+	latest := c.in.snapshots.latestIndex()
+	st.ObservedResourceIndex = latest
+	selected, err := c.in.snapshots.identifiers(latest)
+	if err != nil {
+		return err
+	}
+	st.SelectedResources = selected
+
+	if scheduled.Status == metav1.ConditionUnknown {
+		st.PlacementStatuses = nil
+		c.keepOnly(nil)
+		return nil
+	}
+
+	picked, unpicked := classify(c.in.policy.Status.ClusterDecisions)
+	expected := condTypesForApply
+	if as := c.p.Spec.Strategy.ApplyStrategy; as != nil && as.Type == fleet.ApplyStrategyTypeReportDiff {
+		expected = condTypesForReportDiff
+	}
+	old := map[string][]metav1.Condition{}
+	for _, s := range st.PlacementStatuses {
+		old[s.ClusterName] = s.Conditions
+	}
+
+	var counts [totalConditions]map[metav1.ConditionStatus]int
+	for i := range counts {
+		counts[i] = map[metav1.ConditionStatus]int{}
+	}
+	statuses := make([]fleet.PerClusterPlacementStatus, 0, len(picked))
+	for _, d := range picked {
+		s := fleet.PerClusterPlacementStatus{ClusterName: d.ClusterName, Conditions: old[d.ClusterName]}
+		c.set(&s.Conditions, cond(scheduledSuffix, metav1.ConditionTrue, scheduleSucceededReason, d.Reason, c.p.Generation))
+		setTypes := c.perCluster(&s, c.in.bindings[d.ClusterName], expected)
+		for rc, status := range setTypes {
+			counts[rc][status]++
+		}
+		for rc := rolloutStarted; rc < totalConditions; rc++ {
+			if _, ok := setTypes[rc]; !ok {
+				meta.RemoveStatusCondition(&s.Conditions, rc.suffix())
+			}
+		}
+		statuses = append(statuses, s)
+	}
+	for _, d := range unpicked[:c.failedToSchedule(len(picked), len(unpicked))] {
+		s := fleet.PerClusterPlacementStatus{ClusterName: d.ClusterName, Conditions: old[d.ClusterName]}
+		c.set(&s.Conditions, cond(scheduledSuffix, metav1.ConditionFalse, scheduleFailedReason, d.Reason, c.p.Generation))
+		for rc := rolloutStarted; rc < totalConditions; rc++ {
+			meta.RemoveStatusCondition(&s.Conditions, rc.suffix())
+		}
+		statuses = append(statuses, s)
+	}
+	st.PlacementStatuses = statuses
+
+	if len(picked) == 0 {
+		c.keepOnly(nil)
+		return nil
+	}
+	if done, err := c.externalRollout(statuses[:len(picked)]); done || err != nil {
+		return err
+	}
+	c.placementConditions(statuses, counts, expected)
+	return nil
+}
+
+// scheduledCondition copies the policy snapshot's Scheduled condition, or
+// is Unknown while the scheduler has not caught up with the placement.
+func (c *computation) scheduledCondition() metav1.Condition {
+	t := typeFor(c.p, scheduledSuffix)
+	snap := c.in.policy
+	var sc *metav1.Condition
+	if snap != nil {
+		sc = meta.FindStatusCondition(snap.Status.Conditions, fleet.PolicySnapshotScheduled)
+	}
+	if sc == nil || sc.ObservedGeneration < snap.Generation || snap.Status.ObservedCRPGeneration < c.p.Generation ||
+		sc.Status == metav1.ConditionUnknown {
+		return cond(t, metav1.ConditionUnknown, schedulingUnknownReason, schedulingUnknownMessage, c.p.Generation)
+	}
+	return cond(t, sc.Status, sc.Reason, sc.Message, c.p.Generation)
+}
+
+// classify splits the decisions into picked and not picked clusters, each
+// sorted by cluster name.
+func classify(decisions []fleet.ClusterDecision) (picked, unpicked []fleet.ClusterDecision) {
+	for _, d := range decisions {
+		if d.Selected {
+			picked = append(picked, d)
+		} else {
+			unpicked = append(unpicked, d)
+		}
+	}
+	byName := func(s []fleet.ClusterDecision) {
+		sort.Slice(s, func(i, j int) bool { return s[i].ClusterName < s[j].ClusterName })
+	}
+	byName(picked)
+	byName(unpicked)
+	return picked, unpicked
+}
+
+// failedToSchedule is how many clusters the policy asked for and did not
+// get (KubeFleet's calculateFailedToScheduleClusterCount), bounded by the
+// unpicked decisions that can explain them.
+func (c *computation) failedToSchedule(picked, unpicked int) int {
+	policy, n := c.p.Spec.Policy, 0
+	switch {
+	case policy == nil:
+	case policy.PlacementType == fleet.PickNPlacementType && policy.NumberOfClusters != nil:
+		n = int(*policy.NumberOfClusters) - picked
+	case policy.PlacementType == fleet.PickFixedPlacementType:
+		n = len(policy.ClusterNames) - picked
+	}
+	return max(0, min(n, unpicked))
+}
+
+// perCluster fills a picked cluster's status from its binding and returns
+// the status set for each condition type (KubeFleet's
+// setResourcePlacementStatusBasedOnBinding, External strategy): conditions
+// are copied from the binding as long as they are True at the binding's
+// generation; the first False one is copied and ends the list; the first
+// missing or stale one is Unknown and ends the list.
+func (c *computation) perCluster(s *fleet.PerClusterPlacementStatus, b *fleet.Binding, expected []resourceCondition) map[resourceCondition]metav1.ConditionStatus {
+	set := map[resourceCondition]metav1.ConditionStatus{}
+	if b == nil {
+		// Picked, but the binding is not there (yet): an in-between state.
+		c.set(&s.Conditions, rolloutStarted.unknownPerCluster(c.p.Generation))
+		set[rolloutStarted] = metav1.ConditionUnknown
+		return set
+	}
+	s.ObservedResourceIndex = c.in.snapshots.indexOf(b.Spec.ResourceSnapshotName)
+	for _, rc := range expected {
+		bc := meta.FindStatusCondition(b.Status.Conditions, rc.suffix())
+		if bc == nil || bc.ObservedGeneration != b.Generation || bc.Status == metav1.ConditionUnknown {
+			c.set(&s.Conditions, rc.unknownPerCluster(c.p.Generation))
+			set[rc] = metav1.ConditionUnknown
+			break
+		}
+		switch rc {
+		case rolloutStarted:
+			if bc.Status == metav1.ConditionTrue {
+				s.ApplicableResourceOverrides = b.Spec.ResourceOverrideSnapshots
+				s.ApplicableClusterResourceOverrides = b.Spec.ClusterResourceOverrideSnapshots
+			}
+		case applied, available:
+			if bc.Status == metav1.ConditionFalse {
+				s.FailedPlacements = b.Status.FailedPlacements
+			}
+		}
+		c.set(&s.Conditions, cond(rc.suffix(), bc.Status, bc.Reason, bc.Message, c.p.Generation))
+		set[rc] = bc.Status
+		if bc.Status == metav1.ConditionFalse {
+			break
+		}
+	}
+	return set
+}
+
+// externalRollout is KubeFleet's
+// determineRolloutStateForPlacementWithExternalRolloutStrategy: unless all
+// picked clusters observe the same resource snapshot index, and all of them
+// know whether they roll it out, RolloutStarted is Unknown and the
+// placement reports no index. It reports whether the conditions are final.
+func (c *computation) externalRollout(picked []fleet.PerClusterPlacementStatus) (bool, error) {
+	st := &c.p.Status
+	unknown := func(message string) {
+		c.set(&st.Conditions, cond(typeFor(c.p, rolloutStarted.suffix()), metav1.ConditionUnknown,
+			rolloutControlledByExternalControllerReason, message, c.p.Generation))
+		c.keepOnly(map[resourceCondition]bool{rolloutStarted: true})
+	}
+	index := picked[0].ObservedResourceIndex
+	for _, s := range picked[1:] {
+		if s.ObservedResourceIndex != index {
+			st.ObservedResourceIndex, st.SelectedResources = "", nil
+			unknown(externalMixedMessage)
+			return true, nil
+		}
+	}
+	if index == "" {
+		st.ObservedResourceIndex, st.SelectedResources = "", nil
+		unknown(externalNoneMessage)
+		return true, nil
+	}
+	st.ObservedResourceIndex = index
+	selected, err := c.in.snapshots.identifiers(index)
+	if err != nil {
+		return true, err
+	}
+	st.SelectedResources = selected
+	for _, s := range picked {
+		rs := meta.FindStatusCondition(s.Conditions, rolloutStarted.suffix())
+		if rs == nil || rs.ObservedGeneration != c.p.Generation || rs.Status == metav1.ConditionUnknown {
+			unknown(fmt.Sprintf(externalClusterUnknownMessage, s.ClusterName))
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// placementConditions summarizes the per-cluster conditions, type by type
+// in order, stopping after the first type that is not True everywhere
+// (KubeFleet's setPlacementConditions).
+func (c *computation) placementConditions(statuses []fleet.PerClusterPlacementStatus,
+	counts [totalConditions]map[metav1.ConditionStatus]int, expected []resourceCondition) {
+	st := &c.p.Status
+	kept := map[resourceCondition]bool{}
+	for _, rc := range expected {
+		kept[rc] = true
+		switch {
+		case counts[rc][metav1.ConditionUnknown] > 0:
+			c.set(&st.Conditions, rc.placementCondition(c.p, metav1.ConditionUnknown, counts[rc][metav1.ConditionUnknown]))
+		case counts[rc][metav1.ConditionFalse] > 0:
+			c.set(&st.Conditions, rc.placementCondition(c.p, metav1.ConditionFalse, counts[rc][metav1.ConditionFalse]))
+		default:
+			pc := rc.placementCondition(c.p, metav1.ConditionTrue, counts[rc][metav1.ConditionTrue])
+			if rc == overridden && !anyOverride(statuses) {
+				pc.Reason, pc.Message = overrideNotSpecifiedReason, overrideNotSpecifiedMessage
+			}
+			c.set(&st.Conditions, pc)
+			continue
+		}
+		break
+	}
+	c.keepOnly(kept)
+}
+
+func anyOverride(statuses []fleet.PerClusterPlacementStatus) bool {
+	for _, s := range statuses {
+		if len(s.ApplicableResourceOverrides) > 0 || len(s.ApplicableClusterResourceOverrides) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// keepOnly drops the placement-level rollout conditions not in keep (the
+// Scheduled condition always stays), so a status never shows a condition
+// from an earlier computation.
+func (c *computation) keepOnly(keep map[resourceCondition]bool) {
+	for rc := rolloutStarted; rc < totalConditions; rc++ {
+		if !keep[rc] {
+			meta.RemoveStatusCondition(&c.p.Status.Conditions, typeFor(c.p, rc.suffix()))
+		}
+	}
+}
