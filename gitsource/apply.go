@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
@@ -203,7 +201,7 @@ func (s *Source) attempt(ctx context.Context, op, branch string, ops map[string]
 		return res, false, s.wrap(op, err)
 	}
 
-	pushErr := s.push(ctx, branch, commit)
+	pushErr := s.push(ctx, branch, commit, parent)
 	if pushErr == nil {
 		s.setTip(branch, commit)
 		s.log.Info("pushed", "branch", branch, "commit", commit.String())
@@ -240,23 +238,6 @@ func (s *Source) writeCommit(tree, parent plumbing.Hash, msg string) (plumbing.H
 		return plumbing.ZeroHash, err
 	}
 	return s.store.SetEncodedObject(obj)
-}
-
-// push sends commit to branch without force: the remote accepts it only as
-// a fast-forward of the branch's current tip.
-func (s *Source) push(ctx context.Context, branch string, commit plumbing.Hash) error {
-	creds, err := s.cfg.Auth.resolve(s.ep, s.red)
-	if err != nil {
-		return err
-	}
-	spec := config.RefSpec(commit.String() + ":" + plumbing.NewBranchReferenceName(branch).String())
-	return s.repo.PushContext(ctx, &git.PushOptions{
-		RemoteName: remoteName,
-		RemoteURL:  s.url,
-		RefSpecs:   []config.RefSpec{spec},
-		Auth:       creds.method,
-		CABundle:   creds.caBundle,
-	})
 }
 
 func (s *Source) setTip(branch string, h plumbing.Hash) {

@@ -154,6 +154,9 @@ func TestApplyRacesHumans(t *testing.T) {
 		t.Errorf("final status %q, want the last pass", got)
 	}
 
+	// The remote is whole: every object the pushes needed arrived.
+	runGit(t, f.bare, "fsck", "--strict", "--no-progress")
+
 	// History only moved forward.
 	data, err := os.ReadFile(updates)
 	if err != nil {

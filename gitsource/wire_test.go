@@ -148,6 +148,7 @@ func exerciseWire(t *testing.T, f *fixture, cfg Config) {
 	if got := f.show(t, "gitfleet/approve/a1", "approvals/a1.yaml"); got != "ok" {
 		t.Fatalf("approve branch content %q", got)
 	}
+	runGit(t, f.bare, "fsck", "--strict", "--no-progress")
 }
 
 func TestGitDaemon(t *testing.T) {

@@ -1,0 +1,197 @@
+package gitsource
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/revlist"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+)
+
+// errBranchMoved means the remote branch is not where the commit being
+// pushed expects it: someone pushed first.
+var errBranchMoved = errors.New("rejected: the remote branch moved (fetch first)")
+
+// packWindow is the delta window of pushed packs (go-git's default).
+const packWindow = 10
+
+// push updates branch on the remote from parent to commit, as a
+// compare-and-swap: it is sent only if the remote branch is at parent (or
+// does not exist), with parent as the expected old value, which the
+// server re-checks under its ref lock. That makes every push a
+// fast-forward without depending on the server's
+// receive.denyNonFastForwards, and never a force.
+//
+// go-git's own Push computes the objects to send by walking the whole
+// history reachable from the remote's refs, which makes each push slower
+// than the last on a branch that gains a status commit per reconcile pass.
+// Here the remote is known to have parent, so only the objects of the new
+// commit that differ from parent's are sent: the cost follows the size of
+// the change, not of the history.
+func (s *Source) push(ctx context.Context, branch string, commit, parent plumbing.Hash) (err error) {
+	creds, err := s.cfg.Auth.resolve(s.ep, s.red)
+	if err != nil {
+		return err
+	}
+	ep := *s.ep
+	ep.CaBundle = creds.caBundle
+	tr, err := client.NewClient(&ep)
+	if err != nil {
+		return err
+	}
+	sess, err := tr.NewReceivePackSession(&ep, creds.method)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := sess.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	adv, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		return err
+	}
+	refs, err := adv.AllReferences()
+	if err != nil {
+		return err
+	}
+	name := plumbing.NewBranchReferenceName(branch)
+	var old plumbing.Hash
+	if ref, err := refs.Reference(name); err == nil {
+		old = ref.Hash()
+	}
+	switch {
+	case old == commit:
+		return nil
+	case !old.IsZero() && old != parent:
+		return errBranchMoved
+	}
+
+	remoteHas := map[plumbing.Hash]bool{}
+	iter, err := refs.IterReferences()
+	if err != nil {
+		return err
+	}
+	_ = iter.ForEach(func(r *plumbing.Reference) error {
+		if r.Type() == plumbing.HashReference {
+			remoteHas[r.Hash()] = true
+		}
+		return nil
+	})
+	objects, err := s.objectsToPush(commit, parent, remoteHas)
+	if err != nil {
+		return err
+	}
+
+	req := packp.NewReferenceUpdateRequestFromCapabilities(adv.Capabilities)
+	req.Commands = []*packp.Command{{Name: name, Old: old, New: commit}}
+	rd, wr := io.Pipe()
+	req.Packfile = rd
+	encoded := make(chan error, 1)
+	go func() {
+		enc := packfile.NewEncoder(wr, s.store, !adv.Capabilities.Supports(capability.OFSDelta))
+		_, err := enc.Encode(objects, packWindow)
+		encoded <- err
+		wr.CloseWithError(err)
+	}()
+	report, err := sess.ReceivePack(ctx, req)
+	if err != nil {
+		rd.Close() // unblock the encoder
+		<-encoded
+		return err
+	}
+	if err := <-encoded; err != nil {
+		return err
+	}
+	if report != nil {
+		return report.Error()
+	}
+	return nil
+}
+
+// objectsToPush lists the objects the remote needs to have commit, given
+// the hashes its refs point at.
+func (s *Source) objectsToPush(commit, parent plumbing.Hash, remoteHas map[plumbing.Hash]bool) ([]plumbing.Hash, error) {
+	c, err := object.GetCommit(s.store, commit)
+	if err != nil {
+		return nil, err
+	}
+	var baseTree plumbing.Hash
+	switch {
+	case parent.IsZero():
+		// A root commit: everything.
+	case remoteHas[parent]:
+		// A Git repository holds everything reachable from its refs.
+		if baseTree, err = s.treeOf(parent); err != nil {
+			return nil, err
+		}
+	default:
+		// The remote may lack parent (it was rewound, or parent is on no
+		// ref): fall back to a full reachability walk.
+		var have []plumbing.Hash
+		for h := range remoteHas {
+			if s.store.HasEncodedObject(h) == nil {
+				have = append(have, h)
+			}
+		}
+		return revlist.Objects(s.store, []plumbing.Hash{commit}, have)
+	}
+	out := []plumbing.Hash{commit}
+	seen := map[plumbing.Hash]bool{}
+	if err := s.newObjects(c.TreeHash, baseTree, seen, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// newObjects appends tree and every object below it that base (the tree
+// at the same path in the parent commit, zero if none) does not have at
+// the same place.
+func (s *Source) newObjects(tree, base plumbing.Hash, seen map[plumbing.Hash]bool, out *[]plumbing.Hash) error {
+	if tree == base || seen[tree] {
+		return nil
+	}
+	seen[tree] = true
+	*out = append(*out, tree)
+	entries, err := s.treeEntries(tree)
+	if err != nil {
+		return err
+	}
+	baseEntries, err := s.treeEntries(base)
+	if err != nil {
+		return err
+	}
+	for name, e := range entries {
+		b, inBase := baseEntries[name]
+		if inBase && b.Hash == e.Hash {
+			continue
+		}
+		switch e.Mode {
+		case filemode.Submodule:
+			// A commit of another repository: nothing to send.
+		case filemode.Dir:
+			var sub plumbing.Hash
+			if inBase && b.Mode == filemode.Dir {
+				sub = b.Hash
+			}
+			if err := s.newObjects(e.Hash, sub, seen, out); err != nil {
+				return err
+			}
+		default:
+			if !seen[e.Hash] {
+				seen[e.Hash] = true
+				*out = append(*out, e.Hash)
+			}
+		}
+	}
+	return nil
+}
+
