@@ -194,4 +194,3 @@ func (s *Source) newObjects(tree, base plumbing.Hash, seen map[plumbing.Hash]boo
 	}
 	return nil
 }
-
