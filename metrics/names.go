@@ -1,0 +1,96 @@
+package metrics
+
+// Metric names, in one place. The fleet_ ones are KubeFleet's (spec §7) and
+// must not change; the gitfleet_ ones follow Prometheus naming rules (base
+// units, _total counters, _seconds durations).
+const (
+	UpdateRunStatusLastTimestampSeconds          = "fleet_workload_update_run_status_last_timestamp_seconds"
+	UpdateRunApprovalRequestLatencySeconds       = "fleet_workload_update_run_approval_request_latency_seconds"
+	UpdateRunStageClusterUpdatingDurationSeconds = "fleet_workload_update_run_stage_cluster_updating_duration_seconds"
+	UpdateRunStageClusters                       = "gitfleet_update_run_stage_clusters"
+	UpdateRuns                                   = "gitfleet_update_runs"
+	ApprovalRequestPendingSeconds                = "gitfleet_approval_request_pending_seconds"
+	ClusterResourceSnapshotIndex                 = "gitfleet_cluster_resource_snapshot_index"
+	GitFetchDurationSeconds                      = "gitfleet_git_fetch_duration_seconds"
+	GitFetchErrorsTotal                          = "gitfleet_git_fetch_errors_total"
+	RenderDurationSeconds                        = "gitfleet_render_duration_seconds"
+	StatusPushesTotal                            = "gitfleet_status_pushes_total"
+	StatusWritebackLagSeconds                    = "gitfleet_status_writeback_lag_seconds"
+	ReconcileErrorsTotal                         = "gitfleet_reconcile_errors_total"
+	LastProcessedCommitTimestampSeconds          = "gitfleet_last_processed_commit_timestamp_seconds"
+	LastProcessedCommitInfo                      = "gitfleet_last_processed_commit_info"
+	ResourceSnapshotsTotal                       = "gitfleet_resource_snapshots_total"
+)
+
+// Label names. KubeFleet's camelCase ones (failureType, taskType) are kept
+// as upstream spells them, although Prometheus style is snake_case:
+// compatibility with existing KubeFleet queries wins.
+const (
+	LabelNamespace   = "namespace"
+	LabelName        = "name"
+	LabelState       = "state"
+	LabelCondition   = "condition"
+	LabelStatus      = "status"
+	LabelReason      = "reason"
+	LabelFailureType = "failureType"
+	LabelTaskType    = "taskType"
+	// LabelTaskTypeSnake is gitfleet's own spelling of the task type label.
+	LabelTaskTypeSnake = "task_type"
+	LabelStage         = "stage"
+	LabelPhase         = "phase"
+	LabelPlacement     = "placement"
+	LabelCluster       = "cluster"
+	LabelResult        = "result"
+	LabelController    = "controller"
+	LabelCommit        = "commit"
+)
+
+// failureType label values (spec §7).
+const (
+	FailureTypeNone     = "none"
+	FailureTypeUser     = "user_error"
+	FailureTypeInternal = "internal_error"
+)
+
+// Cluster states of gitfleet_update_run_stage_clusters.
+const (
+	ClusterPending   = "pending"
+	ClusterUpdating  = "updating"
+	ClusterSucceeded = "succeeded"
+	ClusterFailed    = "failed"
+)
+
+// Results of gitfleet_status_pushes_total.
+const (
+	PushSuccess  = "success"
+	PushConflict = "conflict"
+	PushError    = "error"
+)
+
+// Buckets of the KubeFleet histograms (spec §7), and of gitfleet's timing
+// histograms: a fetch or a render takes from milliseconds to a minute.
+var (
+	ApprovalLatencyBuckets       = []float64{60, 300, 900, 1800, 3600, 7200, 21600, 43200, 86400}
+	StageUpdatingDurationBuckets = []float64{15, 30, 60, 120, 300, 600, 1800, 3600}
+	PipelineDurationBuckets      = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+)
+
+// Names lists every metric this package registers.
+var Names = []string{
+	UpdateRunStatusLastTimestampSeconds,
+	UpdateRunApprovalRequestLatencySeconds,
+	UpdateRunStageClusterUpdatingDurationSeconds,
+	UpdateRunStageClusters,
+	UpdateRuns,
+	ApprovalRequestPendingSeconds,
+	ClusterResourceSnapshotIndex,
+	GitFetchDurationSeconds,
+	GitFetchErrorsTotal,
+	RenderDurationSeconds,
+	StatusPushesTotal,
+	StatusWritebackLagSeconds,
+	ReconcileErrorsTotal,
+	LastProcessedCommitTimestampSeconds,
+	LastProcessedCommitInfo,
+	ResourceSnapshotsTotal,
+}
