@@ -75,7 +75,7 @@ func (e ManifestError) Error() string {
 	s += ": "
 	if e.Kind != "" || e.Name != "" {
 		name := e.Name
-		if e.Namespace != "" {
+		if e.Namespace != "" && name != "" {
 			name = e.Namespace + "/" + name
 		}
 		switch {

@@ -98,10 +98,11 @@ func errLine(err error, fallback int) int {
 	return fallback
 }
 
-// nodeValue converts a YAML node into a JSON-compatible value the way
-// kubectl's YAML→JSON conversion does, except that timestamps stay strings
-// (a date in a ConfigMap must not become an RFC 3339 time) and duplicate
-// keys are an error instead of last-one-wins.
+// nodeValue converts a YAML node into a JSON-compatible value with YAML 1.2
+// rules, as kustomize (kyaml) reads manifests, so both layouts agree: yes/no
+// stay strings, timestamps stay strings (a date in a ConfigMap must not
+// become an RFC 3339 time), integers are int64, and duplicate keys are an
+// error instead of last-one-wins.
 func nodeValue(n *yaml.Node, budget *int) (any, error) {
 	*budget--
 	if *budget < 0 {

@@ -1,0 +1,122 @@
+package render
+
+import (
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// wantErr describes one expected ManifestError; Line 0 and empty strings
+// are not checked except File and Field, which every row names.
+type wantErr struct {
+	File, Field, Kind, Name, Message string
+	Line                             int
+}
+
+func matchErr(t *testing.T, got ManifestError, w wantErr) {
+	t.Helper()
+	if got.File != w.File || got.Field != w.Field || (w.Line != 0 && got.Line != w.Line) ||
+		(w.Kind != "" && got.Kind != w.Kind) || (w.Name != "" && got.Name != w.Name) ||
+		!strings.Contains(got.Message, w.Message) {
+		t.Errorf("got  %#v\nwant %#v", got, w)
+	}
+	if !strings.HasPrefix(got.Error(), w.File) || !strings.Contains(got.Error(), w.Field) {
+		t.Errorf("Error() %q does not name file %q and field %q", got.Error(), w.File, w.Field)
+	}
+}
+
+// Every broken repository holds one broken object and a good ConfigMap
+// "still-here": the broken object is reported with file and field and left
+// out, the rest keeps rendering.
+func TestRenderReportsBrokenObjectsAndKeepsTheRest(t *testing.T) {
+	for _, tc := range []struct {
+		dir  string
+		opts Options
+		want []wantErr
+	}{
+		{"yaml-syntax", Options{}, []wantErr{{File: "bad.yaml", Line: 7, Message: "YAML syntax error: did not find expected key"}}},
+		{"unknown-kind", Options{}, []wantErr{{File: "override.yaml", Line: 2, Field: "kind", Kind: "ClusterResourceOverride", Name: "example-cro",
+			Message: "kind ClusterResourceOverride is not supported by gitfleet"}}},
+		{"missing-field", Options{}, []wantErr{
+			{File: "nokind.yaml", Line: 1, Field: "kind", Name: "what-am-i", Message: "required field is missing"},
+			{File: "noname.yaml", Line: 3, Field: "metadata.name", Kind: "ConfigMap", Message: "required field is missing"},
+			{File: "run.yaml", Line: 5, Field: "spec.placementName", Kind: "ClusterStagedUpdateRun", Name: "example-run", Message: "Required value"},
+		}},
+		{"invalid-strategy", Options{}, []wantErr{
+			{File: "strategy.yaml", Line: 11, Field: "spec.stages[1].maxConcurrency", Kind: "ClusterStagedUpdateStrategy", Name: "example-strategy",
+				Message: "Invalid value: 0: maxConcurrency must be at least 1"},
+			{File: "waittime.yaml", Line: 11, Field: "spec.stages[0].afterStageTasks[0].waitTime", Name: "daily",
+				Message: `Invalid value: "1d": spec.stages[0].afterStageTasks[0].waitTime in body should match`},
+		}},
+		{"invalid-state", Options{}, []wantErr{{File: "run.yaml", Line: 8, Field: "spec.state", Name: "example-run",
+			Message: `Unsupported value: "Running": supported values: "Initialize", "Run", "Stop"`}}},
+		{"bad-label-selector", Options{}, []wantErr{{File: "placement.yaml", Line: 10, Field: "spec.resourceSelectors[0].labelSelector", Name: "example-placement",
+			Message: `the labelSelector in resource selector is invalid: "Maybe" is not a valid label selector operator`}}},
+		{"duplicate-names", Options{}, []wantErr{{File: "b/cm.yaml", Line: 2, Kind: "ConfigMap", Name: "test-cm",
+			Message: "duplicate definition: ConfigMap test-namespace/test-cm is also defined in a/cm.yaml:1"}}},
+		{"unknown-field", Options{}, []wantErr{{File: "strategy.yaml", Line: 9, Field: "spec.stages[0].maxConcurency", Name: "example-strategy",
+			Message: "unknown field"}}},
+		{"file-too-big", Options{MaxFileSize: 1024}, []wantErr{{File: "big.yaml", Message: "file is larger than the 1024 bytes limit"}}},
+		{"approval-outside", Options{}, []wantErr{{File: "approval.yaml", Line: 2, Field: "kind", Name: "example-run-after-canary",
+			Message: "ClusterApprovalRequest objects belong in the approvals/ folder"}}},
+		{"old-version", Options{}, []wantErr{{File: "run.yaml", Line: 1, Field: "apiVersion", Name: "example-run",
+			Message: "placement.kubernetes-fleet.io/v1alpha1 is not supported by gitfleet"}}},
+		{"no-namespace", Options{}, []wantErr{{File: "cm.yaml", Line: 3, Field: "metadata.namespace", Name: "floating",
+			Message: "ConfigMap is namespaced; set metadata.namespace"}}},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			c := renderDir(t, "testdata/broken/"+tc.dir, tc.opts)
+			if len(c.Errors) != len(tc.want) {
+				t.Fatalf("got %d errors, want %d: %v", len(c.Errors), len(tc.want), c.Errors)
+			}
+			for i := range tc.want {
+				matchErr(t, c.Errors[i], tc.want[i])
+			}
+			if got := resourceKeys(c.Resources); !reflect.DeepEqual(got, []string{"ConfigMap test-namespace/still-here"}) {
+				t.Errorf("resources = %v, want only the good ConfigMap", got)
+			}
+			if n := len(c.Members) + len(c.Placements) + len(c.Strategies) + len(c.Runs); n != 0 {
+				t.Errorf("%d invalid fleet objects reached the content", n)
+			}
+		})
+	}
+}
+
+// Kustomize failures fail the whole render: there is no partial build to
+// trust. The error names the file and, where gitfleet refused a reference
+// before building, the field.
+func TestRenderKustomizeFailuresNameFileAndField(t *testing.T) {
+	// A network attempt would fail differently (no git on PATH, dead proxy),
+	// so matching gitfleet's own message proves none was made.
+	t.Setenv("PATH", "")
+	t.Setenv("HTTPS_PROXY", "http://127.0.0.1:1")
+	t.Setenv("HTTP_PROXY", "http://127.0.0.1:1")
+	for _, tc := range []struct {
+		dir  string
+		opts Options
+		want wantErr
+	}{
+		{"kustomize-escape", Options{}, wantErr{File: "kustomization.yaml", Field: "resources[1]", Message: `"../outside.yaml" escapes the repository root`}},
+		{"kustomize-root-only", Options{Path: "app"}, wantErr{File: "app/kustomization.yaml",
+			Message: "kustomize build failed: accumulating resources: accumulation err='accumulating resources from '../shared/cm.yaml': security; file 'shared/cm.yaml' is not in or below 'app'"}},
+		{"remote-base", Options{}, wantErr{File: "kustomization.yaml", Field: "resources[1]",
+			Message: "is a remote reference; gitfleet renders only what is in the commit (no network)"}},
+		{"remote-file", Options{}, wantErr{File: "kustomization.yaml", Field: "patches[0].path",
+			Message: "is a remote reference; gitfleet renders only what is in the commit (no network)"}},
+		{"kustomize-syntax", Options{}, wantErr{File: "kustomization.yaml", Line: 2, Message: "YAML syntax error: did not find expected key"}},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			c, err := Render(os.DirFS("testdata/broken/"+tc.dir), tc.opts)
+			if err == nil {
+				t.Fatalf("Render succeeded: %+v", c)
+			}
+			var merr *ManifestError
+			if !errors.As(err, &merr) {
+				t.Fatalf("error %v is not a *ManifestError", err)
+			}
+			matchErr(t, *merr, tc.want)
+		})
+	}
+}
