@@ -125,19 +125,27 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 		Available:        !sim.unavailable && sim.availableAfter == 0,
 	}
 	s.placed[key] = p
-	if !p.Available && !sim.unavailable {
-		s.timers[key] = s.clock.AfterFunc(sim.availableAfter, func() { s.becomeAvailable(key, gen) })
-	}
+	isAvailable := p.Available
 	s.mu.Unlock()
 
 	s.log.Debug("applied", "binding", key, "generation", gen, "snapshot", p.ResourceSnapshot,
-		"resources", len(p.Resources), "available", p.Available)
+		"resources", len(p.Resources), "available", isAvailable)
 	conds := []metav1.Condition{overridden(gen), workSynchronized(gen), applied(gen)}
-	if p.Available {
+	if isAvailable {
 		return s.reporter.ReportBindingStatus(key, gen, append(conds, available(gen)), nil)
 	}
-	return s.reporter.ReportBindingStatus(key, gen, append(conds, notAvailable(gen, d.WorkName())),
+	err = s.reporter.ReportBindingStatus(key, gen, append(conds, notAvailable(gen, d.WorkName())),
 		failedPlacements(d.Resources, gen))
+	if !sim.unavailable {
+		// Armed only now, so the Available report can never overtake the
+		// not-yet-available one.
+		s.mu.Lock()
+		if s.placed[key] == p {
+			s.timers[key] = s.clock.AfterFunc(sim.availableAfter, func() { s.becomeAvailable(key, gen) })
+		}
+		s.mu.Unlock()
+	}
+	return err
 }
 
 // becomeAvailable is the end of a sim-available-after wait.

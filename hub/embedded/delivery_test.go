@@ -493,3 +493,32 @@ func TestMissingSnapshotFailsTheWorkSync(t *testing.T) {
 		t.Fatalf("member1 holds %+v, want nothing", got)
 	}
 }
+
+func TestAvailabilityArrivesFromARealTimer(t *testing.T) {
+	ctx := context.Background()
+	h := embedded.New(clock.Real{}, nil)
+	h.ApplyMemberCluster(simulated("member1", fleet.SimAvailableAfterAnnotation, "20ms"))
+	f := &fixture{t: t, ctx: ctx, hub: h}
+	f.hub.ApplyPlacement(&fleet.Placement{ObjectMeta: metav1.ObjectMeta{Name: placementName}})
+	f.snapshot(0, "value1")
+	must(t, h.CreateBinding(ctx, &fleet.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: bindingName("member1"), Labels: map[string]string{fleet.PlacementTrackingLabel: placementName}},
+		Spec:       fleet.ResourceBindingSpec{State: fleet.BindingStateScheduled, TargetCluster: "member1"},
+	}))
+	woken := make(chan struct{}, 16)
+	h.Subscribe(func(hub.Event) { woken <- struct{}{} })
+	f.bind("member1", 0)
+	must(t, h.Commit(ctx))
+
+	deadline := time.After(5 * time.Second)
+	for {
+		if c := cond(f.binding("member1"), fleet.ResourceBindingAvailable); c != nil && c.Status == metav1.ConditionTrue {
+			return
+		}
+		select {
+		case <-woken:
+		case <-deadline:
+			t.Fatalf("member1 never became available; conditions %+v", f.binding("member1").Status.Conditions)
+		}
+	}
+}
