@@ -6,8 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // TestApplyReappliesOnMovedBranch: gitfleet's cached tip is stale because a
@@ -214,4 +217,83 @@ func isAncestorStr(t *testing.T, repo, a, b string) bool {
 	}
 	_, err := gitErr(repo, "merge-base", "--is-ancestor", a, b)
 	return err == nil
+}
+
+// TestConcurrentUse: every method may be called from many goroutines, and
+// the commits and trees handed out stay usable while the cache is being
+// written. Run with -race.
+func TestConcurrentUse(t *testing.T) {
+	ctx := ctxT(t)
+	f := newFixture(t)
+	s := f.open(t)
+	head, _ := s.Head(ctx)
+	tree, err := s.Tree(ctx, head.Commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	errs := make(chan error, 64)
+	done := make(chan struct{})
+	var workers sync.WaitGroup
+	work := func(fn func(i int) error) {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if err := fn(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	work(func(int) error { _, err := s.Fetch(ctx); return err })
+	work(func(int) error {
+		file, err := tree.File("workloads/app/cm.yaml")
+		if err != nil {
+			return err
+		}
+		_, err = file.Contents()
+		return err
+	})
+	work(func(int) error {
+		h, err := s.Head(ctx)
+		if err != nil {
+			return err
+		}
+		commits, err := s.FirstParentHistory(ctx, plumbing.ZeroHash, h.Commit)
+		if err != nil {
+			return err
+		}
+		_, err = commits[len(commits)-1].Tree()
+		return err
+	})
+	work(func(int) error {
+		h, err := s.Head(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = s.ReadTree(ctx, h.Commit, "")
+		return err
+	})
+
+	for i := range 10 {
+		if _, err := s.Apply(ctx, Change{Writes: map[string][]byte{"status/n.yaml": fmt.Appendf(nil, "%d\n", i)}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := humanPush(f.work, 1000+i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	workers.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
