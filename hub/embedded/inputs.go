@@ -189,3 +189,57 @@ func setMemberKind(m *fleet.MemberCluster) {
 	m.APIVersion = fleet.ClusterAPIVersion
 	m.Kind = fleet.KindMemberCluster
 }
+
+// ListUpdateStrategies returns every strategy.
+func (h *Hub) ListUpdateStrategies() []*fleet.UpdateStrategy {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.strategies.list(nil)
+}
+
+// AnnotateUpdateRun sets (or, with an empty value, removes) one annotation
+// on a run without touching its spec or generation: gitfleet's notes to
+// the user, such as a rejected spec change, that must survive in the run's
+// status file.
+func (h *Hub) AnnotateUpdateRun(key hub.Key, name, value string) {
+	h.mu.Lock()
+	defer h.unlock()
+	cur, ok := h.runs.peek(key)
+	if !ok || cur.Annotations[name] == value {
+		return
+	}
+	next := cur.DeepCopy()
+	if value == "" {
+		delete(next.Annotations, name)
+	} else {
+		if next.Annotations == nil {
+			next.Annotations = map[string]string{}
+		}
+		next.Annotations[name] = value
+	}
+	h.stamp(next, false)
+	h.runs.put(next)
+	h.persist(next)
+}
+
+// AnnotatePlacement is AnnotateUpdateRun for placements.
+func (h *Hub) AnnotatePlacement(key hub.Key, name, value string) {
+	h.mu.Lock()
+	defer h.unlock()
+	cur, ok := h.placements.peek(key)
+	if !ok || cur.Annotations[name] == value {
+		return
+	}
+	next := cur.DeepCopy()
+	if value == "" {
+		delete(next.Annotations, name)
+	} else {
+		if next.Annotations == nil {
+			next.Annotations = map[string]string{}
+		}
+		next.Annotations[name] = value
+	}
+	h.stamp(next, false)
+	h.placements.put(next)
+	h.persist(next)
+}

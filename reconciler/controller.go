@@ -1,0 +1,293 @@
+// Package reconciler drives gitfleet's reconcilers: the scheduler, the
+// update-run engine (reconciler/updaterun) and the placement status, on a
+// deduplicating work queue fed by hub events and by the engine's requeue
+// timers. The same Controller runs against the wall clock in `serve` and in
+// virtual time in `simulate`.
+package reconciler
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/clock"
+	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/reconciler/updaterun"
+)
+
+// Key addresses a run or a placement.
+type Key = hub.Key
+
+// RunReconciler is the update-run engine.
+type RunReconciler interface {
+	Reconcile(ctx context.Context, key Key) (updaterun.Result, error)
+}
+
+// Scheduler turns a placement's policy into policy snapshots and bindings.
+type Scheduler interface {
+	Schedule(ctx context.Context, placement Key) error
+}
+
+// PlacementStatus recomputes a placement's status from its bindings.
+type PlacementStatus func(ctx context.Context, placement Key) error
+
+// Committer makes the hub's changes durable and then performs the side
+// effects they guard (deliveries to members). It runs after every pass.
+type Committer interface {
+	Commit(ctx context.Context) error
+}
+
+// PassObserver is told about every run pass, with the run before and after
+// (nil when absent); `simulate` builds its timeline from it.
+type PassObserver func(before, after *fleet.UpdateRun)
+
+// Controller is the work loop.
+type Controller struct {
+	Hub       hub.Hub
+	Clock     clock.Clock
+	Runs      RunReconciler
+	Scheduler Scheduler       // optional
+	Status    PlacementStatus // optional
+	Committer Committer       // optional
+	Observer  PassObserver    // optional
+	Log       *slog.Logger
+	// SafetyPoll re-checks every run at least this often even when nothing
+	// was requeued (default 5m).
+	SafetyPoll time.Duration
+	// StatusDelay debounces placement status updates (default 1s), so a pass
+	// that touches many bindings recomputes the status once.
+	StatusDelay time.Duration
+
+	q       *queue
+	once    sync.Once
+	mu      sync.Mutex
+	results map[Key]updaterun.Result
+	errs    map[Key]error
+}
+
+const (
+	statusItem itemKind = 2
+)
+
+func (c *Controller) init() {
+	c.once.Do(func() {
+		c.q = newQueue(c.Clock)
+		c.results = map[Key]updaterun.Result{}
+		c.errs = map[Key]error{}
+		if c.Log == nil {
+			c.Log = slog.New(slog.DiscardHandler)
+		}
+		if c.SafetyPoll == 0 {
+			c.SafetyPoll = 5 * time.Minute
+		}
+		if c.StatusDelay == 0 {
+			c.StatusDelay = time.Second
+		}
+		if n, ok := c.Hub.(hub.Notifier); ok {
+			n.Subscribe(c.onEvent)
+		}
+	})
+}
+
+// onEvent maps hub changes to work, which is what makes cluster completion
+// wake its run at once (deliberate difference 1).
+func (c *Controller) onEvent(e hub.Event) {
+	switch e.Kind {
+	case hub.EventUpdateRun, hub.EventApprovalRequest:
+		if e.Run.Name != "" {
+			c.q.add(item{runItem, e.Run})
+		}
+	case hub.EventBinding:
+		c.enqueueRunsOf(e.Placement)
+		c.q.addAfter(item{statusItem, e.Placement}, c.StatusDelay)
+	case hub.EventPlacement:
+		c.q.add(item{placementItem, e.Placement})
+	case hub.EventMemberCluster:
+		c.EnqueueAllPlacements()
+	case hub.EventPolicySnapshot, hub.EventResourceSnapshot:
+		c.q.addAfter(item{statusItem, e.Placement}, c.StatusDelay)
+	}
+}
+
+func (c *Controller) enqueueRunsOf(placement Key) {
+	runs, err := c.Hub.ListUpdateRuns(context.Background())
+	if err != nil {
+		return
+	}
+	for _, r := range runs {
+		if r.Namespace == placement.Namespace && r.Spec.PlacementName == placement.Name {
+			c.q.add(item{runItem, Key{Namespace: r.Namespace, Name: r.Name}})
+		}
+	}
+}
+
+// EnqueueRun asks for a pass of one run.
+func (c *Controller) EnqueueRun(key Key) {
+	c.init()
+	c.q.add(item{runItem, key})
+}
+
+// EnqueuePlacement asks for scheduling and a status update of a placement.
+func (c *Controller) EnqueuePlacement(key Key) {
+	c.init()
+	c.q.add(item{placementItem, key})
+}
+
+// EnqueueAll queues every placement and every run.
+func (c *Controller) EnqueueAll() {
+	c.init()
+	c.EnqueueAllPlacements()
+	runs, _ := c.Hub.ListUpdateRuns(context.Background())
+	for _, r := range runs {
+		c.q.add(item{runItem, Key{Namespace: r.Namespace, Name: r.Name}})
+	}
+}
+
+// EnqueueAllPlacements queues every placement for scheduling.
+func (c *Controller) EnqueueAllPlacements() {
+	c.init()
+	ps, _ := c.Hub.ListPlacements(context.Background())
+	for _, p := range ps {
+		c.q.add(item{placementItem, Key{Namespace: p.Namespace, Name: p.Name}})
+	}
+}
+
+// Drain processes queued work until the queue is empty. It does not wait
+// for timers: in virtual time the caller advances the clock and drains again.
+func (c *Controller) Drain(ctx context.Context) {
+	c.init()
+	for ctx.Err() == nil {
+		it, ok := c.q.pop()
+		if !ok {
+			return
+		}
+		c.process(ctx, it)
+	}
+}
+
+// Run processes work until ctx is done; timers fire on the controller's
+// clock. It returns after the current item finishes.
+func (c *Controller) Run(ctx context.Context) {
+	c.init()
+	defer c.q.stopTimers()
+	for {
+		c.Drain(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.q.wake:
+		}
+	}
+}
+
+// PendingTimers is the number of the controller's own requeue timers.
+func (c *Controller) PendingTimers() int {
+	c.init()
+	return c.q.pendingTimers()
+}
+
+// Blocked reports whether every known run is blocked on a person (or
+// finished) and its last pass succeeded. Runs never reconciled yet count as
+// not blocked.
+func (c *Controller) Blocked(ctx context.Context) bool {
+	c.init()
+	runs, err := c.Hub.ListUpdateRuns(ctx)
+	if err != nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range runs {
+		k := Key{Namespace: r.Namespace, Name: r.Name}
+		res, seen := c.results[k]
+		if !seen || !res.Blocked || c.errs[k] != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Result returns a run's last pass result and error.
+func (c *Controller) Result(key Key) (updaterun.Result, error, bool) {
+	c.init()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.results[key]
+	return r, c.errs[key], ok
+}
+
+func (c *Controller) process(ctx context.Context, it item) {
+	switch it.kind {
+	case runItem:
+		c.processRun(ctx, it)
+	case placementItem:
+		if c.Scheduler != nil {
+			if err := c.Scheduler.Schedule(ctx, it.key); err != nil {
+				c.Log.Error("scheduling failed", "placement", it.key.String(), "err", err)
+				c.q.addAfter(it, c.q.failed(it))
+				return
+			}
+		}
+		c.q.forget(it)
+		c.commit(ctx)
+		c.q.addAfter(item{statusItem, it.key}, c.StatusDelay)
+		c.enqueueRunsOf(it.key)
+	case statusItem:
+		if c.Status != nil {
+			if err := c.Status(ctx, it.key); err != nil && !hub.IsNotFound(err) {
+				c.Log.Error("placement status update failed", "placement", it.key.String(), "err", err)
+				c.q.addAfter(it, c.q.failed(it))
+				return
+			}
+			c.commit(ctx)
+		}
+		c.q.forget(it)
+	}
+}
+
+func (c *Controller) processRun(ctx context.Context, it item) {
+	var before *fleet.UpdateRun
+	if c.Observer != nil {
+		before, _ = c.Hub.GetUpdateRun(ctx, it.key)
+	}
+	res, err := c.Runs.Reconcile(ctx, it.key)
+	c.commit(ctx)
+	if c.Observer != nil {
+		after, gerr := c.Hub.GetUpdateRun(ctx, it.key)
+		if gerr != nil {
+			after = nil
+		}
+		c.Observer(before, after)
+	}
+	c.mu.Lock()
+	c.results[it.key] = res
+	c.errs[it.key] = err
+	c.mu.Unlock()
+	switch {
+	case err != nil:
+		c.Log.Info("run pass failed, retrying", "run", it.key.String(), "err", err)
+		c.q.addAfter(it, c.q.failed(it))
+	case res.Requeue:
+		c.q.forget(it)
+		c.q.add(it)
+	case res.RequeueAfter > 0:
+		c.q.forget(it)
+		c.q.addAfter(it, res.RequeueAfter)
+	default:
+		c.q.forget(it)
+		if _, gerr := c.Hub.GetUpdateRun(ctx, it.key); gerr == nil && !res.Blocked {
+			c.q.addAfter(it, c.SafetyPoll)
+		}
+	}
+}
+
+func (c *Controller) commit(ctx context.Context) {
+	if c.Committer == nil {
+		return
+	}
+	if err := c.Committer.Commit(ctx); err != nil {
+		c.Log.Error("committing hub state failed", "err", err)
+	}
+}

@@ -1,0 +1,314 @@
+// Package simulate runs the real engine on a fleet repository in virtual
+// time: it replays the branch's first-parent history into resource snapshot
+// indexes (as `serve` records them), loads the fleet objects at HEAD into an
+// embedded hub with simulated members, and lets the controller run while a
+// fake clock jumps from timer to timer. Nothing is written to the repository.
+package simulate
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"testing/fstest"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/clock"
+	"github.com/gitfleet/gitfleet/gitsource"
+	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/hub/embedded"
+	"github.com/gitfleet/gitfleet/reconciler"
+	"github.com/gitfleet/gitfleet/reconciler/placement"
+	"github.com/gitfleet/gitfleet/reconciler/scheduler"
+	"github.com/gitfleet/gitfleet/reconciler/updaterun"
+	"github.com/gitfleet/gitfleet/render"
+	"github.com/gitfleet/gitfleet/status"
+)
+
+// Options configure a simulation.
+type Options struct {
+	// Repo is the path of a local Git repository.
+	Repo string
+	// Branch to replay (default: the repository's current branch).
+	Branch string
+	// Path is the hub content folder inside the repository (default ".").
+	Path string
+	// Approve approves every approval request the instant it appears.
+	Approve bool
+	// Until bounds the virtual time (default 24h).
+	Until time.Duration
+	// Start is the virtual start time (default 2026-01-01T00:00:00Z).
+	Start time.Time
+	// StuckThreshold is the engine's stuck threshold (default 5m).
+	StuckThreshold time.Duration
+	Log            *slog.Logger
+}
+
+// Result is what a simulation leaves behind.
+type Result struct {
+	Timeline []Event
+	// Elapsed is the virtual time the simulation covered.
+	Elapsed time.Duration
+	// Hub holds the final objects.
+	Hub *embedded.Hub
+	// Commits is the number of first-parent commits replayed.
+	Commits int
+	// ManifestErrors are problems found in the manifests at HEAD.
+	ManifestErrors []render.ManifestError
+}
+
+// Run simulates the repository.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	if opts.Until == 0 {
+		opts.Until = 24 * time.Hour
+	}
+	if opts.Start.IsZero() {
+		opts.Start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	if opts.Path == "" {
+		opts.Path = "."
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	history, src, cleanup, err := openHistory(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+
+	clk := clock.NewFake(opts.Start)
+	h := embedded.New(clk, nil)
+	h.SetSelector(render.Select)
+
+	res := &Result{Hub: h, Commits: len(history)}
+	var head *render.Content
+	for _, c := range history {
+		content, err := renderCommit(ctx, src, c, opts.Path)
+		if err != nil {
+			return nil, fmt.Errorf("rendering commit %s: %w", c.String()[:12], err)
+		}
+		if err := recordSnapshots(ctx, h, content, c.String()); err != nil {
+			return nil, fmt.Errorf("recording snapshots of commit %s: %w", c.String()[:12], err)
+		}
+		head = content
+	}
+	if head == nil {
+		return nil, fmt.Errorf("branch has no commits")
+	}
+	res.ManifestErrors = head.Errors
+	loadFleet(h, head)
+
+	engine := &updaterun.Reconciler{Hub: h, Clock: clk, StuckThreshold: opts.StuckThreshold, Log: opts.Log}
+	sched := &scheduler.Scheduler{Hub: h, Clock: clk}
+	ctrl := &reconciler.Controller{
+		Hub: h, Clock: clk, Runs: engine, Scheduler: sched, Committer: h, Log: opts.Log,
+		Status: func(ctx context.Context, key hub.Key) error { return placement.UpdateStatus(ctx, h, clk, key) },
+		Observer: func(before, after *fleet.UpdateRun) {
+			name := nameOf(before, after)
+			for _, m := range diffRun(before, after) {
+				res.Timeline = append(res.Timeline, Event{At: clk.Now().Sub(opts.Start), Run: name, Message: m})
+			}
+		},
+	}
+	ctrl.EnqueueAll()
+	for ctx.Err() == nil {
+		ctrl.Drain(ctx)
+		if opts.Approve {
+			names, err := approveAll(ctx, h, clk)
+			if err != nil {
+				return nil, err
+			}
+			for _, a := range names {
+				res.Timeline = append(res.Timeline, Event{At: clk.Now().Sub(opts.Start), Run: a[0], Message: "approved " + a[1] + " (--approve)"})
+			}
+			if len(names) > 0 {
+				continue
+			}
+		}
+		// Stop when every run waits on a person (or is done) and nothing but
+		// the controller's own polls could change that.
+		if ctrl.Blocked(ctx) && clk.Pending() == ctrl.PendingTimers() {
+			break
+		}
+		next, ok := clk.Next()
+		if !ok || next.Sub(opts.Start) > opts.Until {
+			break
+		}
+		clk.Step()
+	}
+	// Bring placement statuses up to date with the final bindings.
+	ps, _ := h.ListPlacements(ctx)
+	for _, p := range ps {
+		if err := placement.UpdateStatus(ctx, h, clk, hub.Key{Namespace: p.Namespace, Name: p.Name}); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.Commit(ctx); err != nil {
+		return nil, err
+	}
+	res.Elapsed = clk.Now().Sub(opts.Start)
+	return res, ctx.Err()
+}
+
+func nameOf(before, after *fleet.UpdateRun) string {
+	r := after
+	if r == nil {
+		r = before
+	}
+	if r == nil {
+		return ""
+	}
+	if r.Namespace != "" {
+		return r.Namespace + "/" + r.Name
+	}
+	return r.Name
+}
+
+// openHistory clones the repository into a temporary cache (so nothing is
+// written to it) and lists the branch's first-parent commits, oldest first.
+func openHistory(ctx context.Context, opts Options) ([]plumbing.Hash, *gitsource.Source, func(), error) {
+	branch := opts.Branch
+	if branch == "" {
+		repo, err := git.PlainOpenWithOptions(opts.Repo, &git.PlainOpenOptions{DetectDotGit: true})
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("opening repository %s: %w", opts.Repo, err)
+		}
+		ref, err := repo.Head()
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("reading HEAD of %s: %w", opts.Repo, err)
+		}
+		if !ref.Name().IsBranch() {
+			return nil, nil, nil, fmt.Errorf("HEAD of %s is detached; pass --branch", opts.Repo)
+		}
+		branch = ref.Name().Short()
+	}
+	dir, err := os.MkdirTemp("", "gitfleet-simulate-")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	src, err := gitsource.Open(ctx, gitsource.Config{URL: opts.Repo, Branch: branch, CacheDir: dir, Logger: opts.Log})
+	if err != nil {
+		cleanup()
+		return nil, nil, nil, err
+	}
+	head, err := src.Fetch(ctx)
+	if err != nil {
+		cleanup()
+		return nil, nil, nil, err
+	}
+	commits, err := src.FirstParentHistory(ctx, plumbing.ZeroHash, head.Commit)
+	if err != nil {
+		cleanup()
+		return nil, nil, nil, err
+	}
+	hashes := make([]plumbing.Hash, len(commits))
+	for i, c := range commits {
+		hashes[i] = c.Hash
+	}
+	return hashes, src, cleanup, nil
+}
+
+// renderCommit renders the hub content of one commit.
+func renderCommit(ctx context.Context, src *gitsource.Source, c plumbing.Hash, path string) (*render.Content, error) {
+	files, err := src.ReadTree(ctx, c, "")
+	if err != nil {
+		return nil, err
+	}
+	return render.Render(mapFS(files), render.Options{Path: path})
+}
+
+func mapFS(files map[string][]byte) fs.FS {
+	m := make(fstest.MapFS, len(files))
+	for p, data := range files {
+		m[p] = &fstest.MapFile{Data: data, Mode: 0o644}
+	}
+	return m
+}
+
+// recordSnapshots gives every placement whose selected resources changed a
+// new resource snapshot index, annotated with the commit.
+func recordSnapshots(ctx context.Context, h *embedded.Hub, content *render.Content, commit string) error {
+	for _, p := range content.Placements {
+		selected, err := render.Select(p, content.Resources)
+		if err != nil {
+			return err
+		}
+		if _, _, err := updaterun.EnsureLatestResourceSnapshot(ctx, h, p, selected, commit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadFleet puts the fleet objects of HEAD into the hub.
+func loadFleet(h *embedded.Hub, c *render.Content) {
+	h.SetResources(c.Resources)
+	for _, m := range c.Members {
+		h.ApplyMemberCluster(m)
+	}
+	for _, p := range c.Placements {
+		h.ApplyPlacement(p)
+	}
+	for _, s := range c.Strategies {
+		h.ApplyUpdateStrategy(s)
+	}
+	for _, r := range c.Runs {
+		h.ApplyUpdateRun(r)
+	}
+}
+
+// approveAll approves every approval request that is not approved yet, as
+// `gitfleet approve` would, and returns the [run, request] names approved.
+func approveAll(ctx context.Context, h *embedded.Hub, clk clock.Clock) ([][2]string, error) {
+	var out [][2]string
+	for _, ns := range namespacesOfRuns(ctx, h) {
+		ars, err := h.ListApprovalRequests(ctx, ns, nil)
+		if err != nil {
+			return out, err
+		}
+		for _, a := range ars {
+			if approved(a) {
+				continue
+			}
+			if err := h.ApplyApprovalRequestStatus(status.ApprovedCopy(a, clk.Now())); err != nil {
+				return out, err
+			}
+			run := a.Spec.TargetUpdateRun
+			if a.Namespace != "" {
+				run = a.Namespace + "/" + run
+			}
+			out = append(out, [2]string{run, a.Name})
+		}
+	}
+	return out, nil
+}
+
+func namespacesOfRuns(ctx context.Context, h *embedded.Hub) []string {
+	runs, _ := h.ListUpdateRuns(ctx)
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range runs {
+		if !seen[r.Namespace] {
+			seen[r.Namespace] = true
+			out = append(out, r.Namespace)
+		}
+	}
+	return out
+}
+
+func approved(a *fleet.ApprovalRequest) bool {
+	for _, c := range a.Status.Conditions {
+		if c.Type == fleet.ApprovalRequestConditionApproved && c.Status == metav1.ConditionTrue && c.ObservedGeneration == a.Generation {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,194 @@
+package simulate
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gitfleet/gitfleet/hub"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// newRepo makes a Git repository (with the git CLI, as a person would)
+// whose history is one commit per step; each step maps file names to
+// contents (nil deletes the file).
+func newRepo(t *testing.T, steps ...map[string][]byte) string {
+	t.Helper()
+	dir := t.TempDir()
+	step := 0
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		// Fixed identities and dates make commit hashes, and so the
+		// golden files that show them, reproducible.
+		date := fmt.Sprintf("2026-01-01T00:%02d:00Z", step)
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=dev", "GIT_AUTHOR_EMAIL=dev@example.com",
+			"GIT_COMMITTER_NAME=dev", "GIT_COMMITTER_EMAIL=dev@example.com",
+			"GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date, "GIT_CONFIG_GLOBAL=/dev/null")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q", "-b", "main")
+	for i, files := range steps {
+		step = i
+		for name, data := range files {
+			p := filepath.Join(dir, name)
+			if data == nil {
+				git("rm", "-q", name)
+				continue
+			}
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			git("add", name)
+		}
+		git("commit", "-q", "-m", fmt.Sprintf("step %d", i+1))
+	}
+	return dir
+}
+
+// quickstart returns the files of examples/quickstart.
+func quickstart(t *testing.T) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	entries, err := os.ReadDir("../examples/quickstart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join("../examples/quickstart", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = data
+	}
+	return files
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (run with -update to accept):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestQuickstartWaitsOnCanaryApproval(t *testing.T) {
+	repo := newRepo(t, quickstart(t))
+	res, err := Run(context.Background(), Options{Repo: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := WriteTimeline(&out, res.Timeline); err != nil {
+		t.Fatal(err)
+	}
+	out.WriteString("\n")
+	if err := WriteSummary(context.Background(), &out, res); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "quickstart.txt", out.Bytes())
+
+	// The order the seed demo promises: member2, the wait, member3, member1,
+	// then the canary approval.
+	text := out.String()
+	order := []string{
+		"stage staging: cluster member2 started",
+		"stage staging: wait time elapsed",
+		"stage canary: cluster member3 started",
+		"stage canary: cluster member1 started",
+		"approval requested: example-run-after-canary",
+	}
+	at := 0
+	for _, s := range order {
+		i := strings.Index(text[at:], s)
+		if i < 0 {
+			t.Fatalf("timeline lacks %q after offset %d:\n%s", s, at, text)
+		}
+		at += i
+	}
+}
+
+func TestQuickstartApprovedSucceedsAndYAMLIsDeterministic(t *testing.T) {
+	repo := newRepo(t, quickstart(t))
+	render := func() []byte {
+		res, err := Run(context.Background(), Options{Repo: repo, Approve: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := WriteObjects(context.Background(), &out, res.Hub); err != nil {
+			t.Fatal(err)
+		}
+		return out.Bytes()
+	}
+	first, second := render(), render()
+	if !bytes.Equal(first, second) {
+		t.Fatal("two simulations of the same repository printed different YAML")
+	}
+	golden(t, "quickstart-approved.yaml", first)
+	if !bytes.Contains(first, []byte("reason: UpdateRunSucceeded")) {
+		t.Fatal("the approved run did not succeed")
+	}
+}
+
+func TestRollbackPreviewUsesOlderSnapshot(t *testing.T) {
+	files := quickstart(t)
+	delete(files, "run.yaml")
+	v2 := []byte(strings.Replace(string(files["workload.yaml"]), "key: value1", "key: value2", 1))
+	rollback := []byte(`apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ClusterStagedUpdateRun
+metadata:
+  name: rollback-run
+spec:
+  placementName: example-placement
+  resourceSnapshotIndex: "0"
+  stagedRolloutStrategyName: example-strategy
+  state: Run
+`)
+	repo := newRepo(t, files, map[string][]byte{"workload.yaml": v2}, map[string][]byte{"rollback.yaml": rollback})
+	res, err := Run(context.Background(), Options{Repo: repo, Approve: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Commits != 3 {
+		t.Fatalf("replayed %d commits, want 3", res.Commits)
+	}
+	snaps, err := res.Hub.ListResourceSnapshots(context.Background(), keyOf("example-placement"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) != 2 {
+		t.Fatalf("got %d resource snapshots, want 2 (the run-only commit changes no resources)", len(snaps))
+	}
+	run, err := res.Hub.GetUpdateRun(context.Background(), keyOf("rollback-run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status.ResourceSnapshotIndexUsed != "0" || run.Phase() != "Succeeded" {
+		t.Fatalf("rollback run used index %q, phase %s", run.Status.ResourceSnapshotIndexUsed, run.Phase())
+	}
+}
+
+func keyOf(name string) hub.Key { return hub.Key{Name: name} }

@@ -1,0 +1,77 @@
+package simulate
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+)
+
+// WriteSummary prints one line per run: its phase and what it waits for.
+func WriteSummary(ctx context.Context, w io.Writer, res *Result) error {
+	runs, err := res.Hub.ListUpdateRuns(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "Summary after %s of virtual time (%d commit(s) replayed):\n", formatOffset(res.Elapsed), res.Commits)
+	for _, e := range res.ManifestErrors {
+		fmt.Fprintf(w, "  manifest error: %s\n", e.Error())
+	}
+	if len(runs) == 0 {
+		fmt.Fprintln(w, "  no update runs in the repository")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "  RUN\tPHASE\tDETAIL")
+	for _, r := range runs {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", nameOf(nil, r), r.Phase(), detail(r))
+	}
+	return tw.Flush()
+}
+
+// detail says where a run is, in words a person can act on.
+func detail(r *fleet.UpdateRun) string {
+	conds := r.Status.Conditions
+	switch r.Phase() {
+	case fleet.PhaseInitFailed:
+		return meta.FindStatusCondition(conds, fleet.StagedUpdateRunConditionInitialized).Message
+	case fleet.PhaseFailed:
+		return meta.FindStatusCondition(conds, fleet.StagedUpdateRunConditionSucceeded).Message
+	case fleet.PhaseInitialized:
+		return "state is Initialize: set spec.state to Run to start"
+	case fleet.PhaseSucceeded:
+		return fmt.Sprintf("resource snapshot %s on every cluster", r.Status.ResourceSnapshotIndexUsed)
+	case fleet.PhaseWaiting, fleet.PhaseStopped, fleet.PhaseStuck, fleet.PhaseStopping:
+		if pending := pendingApprovals(r); len(pending) > 0 {
+			return "waiting for approval: " + strings.Join(pending, ", ") + " (gitfleet approve NAME)"
+		}
+		return meta.FindStatusCondition(conds, fleet.StagedUpdateRunConditionProgressing).Message
+	}
+	if p := meta.FindStatusCondition(conds, fleet.StagedUpdateRunConditionProgressing); p != nil {
+		return p.Message
+	}
+	return ""
+}
+
+// pendingApprovals lists the approval requests of the active stage that were
+// created and not yet approved.
+func pendingApprovals(r *fleet.UpdateRun) []string {
+	var out []string
+	for _, st := range r.Status.StagesStatus {
+		for _, tasks := range [][]fleet.StageTaskStatus{st.BeforeStageTaskStatus, st.AfterStageTaskStatus} {
+			for _, t := range tasks {
+				if t.Type == fleet.StageTaskTypeApproval &&
+					meta.IsStatusConditionTrue(t.Conditions, fleet.StageTaskConditionApprovalRequestCreated) &&
+					!meta.IsStatusConditionTrue(t.Conditions, fleet.StageTaskConditionApprovalRequestApproved) {
+					out = append(out, t.ApprovalRequestName)
+				}
+			}
+		}
+	}
+	return out
+}
