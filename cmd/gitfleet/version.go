@@ -13,10 +13,10 @@ var version = "dev"
 
 func newVersionCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the gitfleet version",
+		Use:     "version",
+		Short:   "Print the gitfleet version",
 		Example: `  gitfleet version`,
-		Args:  cobra.NoArgs,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			commit := "unknown"
 			if info, ok := debug.ReadBuildInfo(); ok {
