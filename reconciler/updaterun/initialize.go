@@ -46,7 +46,7 @@ func (p *pass) initialize() (*plan, error) {
 	}
 	p.set(&st.Conditions, fleet.StagedUpdateRunConditionInitialized, metav1.ConditionTrue,
 		fleet.UpdateRunInitializeSucceededReason, InitializedSucceededMessage)
-	if err := p.writeStatus(); err != nil {
+	if err := p.writeStatusAndContinue(); err != nil {
 		return nil, err
 	}
 	pl := newPlan(p, st, selected, toDelete)

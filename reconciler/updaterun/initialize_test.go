@@ -15,8 +15,12 @@ import (
 
 const validationPrefix = "cannot continue the updateRun: failed to validate the updateRun: "
 
-func userMsg(s string) string       { return validationPrefix + "failed to process the request due to a client error: " + s }
-func unexpectedMsg2(s string) string { return validationPrefix + "unexpected behavior which cannot be handled by the controller: " + s }
+func userMsg(s string) string {
+	return validationPrefix + "failed to process the request due to a client error: " + s
+}
+func unexpectedMsg2(s string) string {
+	return validationPrefix + "unexpected behavior which cannot be handled by the controller: " + s
+}
 
 // k prints a key of the env's family the way KubeFleet's messages do.
 func (e *env) k(name string) string { return e.ns + "/" + name }
@@ -55,7 +59,9 @@ func (e *env) withSelection(data string) []*unstructured.Unstructured {
 	}}
 	res := []*unstructured.Unstructured{cm}
 	e.h.SetResources(res)
-	e.h.SetSelector(func(_ *fleet.Placement, r []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) { return r, nil })
+	e.h.SetSelector(func(_ *fleet.Placement, r []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+		return r, nil
+	})
 	return res
 }
 
@@ -121,22 +127,30 @@ func TestInitialization(t *testing.T) {
 			},
 		},
 		{
-			name:        "4 no latest policy snapshot",
-			setup:       func(e *env) { e.updatePolicySnapshot(1, func(s *fleet.PolicySnapshot) { s.Labels[fleet.IsLatestSnapshotLabel] = "false" }) },
-			wantMsg:     func(e *env) string { return validationPrefix + "no latest policy snapshot found for placement " + e.k(placementName) },
+			name: "4 no latest policy snapshot",
+			setup: func(e *env) {
+				e.updatePolicySnapshot(1, func(s *fleet.PolicySnapshot) { s.Labels[fleet.IsLatestSnapshotLabel] = "false" })
+			},
+			wantMsg: func(e *env) string {
+				return validationPrefix + "no latest policy snapshot found for placement " + e.k(placementName)
+			},
 			failureType: FailureTypeInternalError,
 		},
 		{
-			name:  "5 two latest policy snapshots",
-			setup: func(e *env) { e.updatePolicySnapshot(0, func(s *fleet.PolicySnapshot) { s.Labels[fleet.IsLatestSnapshotLabel] = "true" }) },
+			name: "5 two latest policy snapshots",
+			setup: func(e *env) {
+				e.updatePolicySnapshot(0, func(s *fleet.PolicySnapshot) { s.Labels[fleet.IsLatestSnapshotLabel] = "true" })
+			},
 			wantMsg: func(e *env) string {
 				return unexpectedMsg2("multiple active policy snapshots found for placement " + e.k(placementName) + ": got 2, want 1")
 			},
 			failureType: FailureTypeInternalError,
 		},
 		{
-			name:  "6 policy snapshot without index label",
-			setup: func(e *env) { e.updatePolicySnapshot(1, func(s *fleet.PolicySnapshot) { delete(s.Labels, fleet.PolicyIndexLabel) }) },
+			name: "6 policy snapshot without index label",
+			setup: func(e *env) {
+				e.updatePolicySnapshot(1, func(s *fleet.PolicySnapshot) { delete(s.Labels, fleet.PolicyIndexLabel) })
+			},
 			wantMsg: func(e *env) string {
 				return unexpectedMsg2("policy snapshot `" + e.k(placementName+"-1") + "` does not have a policy index label")
 			},
@@ -155,7 +169,9 @@ func TestInitialization(t *testing.T) {
 			setup: func(e *env) {
 				e.updatePolicySnapshot(1, func(s *fleet.PolicySnapshot) { s.Status.Conditions[0].Status = metav1.ConditionFalse })
 			},
-			wantMsg: func(e *env) string { return validationPrefix + "policy snapshot `" + placementName + "-1` not fully scheduled yet" },
+			wantMsg: func(e *env) string {
+				return validationPrefix + "policy snapshot `" + placementName + "-1` not fully scheduled yet"
+			},
 			check: func(t *testing.T, e *env, run *fleet.UpdateRun) {
 				if run.Status.PolicySnapshotIndexUsed != "1" || run.Status.PolicyObservedClusterCount != 10 {
 					t.Errorf("policy %q count %d persisted", run.Status.PolicySnapshotIndexUsed, run.Status.PolicyObservedClusterCount)
@@ -167,7 +183,9 @@ func TestInitialization(t *testing.T) {
 			setup: func(e *env) {
 				e.updatePolicySnapshot(1, func(s *fleet.PolicySnapshot) { s.Status.Conditions[0].ObservedGeneration = 0 })
 			},
-			wantMsg: func(e *env) string { return validationPrefix + "policy snapshot `" + placementName + "-1` not fully scheduled yet" },
+			wantMsg: func(e *env) string {
+				return validationPrefix + "policy snapshot `" + placementName + "-1` not fully scheduled yet"
+			},
 		},
 		{
 			name: "9 PickN records index and count",
@@ -201,7 +219,9 @@ func TestInitialization(t *testing.T) {
 					s.Status.Conditions[0].Status = metav1.ConditionFalse
 				})
 			},
-			wantMsg: func(e *env) string { return validationPrefix + "policy snapshot `" + placementName + "-1` not fully scheduled yet" },
+			wantMsg: func(e *env) string {
+				return validationPrefix + "policy snapshot `" + placementName + "-1` not fully scheduled yet"
+			},
 			check: func(t *testing.T, e *env, run *fleet.UpdateRun) {
 				if run.Status.PolicyObservedClusterCount != -1 {
 					t.Errorf("count %d", run.Status.PolicyObservedClusterCount)
@@ -238,7 +258,9 @@ func TestInitialization(t *testing.T) {
 				e.deleteBindings(targetClusters()...)
 				e.h.DeleteUpdateStrategy(hub.Key{Namespace: e.ns, Name: strategyName})
 			},
-			wantMsg:     func(e *env) string { return userMsg("referenced updateStrategy not found: `" + e.k(strategyName) + "`") },
+			wantMsg: func(e *env) string {
+				return userMsg("referenced updateStrategy not found: `" + e.k(strategyName) + "`")
+			},
 			failureType: FailureTypeUserError,
 			check: func(t *testing.T, e *env, run *fleet.UpdateRun) {
 				if run.Status.PolicyObservedClusterCount != 0 {
@@ -264,9 +286,11 @@ func TestInitialization(t *testing.T) {
 			},
 		},
 		{
-			name:        "18 strategy missing",
-			setup:       func(e *env) { e.h.DeleteUpdateStrategy(hub.Key{Namespace: e.ns, Name: strategyName}) },
-			wantMsg:     func(e *env) string { return userMsg("referenced updateStrategy not found: `" + e.k(strategyName) + "`") },
+			name:  "18 strategy missing",
+			setup: func(e *env) { e.h.DeleteUpdateStrategy(hub.Key{Namespace: e.ns, Name: strategyName}) },
+			wantMsg: func(e *env) string {
+				return userMsg("referenced updateStrategy not found: `" + e.k(strategyName) + "`")
+			},
 			failureType: FailureTypeUserError,
 		},
 		{
@@ -425,7 +449,9 @@ func TestInitialization(t *testing.T) {
 				e.deleteResourceSnapshots()
 				e.resourceSnapshot(0, true, "")
 			},
-			wantMsg:     func(e *env) string { return unexpectedMsg2("no master resourceSnapshot found for placement " + e.k(placementName)) },
+			wantMsg: func(e *env) string {
+				return unexpectedMsg2("no master resourceSnapshot found for placement " + e.k(placementName))
+			},
 			failureType: FailureTypeInternalError,
 		},
 		{

@@ -105,7 +105,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key hub.Key) (Result, error)
 	}
 	if !slices.Contains(run.Finalizers, fleet.UpdateRunFinalizer) {
 		run.Finalizers = append(run.Finalizers, fleet.UpdateRunFinalizer)
-		if err := p.writeStatus(); err != nil {
+		if err := p.writeStatusAndContinue(); err != nil {
 			return Result{}, err
 		}
 		p.log.Info("added the update run finalizer")
@@ -267,12 +267,22 @@ func (p *pass) recordSucceeded() error {
 	return p.writeStatus()
 }
 
-// writeStatus persists the run's status (and finalizers). The hub does not
-// hand back the new resourceVersion, so it is re-read: a later write in the
-// same pass (initialization, then execution) must not conflict with our own.
+// writeStatus persists the run's status (and finalizers) as the pass's
+// last write.
 func (p *pass) writeStatus() error {
 	if err := p.r.Hub.UpdateUpdateRunStatus(p.ctx, p.run); err != nil {
 		return fmt.Errorf("writing the status of update run %s: %w", p.key(), err)
+	}
+	return nil
+}
+
+// writeStatusAndContinue persists the status when the pass goes on to write
+// again (finalizer, then initialization, then execution). The hub does not
+// hand back the new resourceVersion, so it is re-read; the later write must
+// not conflict with our own.
+func (p *pass) writeStatusAndContinue() error {
+	if err := p.writeStatus(); err != nil {
+		return err
 	}
 	cur, err := p.r.Hub.GetUpdateRun(p.ctx, p.key())
 	if err != nil {

@@ -18,6 +18,12 @@ type plainHub struct{ hub.Hub }
 type countingHub struct {
 	hub.Hub
 	lists atomic.Int64
+	gets  atomic.Int64
+}
+
+func (c *countingHub) GetBinding(ctx context.Context, k hub.Key) (*fleet.Binding, error) {
+	c.gets.Add(1)
+	return c.Hub.GetBinding(ctx, k)
 }
 
 func (c *countingHub) PlanRevision() uint64 { return c.Hub.(hub.Revisioner).PlanRevision() }
@@ -99,7 +105,9 @@ func TestValidation(t *testing.T) {
 			e.mutateStatus(func(st *fleet.UpdateRunStatus) {
 				st.StagedUpdateStrategySnapshot.Stages = append(st.StagedUpdateStrategySnapshot.Stages, fleet.StageConfig{Name: "stage3"})
 			})
-		}, wantMsg: func(*env) string { return abort + "the number of stages in the updateRun has changed, new: 3, existing: 2" }},
+		}, wantMsg: func(*env) string {
+			return abort + "the number of stages in the updateRun has changed, new: 3, existing: 2"
+		}},
 		{name: "9 stage renamed in the strategy snapshot", change: func(e *env) {
 			e.mutateStatus(func(st *fleet.UpdateRunStatus) { st.StagedUpdateStrategySnapshot.Stages[0].Name = "stage1-renamed" })
 		}, wantMsg: func(*env) string {
@@ -117,7 +125,9 @@ func TestValidation(t *testing.T) {
 			return abort + "the `3` cluster in the `0` stage has changed, new: cluster-1, existing: cluster-3"
 		}},
 		{name: "12 PickAll ignores the cluster count annotation", pickAll: true, change: func(e *env) {
-			e.updatePolicySnapshot(1, func(s *fleet.PolicySnapshot) { s.Annotations = map[string]string{fleet.NumberOfClustersAnnotation: "3"} })
+			e.updatePolicySnapshot(1, func(s *fleet.PolicySnapshot) {
+				s.Annotations = map[string]string{fleet.NumberOfClustersAnnotation: "3"}
+			})
 		}},
 	}
 	hubs := []struct {
