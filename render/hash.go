@@ -21,9 +21,7 @@ func SnapshotSpec(resources []*unstructured.Unstructured) (fleet.ResourceSnapsho
 	SortResources(sorted)
 	spec := fleet.ResourceSnapshotSpec{SelectedResources: make([]runtime.RawExtension, 0, len(sorted))}
 	for _, u := range sorted {
-		c := u.DeepCopy()
-		sanitize(c)
-		raw, err := json.Marshal(c.Object)
+		raw, err := json.Marshal(sanitized(u))
 		if err != nil {
 			return fleet.ResourceSnapshotSpec{}, fmt.Errorf("encode %s: %w", refOf(u), err)
 		}

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
@@ -34,28 +33,46 @@ var applyRank = func() map[string]int {
 // kinds after them, by "group/version, Kind=kind", then "namespace/name".
 // The order is total for distinct objects, hence deterministic.
 func SortResources(rs []*unstructured.Unstructured) {
-	sort.SliceStable(rs, func(i, j int) bool { return lessResource(rs[i], rs[j]) })
+	keys := make([]sortKey, len(rs))
+	for i, u := range rs {
+		keys[i] = keyOf(u)
+	}
+	idx := make([]int, len(rs))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return keys[idx[a]].less(keys[idx[b]]) })
+	sorted := make([]*unstructured.Unstructured, len(rs))
+	for i, j := range idx {
+		sorted[i] = rs[j]
+	}
+	copy(rs, sorted)
 }
 
-func lessResource(a, b *unstructured.Unstructured) bool {
-	ga, gb := a.GroupVersionKind(), b.GroupVersionKind()
-	ra, aok := applyRank[ga.Kind]
-	rb, bok := applyRank[gb.Kind]
-	var ka, kb string
-	switch {
-	case aok && bok && ra != rb:
-		return ra < rb
-	case aok && bok:
-		ka, kb = ga.GroupVersion().String(), gb.GroupVersion().String()
-	case aok:
-		return true
-	case bok:
-		return false
-	default:
-		ka, kb = ga.String(), gb.String()
+// sortKey holds what the comparison needs, computed once per resource.
+type sortKey struct {
+	rank   int // index in ApplyOrder, or len(ApplyOrder) for other kinds
+	gvk    string
+	nsName string
+}
+
+func keyOf(u *unstructured.Unstructured) sortKey {
+	gvk := u.GroupVersionKind()
+	k := sortKey{nsName: u.GetNamespace() + "/" + u.GetName()}
+	if r, ok := applyRank[gvk.Kind]; ok {
+		k.rank, k.gvk = r, gvk.GroupVersion().String()
+	} else {
+		k.rank, k.gvk = len(ApplyOrder), gvk.String()
 	}
-	if c := strings.Compare(ka, kb); c != 0 {
+	return k
+}
+
+func (a sortKey) less(b sortKey) bool {
+	if a.rank != b.rank {
+		return a.rank < b.rank
+	}
+	if c := strings.Compare(a.gvk, b.gvk); c != 0 {
 		return c < 0
 	}
-	return fmt.Sprintf("%s/%s", a.GetNamespace(), a.GetName()) < fmt.Sprintf("%s/%s", b.GetNamespace(), b.GetName())
+	return a.nsName < b.nsName
 }

@@ -143,7 +143,7 @@ func (r *reader) plain(root string) ([]document, error) {
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() || !isManifestFile(p) {
+		if !d.Type().IsRegular() || !isManifestFile(p) || isKustomizationName(d.Name()) {
 			return nil
 		}
 		data, ok, err := r.readFile(p)
@@ -159,6 +159,17 @@ func (r *reader) plain(root string) ([]document, error) {
 		return nil
 	})
 	return docs, err
+}
+
+// isKustomizationName recognises kustomize's own files, which are
+// configuration rather than manifests when found below a plain root.
+func isKustomizationName(name string) bool {
+	for _, n := range kustomizationNames {
+		if name == n {
+			return true
+		}
+	}
+	return false
 }
 
 // assemble decodes documents into Content (approval requests separately),

@@ -95,13 +95,14 @@ spec: {placementName: rp, stagedRolloutStrategyName: s}
 
 func TestRenderReadsJSONAndSkipsOtherFiles(t *testing.T) {
 	c := renderFS(t, map[string]string{
-		"ns.json":           `{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app"}}`,
-		"notes.txt":         "apiVersion: v1\nkind: Namespace\nmetadata: {name: txt}\n",
-		".hidden.yaml":      "apiVersion: v1\nkind: Namespace\nmetadata: {name: hidden}\n",
-		"apps/.git/x.yaml":  "apiVersion: v1\nkind: Namespace\nmetadata: {name: git}\n",
-		"status/x.yaml":     "not: [valid",
-		"approvals/x.yaml":  "not: [valid",
-		"apps/status/x.yml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: nested-status}\n",
+		"ns.json":                 `{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app"}}`,
+		"notes.txt":               "apiVersion: v1\nkind: Namespace\nmetadata: {name: txt}\n",
+		".hidden.yaml":            "apiVersion: v1\nkind: Namespace\nmetadata: {name: hidden}\n",
+		"apps/.git/x.yaml":        "apiVersion: v1\nkind: Namespace\nmetadata: {name: git}\n",
+		"status/x.yaml":           "not: [valid",
+		"approvals/x.yaml":        "not: [valid",
+		"apps/status/x.yml":       "apiVersion: v1\nkind: Namespace\nmetadata: {name: nested-status}\n",
+		"apps/kustomization.yaml": "resources: [x.yaml]\n", // only Path's own kustomization counts
 	}, Options{})
 	if len(c.Errors) != 0 {
 		t.Fatalf("errors: %v", c.Errors)

@@ -8,7 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/hub/embedded"
 )
+
+// Select plugs into the embedded hub as is.
+var _ embedded.Selector = Select
 
 func obj(apiVersion, kind, namespace, name string, labels map[string]string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind}}

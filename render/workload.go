@@ -60,8 +60,7 @@ func sanitize(u *unstructured.Unstructured) {
 	if !ok {
 		return
 	}
-	for _, f := range []string{"resourceVersion", "uid", "generation", "selfLink", "creationTimestamp",
-		"deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "ownerReferences"} {
+	for f := range serverSetMetadata {
 		delete(meta, f)
 	}
 	if ann, ok := meta["annotations"].(map[string]any); ok {
@@ -70,4 +69,49 @@ func sanitize(u *unstructured.Unstructured) {
 			delete(meta, "annotations")
 		}
 	}
+}
+
+// serverSetMetadata are the metadata fields sanitize drops.
+var serverSetMetadata = map[string]bool{
+	"resourceVersion": true, "uid": true, "generation": true, "selfLink": true, "creationTimestamp": true,
+	"deletionTimestamp": true, "deletionGracePeriodSeconds": true, "managedFields": true, "ownerReferences": true,
+}
+
+// sanitized returns what sanitize would leave of u without copying u
+// deeply: only the maps sanitize changes are copied, the rest is shared, so
+// the result is for reading (encoding) only.
+func sanitized(u *unstructured.Unstructured) map[string]any {
+	out := make(map[string]any, len(u.Object))
+	for k, v := range u.Object {
+		if k != "status" {
+			out[k] = v
+		}
+	}
+	meta, ok := u.Object["metadata"].(map[string]any)
+	if !ok {
+		return out
+	}
+	m := make(map[string]any, len(meta))
+	for k, v := range meta {
+		if !serverSetMetadata[k] {
+			m[k] = v
+		}
+	}
+	if ann, ok := meta["annotations"].(map[string]any); ok {
+		if _, has := ann[lastAppliedAnnotation]; has {
+			a := make(map[string]any, len(ann))
+			for k, v := range ann {
+				if k != lastAppliedAnnotation {
+					a[k] = v
+				}
+			}
+			if len(a) == 0 {
+				delete(m, "annotations")
+			} else {
+				m["annotations"] = a
+			}
+		}
+	}
+	out["metadata"] = m
+	return out
 }
