@@ -1,0 +1,148 @@
+package printers
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/status"
+)
+
+func render(t *testing.T, f func(w io.Writer) error) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := f(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestTablesMatchGoldenFiles(t *testing.T) {
+	second := succeededRun()
+	second.Name, second.Spec.ResourceSnapshotIndex = "example-run-2", "0"
+	second.CreationTimestamp = at(4 * time.Minute)
+	second.Status = fleet.UpdateRunStatus{}
+	auto := waitingRun()
+	auto.Name, auto.Spec.ResourceSnapshotIndex = "example-run-auto", "" // rolls out the latest snapshot
+	runs := []*fleet.UpdateRun{succeededRun(), second, auto}
+	approvals := []*fleet.ApprovalRequest{approvalRequest("example-run-2", "canary", 4*time.Minute, false), approvalRequest("example-run", "canary", 105*time.Second, true)}
+	bindings := []*fleet.Binding{binding("member2", "e1a567da", true), binding("member1", "9a1ee3a0", false), binding("member3", "0c4d11f2", true)}
+	clusters := []*fleet.MemberCluster{
+		memberCluster("member3", map[string]string{"environment": "canary", "order": "1"}, true),
+		memberCluster("member1", map[string]string{"environment": "canary", "order": "2"}, true),
+		memberCluster("member2", map[string]string{"environment": "staging"}, false),
+	}
+	for _, wide := range []bool{false, true} {
+		opts := Options{Wide: wide}
+		suffix := ".txt"
+		if wide {
+			suffix = "-wide.txt"
+		}
+		cases := map[string]func(io.Writer) error{
+			"runs":       func(w io.Writer) error { return Runs(w, runs, now, opts) },
+			"approvals":  func(w io.Writer) error { return Approvals(w, approvals, now, opts) },
+			"snapshots":  func(w io.Writer) error { return Snapshots(w, demoSnapshots(), now, opts) },
+			"placements": func(w io.Writer) error { return Placements(w, []*fleet.Placement{demoPlacement()}, now, opts) },
+			"bindings":   func(w io.Writer) error { return Bindings(w, bindings, now, opts) },
+			"clusters":   func(w io.Writer) error { return Clusters(w, clusters, now, opts) },
+		}
+		for name, f := range cases {
+			t.Run(name+suffix, func(t *testing.T) { golden(t, name+suffix, render(t, f)) })
+		}
+	}
+}
+
+func TestTablesAddANamespaceColumnAcrossNamespaces(t *testing.T) {
+	cluster := waitingRun()
+	team := waitingRun()
+	team.Namespace, team.Name = "team-a", "web-app-rollout"
+	golden(t, "runs-all-namespaces.txt", render(t, func(w io.Writer) error {
+		return Runs(w, []*fleet.UpdateRun{team, cluster}, now, Options{})
+	}))
+
+	// One namespace (kubectl -n): no column.
+	got := string(render(t, func(w io.Writer) error { return Runs(w, []*fleet.UpdateRun{team}, now, Options{}) }))
+	if strings.Contains(got, "NAMESPACE") {
+		t.Errorf("single-namespace listing has a NAMESPACE column:\n%s", got)
+	}
+}
+
+func TestEmptyListPrintsNothing(t *testing.T) {
+	if got := render(t, func(w io.Writer) error { return Runs(w, nil, now, Options{}) }); len(got) != 0 {
+		t.Errorf("empty list printed %q", got)
+	}
+}
+
+func TestAgeIsKubectlsHumanDuration(t *testing.T) {
+	cases := []struct {
+		age  time.Duration
+		want string
+	}{
+		{4 * time.Second, "4s"},
+		{92 * time.Second, "92s"},
+		{159 * time.Second, "2m39s"},
+		{51 * time.Minute, "51m"},
+		{3*time.Hour + 20*time.Minute, "3h20m"},
+		{50 * time.Hour, "2d2h"},
+		{-time.Second, "0s"}, // clock skew: never negative
+	}
+	for _, tc := range cases {
+		if got := Age(metav1.NewTime(now.Add(-tc.age)), now); got != tc.want {
+			t.Errorf("Age(%v) = %q, want %q", tc.age, got, tc.want)
+		}
+	}
+	if got := Age(metav1.Time{}, now); got != "<unknown>" {
+		t.Errorf("Age(zero) = %q", got)
+	}
+}
+
+func TestDescribeRunMatchesGoldenFiles(t *testing.T) {
+	golden(t, "describe-run-waiting.txt", render(t, func(w io.Writer) error { return DescribeRun(w, waitingRun(), now) }))
+	golden(t, "describe-run-succeeded.txt", render(t, func(w io.Writer) error { return DescribeRun(w, succeededRun(), now) }))
+}
+
+func TestDescribeApprovalShowsLabelsLikeKubectl(t *testing.T) {
+	a := approvalRequest("example-run", "canary", 0, true)
+	a.Annotations = map[string]string{"note": "short", "long": strings.Repeat("x", 150)}
+	golden(t, "describe-approval.txt", render(t, func(w io.Writer) error { return Describe(w, a) }))
+}
+
+func TestSmartLabelSplitsCamelCaseLikeKubectl(t *testing.T) {
+	cases := map[string]string{
+		"observedGeneration":               "Observed Generation",
+		"apiVersion":                       "API Version",
+		"uid":                              "UID",
+		"policySnapshotIndexUsed":          "Policy Snapshot Index Used",
+		"afterStageTaskStatus":             "After Stage Task Status",
+		"HTTPServer":                       "HTTP Server",
+		"kubernetes-fleet.io/commit":       "kubernetes-fleet.io/commit",
+		"clusterResourceOverrideSnapshots": "Cluster Resource Override Snapshots",
+	}
+	for in, want := range cases {
+		if got := smartLabel(in); got != want {
+			t.Errorf("smartLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestYAMLStreamIsTheStatusFiles(t *testing.T) {
+	objs := []runtime.Object{waitingRun(), approvalRequest("example-run", "canary", 105*time.Second, false)}
+	got := render(t, func(w io.Writer) error { return YAML(w, objs...) })
+	golden(t, "yaml-stream.yaml", got)
+	docs := strings.Split(string(got), "---\n")
+	if len(docs) != len(objs) {
+		t.Fatalf("%d documents, want %d", len(docs), len(objs))
+	}
+	for i, d := range docs {
+		want, _ := status.Encode(objs[i])
+		if d != string(want) {
+			t.Errorf("document %d is not the status file:\n%s", i, d)
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package printers
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+)
+
+// Options select the output variant.
+type Options struct {
+	// Wide adds the -o wide columns.
+	Wide bool
+}
+
+// column is one table column. Wide columns print only with -o wide, at their
+// declared position (as kubectl does with priority-1 printer columns).
+type column[T any] struct {
+	header string
+	wide   bool
+	cell   func(T) string
+}
+
+// printTable writes a kubectl-style table: uppercase headers, columns
+// separated by at least three spaces. Objects are sorted by namespace then
+// name; a NAMESPACE column leads when they span several namespaces (as with
+// kubectl -A; a single namespace is implied, as with kubectl -n). An empty
+// list prints nothing: the caller says "No resources found".
+func printTable[T metav1.Object](w io.Writer, objs []T, cols []column[T], opts Options) error {
+	return printSorted(w, objs, cols, opts, func(a, b T) bool {
+		if a.GetNamespace() != b.GetNamespace() {
+			return a.GetNamespace() < b.GetNamespace()
+		}
+		return a.GetName() < b.GetName()
+	})
+}
+
+// printSorted is printTable with its own row order.
+func printSorted[T metav1.Object](w io.Writer, objs []T, cols []column[T], opts Options, less func(a, b T) bool) error {
+	if len(objs) == 0 {
+		return nil
+	}
+	sorted := append([]T(nil), objs...)
+	sort.SliceStable(sorted, func(i, j int) bool { return less(sorted[i], sorted[j]) })
+	namespaces := map[string]bool{}
+	for _, o := range sorted {
+		namespaces[o.GetNamespace()] = true
+	}
+	var shown []column[T]
+	if len(namespaces) > 1 {
+		shown = append(shown, column[T]{header: "NAMESPACE", cell: func(o T) string { return o.GetNamespace() }})
+	}
+	for _, c := range cols {
+		if !c.wide || opts.Wide {
+			shown = append(shown, c)
+		}
+	}
+
+	// kubectl's table writer: minwidth 6, tabwidth 4, padding 3, spaces.
+	tw := tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
+	headers := make([]string, len(shown))
+	for i, c := range shown {
+		headers[i] = c.header
+	}
+	fmt.Fprintln(tw, strings.Join(headers, "\t"))
+	for _, o := range sorted {
+		cells := make([]string, len(shown))
+		for i, c := range shown {
+			cells[i] = c.cell(o)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+// nameColumn is the NAME column every table starts with.
+func nameColumn[T metav1.Object]() column[T] {
+	return column[T]{header: "NAME", cell: func(o T) string { return o.GetName() }}
+}
+
+// ageColumn is kubectl's AGE: time since creation, "<unknown>" without one.
+func ageColumn[T metav1.Object](now time.Time) column[T] {
+	return column[T]{header: "AGE", cell: func(o T) string { return Age(o.GetCreationTimestamp(), now) }}
+}
+
+// Age formats the time since t like kubectl's AGE column.
+func Age(t metav1.Time, now time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now.Sub(t.Time))
+}
+
+// conditionStatus is what a `.status.conditions[?(@.type=="X")].status`
+// printer column shows: the status, or nothing when the condition is absent.
+func conditionStatus(conds []metav1.Condition, typ string) string {
+	if c := meta.FindStatusCondition(conds, typ); c != nil {
+		return string(c.Status)
+	}
+	return ""
+}
+
+// conditionGeneration is the condition's observedGeneration, or nothing.
+func conditionGeneration(conds []metav1.Condition, typ string) string {
+	if c := meta.FindStatusCondition(conds, typ); c != nil {
+		return fmt.Sprint(c.ObservedGeneration)
+	}
+	return ""
+}

@@ -1,0 +1,200 @@
+package printers
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+)
+
+// Runs prints ClusterStagedUpdateRuns/StagedUpdateRuns with KubeFleet's
+// columns: NAME PLACEMENT RESOURCE-SNAPSHOT-INDEX POLICY-SNAPSHOT-INDEX
+// INITIALIZED PROGRESSING SUCCEEDED AGE, and STRATEGY with -o wide.
+// RESOURCE-SNAPSHOT-INDEX is the spec's index, empty for runs that roll out
+// the latest snapshot, as upstream prints it.
+func Runs(w io.Writer, runs []*fleet.UpdateRun, now time.Time, opts Options) error {
+	return printTable(w, runs, []column[*fleet.UpdateRun]{
+		nameColumn[*fleet.UpdateRun](),
+		{header: "PLACEMENT", cell: func(r *fleet.UpdateRun) string { return r.Spec.PlacementName }},
+		{header: "RESOURCE-SNAPSHOT-INDEX", cell: func(r *fleet.UpdateRun) string { return r.Spec.ResourceSnapshotIndex }},
+		{header: "POLICY-SNAPSHOT-INDEX", cell: func(r *fleet.UpdateRun) string { return r.Status.PolicySnapshotIndexUsed }},
+		{header: "INITIALIZED", cell: func(r *fleet.UpdateRun) string {
+			return conditionStatus(r.Status.Conditions, fleet.StagedUpdateRunConditionInitialized)
+		}},
+		{header: "PROGRESSING", cell: func(r *fleet.UpdateRun) string {
+			return conditionStatus(r.Status.Conditions, fleet.StagedUpdateRunConditionProgressing)
+		}},
+		{header: "SUCCEEDED", cell: func(r *fleet.UpdateRun) string {
+			return conditionStatus(r.Status.Conditions, fleet.StagedUpdateRunConditionSucceeded)
+		}},
+		ageColumn[*fleet.UpdateRun](now),
+		{header: "STRATEGY", wide: true, cell: func(r *fleet.UpdateRun) string { return r.Spec.StagedUpdateStrategyName }},
+	}, opts)
+}
+
+// Approvals prints ClusterApprovalRequests/ApprovalRequests: NAME UPDATE-RUN
+// STAGE APPROVED AGE, KubeFleet's current columns (seeds 000/001). With -o
+// wide, APPROVALACCEPTED follows APPROVED, as an older KubeFleet printed by
+// default (seed 003): in gitfleet it answers "did the merged approval
+// count?" — an Approved condition at the wrong generation is never accepted.
+func Approvals(w io.Writer, approvals []*fleet.ApprovalRequest, now time.Time, opts Options) error {
+	return printTable(w, approvals, []column[*fleet.ApprovalRequest]{
+		nameColumn[*fleet.ApprovalRequest](),
+		{header: "UPDATE-RUN", cell: func(a *fleet.ApprovalRequest) string { return a.Spec.TargetUpdateRun }},
+		{header: "STAGE", cell: func(a *fleet.ApprovalRequest) string { return a.Spec.TargetStage }},
+		{header: "APPROVED", cell: func(a *fleet.ApprovalRequest) string {
+			return conditionStatus(a.Status.Conditions, fleet.ApprovalRequestConditionApproved)
+		}},
+		{header: "APPROVALACCEPTED", wide: true, cell: func(a *fleet.ApprovalRequest) string {
+			return conditionStatus(a.Status.Conditions, fleet.ApprovalRequestConditionApprovalAccepted)
+		}},
+		ageColumn[*fleet.ApprovalRequest](now),
+	}, opts)
+}
+
+// Snapshots prints resource snapshots: NAME GEN INDEX LATEST COMMIT AGE.
+// KubeFleet shows only GEN and AGE; gitfleet adds the index and latest
+// labels and the commit the snapshot was rendered from (short; full with -o
+// wide). Rows are ordered by placement and index (numerically), so a
+// placement's history reads top to bottom.
+func Snapshots(w io.Writer, snapshots []*fleet.ResourceSnapshot, now time.Time, opts Options) error {
+	commit := func(s *fleet.ResourceSnapshot) string {
+		c := s.Annotations[fleet.CommitAnnotation]
+		if !opts.Wide && len(c) > 7 {
+			c = c[:7]
+		}
+		return c
+	}
+	return printSorted(w, snapshots, []column[*fleet.ResourceSnapshot]{
+		nameColumn[*fleet.ResourceSnapshot](),
+		{header: "GEN", cell: func(s *fleet.ResourceSnapshot) string { return fmt.Sprint(s.Generation) }},
+		{header: "INDEX", cell: func(s *fleet.ResourceSnapshot) string { return s.Labels[fleet.ResourceIndexLabel] }},
+		{header: "LATEST", cell: func(s *fleet.ResourceSnapshot) string { return s.Labels[fleet.IsLatestSnapshotLabel] }},
+		{header: "COMMIT", cell: commit},
+		ageColumn[*fleet.ResourceSnapshot](now),
+	}, opts, snapshotLess)
+}
+
+// snapshotLess orders snapshots by namespace, placement, index, then master
+// before its sub-snapshots in sub-index order; names break ties.
+func snapshotLess(a, b *fleet.ResourceSnapshot) bool {
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	pa, pb := a.Labels[fleet.PlacementTrackingLabel], b.Labels[fleet.PlacementTrackingLabel]
+	if pa != pb {
+		return pa < pb
+	}
+	ia, ib := number(a.Labels[fleet.ResourceIndexLabel]), number(b.Labels[fleet.ResourceIndexLabel])
+	if ia != ib {
+		return ia < ib
+	}
+	sa, sb := number(a.Annotations[fleet.SubindexOfResourceSnapshotAnnotation]), number(b.Annotations[fleet.SubindexOfResourceSnapshotAnnotation])
+	if sa != sb {
+		return sa < sb
+	}
+	return a.Name < b.Name
+}
+
+// number parses a label value; absent or malformed sorts first.
+func number(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// Placements prints ClusterResourcePlacements/ResourcePlacements with
+// KubeFleet's columns: NAME GEN SCHEDULED SCHEDULED-GEN AVAILABLE
+// AVAILABLE-GEN AGE. With -o wide gitfleet adds RESOURCE-INDEX, the snapshot
+// index all clusters observe (empty while they differ).
+func Placements(w io.Writer, placements []*fleet.Placement, now time.Time, opts Options) error {
+	cond := func(p *fleet.Placement, what string) string {
+		if p.Namespace != "" {
+			return "ResourcePlacement" + what
+		}
+		return "ClusterResourcePlacement" + what
+	}
+	return printTable(w, placements, []column[*fleet.Placement]{
+		nameColumn[*fleet.Placement](),
+		{header: "GEN", cell: func(p *fleet.Placement) string { return fmt.Sprint(p.Generation) }},
+		{header: "SCHEDULED", cell: func(p *fleet.Placement) string {
+			return conditionStatus(p.Status.Conditions, cond(p, "Scheduled"))
+		}},
+		{header: "SCHEDULED-GEN", cell: func(p *fleet.Placement) string {
+			return conditionGeneration(p.Status.Conditions, cond(p, "Scheduled"))
+		}},
+		{header: "AVAILABLE", cell: func(p *fleet.Placement) string {
+			return conditionStatus(p.Status.Conditions, cond(p, "Available"))
+		}},
+		{header: "AVAILABLE-GEN", cell: func(p *fleet.Placement) string {
+			return conditionGeneration(p.Status.Conditions, cond(p, "Available"))
+		}},
+		ageColumn[*fleet.Placement](now),
+		{header: "RESOURCE-INDEX", wide: true, cell: func(p *fleet.Placement) string { return p.Status.ObservedResourceIndex }},
+	}, opts)
+}
+
+// Bindings prints ClusterResourceBindings/ResourceBindings with KubeFleet's
+// columns: NAME WORKSYNCHRONIZED RESOURCESAPPLIED AGE; -o wide adds
+// KubeFleet's RESOURCEAVAILABLE (before AGE) and gitfleet's CLUSTER, STATE
+// and RESOURCE-SNAPSHOT (after it): which cluster, whether it is bound, and
+// to which snapshot — the binding's name only hints at the cluster.
+func Bindings(w io.Writer, bindings []*fleet.Binding, now time.Time, opts Options) error {
+	return printTable(w, bindings, []column[*fleet.Binding]{
+		nameColumn[*fleet.Binding](),
+		{header: "WORKSYNCHRONIZED", cell: func(b *fleet.Binding) string {
+			return conditionStatus(b.Status.Conditions, fleet.ResourceBindingWorkSynchronized)
+		}},
+		{header: "RESOURCESAPPLIED", cell: func(b *fleet.Binding) string {
+			return conditionStatus(b.Status.Conditions, fleet.ResourceBindingApplied)
+		}},
+		{header: "RESOURCEAVAILABLE", wide: true, cell: func(b *fleet.Binding) string {
+			return conditionStatus(b.Status.Conditions, fleet.ResourceBindingAvailable)
+		}},
+		ageColumn[*fleet.Binding](now),
+		{header: "CLUSTER", wide: true, cell: func(b *fleet.Binding) string { return b.Spec.TargetCluster }},
+		{header: "STATE", wide: true, cell: func(b *fleet.Binding) string { return string(b.Spec.State) }},
+		{header: "RESOURCE-SNAPSHOT", wide: true, cell: func(b *fleet.Binding) string { return b.Spec.ResourceSnapshotName }},
+	}, opts)
+}
+
+// MemberClusterJoined is the condition KubeFleet's JOINED column reads.
+const MemberClusterJoined = "Joined"
+
+// Clusters prints MemberClusters: NAME JOINED AGE, and with -o wide
+// gitfleet's DRIVER (how gitfleet reaches the cluster) and LABELS (what
+// stages select on).
+func Clusters(w io.Writer, clusters []*fleet.MemberCluster, now time.Time, opts Options) error {
+	return printTable(w, clusters, []column[*fleet.MemberCluster]{
+		nameColumn[*fleet.MemberCluster](),
+		{header: "JOINED", cell: func(m *fleet.MemberCluster) string {
+			return conditionStatus(m.Status.Conditions, MemberClusterJoined)
+		}},
+		ageColumn[*fleet.MemberCluster](now),
+		{header: "DRIVER", wide: true, cell: func(m *fleet.MemberCluster) string { return m.Annotations[fleet.DriverAnnotation] }},
+		{header: "LABELS", wide: true, cell: func(m *fleet.MemberCluster) string { return labelString(m.Labels) }},
+	}, opts)
+}
+
+// labelString is kubectl's --show-labels format.
+func labelString(labels map[string]string) string {
+	if len(labels) == 0 {
+		return "<none>"
+	}
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + labels[k]
+	}
+	return strings.Join(parts, ",")
+}
