@@ -8,10 +8,8 @@ package simulate
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
-	"testing/fstest"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -20,6 +18,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/clock"
+	"github.com/gitfleet/gitfleet/gitops"
 	"github.com/gitfleet/gitfleet/gitsource"
 	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/hub/embedded"
@@ -94,7 +93,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rendering commit %s: %w", c.String()[:12], err)
 		}
-		if err := recordSnapshots(ctx, h, content, c.String()); err != nil {
+		if _, err := gitops.RecordSnapshots(ctx, h, content, c.String()); err != nil {
 			return nil, fmt.Errorf("recording snapshots of commit %s: %w", c.String()[:12], err)
 		}
 		head = content
@@ -103,7 +102,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("branch has no commits")
 	}
 	res.ManifestErrors = head.Errors
-	loadFleet(h, head)
+	if _, err := gitops.NewAdmitter(h).Admit(ctx, head); err != nil {
+		return nil, err
+	}
 
 	engine := &updaterun.Reconciler{Hub: h, Clock: clk, StuckThreshold: opts.StuckThreshold, Log: opts.Log}
 	sched := &scheduler.Scheduler{Hub: h, Clock: clk}
@@ -218,51 +219,11 @@ func openHistory(ctx context.Context, opts Options) ([]plumbing.Hash, *gitsource
 
 // renderCommit renders the hub content of one commit.
 func renderCommit(ctx context.Context, src *gitsource.Source, c plumbing.Hash, path string) (*render.Content, error) {
-	files, err := src.ReadTree(ctx, c, "")
+	fsys, err := gitops.CommitFS(ctx, src, c)
 	if err != nil {
 		return nil, err
 	}
-	return render.Render(mapFS(files), render.Options{Path: path})
-}
-
-func mapFS(files map[string][]byte) fs.FS {
-	m := make(fstest.MapFS, len(files))
-	for p, data := range files {
-		m[p] = &fstest.MapFile{Data: data, Mode: 0o644}
-	}
-	return m
-}
-
-// recordSnapshots gives every placement whose selected resources changed a
-// new resource snapshot index, annotated with the commit.
-func recordSnapshots(ctx context.Context, h *embedded.Hub, content *render.Content, commit string) error {
-	for _, p := range content.Placements {
-		selected, err := render.Select(p, content.Resources)
-		if err != nil {
-			return err
-		}
-		if _, _, err := updaterun.EnsureLatestResourceSnapshot(ctx, h, p, selected, commit); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// loadFleet puts the fleet objects of HEAD into the hub.
-func loadFleet(h *embedded.Hub, c *render.Content) {
-	h.SetResources(c.Resources)
-	for _, m := range c.Members {
-		h.ApplyMemberCluster(m)
-	}
-	for _, p := range c.Placements {
-		h.ApplyPlacement(p)
-	}
-	for _, s := range c.Strategies {
-		h.ApplyUpdateStrategy(s)
-	}
-	for _, r := range c.Runs {
-		h.ApplyUpdateRun(r)
-	}
+	return render.Render(fsys, render.Options{Path: path})
 }
 
 // approveAll approves every approval request that is not approved yet, as

@@ -1,0 +1,458 @@
+// Package gitops is the GitOps loop of `gitfleet serve`: it follows the
+// fleet repository, records a resource snapshot for every commit that
+// changes what a placement selects, feeds the fleet objects at the tip into
+// the embedded hub (with the API server's admission rules), takes merged
+// approvals, and persists the hub's state — progress, approval requests —
+// back into the repository through the status tree.
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/clock"
+	"github.com/gitfleet/gitfleet/gitsource"
+	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/hub/embedded"
+	"github.com/gitfleet/gitfleet/reconciler"
+	"github.com/gitfleet/gitfleet/reconciler/placement"
+	"github.com/gitfleet/gitfleet/reconciler/scheduler"
+	"github.com/gitfleet/gitfleet/reconciler/updaterun"
+	"github.com/gitfleet/gitfleet/render"
+	"github.com/gitfleet/gitfleet/status"
+)
+
+// Config configures a Daemon.
+type Config struct {
+	// Source is the opened fleet repository.
+	Source *gitsource.Source
+	// Path is the hub content folder inside the repository (default ".").
+	Path string
+	// Clock defaults to the wall clock.
+	Clock clock.Clock
+	// StatusInterval batches status commits that guard nothing (default 2s).
+	StatusInterval time.Duration
+	// StuckThreshold is the engine's stuck threshold (default 5m).
+	StuckThreshold time.Duration
+	// PushApprovalBranches pushes gitfleet/approve/<name> for every new
+	// approval request (default true through the CLI).
+	PushApprovalBranches bool
+	// Metrics receives the engine's metrics (optional).
+	Metrics updaterun.Recorder
+	// Observer hears about every Git-side step (optional; metrics).
+	Observer Observer
+	Log      *slog.Logger
+}
+
+// Observer is told what the Git side did, for metrics.
+type Observer interface {
+	Fetched(d time.Duration, err error)
+	Rendered(d time.Duration)
+	Processed(commit *object.Commit, snapshots int)
+	Pushed(changes status.Changeset, lag time.Duration, err error)
+}
+
+// Daemon is a running GitOps loop.
+type Daemon struct {
+	cfg   Config
+	src   *gitsource.Source
+	clock clock.Clock
+	log   *slog.Logger
+
+	Hub        *embedded.Hub
+	Store      *status.TreeStore
+	Controller *reconciler.Controller
+
+	admit *Admitter
+
+	mu        sync.Mutex
+	processed plumbing.Hash // last first-parent commit of the tracked branch fully processed
+	approved  map[string]bool
+	lastErr   error
+}
+
+// Open restores the hub from the status tree of the remote, catches up on
+// the commits made since gitfleet last looked, and prepares the controller.
+// Nothing moves until Run.
+func Open(ctx context.Context, cfg Config) (*Daemon, error) {
+	if cfg.Source == nil {
+		return nil, errors.New("gitops: no source")
+	}
+	if cfg.Path == "" {
+		cfg.Path = "."
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.StatusInterval == 0 {
+		cfg.StatusInterval = status.DefaultInterval
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	d := &Daemon{cfg: cfg, src: cfg.Source, clock: cfg.Clock, log: cfg.Log, approved: map[string]bool{}}
+
+	start := d.clock.Now()
+	head, err := d.src.Fetch(ctx)
+	d.observeFetch(start, err)
+	if err != nil {
+		return nil, err
+	}
+	statusTip := head.Status
+	if statusTip.IsZero() {
+		statusTip = head.Commit
+	}
+	files, err := newTreeFiles(ctx, d.src, map[string]plumbing.Hash{
+		render.StatusDir:    statusTip,
+		render.ApprovalsDir: head.Commit,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the status tree: %w", err)
+	}
+	d.Store = status.NewTreeStore(files, status.CommitterFunc(d.commit), d.clock)
+	d.Store.Interval = cfg.StatusInterval
+	d.Store.OnCommit = func(ch status.Changeset, lag time.Duration, err error) {
+		if cfg.Observer != nil {
+			cfg.Observer.Pushed(ch, lag, err)
+		}
+	}
+	d.Store.OnError = func(err error) { d.log.Error("pushing status failed", "err", err) }
+
+	d.Hub = embedded.New(d.clock, d.Store)
+	d.Hub.SetSelector(render.Select)
+	n, err := d.Hub.Restore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d.Hub.Resync()
+	d.log.Info("restored hub state from the status tree", "objects", n, "status_commit", statusTip.String())
+
+	engine := &updaterun.Reconciler{Hub: d.Hub, Clock: d.clock, StuckThreshold: cfg.StuckThreshold, Metrics: cfg.Metrics,
+		Log: d.log.With("controller", "updaterun")}
+	d.Controller = &reconciler.Controller{
+		Hub: d.Hub, Clock: d.clock, Runs: engine, Committer: d.Hub,
+		Scheduler: &scheduler.Scheduler{Hub: d.Hub, Clock: d.clock},
+		Status: func(ctx context.Context, key hub.Key) error {
+			return placement.UpdateStatus(ctx, d.Hub, d.clock, key)
+		},
+		Log: d.log.With("controller", "reconciler"),
+	}
+	d.admit = NewAdmitter(d.Hub)
+
+	d.processed, err = d.resumePoint(ctx, head.Commit)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.sync(ctx, head); err != nil {
+		return nil, err
+	}
+	d.Controller.EnqueueAll()
+	return d, nil
+}
+
+// resumePoint finds the newest first-parent commit of the tracked branch
+// that a persisted resource snapshot was recorded from. Commits after it
+// are processed again; that is safe because recording a commit whose
+// resources did not change creates nothing.
+func (d *Daemon) resumePoint(ctx context.Context, tip plumbing.Hash) (plumbing.Hash, error) {
+	recorded := map[string]bool{}
+	placements, err := d.Hub.ListPlacements(ctx)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	for _, p := range placements {
+		snaps, err := d.Hub.ListResourceSnapshots(ctx, hub.Key{Namespace: p.Namespace, Name: p.Name})
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		for _, s := range snaps {
+			if c := s.Annotations[fleet.CommitAnnotation]; c != "" {
+				recorded[c] = true
+			}
+		}
+	}
+	if len(recorded) == 0 {
+		return plumbing.ZeroHash, nil
+	}
+	history, err := d.src.FirstParentHistory(ctx, plumbing.ZeroHash, tip)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	for i := len(history) - 1; i >= 0; i-- {
+		if recorded[history[i].Hash.String()] {
+			return history[i].Hash, nil
+		}
+	}
+	return plumbing.ZeroHash, nil
+}
+
+// Run follows the repository (on every signal of triggers, plus the
+// retries of failed fetches) and runs the controller until ctx is done.
+// On the way out it pushes the status that is still pending.
+func (d *Daemon) Run(ctx context.Context, triggers <-chan struct{}) error {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.Controller.Run(ctx)
+	}()
+	err := d.src.Follow(ctx, triggers, gitsource.Backoff{}, func(ctx context.Context, head gitsource.Head) error {
+		return d.sync(ctx, head)
+	})
+	wg.Wait()
+	d.shutdown()
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return nil
+	}
+	return err
+}
+
+// shutdown finishes the current status push.
+func (d *Daemon) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.Hub.Commit(ctx); err != nil {
+		d.log.Error("final hub commit failed", "err", err)
+	}
+	if err := d.Store.Flush(ctx, true); err != nil {
+		d.log.Error("final status push failed", "err", err)
+	}
+	d.Store.Stop()
+}
+
+// sync processes the commits between the last processed one and head, then
+// brings the hub in line with head's fleet objects and approvals.
+func (d *Daemon) sync(ctx context.Context, head gitsource.Head) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if head.Commit == d.processed && !d.processed.IsZero() {
+		return nil
+	}
+	commits, err := d.src.FirstParentHistory(ctx, d.processed, head.Commit)
+	if err != nil {
+		if errors.Is(err, gitsource.ErrNotAncestor) {
+			// The branch was rewritten: start over from its root; known
+			// snapshots are reused where the content matches.
+			d.log.Warn("tracked branch was rewritten; replaying its history", "previous", d.processed.String())
+			commits, err = d.src.FirstParentHistory(ctx, plumbing.ZeroHash, head.Commit)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	var content *render.Content
+	renderedTip := false
+	for i, c := range commits {
+		if !d.needsRender(ctx, c) {
+			continue
+		}
+		start := d.clock.Now()
+		cc, err := d.render(ctx, c.Hash)
+		if err != nil {
+			return fmt.Errorf("rendering commit %s: %w", short(c.Hash), err)
+		}
+		if d.cfg.Observer != nil {
+			d.cfg.Observer.Rendered(d.clock.Now().Sub(start))
+		}
+		n, err := RecordSnapshots(ctx, d.Hub, cc, c.Hash.String())
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			d.log.Info("recorded resource snapshots", "commit", short(c.Hash), "snapshots", n)
+		}
+		if d.cfg.Observer != nil {
+			d.cfg.Observer.Processed(c, n)
+		}
+		if i == len(commits)-1 {
+			content, renderedTip = cc, true
+		}
+	}
+	if !renderedTip && (d.admit.sources == nil || len(commits) > 0 && d.anyFleetChange(ctx, commits)) {
+		content, err = d.render(ctx, head.Commit)
+		if err != nil {
+			return fmt.Errorf("rendering commit %s: %w", short(head.Commit), err)
+		}
+	}
+	if content != nil {
+		for _, e := range content.Errors {
+			d.log.Warn("manifest error", "error", e.Error())
+		}
+		rejected, err := d.admit.Admit(ctx, content)
+		if err != nil {
+			return err
+		}
+		for _, r := range rejected {
+			d.log.Warn("change rejected", "reason", r)
+		}
+	}
+	if err := d.syncApprovals(ctx, head.Commit); err != nil {
+		return err
+	}
+	d.processed = head.Commit
+	if err := d.Hub.Commit(ctx); err != nil {
+		return err
+	}
+	return d.Store.Flush(ctx, false)
+}
+
+// needsRender reports whether a commit may change what placements select:
+// gitfleet's own commits and commits touching only status/ or approvals/
+// cannot.
+func (d *Daemon) needsRender(ctx context.Context, c *object.Commit) bool {
+	if gitsource.IsOwnCommit(c) {
+		return false
+	}
+	parent := plumbing.ZeroHash
+	if c.NumParents() > 0 {
+		parent = c.ParentHashes[0]
+	}
+	paths, err := d.src.ChangedPaths(ctx, parent, c.Hash)
+	if err != nil {
+		return true
+	}
+	return !gitsource.OnlyUnder(paths, d.prefix(render.StatusDir), d.prefix(render.ApprovalsDir))
+}
+
+func (d *Daemon) anyFleetChange(ctx context.Context, commits []*object.Commit) bool {
+	for _, c := range commits {
+		if d.needsRender(ctx, c) {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *Daemon) prefix(dir string) string {
+	if d.cfg.Path == "." || d.cfg.Path == "" {
+		return dir + "/"
+	}
+	return strings.TrimSuffix(d.cfg.Path, "/") + "/" + dir + "/"
+}
+
+func (d *Daemon) render(ctx context.Context, commit plumbing.Hash) (*render.Content, error) {
+	fsys, err := CommitFS(ctx, d.src, commit)
+	if err != nil {
+		return nil, err
+	}
+	return render.Render(fsys, render.Options{Path: d.cfg.Path})
+}
+
+// syncApprovals reads approvals/ of the tracked tip and hands the Approved
+// conditions people merged to the hub.
+func (d *Daemon) syncApprovals(ctx context.Context, commit plumbing.Hash) error {
+	fsys, err := CommitFS(ctx, d.src, commit)
+	if err != nil {
+		return err
+	}
+	ars, errs := render.ReadApprovals(fsys, render.ApprovalsDir)
+	for _, e := range errs {
+		d.log.Warn("approval request file error", "error", e.Error())
+	}
+	changed, err := syncApprovals(ctx, d.Hub, ars)
+	for _, name := range changed {
+		d.log.Info("approval taken from Git", "approval_request", name)
+	}
+	return err
+}
+
+// commit is the status tree's Committer: status/ goes to the status branch,
+// approvals/ to the tracked branch (people approve by merging into it).
+// After a new approval request landed, the branch that approves it is
+// pushed, ready for a pull request.
+func (d *Daemon) commit(ctx context.Context, ch status.Changeset, message string, urgent bool) error {
+	statusPart, approvalPart := split(ch, render.ApprovalsDir+"/")
+	sameBranch := d.src.StatusBranch() == "" || d.src.StatusBranch() == d.src.Branch()
+	if sameBranch {
+		_, err := d.src.Apply(ctx, gitsource.Change{Message: message, Writes: ch.Writes, Deletes: ch.Deletes})
+		if err != nil {
+			return err
+		}
+	} else {
+		if !statusPart.Empty() {
+			if _, err := d.src.Apply(ctx, gitsource.Change{Branch: d.src.StatusBranch(), Message: message,
+				Writes: statusPart.Writes, Deletes: statusPart.Deletes}); err != nil {
+				return err
+			}
+		}
+		if !approvalPart.Empty() {
+			if _, err := d.src.Apply(ctx, gitsource.Change{Message: message,
+				Writes: approvalPart.Writes, Deletes: approvalPart.Deletes}); err != nil {
+				return err
+			}
+		}
+	}
+	if d.cfg.PushApprovalBranches {
+		d.pushApprovalBranches(ctx, approvalPart)
+	}
+	return nil
+}
+
+// pushApprovalBranches pushes gitfleet/approve/<name> for every approval
+// request written without an Approved condition: its single commit adds the
+// condition with the right observedGeneration, so merging it approves.
+func (d *Daemon) pushApprovalBranches(ctx context.Context, ch status.Changeset) {
+	for _, p := range ch.WritePaths() {
+		obj, err := status.Decode(ch.Writes[p])
+		if err != nil {
+			continue
+		}
+		ar, ok := obj.(*fleet.ApprovalRequest)
+		if !ok || meta.FindStatusCondition(ar.Status.Conditions, fleet.ApprovalRequestConditionApproved) != nil || d.approved[p] {
+			continue
+		}
+		data, err := status.Encode(status.ApprovedCopy(ar, d.clock.Now()))
+		if err != nil {
+			continue
+		}
+		name := ar.Name
+		if ar.Namespace != "" {
+			name = ar.Namespace + "." + ar.Name
+		}
+		msg := fmt.Sprintf("approve %s\n\nMerging this change approves stage %s of %s.", ar.Name, ar.Spec.TargetStage, ar.Spec.TargetUpdateRun)
+		if _, err := d.src.PushBranch(ctx, name, gitsource.Change{Message: msg, Writes: map[string][]byte{p: data}}); err != nil {
+			d.log.Warn("pushing the approval branch failed", "approval_request", ar.Name, "err", err)
+			continue
+		}
+		d.approved[p] = true
+		d.log.Info("approval requested; merge the branch to approve", "approval_request", ar.Name,
+			"branch", gitsource.ApproveBranchPrefix+name)
+	}
+}
+
+func split(ch status.Changeset, prefix string) (rest, matched status.Changeset) {
+	rest.Writes, matched.Writes = map[string][]byte{}, map[string][]byte{}
+	for p, data := range ch.Writes {
+		if strings.HasPrefix(p, prefix) {
+			matched.Writes[p] = data
+		} else {
+			rest.Writes[p] = data
+		}
+	}
+	for _, p := range ch.Deletes {
+		if strings.HasPrefix(p, prefix) {
+			matched.Deletes = append(matched.Deletes, p)
+		} else {
+			rest.Deletes = append(rest.Deletes, p)
+		}
+	}
+	return rest, matched
+}
+
+func (d *Daemon) observeFetch(start time.Time, err error) {
+	if d.cfg.Observer != nil {
+		d.cfg.Observer.Fetched(d.clock.Now().Sub(start), err)
+	}
+}
+
+func short(h plumbing.Hash) string { return h.String()[:12] }

@@ -1,0 +1,33 @@
+package gitops
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/reconciler/updaterun"
+	"github.com/gitfleet/gitfleet/render"
+)
+
+// RecordSnapshots gives every placement of a rendered commit whose selected
+// resources changed a new resource snapshot index, annotated with the
+// commit (deliberate difference 4: one index per changing commit, no
+// minimum interval). It returns how many snapshots it created. Recording a
+// commit twice creates nothing the second time.
+func RecordSnapshots(ctx context.Context, h hub.Hub, content *render.Content, commit string) (int, error) {
+	created := 0
+	for _, p := range content.Placements {
+		selected, err := render.Select(p, content.Resources)
+		if err != nil {
+			return created, fmt.Errorf("selecting resources of %s %s: %w", p.Kind, p.Name, err)
+		}
+		_, isNew, err := updaterun.EnsureLatestResourceSnapshot(ctx, h, p, selected, commit)
+		if err != nil {
+			return created, fmt.Errorf("recording a resource snapshot of %s %s: %w", p.Kind, p.Name, err)
+		}
+		if isNew {
+			created++
+		}
+	}
+	return created, nil
+}
