@@ -143,7 +143,8 @@ func decodeDocument(d document, inApprovals bool) (*decoded, []ManifestError) {
 		if e := strictDecode(data, o, mk); len(e) > 0 {
 			return nil, e
 		}
-		o.TypeMeta = typeMeta
+		o.TypeMeta, o.Status = typeMeta, fleet.MemberClusterStatus{}
+		clearServerMeta(&o.ObjectMeta)
 		errs = fleet.ValidateMemberCluster(o)
 		out.member = o
 	case fleet.KindClusterResourcePlacement, fleet.KindResourcePlacement:
@@ -151,7 +152,8 @@ func decodeDocument(d document, inApprovals bool) (*decoded, []ManifestError) {
 		if e := strictDecode(data, o, mk); len(e) > 0 {
 			return nil, e
 		}
-		o.TypeMeta = typeMeta
+		o.TypeMeta, o.Status = typeMeta, fleet.PlacementStatus{}
+		clearServerMeta(&o.ObjectMeta)
 		fleet.SetDefaultsPlacement(o)
 		errs = fleet.ValidatePlacement(o)
 		out.place = o
@@ -161,6 +163,7 @@ func decodeDocument(d document, inApprovals bool) (*decoded, []ManifestError) {
 			return nil, e
 		}
 		o.TypeMeta = typeMeta
+		clearServerMeta(&o.ObjectMeta)
 		fleet.SetDefaultsUpdateStrategy(o)
 		errs = fleet.ValidateUpdateStrategy(o)
 		out.strategy = o
@@ -169,7 +172,8 @@ func decodeDocument(d document, inApprovals bool) (*decoded, []ManifestError) {
 		if e := strictDecode(data, o, mk); len(e) > 0 {
 			return nil, e
 		}
-		o.TypeMeta = typeMeta
+		o.TypeMeta, o.Status = typeMeta, fleet.UpdateRunStatus{}
+		clearServerMeta(&o.ObjectMeta)
 		fleet.SetDefaultsUpdateRun(o)
 		errs = fleet.ValidateUpdateRun(o)
 		out.run = o
@@ -254,4 +258,19 @@ func waitTimeTexts(obj map[string]any, mk func(string, string) ManifestError) []
 		}
 	}
 	return out
+}
+
+// clearServerMeta drops what the hub, not the author, owns in a control
+// object copied from `kubectl get -o yaml`: identity, versions, generation
+// (gitfleet counts spec changes in Git itself), finalizers and deletion.
+// Status is dropped by the caller for the same reason; approval requests
+// keep theirs, because their status is the person's approval.
+func clearServerMeta(m *metav1.ObjectMeta) {
+	m.UID, m.ResourceVersion, m.Generation, m.SelfLink = "", "", 0, ""
+	m.CreationTimestamp, m.DeletionTimestamp, m.DeletionGracePeriodSeconds = metav1.Time{}, nil, nil
+	m.ManagedFields, m.OwnerReferences, m.Finalizers = nil, nil, nil
+	delete(m.Annotations, lastAppliedAnnotation)
+	if len(m.Annotations) == 0 {
+		m.Annotations = nil
+	}
 }

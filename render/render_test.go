@@ -222,3 +222,36 @@ func TestManifestErrorFormat(t *testing.T) {
 		}
 	}
 }
+
+func TestRenderDropsHubOwnedFieldsOfControlObjects(t *testing.T) {
+	c := renderFS(t, map[string]string{"run.yaml": `apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ClusterStagedUpdateRun
+metadata:
+  name: example-run
+  generation: 7
+  uid: 7db13885
+  resourceVersion: "21461"
+  creationTimestamp: "2025-07-22T21:28:08Z"
+  finalizers: [kubernetes-fleet.io/stagedupdaterun-finalizer]
+  annotations:
+    kubectl.kubernetes.io/last-applied-configuration: "{}"
+spec:
+  placementName: example-placement
+  resourceSnapshotIndex: "1"
+  stagedRolloutStrategyName: example-strategy
+status:
+  policySnapshotIndexUsed: "0"
+  conditions:
+    - {type: Initialized, status: "True", reason: UpdateRunInitializedSuccessfully, message: ok, lastTransitionTime: "2025-07-22T21:28:08Z"}
+`}, Options{})
+	if len(c.Runs) != 1 {
+		t.Fatalf("runs %d errors %v", len(c.Runs), c.Errors)
+	}
+	r := c.Runs[0]
+	want := fleet.UpdateRun{}
+	want.APIVersion, want.Kind, want.Name = fleet.PlacementAPIVersion, fleet.KindClusterStagedUpdateRun, "example-run"
+	want.Spec = fleet.UpdateRunSpec{PlacementName: "example-placement", ResourceSnapshotIndex: "1", StagedUpdateStrategyName: "example-strategy", State: fleet.StateInitialize}
+	if !reflect.DeepEqual(*r, want) {
+		t.Errorf("run = %+v\nwant  %+v", *r, want)
+	}
+}
