@@ -141,7 +141,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		Log: d.log.With("controller", "updaterun")}
 	d.Controller = &reconciler.Controller{
 		Hub: d.Hub, Clock: d.clock, Runs: engine, Committer: d.Hub,
-		Scheduler: &scheduler.Scheduler{Hub: d.Hub, Clock: d.clock},
+		Scheduler: &scheduler.Scheduler{Hub: d.Hub, Clock: d.clock, Log: d.log.With("controller", "scheduler")},
 		Status: func(ctx context.Context, key hub.Key) error {
 			return placement.UpdateStatus(ctx, d.Hub, d.clock, key)
 		},

@@ -107,7 +107,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 
 	engine := &updaterun.Reconciler{Hub: h, Clock: clk, StuckThreshold: opts.StuckThreshold, Log: opts.Log}
-	sched := &scheduler.Scheduler{Hub: h, Clock: clk}
+	sched := &scheduler.Scheduler{Hub: h, Clock: clk, Log: opts.Log}
 	ctrl := &reconciler.Controller{
 		Hub: h, Clock: clk, Runs: engine, Scheduler: sched, Committer: h, Log: opts.Log,
 		Status: func(ctx context.Context, key hub.Key) error { return placement.UpdateStatus(ctx, h, clk, key) },

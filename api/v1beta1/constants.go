@@ -70,8 +70,10 @@ const (
 	DriverAnnotation = GitfleetPrefix + "driver"
 	// SimAvailableAfterAnnotation delays a simulated member's Available.
 	SimAvailableAfterAnnotation = GitfleetPrefix + "sim-available-after"
-	// SimUnavailableAnnotation makes a simulated member never available; the
-	// value is the reason shown in the placement status.
+	// SimUnavailableAnnotation makes a simulated member never available (the
+	// seeds' stuck scenario: the placement status lists failed placements
+	// with KubeFleet's messages); the value is a note for people, such as
+	// "image pull failure", and is not interpreted.
 	SimUnavailableAnnotation = GitfleetPrefix + "sim-unavailable"
 
 	DriverSimulated        = "simulated"
