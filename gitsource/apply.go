@@ -2,7 +2,6 @@ package gitsource
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -70,7 +69,7 @@ func (s *Source) Apply(ctx context.Context, ch Change) (Result, error) {
 		}
 		return plumbing.ZeroHash, nil
 	}
-	return s.commitAndPush(ctx, "apply", branch, ops, ch.Message, orphan)
+	return s.commitAndPush(ctx, "apply", branch, ops, ch.Message, orphan, false)
 }
 
 // PushBranch pushes ch as one commit on a branch named
@@ -93,7 +92,7 @@ func (s *Source) PushBranch(ctx context.Context, name string, ch Change) (Result
 		}
 		return h, nil
 	}
-	return s.commitAndPush(ctx, "push-branch", ApproveBranchPrefix+name, ops, ch.Message, fromTracked)
+	return s.commitAndPush(ctx, "push-branch", ApproveBranchPrefix+name, ops, ch.Message, fromTracked, true)
 }
 
 // emptyTree is the hash of the tree with no entries.
@@ -137,9 +136,11 @@ func (s *Source) validate(ch Change) (map[string]fileOp, error) {
 	return ops, nil
 }
 
-// commitAndPush runs the optimistic commit/push/re-apply loop. base says
-// where a branch that does not exist yet starts.
-func (s *Source) commitAndPush(ctx context.Context, op, branch string, ops map[string]fileOp, msg string, base func() (plumbing.Hash, error)) (Result, error) {
+// commitAndPush runs the commit/push/re-apply loop. base says where a
+// branch that does not exist yet starts. The first attempt builds on the
+// cached tip (optimistically: a stale tip costs one rejected push) unless
+// refresh asks to fetch the branch first.
+func (s *Source) commitAndPush(ctx context.Context, op, branch string, ops map[string]fileOp, msg string, base func() (plumbing.Hash, error), refresh bool) (Result, error) {
 	bo := s.cfg.PushBackoff
 	bo.Reset()
 	msg = withTrailer(msg)
@@ -147,7 +148,7 @@ func (s *Source) commitAndPush(ctx context.Context, op, branch string, ops map[s
 		if err := s.lock(ctx); err != nil {
 			return Result{Attempts: attempt - 1}, s.wrap(op, err)
 		}
-		res, retry, err := s.attempt(ctx, op, branch, ops, msg, base, attempt == 1)
+		res, retry, err := s.attempt(ctx, op, branch, ops, msg, base, attempt == 1 && refresh)
 		s.unlock()
 		res.Attempts = attempt
 		if !retry {
@@ -167,11 +168,11 @@ func (s *Source) commitAndPush(ctx context.Context, op, branch string, ops map[s
 // attempt builds the commit on the branch tip as cached and pushes it. It
 // reports retry when the push failed because the branch moved; the cache
 // then already holds the new tip. The caller holds the lock.
-func (s *Source) attempt(ctx context.Context, op, branch string, ops map[string]fileOp, msg string, base func() (plumbing.Hash, error), first bool) (res Result, retry bool, err error) {
+func (s *Source) attempt(ctx context.Context, op, branch string, ops map[string]fileOp, msg string, base func() (plumbing.Hash, error), refresh bool) (res Result, retry bool, err error) {
 	parent, exists := s.tip(branch)
-	if !exists && first {
-		// Never fetched (approve branches, a new status branch): look.
-		if err := s.fetchBranches(ctx, branch); err != nil && !errors.Is(err, errNoSuchBranch) {
+	if !exists || refresh {
+		// Never fetched (a new status branch), or asked to look.
+		if err := s.fetchBranch(ctx, branch); err != nil {
 			return res, false, err
 		}
 		parent, exists = s.tip(branch)
@@ -190,7 +191,7 @@ func (s *Source) attempt(ctx context.Context, op, branch string, ops map[string]
 	}
 	tree, err := s.buildTree(baseTree, ops)
 	if err != nil {
-		return res, false, s.wrap(op, err, ErrInvalid)
+		return res, false, s.wrap(op, err)
 	}
 	if tree == baseTree && !parent.IsZero() || parent.IsZero() && tree == emptyTree {
 		s.log.Debug("change already in place, nothing to commit", "branch", branch)
@@ -213,7 +214,7 @@ func (s *Source) attempt(ctx context.Context, op, branch string, ops map[string]
 	// Rather than parse the many spellings of "rejected" (client-side
 	// fast-forward check, "fetch first", a lost ref-lock race on the
 	// server), look at the branch: if it moved, it was a conflict.
-	if err := s.fetchBranches(ctx, branch); err != nil && !errors.Is(err, errNoSuchBranch) {
+	if err := s.fetchBranch(ctx, branch); err != nil {
 		return res, false, s.wrap(op, pushErr)
 	}
 	now, _ := s.tip(branch)

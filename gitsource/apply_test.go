@@ -281,3 +281,60 @@ func TestIsOwnCommit(t *testing.T) {
 		t.Error("IsOwnCommit(nil)")
 	}
 }
+
+// A status branch deleted on the remote is forgotten and re-created.
+func TestStatusBranchDeletedRemotely(t *testing.T) {
+	ctx := ctxT(t)
+	f := newFixture(t)
+	cfg := f.config(t)
+	cfg.StatusBranch = "status"
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Apply(ctx, Change{Branch: "status", Writes: map[string][]byte{"status/a": []byte("a")}}); err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, f.bare, "branch", "-D", "status")
+	h, err := s.Fetch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.Status.IsZero() {
+		t.Fatalf("status tip %s after the branch was deleted", h.Status)
+	}
+	res, err := s.Apply(ctx, Change{Branch: "status", Writes: map[string][]byte{"status/b": []byte("b")}})
+	if err != nil || !res.Created {
+		t.Fatalf("Apply = %+v, %v", res, err)
+	}
+	if files := runGit(t, f.bare, "ls-tree", "-r", "--name-only", "status"); files != "status/b" {
+		t.Fatalf("re-created status branch holds %q", files)
+	}
+}
+
+// An approve branch that was merged and deleted is created afresh from the
+// current tracked tip, not from its stale cached tip.
+func TestPushBranchAfterMergeAndDelete(t *testing.T) {
+	ctx := ctxT(t)
+	f := newFixture(t)
+	s := f.open(t)
+	ch := func(v string) Change {
+		return Change{Writes: map[string][]byte{"approvals/x.yaml": []byte(v)}}
+	}
+	if _, err := s.PushBranch(ctx, "x", ch("one\n")); err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, f.work, "pull", "-q", "origin", "gitfleet/approve/x")
+	runGit(t, f.work, "push", "-q", "origin", "HEAD:main", ":gitfleet/approve/x")
+	if _, err := s.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	main := f.remoteTip(t, "main")
+	res, err := s.PushBranch(ctx, "x", ch("two\n"))
+	if err != nil || !res.Created {
+		t.Fatalf("PushBranch = %+v, %v", res, err)
+	}
+	if parent := runGit(t, f.bare, "rev-parse", "gitfleet/approve/x^"); parent != main.String() {
+		t.Fatalf("re-created approve branch starts at %s, want main %s", parent, main)
+	}
+}

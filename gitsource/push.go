@@ -40,6 +40,8 @@ func (s *Source) push(ctx context.Context, branch string, commit, parent plumbin
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
 	ep := *s.ep
 	ep.CaBundle = creds.caBundle
 	tr, err := client.NewClient(&ep)

@@ -27,6 +27,7 @@ const (
 	DefaultMaxFileSize  = 8 << 20
 	DefaultMaxTotalSize = 256 << 20
 	DefaultPushAttempts = 8
+	DefaultTimeout      = 2 * time.Minute
 	DefaultAuthorName   = "gitfleet"
 	DefaultAuthorEmail  = "gitfleet@localhost"
 )
@@ -71,6 +72,9 @@ type Config struct {
 	PushAttempts int
 	// PushBackoff spaces those attempts (default 100ms doubling to 5s).
 	PushBackoff Backoff
+	// Timeout bounds each network operation, so a hung connection cannot
+	// stall the loop (default 2m).
+	Timeout time.Duration
 	// AuthorName and AuthorEmail sign gitfleet's commits
 	// (default "gitfleet <gitfleet@localhost>").
 	AuthorName, AuthorEmail string
@@ -184,6 +188,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.PushAttempts <= 0 {
 		c.PushAttempts = DefaultPushAttempts
 	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
 	if c.PushBackoff == (Backoff{}) {
 		c.PushBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
 	}
@@ -283,9 +290,13 @@ func (s *Source) fetchLocked(ctx context.Context) error {
 	if s.cfg.StatusBranch != s.cfg.Branch {
 		branches = append(branches, s.cfg.StatusBranch)
 	}
-	err := s.fetchBranches(ctx, branches...)
+	err := s.fetchRefs(ctx, branches...)
 	if len(branches) > 1 && errors.Is(err, errNoSuchBranch) {
-		err = s.fetchBranches(ctx, s.cfg.Branch)
+		// The status branch does not exist (yet, or any more).
+		err = s.fetchRefs(ctx, s.cfg.Branch)
+		if err == nil {
+			s.forget(s.cfg.StatusBranch)
+		}
 	}
 	if errors.Is(err, errNoSuchBranch) {
 		return errorf("fetch", ErrNotFound, fmt.Sprintf("%s: branch %q not found", s.safeURL, s.cfg.Branch))
@@ -293,10 +304,29 @@ func (s *Source) fetchLocked(ctx context.Context) error {
 	return err
 }
 
-// fetchBranches fetches the named branches into refs/remotes/origin/*.
+// fetchBranch fetches one branch, treating a missing branch as deleted:
+// its cached tip is forgotten and no error is returned.
+func (s *Source) fetchBranch(ctx context.Context, branch string) error {
+	err := s.fetchRefs(ctx, branch)
+	if errors.Is(err, errNoSuchBranch) {
+		s.forget(branch)
+		return nil
+	}
+	return err
+}
+
+// forget drops the cached tip of a branch the remote no longer has.
+func (s *Source) forget(branch string) {
+	if _, ok := s.tip(branch); ok {
+		s.log.Info("branch is gone from the remote", "branch", branch)
+		_ = s.store.RemoveReference(trackingRef(branch))
+	}
+}
+
+// fetchRefs fetches the named branches into refs/remotes/origin/*.
 // Refspecs are forced so the cache follows the remote even if someone
 // rewrites it; gitfleet itself never pushes with force.
-func (s *Source) fetchBranches(ctx context.Context, branches ...string) error {
+func (s *Source) fetchRefs(ctx context.Context, branches ...string) error {
 	creds, err := s.cfg.Auth.resolve(s.ep, s.red)
 	if err != nil {
 		return err
@@ -306,6 +336,8 @@ func (s *Source) fetchBranches(ctx context.Context, branches ...string) error {
 		specs[i] = config.RefSpec(fmt.Sprintf("+%s:%s", plumbing.NewBranchReferenceName(b), trackingRef(b)))
 	}
 	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
 	err = s.repo.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: remoteName,
 		RemoteURL:  s.url,

@@ -3,10 +3,12 @@ package gitsource
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -255,5 +257,37 @@ func TestContextCancelled(t *testing.T) {
 	cancel()
 	if _, err := s.Fetch(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Fetch with a cancelled context: %v", err)
+	}
+}
+
+// A server that accepts connections and never answers cannot hang Fetch.
+func TestFetchTimeout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // hold it open, say nothing
+		}
+	}()
+	cfg := Config{
+		URL:      "http://" + l.Addr().String() + "/fleet.git",
+		CacheDir: filepath.Join(t.TempDir(), "cache"),
+		Timeout:  200 * time.Millisecond,
+		Logger:   testLogger(t),
+	}
+	start := time.Now()
+	_, err = Open(context.Background(), cfg)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Open against a silent server: %v, want DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %s", d)
 	}
 }

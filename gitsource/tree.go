@@ -89,7 +89,7 @@ func (s *Source) applyOps(base plumbing.Hash, ops map[string]fileOp, dir string)
 			continue
 		}
 		if e, ok := entries[name]; ok && e.Mode == filemode.Dir {
-			return plumbing.ZeroHash, fmt.Errorf("%s is a directory, cannot write a file there", path.Join(dir, name))
+			return plumbing.ZeroHash, errorf("apply", ErrInvalid, fmt.Sprintf("%s is a directory, cannot write a file there", path.Join(dir, name)))
 		}
 		h, err := s.writeBlob(op.data)
 		if err != nil {
@@ -101,7 +101,7 @@ func (s *Source) applyOps(base plumbing.Hash, ops map[string]fileOp, dir string)
 		var subBase plumbing.Hash
 		if e, ok := entries[name]; ok {
 			if e.Mode != filemode.Dir {
-				return plumbing.ZeroHash, fmt.Errorf("%s is a file, cannot write below it", path.Join(dir, name))
+				return plumbing.ZeroHash, errorf("apply", ErrInvalid, fmt.Sprintf("%s is a file, cannot write below it", path.Join(dir, name)))
 			}
 			subBase = e.Hash
 		}
