@@ -486,12 +486,15 @@ func (h *Hub) UpdateUpdateRunStatus(_ context.Context, r *fleet.UpdateRun) error
 	if err := checkVersion(r.Kind, cur, r); err != nil {
 		return err
 	}
-	next := cur.DeepCopy()
-	next.Status = *r.Status.DeepCopy()
+	// Only the status and finalizers change: share nothing with the caller,
+	// copy the stored spec once, and hand the table the fresh object.
+	next := &fleet.UpdateRun{TypeMeta: cur.TypeMeta, Spec: *cur.Spec.DeepCopy(), Status: *r.Status.DeepCopy()}
+	cur.ObjectMeta.DeepCopyInto(&next.ObjectMeta)
 	next.Finalizers = append([]string(nil), r.Finalizers...)
 	h.stamp(next, false)
-	h.runs.put(next)
+	h.runs.putOwned(next)
 	h.persist(next)
+	r.ResourceVersion = next.ResourceVersion
 	return nil
 }
 

@@ -43,6 +43,10 @@ func (t *table[T]) peek(k types.NamespacedName) (T, bool) {
 
 func (t *table[T]) put(o T) { t.items[keyOf(o)] = o.DeepCopyObject().(T) }
 
+// putOwned stores o itself: the caller built it for the table and never
+// touches it again, which saves a deep copy on the hot write paths.
+func (t *table[T]) putOwned(o T) { t.items[keyOf(o)] = o }
+
 func (t *table[T]) delete(k types.NamespacedName) { delete(t.items, k) }
 
 // list returns copies of the objects matching keep (all when nil), sorted by
