@@ -49,8 +49,9 @@ type Config struct {
 	URL string
 	// Branch is the tracked branch (default "main").
 	Branch string
-	// StatusBranch, if set and different from Branch, receives status
-	// writes (Change.Branch); it is created as an orphan branch if missing.
+	// StatusBranch, if set and different from Branch, is a second branch
+	// Apply can write to (Change.Branch) and Fetch follows (Head.Status);
+	// Apply creates it as an orphan branch if it is missing.
 	StatusBranch string
 	// CacheDir holds the bare clone. It must be empty, absent, or a
 	// previous gitfleet cache: a non-empty foreign directory is refused.
@@ -64,11 +65,11 @@ type Config struct {
 	// MaxFileSize bounds a single file read from or written to Git
 	// (default 8 MiB).
 	MaxFileSize int64
-	// MaxTotalSize bounds the sum of file sizes returned by ReadDir
+	// MaxTotalSize bounds the sum of file sizes returned by ReadTree
 	// (default 256 MiB).
 	MaxTotalSize int64
-	// PushAttempts bounds how often Apply re-applies a change after a
-	// rejected push (default 8).
+	// PushAttempts bounds the pushes of one Apply or PushBranch, the
+	// re-applies after a rejection included (default 8).
 	PushAttempts int
 	// PushBackoff spaces those attempts (default 100ms doubling to 5s).
 	PushBackoff Backoff
@@ -404,7 +405,7 @@ func (s *Source) useCache() (reason string) {
 	if err != nil {
 		return "no remote: " + s.red.scrub(err.Error())
 	}
-	if urls := remote.Config().URLs; len(urls) != 1 || urls[0] != s.url {
+	if urls := remote.Config().URLs; len(urls) != 1 || urls[0] != s.safeURL {
 		return "cache belongs to another URL"
 	}
 	// A present tip must be readable down to its root tree.
@@ -440,9 +441,12 @@ func (s *Source) initCache() error {
 	if err != nil {
 		return s.wrap("open", err)
 	}
+	// The cache records the redacted URL: credentials stay off the disk,
+	// and a rotated password does not look like another repository.
+	// Fetch and push pass the real URL explicitly.
 	if _, err := repo.CreateRemote(&config.RemoteConfig{
 		Name:  remoteName,
-		URLs:  []string{s.url},
+		URLs:  []string{s.safeURL},
 		Fetch: []config.RefSpec{config.RefSpec(fmt.Sprintf("+refs/heads/*:refs/remotes/%s/*", remoteName))},
 	}); err != nil {
 		return s.wrap("open", err)

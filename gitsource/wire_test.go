@@ -197,9 +197,27 @@ func TestHTTPBackend(t *testing.T) {
 		if strings.Contains(s.URL(), httpPassword) || !strings.Contains(s.URL(), httpUser+":***@") {
 			t.Fatalf("URL() = %q", s.URL())
 		}
-		marker, _ := os.ReadFile(filepath.Join(cfg.CacheDir, markerFile))
-		if strings.Contains(string(marker), httpPassword) {
-			t.Fatalf("marker file holds the password: %q", marker)
+		exerciseWire(t, f, cfg)
+		// No file of the cache holds the password.
+		err = filepath.WalkDir(cfg.CacheDir, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			if strings.Contains(string(data), httpPassword) {
+				t.Errorf("%s holds the password", p)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A changed password reuses the cache (a re-clone would fail:
+		// the server does not know this one).
+		u.User = url.UserPassword(httpUser, "rotated")
+		cfg.URL = u.String()
+		if _, err := Open(ctxT(t), cfg); err != nil {
+			t.Fatalf("reopen with another password: %v", err)
 		}
 	})
 	t.Run("https with CA file", func(t *testing.T) {
