@@ -105,8 +105,10 @@ func SetDefaultsPlacement(p *Placement) {
 
 // DefaultApplyStrategy returns a defaulted copy of a (possibly nil) apply
 // strategy: ClientSideApply, PartialComparison, whenToApply Always,
-// whenToTakeOver Always, and an explicit serverSideApplyConfig (KubeFleet
-// sets it "for completeness"). Runs freeze this value and compare it with
+// whenToTakeOver Always, and — for ServerSideApply only — an explicit
+// serverSideApplyConfig. The seeds' appliedStrategy (what users see in a
+// run's status) carries no serverSideApplyConfig for ClientSideApply, so
+// gitfleet leaves it out there. Runs freeze this value and compare it with
 // bindings by deep equality, so every caller must default through here.
 func DefaultApplyStrategy(in *ApplyStrategy) *ApplyStrategy {
 	out := &ApplyStrategy{}
@@ -125,7 +127,7 @@ func DefaultApplyStrategy(in *ApplyStrategy) *ApplyStrategy {
 	if out.WhenToTakeOver == "" {
 		out.WhenToTakeOver = WhenToTakeOverTypeAlways
 	}
-	if out.ServerSideApplyConfig == nil {
+	if out.Type == ApplyStrategyTypeServerSideApply && out.ServerSideApplyConfig == nil {
 		out.ServerSideApplyConfig = &ServerSideApplyConfig{}
 	}
 	return out

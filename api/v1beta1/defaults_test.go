@@ -52,7 +52,6 @@ func TestSetDefaultsPlacement(t *testing.T) {
 		want := &ApplyStrategy{
 			Type: ApplyStrategyTypeClientSideApply, ComparisonOption: ComparisonOptionTypePartialComparison,
 			WhenToApply: WhenToApplyTypeAlways, WhenToTakeOver: WhenToTakeOverTypeAlways,
-			ServerSideApplyConfig: &ServerSideApplyConfig{},
 		}
 		if !reflect.DeepEqual(st.ApplyStrategy, want) {
 			t.Errorf("applyStrategy = %+v, want %+v", st.ApplyStrategy, want)
@@ -106,5 +105,17 @@ func TestDefaultApplyStrategyDoesNotMutateItsInput(t *testing.T) {
 	}
 	if nilOut := DefaultApplyStrategy(nil); nilOut.Type != ApplyStrategyTypeClientSideApply {
 		t.Errorf("DefaultApplyStrategy(nil) = %+v", nilOut)
+	}
+}
+
+// The seeds' appliedStrategy shows no serverSideApplyConfig for the default
+// ClientSideApply; only ServerSideApply gets the explicit block.
+func TestDefaultApplyStrategyServerSideApplyConfigOnlyForServerSideApply(t *testing.T) {
+	if got := DefaultApplyStrategy(nil); got.ServerSideApplyConfig != nil {
+		t.Errorf("ClientSideApply default has serverSideApplyConfig %+v, want none", got.ServerSideApplyConfig)
+	}
+	got := DefaultApplyStrategy(&ApplyStrategy{Type: ApplyStrategyTypeServerSideApply})
+	if got.ServerSideApplyConfig == nil || got.ServerSideApplyConfig.ForceConflicts {
+		t.Errorf("ServerSideApply default serverSideApplyConfig = %+v, want {force: false}", got.ServerSideApplyConfig)
 	}
 }
