@@ -456,3 +456,21 @@ func (d *Daemon) observeFetch(start time.Time, err error) {
 }
 
 func short(h plumbing.Hash) string { return h.String()[:12] }
+
+// Idle reports whether nothing can progress without a person: every run is
+// finished or waits on an approval, a state change or a new commit; no
+// member delay is running; nothing is queued, undelivered or unpushed; and
+// the remote has no commit gitfleet has not processed.
+func (d *Daemon) Idle(ctx context.Context) (bool, error) {
+	if !d.Controller.Idle() || !d.Controller.Blocked(ctx) || d.Hub.PendingDeliveries() > 0 ||
+		d.Hub.Members().PendingTimers() > 0 || d.Store.Pending() {
+		return false, nil
+	}
+	head, err := d.src.Fetch(ctx)
+	if err != nil {
+		return false, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return head.Commit == d.processed, nil
+}

@@ -124,3 +124,21 @@ func reportNotApplied(r Reporter, d Delivery, reason, message string) error {
 		notApplied(gen, reason, message),
 	}, nil)
 }
+
+// PendingTimers is the number of simulated availability delays still
+// running: while any is, the fleet can still progress without a person.
+func (ds *Drivers) PendingTimers() int {
+	ds.mu.Lock()
+	sims := make([]*Simulated, 0, len(ds.sims))
+	for _, s := range ds.sims {
+		sims = append(sims, s)
+	}
+	ds.mu.Unlock()
+	n := 0
+	for _, s := range sims {
+		s.mu.Lock()
+		n += len(s.timers)
+		s.mu.Unlock()
+	}
+	return n
+}

@@ -291,3 +291,11 @@ func (c *Controller) commit(ctx context.Context) {
 		c.Log.Error("committing hub state failed", "err", err)
 	}
 }
+
+// Idle reports whether no work is queued right now (timers may be pending).
+func (c *Controller) Idle() bool {
+	c.init()
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	return len(c.q.order) == 0
+}
