@@ -39,7 +39,8 @@ type Result struct {
 	Commit plumbing.Hash
 	// Created is false when nothing had to be committed.
 	Created bool
-	// Attempts counts pushes, including rejected ones.
+	// Attempts counts tries: each builds the commit on the branch tip
+	// and, unless there is nothing to commit, pushes it.
 	Attempts int
 }
 
@@ -157,8 +158,14 @@ func (s *Source) commitAndPush(ctx context.Context, op, branch string, ops map[s
 		if attempt >= s.cfg.PushAttempts {
 			return res, errorf(op, ErrRejected, fmt.Sprintf("%s: push to %q still rejected after %d attempts", s.safeURL, branch, attempt))
 		}
+		if attempt == 1 {
+			// Most often the cached tip was just stale; the new tip is
+			// fetched already, so re-apply at once.
+			s.log.Debug("push rejected, branch moved; re-applying on the new tip", "branch", branch)
+			continue
+		}
 		d := bo.Next()
-		s.log.Info("push rejected, branch moved; re-applying on the new tip", "branch", branch, "attempt", attempt, "retry_in", d)
+		s.log.Info("push rejected again, branch moved; re-applying on the new tip", "branch", branch, "attempt", attempt, "retry_in", d)
 		if err := sleep(ctx, d); err != nil {
 			return res, s.wrap(op, err)
 		}
