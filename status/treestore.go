@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sort"
 	"strings"
 	"sync"
@@ -134,6 +135,43 @@ func (s *TreeStore) Load(ctx context.Context) ([]runtime.Object, error) {
 		objs = append(objs, obj)
 	}
 	return objs, errors.Join(errs...)
+}
+
+// Refresh re-reads the given files, which someone else changed (a person's
+// commit under approvals/ or status/), so that what TreeStore believes is
+// stored stays true: otherwise a later write of bytes equal to the old
+// content would be dropped as a no-op, and the person's version would stay.
+// A missing file is forgotten.
+func (s *TreeStore) Refresh(paths ...string) error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	type read struct {
+		data []byte
+		ok   bool
+	}
+	got := map[string]read{}
+	var errs []error
+	for _, p := range paths {
+		data, err := s.files.Read(p)
+		switch {
+		case err == nil:
+			got[p] = read{data, true}
+		case errors.Is(err, fs.ErrNotExist):
+			got[p] = read{}
+		default:
+			errs = append(errs, fmt.Errorf("%s: %w", p, err))
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p, r := range got {
+		if r.ok {
+			s.stored[p] = r.data
+		} else {
+			delete(s.stored, p)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Put implements embedded.Store.

@@ -463,3 +463,30 @@ func TestTreeStoreKeepsChangesMadeWhileCommitting(t *testing.T) {
 		t.Errorf("stored run is not the newer one:\n%s", data)
 	}
 }
+
+func TestTreeStoreRefreshLearnsAPersonsEdit(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	s, _ := newStore(r)
+	a := withKind([]runtime.Object{approval("")})[0].(*fleet.ApprovalRequest)
+	s.Put(refOfObj(a), a)
+	if err := s.Flush(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	// A person merges an approval: the file changes behind the store's back.
+	approved, _ := Encode(ApprovedCopy(a, t0))
+	if err := r.Dir.Commit(ctx, Changeset{Writes: map[string][]byte{"approvals/example-run-after-canary.yaml": approved}}, "approve", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Refresh("approvals/example-run-after-canary.yaml", "approvals/gone.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	// The hub writes the request as it knew it: that is a change now.
+	s.Put(refOfObj(a), a)
+	if err := s.Flush(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if r.count() != 2 {
+		t.Fatalf("write after Refresh was dropped: %d commits", r.count())
+	}
+}
