@@ -44,21 +44,3 @@ func PolicySnapshotKind(namespace string) string {
 func BindingKind(namespace string) string {
 	return scoped(namespace, KindClusterResourceBinding, KindResourceBinding)
 }
-
-// IsFleetKind reports whether kind belongs to the fleet API groups that
-// gitfleet reads as control objects.
-func IsFleetKind(apiVersion, kind string) bool {
-	switch apiVersion {
-	case ClusterAPIVersion:
-		return kind == KindMemberCluster
-	case PlacementAPIVersion:
-		switch kind {
-		case KindClusterResourcePlacement, KindResourcePlacement,
-			KindClusterStagedUpdateStrategy, KindStagedUpdateStrategy,
-			KindClusterStagedUpdateRun, KindStagedUpdateRun,
-			KindClusterApprovalRequest, KindApprovalRequest:
-			return true
-		}
-	}
-	return false
-}

@@ -6,7 +6,6 @@ package embedded
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -605,14 +604,4 @@ func setKind(o runtime.Object, kind string) {
 		gvk.Group, gvk.Version = fleet.PlacementGroup, fleet.Version
 	}
 	o.GetObjectKind().SetGroupVersionKind(gvk)
-}
-
-// sortedKeys is a helper for deterministic iteration over maps.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
