@@ -45,6 +45,7 @@ type Error struct {
 	kinds []error
 }
 
+// Error returns the redacted message.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("gitsource: ")

@@ -38,6 +38,8 @@ type Webhook struct {
 	Logger  *slog.Logger
 }
 
+// ServeHTTP authenticates one notification and, if it is genuine, calls
+// Notify and answers 202 Accepted.
 func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	log := h.Logger
 	if log == nil {
