@@ -45,7 +45,7 @@ func (p *pass) derivePlan() (*plan, error) {
 		return nil, err
 	}
 	if !equality.Semantic.DeepEqual(scratch.AppliedStrategy, rec.AppliedStrategy) {
-		return nil, abortf("%s", userErr("the applyStrategy in the updateRun is outdated, latest: %v, recorded: %v", scratch.AppliedStrategy, rec.AppliedStrategy))
+		return nil, abortf("%s", userErr("the applyStrategy in the updateRun is outdated, latest: %s, recorded: %s", formatApplyStrategy(scratch.AppliedStrategy), formatApplyStrategy(rec.AppliedStrategy)))
 	}
 	snap, count, err := p.latestPolicySnapshot(scratch)
 	if err != nil {
@@ -192,4 +192,20 @@ func (p *pass) checkDeletionStage(updating, lastFinished int, pl *plan) (int, er
 		return -1, abortf("the delete stage has failed, err: %s", succeeded.Message)
 	}
 	return total, nil
+}
+
+// formatApplyStrategy prints an apply strategy as upstream's %v of the
+// pointer does (&{PartialComparison Always ClientSideApply false <nil>
+// Always}), except that a serverSideApplyConfig prints its value instead
+// of a memory address: the message lands in a status file in Git and must
+// be the same on every pass and every machine.
+func formatApplyStrategy(a *fleet.ApplyStrategy) string {
+	if a == nil {
+		return "<nil>"
+	}
+	ssa := "<nil>"
+	if a.ServerSideApplyConfig != nil {
+		ssa = fmt.Sprintf("&%v", *a.ServerSideApplyConfig)
+	}
+	return fmt.Sprintf("&{%s %s %s %t %s %s}", a.ComparisonOption, a.WhenToApply, a.Type, a.AllowCoOwnership, ssa, a.WhenToTakeOver)
 }

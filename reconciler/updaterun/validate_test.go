@@ -2,6 +2,7 @@ package updaterun
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -197,5 +198,17 @@ func TestPassesFollowTheActiveStage(t *testing.T) {
 	e.ok()
 	if n := ch.lists.Load(); n != 2 {
 		t.Errorf("%d fleet-wide lists after a member changed, want 2 (bindings, members)", n)
+	}
+}
+
+func TestApplyStrategyOutdatedMessageIsDeterministic(t *testing.T) {
+	a := &fleet.ApplyStrategy{ComparisonOption: fleet.ComparisonOptionTypePartialComparison, WhenToApply: fleet.WhenToApplyTypeAlways,
+		Type: fleet.ApplyStrategyTypeServerSideApply, ServerSideApplyConfig: &fleet.ServerSideApplyConfig{}, WhenToTakeOver: fleet.WhenToTakeOverTypeAlways}
+	if got, want := formatApplyStrategy(a), "&{PartialComparison Always ServerSideApply false &{false} Always}"; got != want {
+		t.Errorf("formatApplyStrategy = %q, want %q", got, want)
+	}
+	a.ServerSideApplyConfig, a.Type = nil, fleet.ApplyStrategyTypeClientSideApply
+	if got, want := formatApplyStrategy(a), fmt.Sprintf("%v", a); got != want {
+		t.Errorf("without serverSideApplyConfig formatApplyStrategy = %q, want upstream's %%v %q", got, want)
 	}
 }
