@@ -1,6 +1,8 @@
 package updaterun
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
