@@ -6,6 +6,7 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -484,6 +485,11 @@ func (h *Hub) UpdateUpdateRunStatus(_ context.Context, r *fleet.UpdateRun) error
 	}
 	if err := checkVersion(r.Kind, cur, r); err != nil {
 		return err
+	}
+	if reflect.DeepEqual(cur.Status, r.Status) && reflect.DeepEqual(cur.Finalizers, r.Finalizers) {
+		// Nothing changed: no new resourceVersion, nothing to persist.
+		r.ResourceVersion = cur.ResourceVersion
+		return nil
 	}
 	// Only the status and finalizers change: share nothing with the caller,
 	// copy the stored spec once, and hand the table the fresh object.

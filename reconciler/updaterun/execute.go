@@ -134,7 +134,14 @@ func (p *pass) executeStage(idx int, pl *plan, maxConc int) outcome {
 			stuck = append(stuck, cs.ClusterName)
 		}
 	}
-	p.aggregateRunStatus(stage.StageName, stuck)
+	// Upstream marks the run Progressing here even when every cluster is
+	// done and completeStage is about to mark it Waiting again; the flip
+	// moves the Progressing lastTransitionTime on every poll of a waiting
+	// stage, which in gitfleet would be a status commit per poll. Skipping
+	// it when the stage is complete leaves the final condition identical.
+	if finished < len(stage.Clusters) || len(errs) > 0 {
+		p.aggregateRunStatus(stage.StageName, stuck)
+	}
 	if len(errs) > 0 {
 		return outcome{err: utilerrors.NewAggregate(errs), after: ClusterPollInterval, blocked: len(stuck) > 0}
 	}
