@@ -51,7 +51,12 @@ type Config struct {
 	Metrics updaterun.Recorder
 	// Observer hears about every Git-side step (optional; metrics).
 	Observer Observer
-	Log      *slog.Logger
+	// OnReconcileError hears about failed reconciles (optional; metrics).
+	OnReconcileError func(controller string, err error)
+	// OnBindings hears the bindings of a placement after each placement
+	// status update (optional; metrics of version skew).
+	OnBindings func(placement hub.Key, bindings []*fleet.Binding)
+	Log        *slog.Logger
 }
 
 // Observer is told what the Git side did, for metrics.
@@ -143,9 +148,20 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		Hub: d.Hub, Clock: d.clock, Runs: engine, Committer: d.Hub,
 		Scheduler: &scheduler.Scheduler{Hub: d.Hub, Clock: d.clock, Log: d.log.With("controller", "scheduler")},
 		Status: func(ctx context.Context, key hub.Key) error {
-			return placement.UpdateStatus(ctx, d.Hub, d.clock, key)
+			if err := placement.UpdateStatus(ctx, d.Hub, d.clock, key); err != nil {
+				return err
+			}
+			if cfg.OnBindings != nil {
+				bindings, err := d.Hub.ListBindings(ctx, key)
+				if err != nil {
+					return err
+				}
+				cfg.OnBindings(key, bindings)
+			}
+			return nil
 		},
-		Log: d.log.With("controller", "reconciler"),
+		OnError: cfg.OnReconcileError,
+		Log:     d.log.With("controller", "reconciler"),
 	}
 	d.admit = NewAdmitter(d.Hub)
 
@@ -206,15 +222,62 @@ func (d *Daemon) Run(ctx context.Context, triggers <-chan struct{}) error {
 		defer wg.Done()
 		d.Controller.Run(ctx)
 	}()
-	err := d.src.Follow(ctx, triggers, gitsource.Backoff{}, func(ctx context.Context, head gitsource.Head) error {
-		return d.sync(ctx, head)
-	})
+	err := d.follow(ctx, triggers)
 	wg.Wait()
 	d.shutdown()
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return nil
 	}
 	return err
+}
+
+// follow fetches on every trigger and syncs what moved. A failed fetch or
+// sync is retried with backoff without waiting for another trigger, so an
+// outage of the remote heals on its own and nothing pushed meanwhile is
+// lost: the next fetch brings every commit, and each is processed in order.
+func (d *Daemon) follow(ctx context.Context, triggers <-chan struct{}) error {
+	var retry gitsource.Backoff
+	for {
+		select {
+		case <-triggers: // this fetch answers a pending trigger too
+		default:
+		}
+		start := d.clock.Now()
+		head, err := d.src.Fetch(ctx)
+		d.observeFetch(start, err)
+		if err == nil {
+			err = d.sync(ctx, head)
+		}
+		d.mu.Lock()
+		d.lastErr = err
+		d.mu.Unlock()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			wait := retry.Next()
+			d.log.Warn("fetch or sync failed; retrying", "err", err.Error(), "retry_in", wait.String())
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+			continue
+		}
+		retry.Reset()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-triggers:
+		}
+	}
+}
+
+// LastError is the error of the last fetch and sync, nil when it succeeded.
+func (d *Daemon) LastError() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.lastErr
 }
 
 // shutdown finishes the current status push.
@@ -300,6 +363,11 @@ func (d *Daemon) sync(ctx context.Context, head gitsource.Head) error {
 		return err
 	}
 	d.processed = head.Commit
+	if d.cfg.Observer != nil {
+		if c, err := d.src.Commit(ctx, head.Commit); err == nil {
+			d.cfg.Observer.Processed(c, 0)
+		}
+	}
 	if err := d.Hub.Commit(ctx); err != nil {
 		return err
 	}

@@ -52,7 +52,10 @@ type Controller struct {
 	Status    PlacementStatus // optional
 	Committer Committer       // optional
 	Observer  PassObserver    // optional
-	Log       *slog.Logger
+	// OnError is told about every failed reconcile, by controller name
+	// (scheduler, updaterun, placement, commit); optional, for metrics.
+	OnError func(controller string, err error)
+	Log     *slog.Logger
 	// SafetyPoll re-checks every run at least this often even when nothing
 	// was requeued (default 5m).
 	SafetyPoll time.Duration
@@ -226,6 +229,7 @@ func (c *Controller) process(ctx context.Context, it item) {
 		if c.Scheduler != nil {
 			if err := c.Scheduler.Schedule(ctx, it.key); err != nil {
 				c.Log.Error("scheduling failed", "placement", it.key.String(), "err", err)
+				c.failed("scheduler", err)
 				c.q.addAfter(it, c.q.failed(it))
 				return
 			}
@@ -238,6 +242,7 @@ func (c *Controller) process(ctx context.Context, it item) {
 		if c.Status != nil {
 			if err := c.Status(ctx, it.key); err != nil && !hub.IsNotFound(err) {
 				c.Log.Error("placement status update failed", "placement", it.key.String(), "err", err)
+				c.failed("placement", err)
 				c.q.addAfter(it, c.q.failed(it))
 				return
 			}
@@ -268,6 +273,7 @@ func (c *Controller) processRun(ctx context.Context, it item) {
 	switch {
 	case err != nil:
 		c.Log.Info("run pass failed, retrying", "run", it.key.String(), "err", err)
+		c.failed("updaterun", err)
 		c.q.addAfter(it, c.q.failed(it))
 	case res.Requeue:
 		c.q.forget(it)
@@ -289,6 +295,13 @@ func (c *Controller) commit(ctx context.Context) {
 	}
 	if err := c.Committer.Commit(ctx); err != nil {
 		c.Log.Error("committing hub state failed", "err", err)
+		c.failed("commit", err)
+	}
+}
+
+func (c *Controller) failed(controller string, err error) {
+	if c.OnError != nil {
+		c.OnError(controller, err)
 	}
 }
 

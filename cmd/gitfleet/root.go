@@ -49,6 +49,7 @@ approves a request is the approval.`,
 		},
 	}
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	root.AddCommand(newVersionCommand(), newSimulateCommand())
+	root.AddCommand(newVersionCommand(), newSimulateCommand(), newServeCommand())
+	root.AddCommand(newGetCommand(), newDescribeCommand(), newApproveCommand(), newValidateCommand())
 	return root
 }

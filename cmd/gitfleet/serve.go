@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/gitops"
+	"github.com/gitfleet/gitfleet/gitsource"
+	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/metrics"
+)
+
+// serveOptions are the flags of `gitfleet serve`.
+type serveOptions struct {
+	repo, branch, path, statusBranch, cacheDir string
+	interval, statusInterval, stuckThreshold  time.Duration
+	webhookAddr, webhookSecretFile            string
+	metricsAddr                               string
+	noApprovalBranches                        bool
+	untilIdle                                 bool
+	timeout                                   time.Duration
+	auth                                      gitsource.Auth
+}
+
+func newServeCommand() *cobra.Command {
+	o := serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the GitOps daemon: follow the repository, roll out, write status back",
+		Long: `serve follows the fleet repository and runs the staged rollouts it describes.
+
+For every new commit of --branch that changes what a placement selects it
+records a resource snapshot (status/snapshots/<placement>/<index>.yaml, with
+the commit). It feeds the fleet objects at the tip — MemberClusters,
+placements, strategies, runs — into its hub, runs every ClusterStagedUpdateRun
+and StagedUpdateRun stage by stage, and writes progress back: status/ (runs,
+placements, snapshots, bindings) and approvals/ (approval requests). For every
+approval request it also pushes a branch gitfleet/approve/<name> whose commit
+approves it: open a pull request from it, and merging it is the approval.
+
+gitfleet never force-pushes and never writes outside status/ and approvals/;
+a human commit that races a status push is kept (gitfleet re-applies its own
+change on top). State is persisted in the status tree before any side effect,
+so a restart — even in an empty --cache-dir — resumes every run where it was.
+
+New commits are noticed by polling (--interval), by the webhook receiver
+(--webhook-addr, GitHub X-Hub-Signature-256, GitLab X-Gitlab-Token or
+X-Gitfleet-Signature, verified with --webhook-secret-file) and, for a local
+repository, by filesystem notifications.`,
+		Example: `  # Follow a local bare repository, metrics on :8080
+  gitfleet serve --repo file:///srv/git/fleet.git
+
+  # A GitHub repository with a token and a webhook
+  gitfleet serve --repo https://github.com/acme/fleet.git --token-file /etc/gitfleet/token \
+    --webhook-addr :9090 --webhook-secret-file /etc/gitfleet/webhook-secret
+
+  # Status on its own branch, so main only carries people's commits and approvals
+  gitfleet serve --repo git@github.com:acme/fleet.git --ssh-key-file ~/.ssh/id_ed25519 \
+    --known-hosts-file ~/.ssh/known_hosts --status-branch gitfleet-status
+
+  # CI: run until every rollout waits on a person, then exit 0
+  gitfleet serve --repo ./fleet --until-idle --timeout 10m`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.repo, "repo", "", "fleet repository: https://, ssh://, user@host:path, git://, file:// URL or a local path (required)")
+	f.StringVar(&o.branch, "branch", "main", "branch to follow")
+	f.StringVar(&o.path, "path", ".", "folder of the hub content inside the repository")
+	f.StringVar(&o.statusBranch, "status-branch", "", "write status/ to this branch instead of --branch (approvals/ stay on --branch)")
+	f.StringVar(&o.cacheDir, "cache-dir", "", "where the clone is cached (default: a folder under the user cache directory)")
+	f.DurationVar(&o.interval, "interval", 30*time.Second, "poll the remote this often (0 disables polling)")
+	f.DurationVar(&o.statusInterval, "status-interval", 2*time.Second, "batch status commits that guard no side effect into one per interval")
+	f.DurationVar(&o.stuckThreshold, "stuck-threshold", 5*time.Minute, "report a run stuck when a cluster has been updating this long")
+	f.StringVar(&o.webhookAddr, "webhook-addr", "", "listen for push webhooks on this address (e.g. :9090), path /webhook")
+	f.StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "file holding the webhook secret (required with --webhook-addr)")
+	f.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "serve /metrics, /healthz and /readyz on this address (empty disables)")
+	f.BoolVar(&o.noApprovalBranches, "no-approval-branches", false, "do not push gitfleet/approve/<name> branches")
+	f.BoolVar(&o.untilIdle, "until-idle", false, "exit 0 once no run can progress without a person and status is pushed")
+	f.DurationVar(&o.timeout, "timeout", 0, "give up after this long (with --until-idle: exit 1 if not idle by then)")
+	f.StringVar(&o.auth.Username, "username", "", "HTTP username")
+	f.StringVar(&o.auth.UsernameFile, "username-file", "", "file holding the HTTP username")
+	f.StringVar(&o.auth.PasswordFile, "password-file", "", "file holding the HTTP password")
+	f.StringVar(&o.auth.PasswordEnv, "password-env", "", "environment variable holding the HTTP password")
+	f.StringVar(&o.auth.TokenFile, "token-file", "", "file holding an HTTP access token")
+	f.StringVar(&o.auth.TokenEnv, "token-env", "", "environment variable holding an HTTP access token")
+	f.StringVar(&o.auth.SSHKeyFile, "ssh-key-file", "", "SSH private key")
+	f.StringVar(&o.auth.SSHKeyPassphraseFile, "ssh-key-passphrase-file", "", "file holding the SSH key's passphrase")
+	f.StringVar(&o.auth.KnownHostsFile, "known-hosts-file", "", "known_hosts to verify SSH servers with")
+	f.StringVar(&o.auth.CAFile, "ca-file", "", "extra PEM CA bundle for https remotes")
+	_ = cmd.MarkFlagRequired("repo")
+	return cmd
+}
+
+func runServe(ctx context.Context, o serveOptions) error {
+	log := slog.Default()
+	if o.webhookAddr != "" && o.webhookSecretFile == "" {
+		return errors.New("--webhook-addr needs --webhook-secret-file: unsigned webhooks are refused")
+	}
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	if o.cacheDir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
+		}
+		o.cacheDir = filepath.Join(base, "gitfleet", cacheName(o.repo, o.branch))
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := metrics.New(reg, nil)
+	endpoints := metrics.Handler(reg)
+	if o.metricsAddr != "" {
+		if err := listen(ctx, o.metricsAddr, endpoints, log.With("server", "metrics")); err != nil {
+			return err
+		}
+	}
+
+	src, err := gitsource.Open(ctx, gitsource.Config{URL: o.repo, Branch: o.branch, StatusBranch: o.statusBranch,
+		CacheDir: o.cacheDir, Auth: o.auth, Logger: log.With("component", "gitsource")})
+	if err != nil {
+		return err
+	}
+	d, err := gitops.Open(ctx, gitops.Config{
+		Source: src, Path: o.path, StatusInterval: o.statusInterval, StuckThreshold: o.stuckThreshold,
+		PushApprovalBranches: !o.noApprovalBranches, Metrics: m, Observer: gitops.MetricsObserver{M: m},
+		OnReconcileError: func(controller string, _ error) { m.ObserveReconcileError(controller) },
+		OnBindings: func(p hub.Key, bindings []*fleet.Binding) {
+			name := p.Name
+			if p.Namespace != "" {
+				name = p.Namespace + "/" + p.Name
+			}
+			m.ObserveBindings(name, bindings)
+		},
+		Log: log,
+	})
+	if err != nil {
+		return err
+	}
+	endpoints.SetReady()
+
+	watcher := gitsource.NewWatcher(log.With("component", "watcher"))
+	go watcher.Poll(ctx, o.interval)
+	if path, ok := src.LocalPath(); ok {
+		if err := watcher.WatchLocal(ctx, path); err != nil {
+			log.Warn("cannot watch the local repository; polling only", "err", err)
+		}
+	}
+	if o.webhookAddr != "" {
+		secret, err := os.ReadFile(o.webhookSecretFile)
+		if err != nil {
+			return fmt.Errorf("reading --webhook-secret-file: %w", err)
+		}
+		secret = []byte(strings.TrimSpace(string(secret)))
+		if len(secret) == 0 {
+			return fmt.Errorf("--webhook-secret-file %s is empty", o.webhookSecretFile)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/webhook", &gitsource.Webhook{Secret: secret, Notify: func() { watcher.Trigger("webhook") },
+			Logger: log.With("server", "webhook")})
+		if err := listen(ctx, o.webhookAddr, mux, log.With("server", "webhook")); err != nil {
+			return err
+		}
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	idle := make(chan struct{})
+	if o.untilIdle {
+		go watchIdle(runCtx, d, idle, stop)
+	}
+	log.Info("serving", "repo", src.URL(), "branch", src.Branch(), "cache_dir", o.cacheDir)
+	if err := d.Run(runCtx, watcher.C()); err != nil {
+		return err
+	}
+	select {
+	case <-idle:
+		log.Info("idle: every run is finished or waits on a person; status is pushed")
+		return nil
+	default:
+	}
+	if o.untilIdle && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &exitError{code: 1, err: fmt.Errorf("not idle after --timeout %s", o.timeout)}
+	}
+	return nil
+}
+
+// watchIdle stops the daemon once it has been idle on two checks in a row
+// (so a report that is on its way is not missed).
+func watchIdle(ctx context.Context, d *gitops.Daemon, idle chan<- struct{}, stop func()) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	streak := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ok, err := d.Idle(ctx)
+		if err != nil || !ok {
+			streak = 0
+			continue
+		}
+		if streak++; streak >= 2 {
+			close(idle)
+			stop()
+			return
+		}
+	}
+}
+
+// listen serves h on addr until ctx is done.
+func listen(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("server stopped", "err", err)
+		}
+	}()
+	log.Info("listening", "addr", ln.Addr().String())
+	return nil
+}
+
+// cacheName is a folder name for a repository and branch that carries no
+// credentials.
+func cacheName(repo, branch string) string {
+	r := repo
+	if i := strings.LastIndex(r, "@"); i >= 0 {
+		r = r[i+1:]
+	}
+	r = strings.NewReplacer("://", "-", "/", "-", ":", "-", "\\", "-").Replace(r)
+	r = strings.Trim(r, "-.")
+	if len(r) > 80 {
+		r = r[len(r)-80:]
+	}
+	return r + "-" + strings.ReplaceAll(branch, "/", "-")
+}

@@ -1,0 +1,43 @@
+package gitops
+
+import (
+	"errors"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/gitfleet/gitfleet/gitsource"
+	"github.com/gitfleet/gitfleet/metrics"
+	"github.com/gitfleet/gitfleet/status"
+)
+
+// MetricsObserver feeds gitfleet's Git-side metrics.
+type MetricsObserver struct{ M *metrics.Metrics }
+
+var _ Observer = MetricsObserver{}
+
+// Fetched implements Observer.
+func (o MetricsObserver) Fetched(d time.Duration, err error) { o.M.ObserveGitFetch(d, err) }
+
+// Rendered implements Observer.
+func (o MetricsObserver) Rendered(d time.Duration) { o.M.ObserveRender(d) }
+
+// Processed implements Observer.
+func (o MetricsObserver) Processed(c *object.Commit, snapshots int) {
+	o.M.SetLastProcessedCommit(c.Hash.String(), c.Committer.When)
+	for range snapshots {
+		o.M.ObserveResourceSnapshot()
+	}
+}
+
+// Pushed implements Observer.
+func (o MetricsObserver) Pushed(_ status.Changeset, lag time.Duration, err error) {
+	switch {
+	case err == nil:
+		o.M.ObserveStatusPush(metrics.PushSuccess, lag)
+	case errors.Is(err, gitsource.ErrRejected):
+		o.M.ObserveStatusPush(metrics.PushConflict, lag)
+	default:
+		o.M.ObserveStatusPush(metrics.PushError, lag)
+	}
+}
