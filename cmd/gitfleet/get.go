@@ -1,0 +1,423 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/spf13/cobra"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/printers"
+	"github.com/gitfleet/gitfleet/render"
+	"github.com/gitfleet/gitfleet/status"
+)
+
+// now is the clock behind AGE columns and approval timestamps. It is a
+// variable so tests can pin it and compare output with golden files.
+var now = time.Now
+
+func newGetCommand() *cobra.Command {
+	var (
+		q      query
+		output string
+		all    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "get (runs|approvals|snapshots|placements|bindings|clusters) [NAME...]",
+		Short: "List runs, approval requests, snapshots, placements, bindings or clusters from the status tree",
+		Long: `get prints the objects gitfleet recorded in the fleet repository as kubectl
+prints KubeFleet's: the same printer columns, so a 'kubectl get csur' habit
+carries over. It reads files, not a cluster: --repo is a local clone or working
+tree of the fleet repository (run 'git pull' first to see the latest progress;
+with 'serve --status-branch B', check out B).
+
+  runs         status/runs/        ClusterStagedUpdateRuns, StagedUpdateRuns
+  approvals    approvals/          ClusterApprovalRequests, ApprovalRequests
+  snapshots    status/snapshots/   ClusterResourceSnapshots, ResourceSnapshots
+  placements   status/placements/  ClusterResourcePlacements, ResourcePlacements
+  bindings     status/bindings/    ClusterResourceBindings, ResourceBindings
+  clusters     status/clusters/    MemberClusters (before gitfleet wrote any,
+                                   the ones declared in the manifests)
+
+The generic names list both scopes. KubeFleet's kind names and short names
+narrow it as kubectl does: csur, careq, crs, crp and crb (and the full
+Cluster... names) list only the cluster-scoped objects; sur, areq, rs, rp and
+rb (and StagedUpdateRun, ApprovalRequest, ...) only the namespaced ones.
+A repository has no current namespace, so every namespace is listed unless
+-n picks one (-A is accepted for kubectl habits); a NAMESPACE column appears
+when the rows span several.
+
+Columns beyond KubeFleet's are in -o wide; -o yaml prints the files' objects.`,
+		Example: `  # The runs and their conditions, as 'kubectl get csur' shows them
+  gitfleet get runs --repo ./fleet
+
+  # Which approval requests wait for a person, and whether merged approvals counted
+  gitfleet get approvals -o wide
+
+  # One run as YAML
+  gitfleet get csur example-run -o yaml
+
+  # Namespaced runs of one namespace
+  gitfleet get sur -n my-app-namespace`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "" && output != "wide" && output != "yaml" {
+				return fmt.Errorf("--output must be empty, wide or yaml, not %q", output)
+			}
+			if all && q.namespace != "" {
+				return errors.New("--all-namespaces and --namespace are mutually exclusive")
+			}
+			if err := q.parse(args[0]); err != nil {
+				return err
+			}
+			q.names = args[1:]
+			// As kubectl does, what could be read is printed even when some
+			// files or names could not be; the error comes after it.
+			objs, err := q.find(cmd.ErrOrStderr())
+			if len(objs) == 0 {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			var perr error
+			if output == "yaml" {
+				perr = printers.YAML(w, objs...)
+			} else {
+				perr = q.fam.table(w, objs, now(), printers.Options{Wide: output == "wide"})
+			}
+			return errors.Join(perr, err)
+		},
+	}
+	f := cmd.Flags()
+	q.flags(cmd)
+	f.BoolVarP(&all, "all-namespaces", "A", false, "list every namespace (the default: a repository has no current namespace)")
+	f.StringVarP(&output, "output", "o", "", "output format: empty for a table, wide or yaml")
+	return cmd
+}
+
+// scope narrows a family to its cluster-scoped or namespaced kind, as the
+// word the user typed says.
+type scope int
+
+const (
+	anyScope scope = iota
+	clusterScope
+	namespacedScope
+)
+
+// family is one kind of object get and describe list: where its files are,
+// the words that name it, and its table.
+type family struct {
+	name string
+	dir  string
+	// words name both scopes; clusterWords and namespacedWords one.
+	words, clusterWords, namespacedWords []string
+	// clusterKind and namespacedKind are the lowercase kinds kubectl
+	// prints in messages ("clusterstagedupdaterun.placement...").
+	clusterKind, namespacedKind, group string
+	table                              func(io.Writer, []runtime.Object, time.Time, printers.Options) error
+}
+
+var families = []*family{
+	{name: "runs", dir: "status/runs", group: fleet.PlacementGroup,
+		clusterKind: "clusterstagedupdaterun", namespacedKind: "stagedupdaterun",
+		words:           []string{"runs", "run", "updateruns", "updaterun"},
+		clusterWords:    []string{"csur", "clusterstagedupdateruns", "clusterstagedupdaterun"},
+		namespacedWords: []string{"sur", "stagedupdateruns", "stagedupdaterun"},
+		table:           table(printers.Runs)},
+	{name: "approvals", dir: "approvals", group: fleet.PlacementGroup,
+		clusterKind: "clusterapprovalrequest", namespacedKind: "approvalrequest",
+		words:           []string{"approvals", "approval"},
+		clusterWords:    []string{"careq", "clusterapprovalrequests", "clusterapprovalrequest"},
+		namespacedWords: []string{"areq", "approvalrequests", "approvalrequest"},
+		table:           table(printers.Approvals)},
+	{name: "snapshots", dir: "status/snapshots", group: fleet.PlacementGroup,
+		clusterKind: "clusterresourcesnapshot", namespacedKind: "resourcesnapshot",
+		words:           []string{"snapshots", "snapshot"},
+		clusterWords:    []string{"crs", "clusterresourcesnapshots", "clusterresourcesnapshot"},
+		namespacedWords: []string{"rs", "resourcesnapshots", "resourcesnapshot"},
+		table:           table(printers.Snapshots)},
+	{name: "placements", dir: "status/placements", group: fleet.PlacementGroup,
+		clusterKind: "clusterresourceplacement", namespacedKind: "resourceplacement",
+		words:           []string{"placements", "placement"},
+		clusterWords:    []string{"crp", "clusterresourceplacements", "clusterresourceplacement"},
+		namespacedWords: []string{"rp", "resourceplacements", "resourceplacement"},
+		table:           table(printers.Placements)},
+	{name: "bindings", dir: "status/bindings", group: fleet.PlacementGroup,
+		clusterKind: "clusterresourcebinding", namespacedKind: "resourcebinding",
+		words:           []string{"bindings", "binding"},
+		clusterWords:    []string{"crb", "clusterresourcebindings", "clusterresourcebinding"},
+		namespacedWords: []string{"rb", "resourcebindings", "resourcebinding"},
+		table:           table(printers.Bindings)},
+	{name: "clusters", dir: "status/clusters", group: fleet.ClusterGroup,
+		clusterKind:  "membercluster",
+		clusterWords: []string{"clusters", "cluster", "memberclusters", "membercluster"},
+		table:        table(printers.Clusters)},
+}
+
+// table adapts a typed printer to the objects a family's files decode to.
+func table[T runtime.Object](print func(io.Writer, []T, time.Time, printers.Options) error) func(io.Writer, []runtime.Object, time.Time, printers.Options) error {
+	return func(w io.Writer, objs []runtime.Object, t time.Time, opts printers.Options) error {
+		typed := make([]T, 0, len(objs))
+		for _, o := range objs {
+			if x, ok := o.(T); ok {
+				typed = append(typed, x)
+			}
+		}
+		return print(w, typed, t, opts)
+	}
+}
+
+// query is what get and describe were asked for.
+type query struct {
+	repo, path string
+	fam        *family
+	scope      scope
+	namespace  string
+	names      []string
+}
+
+// flags registers the flags get and describe share.
+func (q *query) flags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&q.repo, "repo", ".", "path of a local clone or working tree of the fleet repository")
+	f.StringVar(&q.path, "path", ".", "folder of the hub content inside the repository (read for clusters before gitfleet recorded any)")
+	f.StringVarP(&q.namespace, "namespace", "n", "", "only objects of this namespace")
+}
+
+// parse resolves the resource word.
+func (q *query) parse(word string) error {
+	w := strings.ToLower(word)
+	for _, fam := range families {
+		switch {
+		case slices.Contains(fam.words, w):
+			q.fam, q.scope = fam, anyScope
+		case slices.Contains(fam.clusterWords, w):
+			q.fam, q.scope = fam, clusterScope
+		case slices.Contains(fam.namespacedWords, w):
+			q.fam, q.scope = fam, namespacedScope
+		default:
+			continue
+		}
+		return nil
+	}
+	names := make([]string, len(families))
+	for i, fam := range families {
+		names[i] = fam.name
+	}
+	return fmt.Errorf("unknown resource type %q: want one of %s (or a KubeFleet short name such as csur)", word, strings.Join(names, ", "))
+}
+
+// kind is the lowercase kind messages name, as kubectl does.
+func (q *query) kind() string {
+	k := q.fam.clusterKind
+	if q.scope == namespacedScope || (q.scope == anyScope && q.namespace != "") {
+		k = q.fam.namespacedKind
+	}
+	return k + "." + q.fam.group
+}
+
+// keep reports whether obj is one the query asks for.
+func (q *query) keep(obj runtime.Object) bool {
+	ns := obj.(metav1.Object).GetNamespace()
+	switch q.scope {
+	case clusterScope:
+		// kubectl ignores -n for cluster-scoped kinds; so does get.
+		return ns == ""
+	case namespacedScope:
+		if ns == "" {
+			return false
+		}
+	}
+	return q.namespace == "" || ns == q.namespace
+}
+
+// find reads the family's files and returns the objects asked for, in a
+// stable order. Problems that spoil only some files are written to stderr
+// and returned as one exit error after the readable objects; an empty
+// result is announced on stderr, as kubectl does.
+func (q *query) find(stderr io.Writer) ([]runtime.Object, error) {
+	if fi, err := os.Stat(q.repo); err != nil {
+		return nil, fmt.Errorf("repository: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("repository %s is not a folder", q.repo)
+	}
+	objs, problems := readFamily(q.repo, q.fam.dir)
+	if q.fam.name == "clusters" && len(objs) == 0 && len(problems) == 0 {
+		var err error
+		if objs, err = declaredClusters(q.repo, q.path, stderr); err != nil {
+			return nil, err
+		}
+	}
+	var kept []runtime.Object
+	for _, o := range objs {
+		if q.keep(o) {
+			kept = append(kept, o)
+		}
+	}
+	kept, missing := q.byName(kept)
+	for _, p := range problems {
+		fmt.Fprintf(stderr, "error: %v\n", p)
+	}
+	for _, name := range missing {
+		fmt.Fprintf(stderr, "Error from repository (NotFound): %s %q not found%s\n", q.kind(), name, q.where())
+	}
+	if len(kept) == 0 && len(q.names) == 0 {
+		msg := "No resources found"
+		if q.namespace != "" && q.scope != clusterScope {
+			msg += " in " + q.namespace + " namespace."
+		}
+		if _, err := os.Stat(filepath.Join(q.repo, status.StatusDir)); errors.Is(err, fs.ErrNotExist) && strings.HasPrefix(q.fam.dir, status.StatusDir+"/") {
+			msg += fmt.Sprintf(" (%s has no %s/ folder: is it a checkout of the branch gitfleet writes status to?)", q.repo, status.StatusDir)
+		}
+		fmt.Fprintln(stderr, msg)
+	}
+	switch {
+	case len(problems) > 0:
+		return kept, &exitError{code: 1, err: fmt.Errorf("%d file(s) of %s could not be read", len(problems), q.repo)}
+	case len(missing) > 0:
+		return kept, &exitError{code: 1, err: fmt.Errorf("%d of %d named object(s) not found", len(missing), len(q.names))}
+	}
+	return kept, nil
+}
+
+// byName keeps the named objects, in the order named, and lists the names
+// that matched nothing. Without names it keeps everything.
+func (q *query) byName(objs []runtime.Object) (kept []runtime.Object, missing []string) {
+	if len(q.names) == 0 {
+		return objs, nil
+	}
+	for _, name := range q.names {
+		found := false
+		for _, o := range objs {
+			if o.(metav1.Object).GetName() == name {
+				kept = append(kept, o)
+				found = true
+			}
+		}
+		if !found {
+			missing = append(missing, name)
+		}
+	}
+	return kept, missing
+}
+
+// where says where a missing object was looked for.
+func (q *query) where() string {
+	s := fmt.Sprintf(" in %s", filepath.Join(q.repo, filepath.FromSlash(q.fam.dir))+string(filepath.Separator))
+	if q.namespace != "" && q.scope != clusterScope {
+		s += " (namespace " + q.namespace + ")"
+	}
+	return s
+}
+
+// readFamily decodes every .yaml file below dir of the repository, in file
+// order with numbers compared as numbers (snapshot 10 after 9). As the hub
+// does when it loads the tree, it refuses a file whose object belongs
+// elsewhere: the path is part of what gitfleet records. Problems name the
+// file; the other files are still read.
+func readFamily(repo, dir string) ([]runtime.Object, []render.ManifestError) {
+	files := status.Dir(repo)
+	paths, err := files.List(dir)
+	if err != nil {
+		return nil, []render.ManifestError{{File: dir, Message: fmt.Sprintf("cannot list: %v", err)}}
+	}
+	slices.SortFunc(paths, naturalCompare)
+	var objs []runtime.Object
+	var problems []render.ManifestError
+	for _, p := range paths {
+		if !strings.HasSuffix(p, ".yaml") {
+			continue
+		}
+		problem := func(format string, args ...any) {
+			problems = append(problems, render.ManifestError{File: p, Message: fmt.Sprintf(format, args...)})
+		}
+		data, err := files.Read(p)
+		if err != nil {
+			problem("%v", err)
+			continue
+		}
+		obj, err := status.DecodeFile(p, data)
+		if err != nil {
+			problem("%s", strings.TrimPrefix(err.Error(), p+": "))
+			continue
+		}
+		if want, err := status.PathFor(obj); err != nil {
+			problem("%v", err)
+			continue
+		} else if want != p {
+			problem("holds %s %s, which belongs in %s", obj.GetObjectKind().GroupVersionKind().Kind, objectName(obj), want)
+			continue
+		}
+		objs = append(objs, obj)
+	}
+	return objs, problems
+}
+
+// declaredClusters renders the working tree for its MemberClusters: before
+// gitfleet has recorded any cluster, they are what the manifests declare.
+func declaredClusters(repo, hubPath string, stderr io.Writer) ([]runtime.Object, error) {
+	c, err := render.Render(os.DirFS(repo), render.Options{Path: hubPath})
+	if err != nil {
+		return nil, err
+	}
+	if len(c.Errors) > 0 {
+		fmt.Fprintf(stderr, "Warning: %d manifest error(s) in %s; clusters in broken files are not listed (run gitfleet validate)\n", len(c.Errors), repo)
+	}
+	objs := make([]runtime.Object, len(c.Members))
+	for i, m := range c.Members {
+		objs[i] = m
+	}
+	return objs, nil
+}
+
+// objectName is namespace/name, or name for cluster-scoped objects.
+func objectName(obj runtime.Object) string {
+	m := obj.(metav1.Object)
+	if m.GetNamespace() != "" {
+		return m.GetNamespace() + "/" + m.GetName()
+	}
+	return m.GetName()
+}
+
+// naturalCompare orders strings with runs of digits compared by value, so
+// status/snapshots/p/10.yaml sorts after 9.yaml.
+func naturalCompare(a, b string) int {
+	for a != "" && b != "" {
+		da, db := digits(a), digits(b)
+		if da > 0 && db > 0 {
+			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if c := len(na) - len(nb); c != 0 {
+				return c
+			}
+			if c := strings.Compare(na, nb); c != 0 {
+				return c
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return int(a[0]) - int(b[0])
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) - len(b)
+}
+
+// digits is the length of the run of ASCII digits s starts with.
+func digits(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
+}
