@@ -850,6 +850,25 @@ func TestSecretExample(t *testing.T) {
 	if !slices.Contains(keys["gitfleet-git-credentials"], "token") || !slices.Contains(keys["gitfleet-webhook"], "secret") {
 		t.Errorf("example secret keys %v: want token and secret", keys)
 	}
+
+	// README.md tells how to create exactly these, and how to install.
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"kubectl apply -k deploy/",
+		"create secret generic gitfleet-git-credentials",
+		"--from-file=token=",
+		"create secret generic gitfleet-webhook",
+		"--from-literal=secret=",
+		"application/json",
+		"/webhook",
+	} {
+		if !strings.Contains(string(readme), want) {
+			t.Errorf("README.md does not mention %q", want)
+		}
+	}
 }
 
 // ---------------------------------------------------------------------------
