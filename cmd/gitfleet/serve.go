@@ -26,13 +26,13 @@ import (
 // serveOptions are the flags of `gitfleet serve`.
 type serveOptions struct {
 	repo, branch, path, statusBranch, cacheDir string
-	interval, statusInterval, stuckThreshold  time.Duration
-	webhookAddr, webhookSecretFile            string
-	metricsAddr                               string
-	noApprovalBranches                        bool
-	untilIdle                                 bool
-	timeout                                   time.Duration
-	auth                                      gitsource.Auth
+	interval, statusInterval, stuckThreshold   time.Duration
+	webhookAddr, webhookSecretFile             string
+	metricsAddr                                string
+	noApprovalBranches                         bool
+	untilIdle                                  bool
+	timeout                                    time.Duration
+	auth                                       gitsource.Auth
 }
 
 func newServeCommand() *cobra.Command {
