@@ -1,0 +1,141 @@
+package main
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/spf13/cobra"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/render"
+	"github.com/gitfleet/gitfleet/status"
+)
+
+func newValidateCommand() *cobra.Command {
+	var repo, hubPath string
+	cmd := &cobra.Command{
+		Use:   "validate",
+		Short: "Check the fleet repository's manifests the way gitfleet will read them",
+		Long: `validate renders the working tree of the fleet repository exactly as 'gitfleet
+serve' renders a commit (kustomize or plain YAML below --path) and reports
+every problem gitfleet would report after the push, before you push:
+
+  - files that are not YAML, or objects without kind, name or namespace;
+  - kinds gitfleet does not serve, unknown or misspelled fields;
+  - invalid specs (strategies, runs, placements, label selectors), with the
+    messages the KubeFleet API server would give;
+  - objects defined twice;
+  - changes the API server would refuse for an object gitfleet has already
+    accepted (an immutable field of a run or placement, a forbidden state
+    transition), compared with its copy in status/;
+  - approval request files (approvals/) and status files (status/) that do
+    not decode.
+
+Each problem is one line, '<file>:<line>: <Kind> <name>: <field>: <message>',
+sorted by file and line, so editors and CI logs link to the spot. A broken
+object is skipped by gitfleet while the rest of the repository keeps
+working; validate exits 1 if there is any problem, which makes it a
+pull-request check. Otherwise it prints how many manifests it read.`,
+		Example: `  # Check the working tree before pushing
+  gitfleet validate --repo ./fleet
+
+  # In CI, on the checked-out pull request
+  gitfleet validate --repo "$GITHUB_WORKSPACE" --path clusters/prod`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return validate(cmd.OutOrStdout(), repo, hubPath)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&repo, "repo", ".", "path of the working tree of the fleet repository")
+	f.StringVar(&hubPath, "path", ".", "folder of the hub content inside the repository")
+	return cmd
+}
+
+// validate prints every problem of the repository at repo, or a count of
+// what it read when there is none.
+func validate(out io.Writer, repo, hubPath string) error {
+	if fi, err := os.Stat(repo); err != nil {
+		return fmt.Errorf("repository: %w", err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("repository %s is not a folder", repo)
+	}
+	fsys := os.DirFS(repo)
+	var problems []render.ManifestError
+	manifests := 0
+	c, err := render.Render(fsys, render.Options{Path: hubPath})
+	var whole *render.ManifestError
+	switch {
+	case errors.As(err, &whole):
+		problems = append(problems, *whole)
+	case err != nil:
+		return err
+	default:
+		problems = append(problems, c.Errors...)
+		manifests += len(c.Members) + len(c.Placements) + len(c.Strategies) + len(c.Runs) + len(c.Resources)
+	}
+	approvals, errs := render.ReadApprovals(fsys, render.ApprovalsDir)
+	problems = append(problems, errs...)
+	manifests += len(approvals)
+	recorded, errs := readFamily(repo, status.StatusDir)
+	problems = append(problems, errs...)
+	if c != nil {
+		problems = append(problems, admission(c, recorded)...)
+	}
+
+	if len(problems) == 0 {
+		fmt.Fprintf(out, "%d manifests OK\n", manifests)
+		return nil
+	}
+	slices.SortStableFunc(problems, func(a, b render.ManifestError) int {
+		return cmp.Or(naturalCompare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+	})
+	for _, p := range problems {
+		fmt.Fprintln(out, p.Error())
+	}
+	return &exitError{code: 1, err: fmt.Errorf("%d problem(s) in %s", len(problems), repo)}
+}
+
+// admission reports the changes to runs and placements that gitfleet has
+// accepted before (their status files hold the accepted spec) and that the
+// API server would refuse; gitfleet keeps using the accepted spec.
+func admission(c *render.Content, recorded []runtime.Object) []render.ManifestError {
+	type key struct{ kind, namespace, name string }
+	accepted := map[key]runtime.Object{}
+	for _, o := range recorded {
+		switch x := o.(type) {
+		case *fleet.UpdateRun:
+			accepted[key{"run", x.Namespace, x.Name}] = x
+		case *fleet.Placement:
+			accepted[key{"placement", x.Namespace, x.Name}] = x
+		}
+	}
+	var out []render.ManifestError
+	report := func(kind, namespace, name string, errs field.ErrorList, statusFile string) {
+		src := c.Sources[render.ObjectRef{Group: fleet.PlacementGroup, Kind: kind, Namespace: namespace, Name: name}]
+		for _, e := range errs {
+			out = append(out, render.ManifestError{File: src.File, Line: src.Line, Kind: kind, Namespace: namespace, Name: name,
+				Field: e.Field, Message: e.ErrorBody() + " (compared with the accepted spec in " + statusFile + ")"})
+		}
+	}
+	for _, r := range c.Runs {
+		if old, ok := accepted[key{"run", r.Namespace, r.Name}].(*fleet.UpdateRun); ok {
+			p, _ := status.PathFor(old)
+			report(r.Kind, r.Namespace, r.Name, fleet.ValidateUpdateRunUpdate(old, r), p)
+		}
+	}
+	for _, pl := range c.Placements {
+		if old, ok := accepted[key{"placement", pl.Namespace, pl.Name}].(*fleet.Placement); ok {
+			p, _ := status.PathFor(old)
+			report(pl.Kind, pl.Namespace, pl.Name, fleet.ValidatePlacementUpdate(old, pl), p)
+		}
+	}
+	return out
+}
