@@ -112,7 +112,11 @@ func admission(c *render.Content, recorded []runtime.Object) []render.ManifestEr
 	for _, o := range recorded {
 		switch x := o.(type) {
 		case *fleet.UpdateRun:
-			accepted[key{"run", x.Namespace, x.Name}] = x
+			// Every run gitfleet accepted names its placement; a status
+			// file without one holds no accepted spec to compare with.
+			if x.Spec.PlacementName != "" {
+				accepted[key{"run", x.Namespace, x.Name}] = x
+			}
 		case *fleet.Placement:
 			accepted[key{"placement", x.Namespace, x.Name}] = x
 		}

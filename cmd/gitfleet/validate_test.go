@@ -1,0 +1,126 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// One broken repository per error class (render's corpus): validate names
+// the file of every problem, one line each, and exits 1. The golden file
+// shows the exact lines a pull-request check prints.
+func TestValidateReportsEveryBrokenRepository(t *testing.T) {
+	var all strings.Builder
+	for _, tc := range []struct {
+		dir   string
+		files []string // the files the lines name, in order
+		args  []string
+	}{
+		{dir: "yaml-syntax", files: []string{"bad.yaml:7"}},
+		{dir: "unknown-kind", files: []string{"override.yaml:2"}},
+		{dir: "missing-field", files: []string{"nokind.yaml:1", "noname.yaml:3", "run.yaml:5"}},
+		{dir: "invalid-strategy", files: []string{"strategy.yaml:11", "waittime.yaml:11"}},
+		{dir: "invalid-state", files: []string{"run.yaml:8"}},
+		{dir: "bad-label-selector", files: []string{"placement.yaml:10"}},
+		{dir: "duplicate-names", files: []string{"b/cm.yaml:2"}},
+		{dir: "unknown-field", files: []string{"strategy.yaml:9"}},
+		{dir: "approval-outside", files: []string{"approval.yaml:2"}},
+		{dir: "old-version", files: []string{"run.yaml:1"}},
+		{dir: "no-namespace", files: []string{"cm.yaml:3"}},
+		{dir: "kustomize-syntax", files: []string{"kustomization.yaml:2"}},
+		{dir: "remote-base", files: []string{"kustomization.yaml"}},
+		{dir: "kustomize-escape", files: []string{"kustomization.yaml"}},
+		{dir: "kustomize-root-only", files: []string{"app/kustomization.yaml"}, args: []string{"--path", "app"}},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			repo := filepath.Join("..", "..", "render", "testdata", "broken", tc.dir)
+			out, errOut, code := gitfleet(t, append([]string{"validate", "--repo", repo}, tc.args...)...)
+			if code != 1 || !strings.HasPrefix(errOut, "Error: ") {
+				t.Errorf("exit %d, stderr %q; want 1 and an error", code, errOut)
+			}
+			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+			if len(lines) != len(tc.files) {
+				t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(tc.files), out)
+			}
+			for i, f := range tc.files {
+				if !strings.HasPrefix(lines[i], f+": ") {
+					t.Errorf("line %d = %q, want it to start with %q", i+1, lines[i], f+": ")
+				}
+			}
+			all.WriteString("== " + tc.dir + "\n" + out)
+		})
+	}
+	if !t.Failed() {
+		golden(t, "validate-broken.txt", all.String())
+	}
+}
+
+func TestValidatePassesGoodRepositories(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		repo       func(*testing.T) string
+	}{
+		{"the quickstart", "8 manifests OK\n", func(*testing.T) string { return "../../examples/quickstart" }},
+		// The approval request counts; status files are checked, not counted.
+		{"the demo after a rollout", "9 manifests OK\n", demoRepo},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := gitfleet(t, "validate", "--repo", tc.repo(t))
+			if code != 0 || errOut != "" || out != tc.want {
+				t.Errorf("exit %d, stdout %q, stderr %q, want %q", code, out, errOut, tc.want)
+			}
+		})
+	}
+}
+
+// What gitfleet reads besides manifests is checked too, and changes the API
+// server would refuse are caught against the spec gitfleet accepted.
+func TestValidateChecksApprovalsStatusAndAdmission(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		file  string
+		edit  func(string) string
+		wants []string
+	}{
+		{"an approval file with a typo", "approvals/example-run-after-canary.yaml",
+			func(s string) string { return strings.Replace(s, "targetStage:", "targetStag:", 1) },
+			[]string{"approvals/example-run-after-canary.yaml:", `spec.targetStag`}},
+		{"a status file that does not decode", "status/runs/example-run.yaml",
+			func(s string) string { return strings.Replace(s, "state: Run", "stat: Run", 1) },
+			[]string{`status/runs/example-run.yaml: unknown field "spec.stat"`}},
+		{"an immutable field of an accepted run", "run.yaml",
+			func(s string) string {
+				return strings.Replace(s, "placementName: example-placement", "placementName: other", 1)
+			},
+			[]string{`run.yaml:4: ClusterStagedUpdateRun example-run: spec.placementName: Invalid value: "other": placementName is immutable (compared with the accepted spec in status/runs/example-run.yaml)`}},
+		{"a forbidden state transition", "run.yaml",
+			func(s string) string { return strings.Replace(s, "state: Run", "state: Initialize", 1) },
+			[]string{`run.yaml:4: ClusterStagedUpdateRun example-run: spec.state: Invalid value: "Initialize": invalid state transition: cannot transition from Run to Initialize (compared with the accepted spec in status/runs/example-run.yaml)`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := demoRepo(t)
+			p := filepath.Join(repo, tc.file)
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			edited := tc.edit(string(data))
+			if edited == string(data) {
+				t.Fatal("the edit changed nothing")
+			}
+			if err := os.WriteFile(p, []byte(edited), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, errOut, code := gitfleet(t, "validate", "--repo", repo)
+			if code != 1 {
+				t.Errorf("exit %d, stderr %q", code, errOut)
+			}
+			for _, w := range tc.wants {
+				if !strings.Contains(out, w) {
+					t.Errorf("output does not contain %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
