@@ -62,6 +62,9 @@ decided by who may merge: protect the branch gitfleet tracks.`,
   # A namespaced ApprovalRequest
   gitfleet approve web-app-rollout-after-canary -n my-app-namespace --commit`,
 		Args: cobra.ExactArgs(1),
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			return pendingApprovals(o.repo, o.namespace, args), cobra.ShellCompDirectiveNoFileComp
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return approve(cmd.Context(), cmd.OutOrStdout(), args[0], o)
 		},
@@ -93,13 +96,9 @@ func approve(ctx context.Context, out io.Writer, name string, o approveOptions) 
 			return err
 		}
 	}
-	gen := ar.Generation
-	if gen == 0 {
-		gen = 1 // what the hub creates every request at, as status.ApprovedCopy assumes
-	}
 	resource := strings.ToLower(ar.Kind) + "." + fleet.PlacementGroup + "/" + ar.Name
-	cond := meta.FindStatusCondition(ar.Status.Conditions, fleet.ApprovalRequestConditionApproved)
-	if cond != nil && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == gen {
+	gen, cond, approved := approval(ar)
+	if approved {
 		fmt.Fprintf(out, "%s already approved (observedGeneration %d); %s unchanged\n", resource, gen, p)
 	} else {
 		if cond != nil && cond.Status == metav1.ConditionTrue {
@@ -124,7 +123,38 @@ func approve(ctx context.Context, out io.Writer, name string, o approveOptions) 
 	if msg == "" {
 		msg = fmt.Sprintf("approve %s\n\nMerging this change approves stage %s of %s.", ar.Name, ar.Spec.TargetStage, ar.Spec.TargetUpdateRun)
 	}
-	return commitFile(ctx, out, o.repo, p, msg)
+	return commitFile(ctx, out, o.repo, p, msg, o.branch != "")
+}
+
+// approval returns the request's generation, its Approved condition, and
+// whether that condition approves it: True at that generation (spec §4.2).
+// A request without a generation is at 1, where the hub creates every
+// request, as status.ApprovedCopy assumes.
+func approval(ar *fleet.ApprovalRequest) (gen int64, cond *metav1.Condition, approved bool) {
+	gen = max(ar.Generation, 1)
+	cond = meta.FindStatusCondition(ar.Status.Conditions, fleet.ApprovalRequestConditionApproved)
+	return gen, cond, cond != nil && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == gen
+}
+
+// pendingApprovals are the requests of the namespace (none: cluster-scoped)
+// that are not approved at their generation yet: what shell completion
+// offers.
+func pendingApprovals(repo, namespace string, args []string) []string {
+	if len(args) > 0 {
+		return nil
+	}
+	objs, _ := readFamily(repo, status.ApprovalsDir)
+	var names []string
+	for _, o := range objs {
+		ar, ok := o.(*fleet.ApprovalRequest)
+		if !ok || ar.Namespace != namespace {
+			continue
+		}
+		if _, _, approved := approval(ar); !approved {
+			names = append(names, ar.Name)
+		}
+	}
+	return names
 }
 
 // approvalPath is where gitfleet writes the request (status.PathFor).
@@ -176,8 +206,9 @@ func switchBranch(ctx context.Context, repo, branch string) error {
 }
 
 // commitFile commits p alone (other staged changes stay staged), unless it
-// is unchanged since HEAD.
-func commitFile(ctx context.Context, out io.Writer, repo, p, msg string) error {
+// is unchanged since HEAD, and says what to do next: open a pull request
+// from a branch made for it, or push.
+func commitFile(ctx context.Context, out io.Writer, repo, p, msg string, forPullRequest bool) error {
 	changed, err := git(ctx, repo, "status", "--porcelain", "--", p)
 	if err != nil {
 		return err
@@ -200,7 +231,11 @@ func commitFile(ctx context.Context, out io.Writer, repo, p, msg string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "committed %s on branch %s; push it (git push -u origin %s) and merge it to approve\n", head, branch, branch)
+	if forPullRequest {
+		fmt.Fprintf(out, "committed %s on branch %s; push it (git push -u origin %s) and merge it into the branch gitfleet tracks to approve\n", head, branch, branch)
+	} else {
+		fmt.Fprintf(out, "committed %s on branch %s; the approval counts once it reaches the branch gitfleet tracks (git push)\n", head, branch)
+	}
 	return nil
 }
 

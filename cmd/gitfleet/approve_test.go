@@ -113,10 +113,14 @@ func TestApproveCommits(t *testing.T) {
 		args       []string
 		wantBranch string
 		existing   bool
+		wantSays   string
 	}{
-		{"on a new branch", []string{"--branch", "approve-canary"}, "approve-canary", false},
-		{"on an existing branch", []string{"--branch", "approve-canary"}, "approve-canary", true},
-		{"on the current branch", []string{"--commit"}, "main", false},
+		{"on a new branch", []string{"--branch", "approve-canary"}, "approve-canary", false,
+			"on branch approve-canary; push it (git push -u origin approve-canary) and merge it"},
+		{"on an existing branch", []string{"--branch", "approve-canary"}, "approve-canary", true,
+			"on branch approve-canary; push it (git push -u origin approve-canary) and merge it"},
+		{"on the current branch", []string{"--commit"}, "main", false,
+			"on branch main; the approval counts once it reaches the branch gitfleet tracks (git push)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, kv := range gitEnv {
@@ -130,7 +134,7 @@ func TestApproveCommits(t *testing.T) {
 				gitCmd(t, repo, "branch", "approve-canary")
 			}
 			out, errOut, code := gitfleet(t, append([]string{"approve", "example-run-after-canary", "--repo", repo}, tc.args...)...)
-			if code != 0 || errOut != "" || !strings.Contains(out, "on branch "+tc.wantBranch+"; push it (git push -u origin "+tc.wantBranch+")") {
+			if code != 0 || errOut != "" || !strings.Contains(out, tc.wantSays) {
 				t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 			}
 			if got := gitCmd(t, repo, "branch", "--show-current"); got != tc.wantBranch {
@@ -238,5 +242,18 @@ func TestApproveDoesNotSwitchBranchForAMissingRequest(t *testing.T) {
 	}
 	if got := gitCmd(t, repo, "branch", "--list", "approve"); got != "" {
 		t.Errorf("branch approve was created")
+	}
+}
+
+// Shell completion offers the requests still waiting for a person.
+func TestApproveCompletesPendingRequests(t *testing.T) {
+	repo := demoRepo(t)
+	out, _, _ := gitfleet(t, "__complete", "approve", "--repo", repo, "")
+	if !strings.HasPrefix(out, "example-run-after-canary\n:4\n") {
+		t.Errorf("completion before approving = %q", out)
+	}
+	gitfleet(t, "approve", "example-run-after-canary", "--repo", repo)
+	if out, _, _ = gitfleet(t, "__complete", "approve", "--repo", repo, ""); !strings.HasPrefix(out, ":4\n") {
+		t.Errorf("completion after approving = %q", out)
 	}
 }

@@ -33,7 +33,8 @@ clone or working tree: pull first to see the latest progress.`,
 
   # A namespaced run
   gitfleet describe sur web-app-rollout -n my-app-namespace`,
-		Args: cobra.MinimumNArgs(1),
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: q.complete,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := q.parse(args[0]); err != nil {
 				return err

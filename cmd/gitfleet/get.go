@@ -38,8 +38,10 @@ func newGetCommand() *cobra.Command {
 		Long: `get prints the objects gitfleet recorded in the fleet repository as kubectl
 prints KubeFleet's: the same printer columns, so a 'kubectl get csur' habit
 carries over. It reads files, not a cluster: --repo is a local clone or working
-tree of the fleet repository (run 'git pull' first to see the latest progress;
-with 'serve --status-branch B', check out B).
+tree of the fleet repository: run 'git pull' first to see the latest progress.
+With 'serve --status-branch B', status/ lives on B while approvals/ stays on
+the tracked branch; read B from a second worktree ('git worktree add
+../fleet-status B', then --repo ../fleet-status).
 
   runs         status/runs/        ClusterStagedUpdateRuns, StagedUpdateRuns
   approvals    approvals/          ClusterApprovalRequests, ApprovalRequests
@@ -69,7 +71,8 @@ Columns beyond KubeFleet's are in -o wide; -o yaml prints the files' objects.`,
 
   # Namespaced runs of one namespace
   gitfleet get sur -n my-app-namespace`,
-		Args: cobra.MinimumNArgs(1),
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: q.complete,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "" && output != "wide" && output != "yaml" {
 				return fmt.Errorf("--output must be empty, wide or yaml, not %q", output)
@@ -215,6 +218,29 @@ func (q *query) parse(word string) error {
 		names[i] = fam.name
 	}
 	return fmt.Errorf("unknown resource type %q: want one of %s (or a KubeFleet short name such as csur)", word, strings.Join(names, ", "))
+}
+
+// complete is shell completion for get and describe: the resource words,
+// then the names recorded in --repo.
+func (q *query) complete(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) == 0 {
+		names := make([]string, len(families))
+		for i, fam := range families {
+			names[i] = fam.name
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
+	if q.parse(args[0]) != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	objs, _ := readFamily(q.repo, q.fam.dir)
+	var names []string
+	for _, o := range objs {
+		if q.keep(o) && !slices.Contains(args[1:], o.(metav1.Object).GetName()) {
+			names = append(names, o.(metav1.Object).GetName())
+		}
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
 }
 
 // kind is the lowercase kind messages name, as kubectl does.

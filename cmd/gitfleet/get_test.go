@@ -303,3 +303,23 @@ func TestNaturalCompareOrdersNumbersByValue(t *testing.T) {
 		}
 	}
 }
+
+// Shell completion offers the resource words, then the recorded names.
+func TestGetCompletesResourcesAndNames(t *testing.T) {
+	repo := demoRepo(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"get", ""}, "runs\napprovals\nsnapshots\nplacements\nbindings\nclusters\n:4\n"},
+		{[]string{"get", "clusters", "--repo", repo, ""}, "member1\nmember2\nmember3\n:4\n"},
+		{[]string{"get", "clusters", "member2", "--repo", repo, ""}, "member1\nmember3\n:4\n"},
+		{[]string{"describe", "csur", "--repo", repo, ""}, "example-run\n:4\n"},
+		{[]string{"describe", "sur", "--repo", repo, ""}, ":4\n"},
+	} {
+		out, _, _ := gitfleet(t, append([]string{"__complete"}, tc.args...)...)
+		if !strings.HasPrefix(out, tc.want) {
+			t.Errorf("%v: completion %q, want %q", tc.args, out, tc.want)
+		}
+	}
+}
