@@ -91,20 +91,20 @@ func TestPhase(t *testing.T) {
 		conds []metav1.Condition
 		want  string
 	}{
-		{"new", nil, PhaseInitializing},
-		{"initialization failed", []metav1.Condition{cond("Initialized", "False", fleet.UpdateRunInitializeFailedReason, "x", 1, 0)}, PhaseFailed},
-		{"initialized, state Initialize", []metav1.Condition{initialized}, PhaseInitialized},
-		{"waiting", []metav1.Condition{initialized, waiting}, PhaseWaiting},
-		{"progressing", []metav1.Condition{initialized, progressing}, PhaseProgressing},
-		{"stuck", []metav1.Condition{initialized, cond("Progressing", "False", fleet.UpdateRunStuckReason, "", 1, 0)}, PhaseStuck},
-		{"stopping", []metav1.Condition{initialized, cond("Progressing", "Unknown", fleet.UpdateRunStoppingReason, "", 1, 0)}, PhaseStopping},
-		{"stopped", []metav1.Condition{initialized, cond("Progressing", "False", fleet.UpdateRunStoppedReason, "", 1, 0)}, PhaseStopped},
-		{"succeeded", []metav1.Condition{initialized, done, succeeded}, PhaseSucceeded},
-		{"failed", []metav1.Condition{initialized, cond("Progressing", "False", fleet.UpdateRunFailedReason, "", 1, 0), failed}, PhaseFailed},
+		{"new", nil, fleet.PhaseInitializing},
+		{"initialization failed", []metav1.Condition{cond("Initialized", "False", fleet.UpdateRunInitializeFailedReason, "x", 1, 0)}, fleet.PhaseInitFailed},
+		{"initialized, state Initialize", []metav1.Condition{initialized}, fleet.PhaseInitialized},
+		{"waiting", []metav1.Condition{initialized, waiting}, fleet.PhaseWaiting},
+		{"progressing", []metav1.Condition{initialized, progressing}, fleet.PhaseProgressing},
+		{"stuck", []metav1.Condition{initialized, cond("Progressing", "False", fleet.UpdateRunStuckReason, "", 1, 0)}, fleet.PhaseStuck},
+		{"stopping", []metav1.Condition{initialized, cond("Progressing", "Unknown", fleet.UpdateRunStoppingReason, "", 1, 0)}, fleet.PhaseStopping},
+		{"stopped", []metav1.Condition{initialized, cond("Progressing", "False", fleet.UpdateRunStoppedReason, "", 1, 0)}, fleet.PhaseStopped},
+		{"succeeded", []metav1.Condition{initialized, done, succeeded}, fleet.PhaseSucceeded},
+		{"failed", []metav1.Condition{initialized, cond("Progressing", "False", fleet.UpdateRunFailedReason, "", 1, 0), failed}, fleet.PhaseFailed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Phase(run("", "r", fleet.StateRun, tc.conds...)); got != tc.want {
+			if got := run("", "r", fleet.StateRun, tc.conds...).Phase(); got != tc.want {
 				t.Errorf("Phase = %q, want %q", got, tc.want)
 			}
 		})
@@ -119,13 +119,13 @@ func TestRunsByPhaseCountsEachRunOnce(t *testing.T) {
 	m.RecordStatus(b)
 	m.RecordStatus(a)
 	phase := func(p string) float64 { return testutil.ToFloat64(m.runs.WithLabelValues(p)) }
-	if phase(PhaseWaiting) != 2 {
-		t.Fatalf("Waiting = %v, want 2", phase(PhaseWaiting))
+	if phase(fleet.PhaseWaiting) != 2 {
+		t.Fatalf("Waiting = %v, want 2", phase(fleet.PhaseWaiting))
 	}
 	a.Status.Conditions = []metav1.Condition{initialized, done, succeeded}
 	m.RecordStatus(a)
-	if phase(PhaseWaiting) != 1 || phase(PhaseSucceeded) != 1 {
-		t.Errorf("Waiting = %v, Succeeded = %v, want 1 and 1", phase(PhaseWaiting), phase(PhaseSucceeded))
+	if phase(fleet.PhaseWaiting) != 1 || phase(fleet.PhaseSucceeded) != 1 {
+		t.Errorf("Waiting = %v, Succeeded = %v, want 1 and 1", phase(fleet.PhaseWaiting), phase(fleet.PhaseSucceeded))
 	}
 	if n := testutil.CollectAndCount(m.runs); n != len(Phases) {
 		t.Errorf("%d phase series, want one per phase (%d)", n, len(Phases))

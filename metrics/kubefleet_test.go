@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"github.com/gitfleet/gitfleet/reconciler/updaterun"
 	"strings"
 	"testing"
 	"time"
@@ -120,7 +121,7 @@ func TestStatusConditionIsTheFirstAtTheRunsGeneration(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := ""
-			if c := StatusCondition(run("", "r", fleet.StateRun, tc.conds...)); c != nil {
+			if c, ok := updaterun.MetricCondition(run("", "r", fleet.StateRun, tc.conds...)); ok {
 				got = c.Type + "/" + c.Reason
 			}
 			if got != tc.want {
@@ -163,7 +164,7 @@ func TestFailureType(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := FailureType(&tc.c); got != tc.want {
+			if got := updaterun.FailureType(tc.c); got != tc.want {
 				t.Errorf("FailureType = %q, want %q", got, tc.want)
 			}
 		})
@@ -228,7 +229,7 @@ func TestDeleteRunRemovesOnlyThatRunsSeries(t *testing.T) {
 	if runs["team-a/example-run"] != runs["/example-run-2"] {
 		t.Errorf("runs with the same history have different series counts: %v", runs)
 	}
-	if got := testutil.ToFloat64(m.runs.WithLabelValues(PhaseProgressing)); got != 2 {
+	if got := testutil.ToFloat64(m.runs.WithLabelValues(fleet.PhaseProgressing)); got != 2 {
 		t.Errorf("Progressing runs = %v after deleting one of three, want 2", got)
 	}
 }

@@ -1,12 +1,10 @@
 package metrics
 
 import (
-	"strings"
+	"github.com/gitfleet/gitfleet/reconciler/updaterun"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/clock"
@@ -150,45 +148,11 @@ func (m *Metrics) collectors() []prometheus.Collector {
 // set stays until DeleteRun, so a run's history (Waiting, Progressing,
 // Succeeded) can be read from them.
 func (m *Metrics) RecordStatus(run *fleet.UpdateRun) {
-	if c := StatusCondition(run); c != nil {
-		m.runStatus.WithLabelValues(run.Namespace, run.Name, runState(run), c.Type, string(c.Status), c.Reason, FailureType(c)).
+	if c, ok := updaterun.MetricCondition(run); ok {
+		m.runStatus.WithLabelValues(run.Namespace, run.Name, runState(run), c.Type, string(c.Status), c.Reason, updaterun.FailureType(c)).
 			Set(float64(m.clock.Now().UnixNano()) / 1e9)
 	}
 	m.ObserveRun(run)
-}
-
-// StatusCondition is the condition KubeFleet reports in the status metric:
-// the first of Succeeded, Progressing, Initialized whose observedGeneration
-// equals the run's generation.
-func StatusCondition(run *fleet.UpdateRun) *metav1.Condition {
-	for _, t := range []string{fleet.StagedUpdateRunConditionSucceeded, fleet.StagedUpdateRunConditionProgressing, fleet.StagedUpdateRunConditionInitialized} {
-		if c := meta.FindStatusCondition(run.Status.Conditions, t); c != nil && c.ObservedGeneration == run.Generation {
-			return c
-		}
-	}
-	return nil
-}
-
-// clientErrorMarker is in every terminal error KubeFleet blames on the user.
-const clientErrorMarker = "failed to process the request due to a client error"
-
-// FailureType classifies a reported condition (spec §7): none unless the
-// status is False; a stuck run is an internal error; a failed one is the
-// user's when its message carries the client-error marker.
-func FailureType(c *metav1.Condition) string {
-	if c.Status != metav1.ConditionFalse {
-		return FailureTypeNone
-	}
-	switch c.Reason {
-	case fleet.UpdateRunStuckReason:
-		return FailureTypeInternal
-	case fleet.UpdateRunFailedReason, fleet.UpdateRunInitializeFailedReason:
-		if strings.Contains(c.Message, clientErrorMarker) {
-			return FailureTypeUser
-		}
-		return FailureTypeInternal
-	}
-	return FailureTypeNone
 }
 
 // runState is spec.state; an absent state is the API default, Initialize.

@@ -1,5 +1,7 @@
 package metrics
 
+import "github.com/gitfleet/gitfleet/reconciler/updaterun"
+
 // Metric names, in one place. The fleet_ ones are KubeFleet's (spec §7) and
 // must not change; the gitfleet_ ones follow Prometheus naming rules (base
 // units, _total counters, _seconds durations).
@@ -47,9 +49,9 @@ const (
 
 // failureType label values (spec §7).
 const (
-	FailureTypeNone     = "none"
-	FailureTypeUser     = "user_error"
-	FailureTypeInternal = "internal_error"
+	FailureTypeNone     = updaterun.FailureTypeNone
+	FailureTypeUser     = updaterun.FailureTypeUserError
+	FailureTypeInternal = updaterun.FailureTypeInternalError
 )
 
 // Cluster states of gitfleet_update_run_stage_clusters.

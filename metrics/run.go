@@ -7,55 +7,10 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 )
 
-// Phases of gitfleet_update_runs. Initialized is a run in state Initialize
-// that finished initializing: it waits for a person to set `state: Run`
-// (the documented pitfall of runs created without a state), which is worth
-// telling apart from both Initializing and Waiting.
-const (
-	PhaseInitializing = "Initializing"
-	PhaseInitialized  = "Initialized"
-	PhaseWaiting      = "Waiting"
-	PhaseProgressing  = "Progressing"
-	PhaseStuck        = "Stuck"
-	PhaseStopping     = "Stopping"
-	PhaseStopped      = "Stopped"
-	PhaseSucceeded    = "Succeeded"
-	PhaseFailed       = "Failed"
-)
-
-// Phases lists every phase; each always has a series.
-var Phases = []string{PhaseInitializing, PhaseInitialized, PhaseWaiting, PhaseProgressing, PhaseStuck,
-	PhaseStopping, PhaseStopped, PhaseSucceeded, PhaseFailed}
-
-// Phase sums up a run's conditions in one word.
-func Phase(run *fleet.UpdateRun) string {
-	conds := run.Status.Conditions
-	succeeded := meta.FindStatusCondition(conds, fleet.StagedUpdateRunConditionSucceeded)
-	initialized := meta.FindStatusCondition(conds, fleet.StagedUpdateRunConditionInitialized)
-	progressing := meta.FindStatusCondition(conds, fleet.StagedUpdateRunConditionProgressing)
-	switch {
-	case succeeded != nil && succeeded.Status == metav1.ConditionTrue:
-		return PhaseSucceeded
-	case succeeded != nil && succeeded.Status == metav1.ConditionFalse,
-		initialized != nil && initialized.Status == metav1.ConditionFalse:
-		return PhaseFailed
-	case initialized == nil || initialized.Status != metav1.ConditionTrue:
-		return PhaseInitializing
-	case progressing == nil:
-		return PhaseInitialized
-	}
-	switch progressing.Reason {
-	case fleet.UpdateRunWaitingReason:
-		return PhaseWaiting
-	case fleet.UpdateRunStuckReason:
-		return PhaseStuck
-	case fleet.UpdateRunStoppingReason:
-		return PhaseStopping
-	case fleet.UpdateRunStoppedReason:
-		return PhaseStopped
-	}
-	return PhaseProgressing
-}
+// Phases lists every phase of gitfleet_update_runs (fleet.UpdateRun.Phase);
+// each always has a series, so a dashboard shows zeros instead of gaps.
+var Phases = []string{fleet.PhaseInitializing, fleet.PhaseInitFailed, fleet.PhaseInitialized, fleet.PhaseWaiting,
+	fleet.PhaseProgressing, fleet.PhaseStuck, fleet.PhaseStopping, fleet.PhaseStopped, fleet.PhaseSucceeded, fleet.PhaseFailed}
 
 // ObserveRun refreshes gitfleet's gauges of one run: clusters per stage and
 // state, the run's phase, and its pending approvals. RecordStatus calls it;
@@ -80,8 +35,8 @@ func (m *Metrics) ObserveRun(run *fleet.UpdateRun) {
 		}
 	}
 
-	phase := Phase(run)
-	m.pending.observe(run, phase == PhaseSucceeded || phase == PhaseFailed)
+	phase := run.Phase()
+	m.pending.observe(run, phase == fleet.PhaseSucceeded || phase == fleet.PhaseFailed)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -8,16 +8,16 @@ import (
 // Phases of a run, derived from its conditions for summaries, dashboards and
 // `gitfleet get`. They are a reading aid; the conditions are the API.
 const (
-	PhasePending     = "Pending"     // not initialized yet
-	PhaseInitFailed  = "InitFailed"  // Initialized=False
-	PhaseInitialized = "Initialized" // initialized, state Initialize
-	PhaseProgressing = "Progressing" // Progressing=True
-	PhaseWaiting     = "Waiting"     // waiting for a stage task (approval, wait)
-	PhaseStuck       = "Stuck"       // a cluster has been updating too long
-	PhaseStopping    = "Stopping"    // Stop requested, clusters still in flight
-	PhaseStopped     = "Stopped"     // stopped, waiting to be resumed
-	PhaseSucceeded   = "Succeeded"   // all stages completed
-	PhaseFailed      = "Failed"      // aborted
+	PhaseInitializing = "Initializing" // not initialized yet
+	PhaseInitFailed   = "InitFailed"   // Initialized=False
+	PhaseInitialized  = "Initialized"  // initialized, state Initialize
+	PhaseProgressing  = "Progressing"  // Progressing=True
+	PhaseWaiting      = "Waiting"      // waiting for a stage task (approval, wait)
+	PhaseStuck        = "Stuck"        // a cluster has been updating too long
+	PhaseStopping     = "Stopping"     // Stop requested, clusters still in flight
+	PhaseStopped      = "Stopped"      // stopped, waiting to be resumed
+	PhaseSucceeded    = "Succeeded"    // all stages completed
+	PhaseFailed       = "Failed"       // aborted
 )
 
 // Phase summarizes the run's conditions in one word.
@@ -26,7 +26,7 @@ func (r *UpdateRun) Phase() string {
 	init := meta.FindStatusCondition(conds, StagedUpdateRunConditionInitialized)
 	switch {
 	case init == nil:
-		return PhasePending
+		return PhaseInitializing
 	case init.Status == metav1.ConditionFalse:
 		return PhaseInitFailed
 	}
