@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/gitfleet/gitfleet/hub/embedded"
-	"github.com/gitfleet/gitfleet/status"
+	"github.com/gitfleet/gitfleet/printers"
 )
 
 // WriteObjects prints the final runs, approval requests, placements,
@@ -60,19 +60,5 @@ func WriteObjects(ctx context.Context, w io.Writer, h *embedded.Hub) error {
 			objs = append(objs, b)
 		}
 	}
-	for i, o := range objs {
-		data, err := status.Encode(o)
-		if err != nil {
-			return err
-		}
-		if i > 0 {
-			if _, err := io.WriteString(w, "---\n"); err != nil {
-				return err
-			}
-		}
-		if _, err := w.Write(data); err != nil {
-			return err
-		}
-	}
-	return nil
+	return printers.YAML(w, objs...)
 }

@@ -204,42 +204,34 @@ func (h *Hub) ListUpdateStrategies() []*fleet.UpdateStrategy {
 func (h *Hub) AnnotateUpdateRun(key hub.Key, name, value string) {
 	h.mu.Lock()
 	defer h.unlock()
-	cur, ok := h.runs.peek(key)
-	if !ok || cur.Annotations[name] == value {
-		return
-	}
-	next := cur.DeepCopy()
-	if value == "" {
-		delete(next.Annotations, name)
-	} else {
-		if next.Annotations == nil {
-			next.Annotations = map[string]string{}
-		}
-		next.Annotations[name] = value
-	}
-	h.stamp(next, false)
-	h.runs.put(next)
-	h.persist(next)
+	annotate(h, &h.runs, key, name, value)
 }
 
 // AnnotatePlacement is AnnotateUpdateRun for placements.
 func (h *Hub) AnnotatePlacement(key hub.Key, name, value string) {
 	h.mu.Lock()
 	defer h.unlock()
-	cur, ok := h.placements.peek(key)
-	if !ok || cur.Annotations[name] == value {
+	annotate(h, &h.placements, key, name, value)
+}
+
+// annotate writes one annotation of a stored object; the lock is held.
+func annotate[T object](h *Hub, t *table[T], key hub.Key, name, value string) {
+	cur, ok := t.peek(key)
+	if !ok || cur.GetAnnotations()[name] == value {
 		return
 	}
-	next := cur.DeepCopy()
+	next := cur.DeepCopyObject().(T)
+	annotations := next.GetAnnotations()
 	if value == "" {
-		delete(next.Annotations, name)
+		delete(annotations, name)
 	} else {
-		if next.Annotations == nil {
-			next.Annotations = map[string]string{}
+		if annotations == nil {
+			annotations = map[string]string{}
 		}
-		next.Annotations[name] = value
+		annotations[name] = value
 	}
+	next.SetAnnotations(annotations)
 	h.stamp(next, false)
-	h.placements.put(next)
+	t.putOwned(next)
 	h.persist(next)
 }
