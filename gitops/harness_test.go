@@ -10,10 +10,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/gitops"
@@ -31,15 +35,24 @@ type fleetRepo struct {
 
 func gitCmd(t testing.TB, dir string, args ...string) string {
 	t.Helper()
+	out, err := gitRun(dir, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// gitRun runs git in dir as the test person and returns its trimmed output.
+func gitRun(dir string, args ...string) (string, error) {
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=dev", "GIT_AUTHOR_EMAIL=dev@example.com",
 		"GIT_COMMITTER_NAME=dev", "GIT_COMMITTER_EMAIL=dev@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		return "", fmt.Errorf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return strings.TrimSpace(string(out))
+	return strings.TrimSpace(string(out)), nil
 }
 
 // newFleetRepo pushes files as the first commit of main.
@@ -61,35 +74,56 @@ func newFleetRepo(t testing.TB, files map[string][]byte) *fleetRepo {
 // rebasing on whatever gitfleet pushed meanwhile. It returns the commit.
 func (r *fleetRepo) commit(msg string, files map[string][]byte) string {
 	r.t.Helper()
-	if out := gitCmd(r.t, r.work, "ls-remote", "--heads", "origin", "main"); out != "" {
-		gitCmd(r.t, r.work, "pull", "-q", "--rebase", "origin", "main")
+	h, err := r.tryCommit(msg, files)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return h
+}
+
+// tryCommit is commit for goroutines other than the test's: it returns
+// the error instead of failing the test.
+func (r *fleetRepo) tryCommit(msg string, files map[string][]byte) (string, error) {
+	if out, err := gitRun(r.work, "ls-remote", "--heads", "origin", "main"); err != nil {
+		return "", err
+	} else if out != "" {
+		if _, err := gitRun(r.work, "pull", "-q", "--rebase", "origin", "main"); err != nil {
+			return "", err
+		}
 	}
 	for name, data := range files {
 		p := filepath.Join(r.work, name)
 		if data == nil {
-			gitCmd(r.t, r.work, "rm", "-q", name)
+			if _, err := gitRun(r.work, "rm", "-q", name); err != nil {
+				return "", err
+			}
 			continue
 		}
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			r.t.Fatal(err)
+			return "", err
 		}
 		if err := os.WriteFile(p, data, 0o644); err != nil {
-			r.t.Fatal(err)
+			return "", err
 		}
-		gitCmd(r.t, r.work, "add", name)
+		if _, err := gitRun(r.work, "add", name); err != nil {
+			return "", err
+		}
 	}
-	gitCmd(r.t, r.work, "commit", "-q", "-m", msg)
+	if _, err := gitRun(r.work, "commit", "-q", "-m", msg); err != nil {
+		return "", err
+	}
 	for i := 0; ; i++ {
-		cmd := exec.Command("git", "push", "-q", "origin", "HEAD:main")
-		cmd.Dir = r.work
-		if out, err := cmd.CombinedOutput(); err == nil {
+		_, err := gitRun(r.work, "push", "-q", "origin", "HEAD:main")
+		if err == nil {
 			break
 		} else if i == 20 {
-			r.t.Fatalf("git push: %v\n%s", err, out)
+			return "", err
 		}
-		gitCmd(r.t, r.work, "pull", "-q", "--rebase", "origin", "main")
+		if _, err := gitRun(r.work, "pull", "-q", "--rebase", "origin", "main"); err != nil {
+			return "", err
+		}
 	}
-	return gitCmd(r.t, r.work, "rev-parse", "HEAD")
+	return gitRun(r.work, "rev-parse", "HEAD")
 }
 
 // file returns a file of the remote's main branch, or nil.
@@ -165,8 +199,15 @@ type daemon struct {
 }
 
 // startDaemon opens the repository into cacheDir and runs the loop; a
-// ticker stands in for the poller.
+// ticker stands in for the poller (poll 0: no polling).
 func startDaemon(t testing.TB, url, cacheDir string, poll time.Duration) *daemon {
+	t.Helper()
+	return startDaemonWith(t, url, cacheDir, poll, nil)
+}
+
+// startDaemonWith is startDaemon with a hook that adjusts the daemon's
+// configuration (metrics, observers) before it opens.
+func startDaemonWith(t testing.TB, url, cacheDir string, poll time.Duration, configure func(*gitops.Config)) *daemon {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -178,8 +219,11 @@ func startDaemon(t testing.TB, url, cacheDir string, poll time.Duration) *daemon
 		cancel()
 		t.Fatal(err)
 	}
-	d, err := gitops.Open(ctx, gitops.Config{Source: src, StatusInterval: 50 * time.Millisecond,
-		PushApprovalBranches: true, Log: log})
+	cfg := gitops.Config{Source: src, StatusInterval: 50 * time.Millisecond, PushApprovalBranches: true, Log: log}
+	if configure != nil {
+		configure(&cfg)
+	}
+	d, err := gitops.Open(ctx, cfg)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -225,6 +269,13 @@ func (d *daemon) stop(t testing.TB) {
 // and a 1s soak instead of a minute, so real-time tests stay short.
 func quickstartFleet(t testing.TB) map[string][]byte {
 	t.Helper()
+	return timedFleet(t, "0s", "1s")
+}
+
+// timedFleet is examples/quickstart with every member available after
+// availableAfter and the staging soak set to soak.
+func timedFleet(t testing.TB, availableAfter, soak string) map[string][]byte {
+	t.Helper()
 	files := map[string][]byte{}
 	entries, err := os.ReadDir("../examples/quickstart")
 	if err != nil {
@@ -235,8 +286,8 @@ func quickstartFleet(t testing.TB) map[string][]byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := strings.ReplaceAll(string(data), "gitfleet.io/sim-available-after: 10s", "gitfleet.io/sim-available-after: 0s")
-		s = strings.ReplaceAll(s, "waitTime: 1m", "waitTime: 1s")
+		s := strings.ReplaceAll(string(data), "gitfleet.io/sim-available-after: 10s", "gitfleet.io/sim-available-after: "+availableAfter)
+		s = strings.ReplaceAll(s, "waitTime: 1m", "waitTime: "+soak)
 		files[e.Name()] = []byte(s)
 	}
 	return files
@@ -249,4 +300,287 @@ func encode(t testing.TB, obj runtime.Object) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// clone is a second person's working clone of the same remote.
+func (r *fleetRepo) clone(name string) *fleetRepo {
+	r.t.Helper()
+	c := &fleetRepo{t: r.t, remote: r.remote, work: filepath.Join(r.t.TempDir(), name)}
+	gitCmd(r.t, filepath.Dir(c.work), "clone", "-q", "-b", "main", r.remote, c.work)
+	return c
+}
+
+// git runs git on the bare remote.
+func (r *fleetRepo) git(args ...string) string {
+	r.t.Helper()
+	return gitCmd(r.t, r.remote, args...)
+}
+
+// refUpdates makes the remote refuse non-fast-forward pushes and log every
+// ref update it accepts ("<ref> <old> <new>" per line, through the update
+// hook); it returns a function reading the log.
+func (r *fleetRepo) refUpdates() func() [][3]string {
+	r.t.Helper()
+	r.git("config", "receive.denyNonFastForwards", "true")
+	r.git("config", "receive.denyDeletes", "true")
+	logFile := filepath.Join(r.t.TempDir(), "ref-updates.log")
+	hook := "#!/bin/sh\necho \"$1 $2 $3\" >> '" + logFile + "'\n"
+	if err := os.WriteFile(filepath.Join(r.remote, "hooks", "update"), []byte(hook), 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	return func() [][3]string {
+		data, err := os.ReadFile(logFile)
+		if err != nil && !os.IsNotExist(err) {
+			r.t.Fatal(err)
+		}
+		var out [][3]string
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			if f := strings.Fields(line); len(f) == 3 {
+				out = append(out, [3]string{f[0], f[1], f[2]})
+			}
+		}
+		return out
+	}
+}
+
+// history returns every version of a file on main, oldest first, as
+// (commit, content) pairs.
+func (r *fleetRepo) history(path string) (commits []string, versions [][]byte) {
+	r.t.Helper()
+	out := r.git("log", "--reverse", "--format=%H", "main", "--", path)
+	for _, c := range strings.Fields(out) {
+		data, err := exec.Command("git", "--git-dir", r.remote, "show", c+":"+path).Output()
+		if err != nil {
+			continue // deleted in this commit
+		}
+		commits, versions = append(commits, c), append(versions, data)
+	}
+	return commits, versions
+}
+
+// checkRunHistory decodes every version of a run's status file in Git and
+// fails the test if any of them shows a stage with clusters started before
+// the previous stage succeeded, or more clusters updating at once than the
+// stage's maxConcurrency allows. It returns how many versions it checked.
+func checkRunHistory(t testing.TB, r *fleetRepo, name string) int {
+	t.Helper()
+	path := "status/runs/" + name + ".yaml"
+	commits, versions := r.history(path)
+	for i, data := range versions {
+		obj, err := status.DecodeFile(path, data)
+		if err != nil {
+			t.Fatalf("version %s of %s: %v", commits[i], path, err)
+		}
+		run := obj.(*fleet.UpdateRun)
+		for _, problem := range runInvariantViolations(run) {
+			t.Errorf("%s at commit %s: %s", path, commits[i][:12], problem)
+		}
+	}
+	if len(versions) == 0 {
+		t.Errorf("no version of %s in Git", path)
+	}
+	return len(versions)
+}
+
+// runInvariantViolations lists what no persisted run status may ever show.
+func runInvariantViolations(run *fleet.UpdateRun) []string {
+	var out []string
+	if run.Status.StagedUpdateStrategySnapshot == nil {
+		return nil
+	}
+	stages := run.Status.StagedUpdateStrategySnapshot.Stages
+	for i, st := range run.Status.StagesStatus {
+		started, updating := 0, 0
+		for _, c := range st.Clusters {
+			if meta.IsStatusConditionTrue(c.Conditions, fleet.ClusterUpdatingConditionStarted) {
+				started++
+				if meta.FindStatusCondition(c.Conditions, fleet.ClusterUpdatingConditionSucceeded) == nil {
+					updating++
+				}
+			}
+		}
+		if i < len(stages) {
+			limit := 1
+			if mc := stages[i].MaxConcurrency; mc != nil {
+				if v, err := intstr.GetScaledValueFromIntOrPercent(mc, len(st.Clusters), false); err == nil && v > limit {
+					limit = v
+				}
+			}
+			if updating > limit {
+				out = append(out, fmt.Sprintf("stage %s has %d clusters updating at once, maxConcurrency allows %d", st.StageName, updating, limit))
+			}
+		}
+		if i > 0 && (started > 0 || st.StartTime != nil) &&
+			!meta.IsStatusConditionTrue(run.Status.StagesStatus[i-1].Conditions, fleet.StageUpdatingConditionSucceeded) {
+			out = append(out, fmt.Sprintf("stage %s started before stage %s succeeded", st.StageName, run.Status.StagesStatus[i-1].StageName))
+		}
+	}
+	if meta.IsStatusConditionTrue(run.Status.Conditions, fleet.StagedUpdateRunConditionSucceeded) {
+		for _, st := range run.Status.StagesStatus {
+			if !meta.IsStatusConditionTrue(st.Conditions, fleet.StageUpdatingConditionSucceeded) {
+				out = append(out, fmt.Sprintf("run succeeded but stage %s did not", st.StageName))
+			}
+		}
+	}
+	return out
+}
+
+// withoutTimes is a run with every timestamp cleared, for comparing runs
+// that happened at different times.
+func withoutTimes(run *fleet.UpdateRun) *fleet.UpdateRun {
+	run = run.DeepCopy()
+	run.CreationTimestamp = metav1.Time{}
+	run.ResourceVersion = ""
+	clearConds := func(conds []metav1.Condition) {
+		for i := range conds {
+			conds[i].LastTransitionTime = metav1.Time{}
+		}
+	}
+	clearStage := func(st *fleet.StageUpdatingStatus) {
+		st.StartTime, st.EndTime = nil, nil
+		clearConds(st.Conditions)
+		for i := range st.Clusters {
+			clearConds(st.Clusters[i].Conditions)
+		}
+		for i := range st.AfterStageTaskStatus {
+			clearConds(st.AfterStageTaskStatus[i].Conditions)
+		}
+		for i := range st.BeforeStageTaskStatus {
+			clearConds(st.BeforeStageTaskStatus[i].Conditions)
+		}
+	}
+	clearConds(run.Status.Conditions)
+	for i := range run.Status.StagesStatus {
+		clearStage(&run.Status.StagesStatus[i])
+	}
+	if run.Status.DeletionStageStatus != nil {
+		clearStage(run.Status.DeletionStageStatus)
+	}
+	return run
+}
+
+// conditionOutline is every condition of a run as type/status/reason,
+// stage by stage and cluster by cluster: what must not depend on when (or
+// how often) gitfleet was restarted.
+func conditionOutline(run *fleet.UpdateRun) []string {
+	var out []string
+	add := func(where string, conds []metav1.Condition) {
+		for _, c := range conds {
+			out = append(out, fmt.Sprintf("%s %s=%s (%s)", where, c.Type, c.Status, c.Reason))
+		}
+	}
+	add("run", run.Status.Conditions)
+	stages := append([]fleet.StageUpdatingStatus{}, run.Status.StagesStatus...)
+	if run.Status.DeletionStageStatus != nil {
+		stages = append(stages, *run.Status.DeletionStageStatus)
+	}
+	for _, st := range stages {
+		add("stage "+st.StageName, st.Conditions)
+		for _, c := range st.Clusters {
+			add("stage "+st.StageName+" cluster "+c.ClusterName, c.Conditions)
+		}
+		for _, task := range st.AfterStageTaskStatus {
+			add("stage "+st.StageName+" after-stage "+string(task.Type), task.Conditions)
+		}
+		for _, task := range st.BeforeStageTaskStatus {
+			add("stage "+st.StageName+" before-stage "+string(task.Type), task.Conditions)
+		}
+	}
+	return out
+}
+
+// approve commits the Approved condition into an approval request, as
+// `gitfleet approve` does, once gitfleet has created the request.
+func (r *fleetRepo) approve(name string, timeout time.Duration) {
+	r.t.Helper()
+	eventually(r.t, "approval request "+name, timeout, func() bool { return r.approval(name) != nil })
+	r.commit("approve "+name, map[string][]byte{"approvals/" + name + ".yaml": encode(r.t, status.ApprovedCopy(r.approval(name), time.Now()))})
+}
+
+var (
+	binaryOnce sync.Once
+	binaryDir  string
+	binaryPath string
+	binaryErr  error
+)
+
+// TestMain removes the gitfleet binary built for the tests that run it.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binaryDir != "" {
+		_ = os.RemoveAll(binaryDir)
+	}
+	os.Exit(code)
+}
+
+// gitfleetBinary builds cmd/gitfleet once per test binary and returns its
+// path.
+func gitfleetBinary(t testing.TB) string {
+	t.Helper()
+	binaryOnce.Do(func() {
+		binaryDir, binaryErr = os.MkdirTemp("", "gitfleet-bin-")
+		if binaryErr != nil {
+			return
+		}
+		binaryPath = filepath.Join(binaryDir, "gitfleet")
+		cmd := exec.Command("go", "build", "-o", binaryPath, "./cmd/gitfleet")
+		cmd.Dir = ".."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binaryErr = fmt.Errorf("go build ./cmd/gitfleet: %v\n%s", err, out)
+		}
+	})
+	if binaryErr != nil {
+		t.Fatal(binaryErr)
+	}
+	return binaryPath
+}
+
+// serveProcess is `gitfleet serve` running as a real process.
+type serveProcess struct {
+	cmd  *exec.Cmd
+	log  string // its stderr
+	done chan struct{}
+	err  error
+}
+
+// startServe runs the built binary's serve command with args (the log
+// goes to a file, shown when the test fails).
+func startServe(t testing.TB, args ...string) *serveProcess {
+	t.Helper()
+	bin := gitfleetBinary(t)
+	logFile, err := os.CreateTemp(t.TempDir(), "serve-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &serveProcess{cmd: exec.Command(bin, append([]string{"serve"}, args...)...), log: logFile.Name(), done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	p.cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null")
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			data, _ := os.ReadFile(p.log)
+			t.Logf("gitfleet serve %s log:\n%s", strings.Join(args, " "), data)
+		}
+	})
+	return p
+}
+
+// kill SIGKILLs the process (no shutdown, no final status push) and waits
+// until it is gone.
+func (p *serveProcess) kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
 }
