@@ -68,6 +68,9 @@ type Controller struct {
 	mu      sync.Mutex
 	results map[Key]updaterun.Result
 	errs    map[Key]error
+	// runs maps every known run to its placement, so a binding event finds
+	// the runs to wake without listing (and copying) every run's status.
+	runs map[Key]Key
 }
 
 const (
@@ -79,6 +82,7 @@ func (c *Controller) init() {
 		c.q = newQueue(c.Clock)
 		c.results = map[Key]updaterun.Result{}
 		c.errs = map[Key]error{}
+		c.runs = map[Key]Key{}
 		if c.Log == nil {
 			c.Log = slog.New(slog.DiscardHandler)
 		}
@@ -98,7 +102,10 @@ func (c *Controller) init() {
 // wake its run at once (deliberate difference 1).
 func (c *Controller) onEvent(e hub.Event) {
 	switch e.Kind {
-	case hub.EventUpdateRun, hub.EventApprovalRequest:
+	case hub.EventUpdateRun:
+		c.trackRun(e.Run)
+		c.q.add(item{runItem, e.Run})
+	case hub.EventApprovalRequest:
 		if e.Run.Name != "" {
 			c.q.add(item{runItem, e.Run})
 		}
@@ -115,15 +122,30 @@ func (c *Controller) onEvent(e hub.Event) {
 }
 
 func (c *Controller) enqueueRunsOf(placement Key) {
-	runs, err := c.Hub.ListUpdateRuns(context.Background())
-	if err != nil {
-		return
-	}
-	for _, r := range runs {
-		if r.Namespace == placement.Namespace && r.Spec.PlacementName == placement.Name {
-			c.q.add(item{runItem, Key{Namespace: r.Namespace, Name: r.Name}})
+	c.mu.Lock()
+	var keys []Key
+	for run, p := range c.runs {
+		if p == placement {
+			keys = append(keys, run)
 		}
 	}
+	c.mu.Unlock()
+	for _, k := range keys {
+		c.q.add(item{runItem, k})
+	}
+}
+
+// trackRun records (or forgets) which placement a run rolls out. Run events
+// come from spec changes and deletions only, so this read is rare.
+func (c *Controller) trackRun(key Key) {
+	r, err := c.Hub.GetUpdateRun(context.Background(), key)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		delete(c.runs, key)
+		return
+	}
+	c.runs[key] = Key{Namespace: r.Namespace, Name: r.Spec.PlacementName}
 }
 
 // EnqueueRun asks for a pass of one run.
@@ -143,6 +165,11 @@ func (c *Controller) EnqueueAll() {
 	c.init()
 	c.EnqueueAllPlacements()
 	runs, _ := c.Hub.ListUpdateRuns(context.Background())
+	c.mu.Lock()
+	for _, r := range runs {
+		c.runs[Key{Namespace: r.Namespace, Name: r.Name}] = Key{Namespace: r.Namespace, Name: r.Spec.PlacementName}
+	}
+	c.mu.Unlock()
 	for _, r := range runs {
 		c.q.add(item{runItem, Key{Namespace: r.Namespace, Name: r.Name}})
 	}
@@ -196,14 +223,9 @@ func (c *Controller) PendingTimers() int {
 // not blocked.
 func (c *Controller) Blocked(ctx context.Context) bool {
 	c.init()
-	runs, err := c.Hub.ListUpdateRuns(ctx)
-	if err != nil {
-		return false
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, r := range runs {
-		k := Key{Namespace: r.Namespace, Name: r.Name}
+	for k := range c.runs {
 		res, seen := c.results[k]
 		if !seen || !res.Blocked || c.errs[k] != nil {
 			return false

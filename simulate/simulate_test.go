@@ -19,7 +19,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // newRepo makes a Git repository (with the git CLI, as a person would)
 // whose history is one commit per step; each step maps file names to
 // contents (nil deletes the file).
-func newRepo(t *testing.T, steps ...map[string][]byte) string {
+func newRepo(t testing.TB, steps ...map[string][]byte) string {
 	t.Helper()
 	dir := t.TempDir()
 	step := 0
@@ -60,7 +60,7 @@ func newRepo(t *testing.T, steps ...map[string][]byte) string {
 }
 
 // quickstart returns the files of examples/quickstart.
-func quickstart(t *testing.T) map[string][]byte {
+func quickstart(t testing.TB) map[string][]byte {
 	t.Helper()
 	files := map[string][]byte{}
 	entries, err := os.ReadDir("../examples/quickstart")

@@ -44,6 +44,10 @@ type deliveryState struct {
 	// configs remembers, per cluster delivered to, the annotations that
 	// chose and shaped its driver, so a change re-delivers its bindings.
 	configs map[string]string
+	// checkedMembers is the members revision configs were last checked
+	// against: without a member change there is nothing to re-deliver, and
+	// a Commit stays O(pending) instead of O(fleet).
+	checkedMembers uint64
 }
 
 type intentKind int
@@ -186,6 +190,10 @@ func (h *Hub) guardPendingLocked() []intent {
 // so adding the driver annotation (or changing a simulation) takes effect
 // without a new run.
 func (h *Hub) redeliverReconfiguredLocked() {
+	if h.delivery.checkedMembers == h.membersRevision {
+		return
+	}
+	h.delivery.checkedMembers = h.membersRevision
 	for cluster, seen := range h.delivery.configs {
 		m, ok := h.members.peek(hub.Key{Name: cluster})
 		if !ok || driverConfig(m) == seen {

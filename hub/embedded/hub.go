@@ -41,6 +41,9 @@ type Hub struct {
 
 	resourceVersion uint64
 	planRevision    uint64
+	// membersRevision counts member cluster changes (delivery re-checks
+	// driver annotations only when it moves).
+	membersRevision uint64
 	subscribers     []func(hub.Event)
 	events          []hub.Event
 	// onBindingWritten is called (with the lock held) after every binding

@@ -72,6 +72,7 @@ func (h *Hub) ApplyMemberCluster(m *fleet.MemberCluster) {
 	h.members.put(next)
 	h.persist(next)
 	h.planRevision++
+	h.membersRevision++
 	h.emit(hub.Event{Kind: hub.EventMemberCluster, Key: keyOf(next)})
 }
 
@@ -86,6 +87,7 @@ func (h *Hub) DeleteMemberCluster(name string) {
 	h.members.delete(key)
 	h.forget(fleet.KindMemberCluster, key)
 	h.planRevision++
+	h.membersRevision++
 	h.emit(hub.Event{Kind: hub.EventMemberCluster, Key: key})
 }
 

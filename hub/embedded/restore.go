@@ -27,6 +27,7 @@ func (h *Hub) Restore(ctx context.Context) (int, error) {
 		}
 	}
 	h.planRevision++
+	h.membersRevision++
 	return len(objs), nil
 }
 
