@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -64,7 +65,10 @@ type Observer interface {
 	Fetched(d time.Duration, err error)
 	Rendered(d time.Duration)
 	Processed(commit *object.Commit, snapshots int)
-	Pushed(changes status.Changeset, lag time.Duration, err error)
+	// Pushed is told about every status commit: attempts counts the
+	// pushes it took (more than one: the branch had moved and the change
+	// was re-applied on the new tip).
+	Pushed(changes status.Changeset, lag time.Duration, attempts int, err error)
 }
 
 // Daemon is a running GitOps loop.
@@ -79,6 +83,10 @@ type Daemon struct {
 	Controller *reconciler.Controller
 
 	admit *Admitter
+
+	// pushAttempts is the number of pushes the last status commit took;
+	// commits are serialized by the status tree.
+	pushAttempts atomic.Int64
 
 	mu        sync.Mutex
 	processed plumbing.Hash // last first-parent commit of the tracked branch fully processed
@@ -128,7 +136,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	d.Store.Interval = cfg.StatusInterval
 	d.Store.OnCommit = func(ch status.Changeset, lag time.Duration, err error) {
 		if cfg.Observer != nil {
-			cfg.Observer.Pushed(ch, lag, err)
+			cfg.Observer.Pushed(ch, lag, int(d.pushAttempts.Swap(0)), err)
 		}
 	}
 	d.Store.OnError = func(err error) { d.log.Error("pushing status failed", "err", err) }
@@ -441,20 +449,26 @@ func (d *Daemon) syncApprovals(ctx context.Context, commit plumbing.Hash) error 
 func (d *Daemon) commit(ctx context.Context, ch status.Changeset, message string, urgent bool) error {
 	statusPart, approvalPart := split(ch, render.ApprovalsDir+"/")
 	sameBranch := d.src.StatusBranch() == "" || d.src.StatusBranch() == d.src.Branch()
+	apply := func(c gitsource.Change) error {
+		res, err := d.src.Apply(ctx, c)
+		if int64(res.Attempts) > d.pushAttempts.Load() {
+			d.pushAttempts.Store(int64(res.Attempts))
+		}
+		return err
+	}
 	if sameBranch {
-		_, err := d.src.Apply(ctx, gitsource.Change{Message: message, Writes: ch.Writes, Deletes: ch.Deletes})
-		if err != nil {
+		if err := apply(gitsource.Change{Message: message, Writes: ch.Writes, Deletes: ch.Deletes}); err != nil {
 			return err
 		}
 	} else {
 		if !statusPart.Empty() {
-			if _, err := d.src.Apply(ctx, gitsource.Change{Branch: d.src.StatusBranch(), Message: message,
+			if err := apply(gitsource.Change{Branch: d.src.StatusBranch(), Message: message,
 				Writes: statusPart.Writes, Deletes: statusPart.Deletes}); err != nil {
 				return err
 			}
 		}
 		if !approvalPart.Empty() {
-			if _, err := d.src.Apply(ctx, gitsource.Change{Message: message,
+			if err := apply(gitsource.Change{Message: message,
 				Writes: approvalPart.Writes, Deletes: approvalPart.Deletes}); err != nil {
 				return err
 			}

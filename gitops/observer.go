@@ -30,12 +30,14 @@ func (o MetricsObserver) Processed(c *object.Commit, snapshots int) {
 	}
 }
 
-// Pushed implements Observer.
-func (o MetricsObserver) Pushed(_ status.Changeset, lag time.Duration, err error) {
+// Pushed implements Observer. A push that had to be re-applied because a
+// person pushed meanwhile counts as a conflict, whether it then landed or
+// was still rejected after the last attempt.
+func (o MetricsObserver) Pushed(_ status.Changeset, lag time.Duration, attempts int, err error) {
 	switch {
-	case err == nil:
+	case err == nil && attempts <= 1:
 		o.M.ObserveStatusPush(metrics.PushSuccess, lag)
-	case errors.Is(err, gitsource.ErrRejected):
+	case err == nil, errors.Is(err, gitsource.ErrRejected):
 		o.M.ObserveStatusPush(metrics.PushConflict, lag)
 	default:
 		o.M.ObserveStatusPush(metrics.PushError, lag)
