@@ -69,6 +69,7 @@ func (h *Hub) ApplyMemberCluster(m *fleet.MemberCluster) {
 	} else {
 		h.stamp(next, true)
 	}
+	setJoined(next, h.clock.Now())
 	h.members.put(next)
 	h.persist(next)
 	h.planRevision++
