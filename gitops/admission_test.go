@@ -1,0 +1,89 @@
+package gitops_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/gitops"
+)
+
+// A change the API server would refuse is refused the same way: the run
+// keeps its last accepted spec and its status file says why, in KubeFleet's
+// words; a later valid change clears the note.
+func TestRefusedRunChangesAreReportedAndTheAcceptedSpecKeepsRunning(t *testing.T) {
+	files := quickstartFleet(t)
+	r := newFleetRepo(t, files)
+	startDaemon(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond)
+	waitForCanaryApproval(t, r)
+
+	cases := []struct {
+		name, from, to, want string
+	}{
+		{"immutable placementName", "placementName: example-placement", "placementName: another-placement", "placementName is immutable"},
+		{"forbidden state transition", "state: Run", "state: Initialize", "invalid state transition: cannot transition from Run to Initialize"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			changed := strings.Replace(string(files["run.yaml"]), tc.from, tc.to, 1)
+			r.commit(tc.name, map[string][]byte{"run.yaml": []byte(changed)})
+			var run *fleet.UpdateRun
+			eventually(t, "the rejection on the run's status file", 20*time.Second, func() bool {
+				run = r.run("example-run")
+				return strings.Contains(run.Annotations[gitops.RejectedChangeAnnotation], tc.want)
+			})
+			if run.Spec.PlacementName != "example-placement" || run.Spec.State != fleet.StateRun || run.Generation != 1 {
+				t.Errorf("the refused spec was applied: %+v, generation %d", run.Spec, run.Generation)
+			}
+			if !strings.Contains(run.Annotations[gitops.RejectedChangeAnnotation], "run.yaml") {
+				t.Errorf("the note %q does not name the file", run.Annotations[gitops.RejectedChangeAnnotation])
+			}
+		})
+	}
+
+	// Stop is allowed: generation 2, the note is gone, the run stops.
+	stopped := strings.Replace(string(files["run.yaml"]), "state: Run", "state: Stop", 1)
+	r.commit("stop", map[string][]byte{"run.yaml": []byte(stopped)})
+	run := r.waitPhase("example-run", fleet.PhaseStopped, 20*time.Second)
+	if run.Generation != 2 || run.Annotations[gitops.RejectedChangeAnnotation] != "" {
+		t.Errorf("after an accepted change: generation %d, note %q", run.Generation, run.Annotations[gitops.RejectedChangeAnnotation])
+	}
+}
+
+// Deleting a run's file deletes the run: its status file and its approval
+// requests go, and nothing else.
+func TestDeletingTheRunFileRemovesItsStatusAndApprovals(t *testing.T) {
+	r := newFleetRepo(t, quickstartFleet(t))
+	startDaemon(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond)
+	waitForCanaryApproval(t, r)
+
+	r.commit("abandon the rollout", map[string][]byte{"run.yaml": nil})
+	eventually(t, "the run's status file to go", 20*time.Second, func() bool { return r.file("status/runs/example-run.yaml") == nil })
+	eventually(t, "the approval request to go", 20*time.Second, func() bool { return r.approval(approvalName) == nil })
+	for _, member := range []string{"member1", "member2", "member3"} {
+		if r.file("status/bindings/example-placement/"+member+".yaml") == nil {
+			t.Errorf("the binding of %s went with the run; bindings stay as they are (the release is abandoned)", member)
+		}
+	}
+}
+
+// A broken manifest withholds only itself: the other runs go on, and the
+// object that stopped rendering keeps its last good version.
+func TestABrokenRunFileDoesNotStopOtherRuns(t *testing.T) {
+	files := quickstartFleet(t)
+	files["broken-run.yaml"] = []byte("apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterStagedUpdateRun\nmetadata:\n  name: broken\nspec:\n  placementName: example-placement\n  stagedRolloutStrategyName: example-strategy\n  state: Sprint\n")
+	r := newFleetRepo(t, files)
+	startDaemon(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond)
+	waitForCanaryApproval(t, r)
+	if r.run("broken") != nil {
+		t.Error("a run with an invalid state was admitted")
+	}
+
+	// A typo in the good run's file keeps the run as it was.
+	r.commit("typo", map[string][]byte{"run.yaml": []byte("apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterStagedUpdateRun\nmetadata:\n  name: example-run\nspec:\n  placementNam: example-placement\n")})
+	time.Sleep(500 * time.Millisecond)
+	if run := r.run("example-run"); run == nil || run.Phase() != fleet.PhaseWaiting {
+		t.Fatalf("a broken file deleted or changed its run: %v", run)
+	}
+}
