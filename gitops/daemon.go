@@ -554,5 +554,19 @@ func (d *Daemon) Idle(ctx context.Context) (bool, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return head.Commit == d.processed, nil
+	if head.Commit == d.processed {
+		return true, nil
+	}
+	// gitfleet's own status commits since the last sync hold nothing to
+	// process; without polling (webhooks only) no trigger may follow them.
+	commits, err := d.src.FirstParentHistory(ctx, d.processed, head.Commit)
+	if err != nil {
+		return false, nil
+	}
+	for _, c := range commits {
+		if !gitsource.IsOwnCommit(c) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
