@@ -584,3 +584,25 @@ func (p *serveProcess) kill() {
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.done
 }
+
+// settle waits until the daemon reports itself idle and main has then not
+// moved for longer than the controller's placement-status debounce (1s):
+// Idle does not wait for a debounced placement status update.
+func (d *daemon) settle(t testing.TB, r *fleetRepo) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		idle, err := d.Idle(context.Background())
+		tip := r.git("rev-parse", "main")
+		if err == nil && idle {
+			time.Sleep(1200 * time.Millisecond)
+			if idle, err := d.Idle(context.Background()); err == nil && idle && r.git("rev-parse", "main") == tip {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the daemon did not settle in 20s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
