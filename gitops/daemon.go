@@ -155,21 +155,9 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	d.Controller = &reconciler.Controller{
 		Hub: d.Hub, Clock: d.clock, Runs: engine, Committer: d.Hub,
 		Scheduler: &scheduler.Scheduler{Hub: d.Hub, Clock: d.clock, Log: d.log.With("controller", "scheduler")},
-		Status: func(ctx context.Context, key hub.Key) error {
-			if err := placement.UpdateStatus(ctx, d.Hub, d.clock, key); err != nil {
-				return err
-			}
-			if cfg.OnBindings != nil {
-				bindings, err := d.Hub.ListBindings(ctx, key)
-				if err != nil {
-					return err
-				}
-				cfg.OnBindings(key, bindings)
-			}
-			return nil
-		},
-		OnError: cfg.OnReconcileError,
-		Log:     d.log.With("controller", "reconciler"),
+		Status:    d.placementStatus,
+		OnError:   cfg.OnReconcileError,
+		Log:       d.log.With("controller", "reconciler"),
 	}
 	d.admit = NewAdmitter(d.Hub)
 
@@ -218,6 +206,21 @@ func (d *Daemon) resumePoint(ctx context.Context, tip plumbing.Hash) (plumbing.H
 		}
 	}
 	return plumbing.ZeroHash, nil
+}
+
+// placementStatus recomputes a placement's status from its bindings.
+func (d *Daemon) placementStatus(ctx context.Context, key hub.Key) error {
+	if err := placement.UpdateStatus(ctx, d.Hub, d.clock, key); err != nil {
+		return err
+	}
+	if d.cfg.OnBindings != nil {
+		bindings, err := d.Hub.ListBindings(ctx, key)
+		if err != nil {
+			return err
+		}
+		d.cfg.OnBindings(key, bindings)
+	}
+	return nil
 }
 
 // Run follows the repository (on every signal of triggers, plus the
@@ -288,10 +291,20 @@ func (d *Daemon) LastError() error {
 	return d.lastErr
 }
 
-// shutdown finishes the current status push.
+// shutdown brings placement statuses up to date (the controller debounces
+// them, so one may still be pending) and finishes the status push.
 func (d *Daemon) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if placements, err := d.Hub.ListPlacements(ctx); err != nil {
+		d.log.Error("listing placements for their final status failed", "err", err)
+	} else {
+		for _, p := range placements {
+			if err := d.placementStatus(ctx, hub.Key{Namespace: p.Namespace, Name: p.Name}); err != nil {
+				d.log.Error("final placement status failed", "placement", p.Name, "err", err)
+			}
+		}
+	}
 	if err := d.Hub.Commit(ctx); err != nil {
 		d.log.Error("final hub commit failed", "err", err)
 	}
