@@ -1,0 +1,124 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/status"
+)
+
+// quickstartRemote is a bare repository holding examples/quickstart with
+// the members' availability delay and the staging soak replaced, as a
+// person would have pushed it.
+func quickstartRemote(t *testing.T, availableAfter, soak string) string {
+	t.Helper()
+	dir := t.TempDir()
+	work := filepath.Join(dir, "work")
+	copyTree(t, "../../examples/quickstart", work)
+	for _, name := range []string{"members.yaml", "strategy.yaml"} {
+		p := filepath.Join(work, name)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := strings.ReplaceAll(string(data), "gitfleet.io/sim-available-after: 10s", "gitfleet.io/sim-available-after: "+availableAfter)
+		s = strings.ReplaceAll(s, "waitTime: 1m", "waitTime: "+soak)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitCmd(t, work, "init", "-q", "-b", "main")
+	gitCmd(t, work, "add", ".")
+	gitCmd(t, work, "commit", "-q", "-m", "quickstart")
+	remote := filepath.Join(dir, "fleet.git")
+	gitCmd(t, dir, "clone", "-q", "--bare", work, remote)
+	return remote
+}
+
+// show returns a file of a bare repository's revision, or nil.
+func show(remote, rev, path string) []byte {
+	out, err := exec.Command("git", "--git-dir", remote, "show", rev+":"+path).Output()
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+func decodeFrom(t *testing.T, remote, rev, path string) any {
+	t.Helper()
+	data := show(remote, rev, path)
+	if data == nil {
+		t.Fatalf("%s:%s is not in the repository", rev, path)
+	}
+	obj, err := status.DecodeFile(path, data)
+	if err != nil {
+		t.Fatalf("decoding %s:%s: %v", rev, path, err)
+	}
+	return obj
+}
+
+func serveArgs(remote string, t *testing.T, extra ...string) []string {
+	return append([]string{"serve", "--repo", "file://" + remote, "--cache-dir", t.TempDir(),
+		"--interval", "100ms", "--status-interval", "50ms", "--metrics-addr", "", "--log-level", "warn"}, extra...)
+}
+
+// CI's use of serve: --until-idle returns 0 once the rollout waits on a
+// person — here the canary approval — with the run status, the approval
+// request and the branch that approves it pushed.
+func TestServeUntilIdleExitsZeroOnceTheRunWaitsForApproval(t *testing.T) {
+	remote := quickstartRemote(t, "0s", "1s")
+	start := time.Now()
+	out, errOut, code := gitfleet(t, serveArgs(remote, t, "--until-idle", "--timeout", "60s")...)
+	if code != 0 {
+		t.Fatalf("exit %d after %s\nstdout: %s\nstderr: %s", code, time.Since(start), out, errOut)
+	}
+	t.Logf("idle after %s", time.Since(start).Round(time.Millisecond))
+
+	run := decodeFrom(t, remote, "main", "status/runs/example-run.yaml").(*fleet.UpdateRun)
+	progressing := meta.FindStatusCondition(run.Status.Conditions, fleet.StagedUpdateRunConditionProgressing)
+	if run.Phase() != fleet.PhaseWaiting || progressing == nil || !strings.Contains(progressing.Message, "stage canary") {
+		t.Errorf("run is %s (%+v), want Waiting in stage canary", run.Phase(), progressing)
+	}
+	ar := decodeFrom(t, remote, "main", "approvals/example-run-after-canary.yaml").(*fleet.ApprovalRequest)
+	if meta.FindStatusCondition(ar.Status.Conditions, fleet.ApprovalRequestConditionApproved) != nil {
+		t.Errorf("the approval request on main is already approved: %+v", ar.Status.Conditions)
+	}
+	branch := "gitfleet/approve/example-run-after-canary"
+	approved := decodeFrom(t, remote, branch, "approvals/example-run-after-canary.yaml").(*fleet.ApprovalRequest)
+	c := meta.FindStatusCondition(approved.Status.Conditions, fleet.ApprovalRequestConditionApproved)
+	if c == nil || c.Status != "True" || c.ObservedGeneration != 1 {
+		t.Errorf("branch %s approves with %+v, want Approved=True at generation 1", branch, c)
+	}
+	// Everything the rollout did so far is in Git, the placement's status
+	// included: all three clusters on snapshot 0.
+	p := decodeFrom(t, remote, "main", "status/placements/example-placement.yaml").(*fleet.Placement)
+	if p.Status.ObservedResourceIndex != "0" {
+		t.Errorf("placement status observedResourceIndex %q, want 0 (every cluster rolled out):\n%s", p.Status.ObservedResourceIndex,
+			show(remote, "main", "status/placements/example-placement.yaml"))
+	}
+}
+
+// A rollout that cannot reach a person's step in time — the staging soak is
+// a minute — makes --until-idle give up at --timeout with exit 1 and say why.
+func TestServeUntilIdleTimesOutWithExitOneWhileARunIsProgressing(t *testing.T) {
+	remote := quickstartRemote(t, "0s", "1m")
+	start := time.Now()
+	out, errOut, code := gitfleet(t, serveArgs(remote, t, "--until-idle", "--timeout", "1s")...)
+	if code != 1 || !strings.Contains(errOut, "not idle after --timeout 1s") {
+		t.Fatalf("exit %d, want 1 saying it was not idle\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("serve took %s to give up after a 1s timeout", took)
+	}
+	// The status reached so far is pushed on the way out.
+	if show(remote, "main", "status/runs/example-run.yaml") == nil {
+		t.Error("no run status was pushed before giving up")
+	}
+}
