@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -396,7 +398,8 @@ func (d *Daemon) sync(ctx context.Context, head gitsource.Head) error {
 }
 
 // needsRender reports whether a commit may change what placements select:
-// gitfleet's own commits and commits touching only status/ or approvals/
+// gitfleet's own commits, commits touching only status/ or approvals/, and
+// — in a plain (non-kustomize) layout — commits touching no manifest file
 // cannot.
 func (d *Daemon) needsRender(ctx context.Context, c *object.Commit) bool {
 	if gitsource.IsOwnCommit(c) {
@@ -410,7 +413,45 @@ func (d *Daemon) needsRender(ctx context.Context, c *object.Commit) bool {
 	if err != nil {
 		return true
 	}
-	return !gitsource.OnlyUnder(paths, d.prefix(render.StatusDir), d.prefix(render.ApprovalsDir))
+	if gitsource.OnlyUnder(paths, d.prefix(render.StatusDir), d.prefix(render.ApprovalsDir)) {
+		return false
+	}
+	return d.touchesManifests(paths) || d.kustomized(ctx, c.Hash)
+}
+
+// kustomizationNames are the file names kustomize recognises.
+var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+
+// touchesManifests reports whether any changed path is one a plain layout
+// reads (a .yaml, .yml or .json file below Path) or a kustomization file
+// (adding one switches the layout to kustomize). It errs on the side of
+// rendering: hidden files and status/ count too.
+func (d *Daemon) touchesManifests(paths []string) bool {
+	root := strings.TrimSuffix(path.Clean(d.cfg.Path), "/")
+	for _, p := range paths {
+		if slices.Contains(kustomizationNames, path.Base(p)) {
+			return true
+		}
+		if root != "." && !strings.HasPrefix(p, root+"/") {
+			continue
+		}
+		switch strings.ToLower(path.Ext(p)) {
+		case ".yaml", ".yml", ".json":
+			return true
+		}
+	}
+	return false
+}
+
+// kustomized reports whether the commit builds Path with kustomize, which
+// may read any file (generators, patches): then every change renders.
+func (d *Daemon) kustomized(ctx context.Context, commit plumbing.Hash) bool {
+	for _, n := range kustomizationNames {
+		if _, err := d.src.ReadFile(ctx, commit, path.Join(d.cfg.Path, n)); err == nil || !errors.Is(err, gitsource.ErrNotFound) {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *Daemon) anyFleetChange(ctx context.Context, commits []*object.Commit) bool {
@@ -440,7 +481,7 @@ func (d *Daemon) render(ctx context.Context, commit plumbing.Hash) (*render.Cont
 // syncApprovals reads approvals/ of the tracked tip and hands the Approved
 // conditions people merged to the hub.
 func (d *Daemon) syncApprovals(ctx context.Context, commit plumbing.Hash) error {
-	fsys, err := CommitFS(ctx, d.src, commit)
+	fsys, err := DirFS(ctx, d.src, commit, render.ApprovalsDir)
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,17 @@ func (t *treeFiles) List(prefix string) ([]string, error) {
 
 // CommitFS is a commit's whole tree as an fs.FS, for render.
 func CommitFS(ctx context.Context, src *gitsource.Source, commit plumbing.Hash) (fs.FS, error) {
-	files, err := src.ReadTree(ctx, commit, "")
+	return DirFS(ctx, src, commit, "")
+}
+
+// DirFS is one folder of a commit (at its repository path; "" for the
+// whole tree) as an fs.FS; a missing folder is an empty FS. Reading only
+// approvals/ spares reading every workload file on each sync.
+func DirFS(ctx context.Context, src *gitsource.Source, commit plumbing.Hash, dir string) (fs.FS, error) {
+	files, err := src.ReadTree(ctx, commit, dir)
+	if dir != "" && errors.Is(err, gitsource.ErrNotFound) {
+		return fstest.MapFS{}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
