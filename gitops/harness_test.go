@@ -91,6 +91,7 @@ func (r *fleetRepo) tryCommit(msg string, files map[string][]byte) (string, erro
 			return "", err
 		}
 	}
+	added := []string{"add", "--"}
 	for name, data := range files {
 		p := filepath.Join(r.work, name)
 		if data == nil {
@@ -105,7 +106,10 @@ func (r *fleetRepo) tryCommit(msg string, files map[string][]byte) (string, erro
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			return "", err
 		}
-		if _, err := gitRun(r.work, "add", name); err != nil {
+		added = append(added, name)
+	}
+	if len(added) > 2 {
+		if _, err := gitRun(r.work, added...); err != nil {
 			return "", err
 		}
 	}
