@@ -3,6 +3,8 @@ package gitops_test
 import (
 	"bytes"
 	"encoding/hex"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -65,7 +67,7 @@ func TestSignedWebhookFetchesAtOnceAndUnsignedOnesNothing(t *testing.T) {
 	r := newFleetRepo(t, files)
 	fetches := &fetchCounter{}
 	d := startDaemonWith(t, "file://"+r.remote, t.TempDir(), 0, func(c *gitops.Config) { c.Observer = fetches })
-	srv := httptest.NewServer(&gitsource.Webhook{Secret: secret, Notify: d.poke})
+	srv := httptest.NewServer(&gitsource.Webhook{Secret: secret, Notify: d.poke, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer srv.Close()
 
 	waitForCanaryApproval(t, r)
