@@ -93,6 +93,7 @@ type Daemon struct {
 	mu        sync.Mutex
 	processed plumbing.Hash // last first-parent commit of the tracked branch fully processed
 	approved  map[string]bool
+	admitted  bool // the hub has seen the fleet objects of some tip
 	lastErr   error
 }
 
@@ -336,9 +337,11 @@ func (d *Daemon) sync(ctx context.Context, head gitsource.Head) error {
 			return err
 		}
 	}
+	// Render every commit that touched hub content, in order: each may be
+	// a new snapshot index. The last one rendered is also the tip's hub
+	// content, since later commits touched none of it.
 	var content *render.Content
-	renderedTip := false
-	for i, c := range commits {
+	for _, c := range commits {
 		if !d.needsRender(ctx, c) {
 			continue
 		}
@@ -360,13 +363,12 @@ func (d *Daemon) sync(ctx context.Context, head gitsource.Head) error {
 		if d.cfg.Observer != nil {
 			d.cfg.Observer.Processed(c, n)
 		}
-		if i == len(commits)-1 {
-			content, renderedTip = cc, true
-		}
+		content = cc
 	}
-	if !renderedTip && (d.admit.sources == nil || len(commits) > 0 && d.anyFleetChange(ctx, commits)) {
-		content, err = d.render(ctx, head.Commit)
-		if err != nil {
+	if content == nil && !d.admitted {
+		// First sync (a start or restart with nothing new): the hub has
+		// not seen the tip's fleet objects yet.
+		if content, err = d.render(ctx, head.Commit); err != nil {
 			return fmt.Errorf("rendering commit %s: %w", short(head.Commit), err)
 		}
 	}
@@ -378,6 +380,7 @@ func (d *Daemon) sync(ctx context.Context, head gitsource.Head) error {
 		if err != nil {
 			return err
 		}
+		d.admitted = true
 		for _, r := range rejected {
 			d.log.Warn("change rejected", "reason", r)
 		}
@@ -397,14 +400,13 @@ func (d *Daemon) sync(ctx context.Context, head gitsource.Head) error {
 	return d.Store.Flush(ctx, false)
 }
 
-// needsRender reports whether a commit may change what placements select:
-// gitfleet's own commits, commits touching only status/ or approvals/, and
-// — in a plain (non-kustomize) layout — commits touching no manifest file
-// cannot.
+// needsRender reports whether a commit may change the hub content: it
+// touched a file below --path (kustomize may load nothing outside it) other
+// than gitfleet's own status/ and approvals/ trees, and — in a plain,
+// non-kustomize layout — one of the manifest files render reads. Neither
+// the author nor the Gitfleet-Commit trailer is trusted for this: anyone
+// can write a trailer.
 func (d *Daemon) needsRender(ctx context.Context, c *object.Commit) bool {
-	if gitsource.IsOwnCommit(c) {
-		return false
-	}
 	parent := plumbing.ZeroHash
 	if c.NumParents() > 0 {
 		parent = c.ParentHashes[0]
@@ -413,27 +415,32 @@ func (d *Daemon) needsRender(ctx context.Context, c *object.Commit) bool {
 	if err != nil {
 		return true
 	}
-	if gitsource.OnlyUnder(paths, d.prefix(render.StatusDir), d.prefix(render.ApprovalsDir)) {
+	root := strings.Trim(path.Clean(d.cfg.Path), "/")
+	var content []string
+	for _, p := range paths {
+		if gitsource.OnlyUnder([]string{p}, render.StatusDir+"/", render.ApprovalsDir+"/") {
+			continue
+		}
+		if root == "." || strings.HasPrefix(p, root+"/") {
+			content = append(content, p)
+		}
+	}
+	if len(content) == 0 {
 		return false
 	}
-	return d.touchesManifests(paths) || d.kustomized(ctx, c.Hash)
+	return touchesManifests(content) || d.kustomized(ctx, c.Hash)
 }
 
 // kustomizationNames are the file names kustomize recognises.
 var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
 
-// touchesManifests reports whether any changed path is one a plain layout
-// reads (a .yaml, .yml or .json file below Path) or a kustomization file
-// (adding one switches the layout to kustomize). It errs on the side of
-// rendering: hidden files and status/ count too.
-func (d *Daemon) touchesManifests(paths []string) bool {
-	root := strings.TrimSuffix(path.Clean(d.cfg.Path), "/")
+// touchesManifests reports whether any path is one a plain layout reads (a
+// .yaml, .yml or .json file) or a kustomization file (adding one switches
+// the layout to kustomize).
+func touchesManifests(paths []string) bool {
 	for _, p := range paths {
 		if slices.Contains(kustomizationNames, path.Base(p)) {
 			return true
-		}
-		if root != "." && !strings.HasPrefix(p, root+"/") {
-			continue
 		}
 		switch strings.ToLower(path.Ext(p)) {
 		case ".yaml", ".yml", ".json":
@@ -444,7 +451,8 @@ func (d *Daemon) touchesManifests(paths []string) bool {
 }
 
 // kustomized reports whether the commit builds Path with kustomize, which
-// may read any file (generators, patches): then every change renders.
+// may read any file below it (generators, patches): then every change there
+// renders.
 func (d *Daemon) kustomized(ctx context.Context, commit plumbing.Hash) bool {
 	for _, n := range kustomizationNames {
 		if _, err := d.src.ReadFile(ctx, commit, path.Join(d.cfg.Path, n)); err == nil || !errors.Is(err, gitsource.ErrNotFound) {
@@ -452,22 +460,6 @@ func (d *Daemon) kustomized(ctx context.Context, commit plumbing.Hash) bool {
 		}
 	}
 	return false
-}
-
-func (d *Daemon) anyFleetChange(ctx context.Context, commits []*object.Commit) bool {
-	for _, c := range commits {
-		if d.needsRender(ctx, c) {
-			return true
-		}
-	}
-	return false
-}
-
-func (d *Daemon) prefix(dir string) string {
-	if d.cfg.Path == "." || d.cfg.Path == "" {
-		return dir + "/"
-	}
-	return strings.TrimSuffix(d.cfg.Path, "/") + "/" + dir + "/"
 }
 
 func (d *Daemon) render(ctx context.Context, commit plumbing.Hash) (*render.Content, error) {
