@@ -44,6 +44,11 @@ func TestHumanCommitsRacingStatusPushesAreAllKept(t *testing.T) {
 				return
 			}
 			results <- pushed{n, h}
+			// Spread the pushes over the whole rollout (about 4s). Back to
+			// back they starve gitfleet's pushes for seconds (gitsource
+			// backs off exponentially on repeated rejections), and the
+			// race is then mostly over before gitfleet pushes again.
+			time.Sleep(40 * time.Millisecond)
 		}
 	}()
 
