@@ -588,7 +588,8 @@ func short(h plumbing.Hash) string { return h.String()[:12] }
 // Idle reports whether nothing can progress without a person: every run is
 // finished or waits on an approval, a state change or a new commit; no
 // member delay is running; nothing is queued, undelivered or unpushed; and
-// the remote has no commit gitfleet has not processed.
+// the remote has no commit gitfleet has not processed. Commits it finds
+// unprocessed it processes (it fetched them anyway), answering false.
 func (d *Daemon) Idle(ctx context.Context) (bool, error) {
 	if !d.Controller.Idle() || !d.Controller.Blocked(ctx) || d.Hub.PendingDeliveries() > 0 ||
 		d.Hub.Members().PendingTimers() > 0 || d.Store.Pending() {
@@ -599,20 +600,18 @@ func (d *Daemon) Idle(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if head.Commit == d.processed {
+	processed := d.processed
+	d.mu.Unlock()
+	if head.Commit == processed {
 		return true, nil
 	}
-	// gitfleet's own status commits since the last sync hold nothing to
-	// process; without polling (webhooks only) no trigger may follow them.
-	commits, err := d.src.FirstParentHistory(ctx, d.processed, head.Commit)
-	if err != nil {
-		return false, nil
-	}
-	for _, c := range commits {
-		if !gitsource.IsOwnCommit(c) {
-			return false, nil
-		}
-	}
-	return true, nil
+	// Commits arrived that no trigger announced — without polling
+	// (webhooks only), gitfleet's own status pushes are such commits.
+	// Process them now, rather than trusting their trailer, and look again
+	// on the next check.
+	err = d.sync(ctx, head)
+	d.mu.Lock()
+	d.lastErr = err
+	d.mu.Unlock()
+	return false, err
 }
