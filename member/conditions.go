@@ -75,6 +75,13 @@ func notAvailable(gen int64, work string) metav1.Condition {
 		fmt.Sprintf(WorkNotAvailableMessageFmt, work), gen)
 }
 
+// notYetAvailable is the in-progress form: ResourceNotAvailableYet is one of
+// the reasons the engine treats as "still rolling out" rather than failed.
+func notYetAvailable(gen int64, work string) metav1.Condition {
+	return condition(fleet.ResourceBindingAvailable, metav1.ConditionFalse, fleet.ResourceNotAvailableYetReason,
+		fmt.Sprintf(WorkNotAvailableMessageFmt, work), gen)
+}
+
 func diffReported(gen int64) metav1.Condition {
 	return condition(fleet.ResourceBindingDiffReported, metav1.ConditionTrue, AllWorkDiffReportedReason, AllWorkDiffReportedMessage, gen)
 }

@@ -134,17 +134,22 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 	if isAvailable {
 		return s.reporter.ReportBindingStatus(key, gen, append(conds, available(gen)), nil)
 	}
-	err = s.reporter.ReportBindingStatus(key, gen, append(conds, notAvailable(gen, d.WorkName())),
-		failedPlacements(d.Resources, gen))
-	if !sim.unavailable {
-		// Armed only now, so the Available report can never overtake the
-		// not-yet-available one.
-		s.mu.Lock()
-		if s.placed[key] == p {
-			s.timers[key] = s.clock.AfterFunc(sim.availableAfter, func() { s.becomeAvailable(key, gen) })
-		}
-		s.mu.Unlock()
+	if sim.unavailable {
+		// Never available: KubeFleet's failure report, which the engine
+		// counts as an error and, after the stuck threshold, reports Stuck.
+		return s.reporter.ReportBindingStatus(key, gen, append(conds, notAvailable(gen, d.WorkName())),
+			failedPlacements(d.Resources, gen))
 	}
+	// Becoming available: in progress, not a failure (spec §3.5), so the
+	// engine waits quietly and is woken by the Available report.
+	err = s.reporter.ReportBindingStatus(key, gen, append(conds, notYetAvailable(gen, d.WorkName())), nil)
+	// Armed only now, so the Available report can never overtake the
+	// not-yet-available one.
+	s.mu.Lock()
+	if s.placed[key] == p {
+		s.timers[key] = s.clock.AfterFunc(sim.availableAfter, func() { s.becomeAvailable(key, gen) })
+	}
+	s.mu.Unlock()
 	return err
 }
 

@@ -243,10 +243,10 @@ func TestSimulatedMemberAvailability(t *testing.T) {
 	}{
 		{name: "available in the same commit by default", member: simulated("member1"),
 			wantAvailable: metav1.ConditionTrue, wantReason: member.AllWorkAvailableReason},
+		// In progress, not failed: the engine waits instead of retrying.
 		{name: "not yet available before sim-available-after",
 			member: simulated("member1", fleet.SimAvailableAfterAnnotation, "30s"), advance: 29 * time.Second,
-			wantAvailable: metav1.ConditionFalse, wantReason: member.WorkNotAvailableReason,
-			wantFailed: []string{"Deployment/nginx-deployment"}},
+			wantAvailable: metav1.ConditionFalse, wantReason: fleet.ResourceNotAvailableYetReason},
 		{name: "available once sim-available-after passed",
 			member: simulated("member1", fleet.SimAvailableAfterAnnotation, "30s"), advance: 30 * time.Second,
 			wantAvailable: metav1.ConditionTrue, wantReason: member.AllWorkAvailableReason},
