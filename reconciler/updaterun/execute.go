@@ -79,6 +79,7 @@ func (p *pass) executeStage(idx int, pl *plan, maxConc int) outcome {
 	stage := &st.StagesStatus[idx]
 	snapshotName := p.resourceSnapshotName()
 	finished, inFlight := 0, 0
+	finishedNow := false
 	var stuck []string
 	var errs []error
 	for i := 0; i < len(stage.Clusters) && inFlight < maxConc; i++ {
@@ -104,12 +105,17 @@ func (p *pass) executeStage(idx int, pl *plan, maxConc int) outcome {
 		}
 		started := find(cs.Conditions, fleet.ClusterUpdatingConditionStarted)
 		if !isTrue(started, p.gen) {
-			if err := p.startCluster(b, cs, stage, snapshotName); err != nil {
+			done, err := p.startCluster(b, cs, stage, snapshotName)
+			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
 			p.markClusterStarted(cs)
 			p.markStageStarted(stage)
+			// A cluster that already had the snapshot finishes as it
+			// starts, yet keeps its slot this pass (spec §3.3): no binding
+			// changes, so no event would wake the run for the next one.
+			finishedNow = finishedNow || done
 			continue
 		}
 		// In flight: first make sure no other run took the binding over.
@@ -149,6 +155,9 @@ func (p *pass) executeStage(idx int, pl *plan, maxConc int) outcome {
 		p.observeStageDuration(stage)
 		return p.completeStage(idx)
 	}
+	if finishedNow {
+		return outcome{after: 0}
+	}
 	return outcome{after: ClusterPollInterval, blocked: len(stuck) > 0}
 }
 
@@ -176,24 +185,23 @@ func (p *pass) bindingInSync(b *fleet.Binding, cs *fleet.ClusterUpdatingStatus, 
 		deepEqual(b.Spec.ApplyStrategy, p.run.Status.AppliedStrategy)
 }
 
-// startCluster points the cluster's binding at the run's snapshot and marks
-// the rollout started (spec §3.4). A binding that already carries the
-// snapshot and reports its rollout is evaluated at once.
-func (p *pass) startCluster(b *fleet.Binding, cs *fleet.ClusterUpdatingStatus, stage *fleet.StageUpdatingStatus, snapshotName string) error {
+// startCluster points the cluster's binding at the run's snapshot (spec
+// §3.4). It reports whether the cluster is already done: a binding that
+// had the snapshot rolled out is evaluated at once.
+func (p *pass) startCluster(b *fleet.Binding, cs *fleet.ClusterUpdatingStatus, stage *fleet.StageUpdatingStatus, snapshotName string) (bool, error) {
 	switch {
 	case !p.bindingInSync(b, cs, snapshotName):
 		b.Spec.ResourceSnapshotName = snapshotName
 		b.Spec.ResourceOverrideSnapshots = cs.ResourceOverrideSnapshots
 		b.Spec.ClusterResourceOverrideSnapshots = cs.ClusterResourceOverrideSnapshots
 		b.Spec.ApplyStrategy = p.run.Status.AppliedStrategy.DeepCopy()
-		return p.bindAndMarkRolloutStarted(b)
+		return false, p.bindAndMarkRolloutStarted(b)
 	case b.Spec.State != fleet.BindingStateBound:
-		return p.bindAndMarkRolloutStarted(b)
+		return false, p.bindAndMarkRolloutStarted(b)
 	case !isTrue(find(b.Status.Conditions, fleet.ResourceBindingRolloutStarted), b.Generation):
-		return p.markRolloutStarted(b)
+		return false, p.markRolloutStarted(b)
 	default:
-		_, err := p.checkClusterResult(b, cs, stage)
-		return err
+		return p.checkClusterResult(b, cs, stage)
 	}
 }
 
