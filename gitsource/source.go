@@ -408,6 +408,15 @@ func (s *Source) useCache() (reason string) {
 	if urls := remote.Config().URLs; len(urls) != 1 || urls[0] != s.safeURL {
 		return "cache belongs to another URL"
 	}
+	// Every reference must read: a process killed while go-git wrote a ref
+	// leaves an empty ref file, which would fail every later fetch.
+	refs, err := repo.References()
+	if err != nil {
+		return "cannot list references: " + s.red.scrub(err.Error())
+	}
+	if err := refs.ForEach(func(*plumbing.Reference) error { return nil }); err != nil {
+		return "unreadable reference: " + s.red.scrub(err.Error())
+	}
 	// A present tip must be readable down to its root tree.
 	for _, b := range []string{s.cfg.Branch, s.cfg.StatusBranch} {
 		h, ok := s.tip(b)

@@ -291,3 +291,32 @@ func TestFetchTimeout(t *testing.T) {
 		t.Fatalf("took %s", d)
 	}
 }
+
+// A gitfleet killed while go-git wrote a reference leaves an empty ref file
+// in its cache; the next start must re-clone instead of failing every fetch.
+func TestOpenReclonesACacheWithAnEmptyRefFile(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.config(t)
+	ctx := ctxT(t)
+	if _, err := Open(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	ref := filepath.Join(cfg.CacheDir, "refs", "remotes", "origin", "half-written")
+	if err := os.MkdirAll(filepath.Dir(ref), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ref, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Open with a half-written ref: %v", err)
+	}
+	head, err := src.Fetch(ctx)
+	if err != nil {
+		t.Fatalf("Fetch after re-opening: %v", err)
+	}
+	if want := f.remoteTip(t, "main"); head.Commit != want {
+		t.Errorf("tip %s after re-clone, want %s", head.Commit, want)
+	}
+}
