@@ -1,0 +1,103 @@
+package reconciler
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/clock"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Deliberate difference 1: a cluster that becomes available wakes its run
+// at once. With members available after 10s and maxConcurrency 1, three
+// clusters take 30s of virtual time — not the 45s that 15s polls would.
+func TestClusterCompletionWakesTheRunAtOnce(t *testing.T) {
+	clk := clock.NewFake(epoch)
+	f := newTestFleet(t, clk, 3, "1", "10s")
+	f.startRun()
+	ctx := context.Background()
+	for i := 0; i < 100 && f.phase(t) != fleet.PhaseSucceeded; i++ {
+		f.ctrl.Drain(ctx)
+		if f.phase(t) == fleet.PhaseSucceeded || !clk.Step() {
+			break
+		}
+	}
+	if got := f.phase(t); got != fleet.PhaseSucceeded {
+		t.Fatalf("run is %s", got)
+	}
+	if took := clk.Now().Sub(epoch); took != 30*time.Second {
+		t.Errorf("three clusters available after 10s each took %s of virtual time, want 30s", took)
+	}
+}
+
+func TestBlockedOnlyOnceEveryRunWaitsOnAPerson(t *testing.T) {
+	clk := clock.NewFake(epoch)
+	f := newTestFleet(t, clk, 2, "1", "0s")
+	ctx := context.Background()
+	f.ctrl.Drain(ctx)
+	if !f.ctrl.Blocked(ctx) {
+		t.Error("a fleet without runs is not blocked")
+	}
+	f.startRun()
+	if f.ctrl.Blocked(ctx) {
+		t.Error("a run never reconciled counts as blocked")
+	}
+	f.ctrl.Drain(ctx)
+	if got := f.phase(t); got != fleet.PhaseSucceeded {
+		t.Fatalf("instantly available members: run is %s after one drain", got)
+	}
+	if !f.ctrl.Blocked(ctx) || !f.ctrl.Idle() {
+		t.Error("a succeeded run leaves the controller busy")
+	}
+}
+
+func TestQueueDeduplicatesAndKeepsTheEarliestTimer(t *testing.T) {
+	clk := clock.NewFake(epoch)
+	q := newQueue(clk)
+	a, b := item{runItem, Key{Name: "a"}}, item{runItem, Key{Name: "b"}}
+	q.add(a)
+	q.add(b)
+	q.add(a)
+	if got, _ := q.pop(); got != a {
+		t.Fatalf("first pop %v, want a", got)
+	}
+	if got, _ := q.pop(); got != b {
+		t.Fatalf("second pop %v, want b", got)
+	}
+	if _, ok := q.pop(); ok {
+		t.Fatal("an item queued twice was processed twice")
+	}
+	q.addAfter(a, time.Minute)
+	q.addAfter(a, 10*time.Second)
+	q.addAfter(a, time.Hour)
+	if q.pendingTimers() != 1 {
+		t.Fatalf("%d timers for one item", q.pendingTimers())
+	}
+	clk.Advance(10 * time.Second)
+	if got, ok := q.pop(); !ok || got != a {
+		t.Fatal("the earliest delayed add did not fire")
+	}
+	clk.Advance(time.Hour)
+	if _, ok := q.pop(); ok {
+		t.Fatal("a replaced timer fired as well")
+	}
+}
+
+func TestBackoffDoublesAndIsCapped(t *testing.T) {
+	q := newQueue(clock.NewFake(epoch))
+	it := item{runItem, Key{Name: "r"}}
+	var got []time.Duration
+	for i := 0; i < 20; i++ {
+		got = append(got, q.failed(it))
+	}
+	if got[0] != 5*time.Millisecond || got[1] != 10*time.Millisecond || got[19] != 5*time.Minute {
+		t.Errorf("backoff %v", got)
+	}
+	q.forget(it)
+	if d := q.failed(it); d != 5*time.Millisecond {
+		t.Errorf("after a success the backoff starts at %s", d)
+	}
+}
