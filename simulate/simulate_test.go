@@ -130,6 +130,32 @@ func TestQuickstartWaitsOnCanaryApproval(t *testing.T) {
 	}
 }
 
+// The seed demo's status while it waits for the canary approval, in
+// KubeFleet's shape (seed 003's example, with the newest strings).
+func TestQuickstartWaitingStatusYAML(t *testing.T) {
+	repo := newRepo(t, quickstart(t))
+	res, err := Run(context.Background(), Options{Repo: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := WriteObjects(context.Background(), &out, res.Hub); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "quickstart-waiting.yaml", out.Bytes())
+	for _, want := range []string{
+		"message: The updateRun is waiting for after-stage tasks in stage canary to complete",
+		"approvalRequestName: example-run-after-canary",
+		"reason: StageTaskApprovalRequestCreated",
+		"reason: AfterStageTaskWaitTimeElapsed",
+		"kubernetes-fleet.io/taskType: afterStage",
+	} {
+		if !bytes.Contains(out.Bytes(), []byte(want)) {
+			t.Errorf("waiting status lacks %q", want)
+		}
+	}
+}
+
 func TestQuickstartApprovedSucceedsAndYAMLIsDeterministic(t *testing.T) {
 	repo := newRepo(t, quickstart(t))
 	render := func() []byte {
