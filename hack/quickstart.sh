@@ -37,7 +37,7 @@ and member1 (canary), then it waits for your approval.
 Watch it:
   cd $dir/fleet && git pull -q && $bin get runs --repo .
   $bin describe run example-run --repo $dir/fleet
-  curl -s localhost:8080/metrics | grep fleet_workload_update_run
+  curl -s ${METRICS_ADDR:-localhost:8080}/metrics | grep fleet_workload_update_run
 Approve (the same change the pushed branch gitfleet/approve/example-run-after-canary holds):
   cd $dir/fleet && git pull -q && $bin approve example-run-after-canary --repo . --commit && git push -q
   # or: git merge origin/gitfleet/approve/example-run-after-canary && git push

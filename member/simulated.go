@@ -112,7 +112,7 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 	s.stopTimerLocked(key)
 	if d.ReportsDiff() {
 		s.mu.Unlock()
-		s.log.Debug("reported diff", "binding", key, "generation", gen)
+		s.log.Debug("reported diff", "binding", key.String(), "generation", gen)
 		return s.reporter.ReportBindingStatus(key, gen,
 			[]metav1.Condition{overridden(gen), workSynchronized(gen), diffReported(gen)}, nil)
 	}
@@ -128,7 +128,7 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 	isAvailable := p.Available
 	s.mu.Unlock()
 
-	s.log.Debug("applied", "binding", key, "generation", gen, "snapshot", p.ResourceSnapshot,
+	s.log.Debug("applied", "binding", key.String(), "generation", gen, "snapshot", p.ResourceSnapshot,
 		"resources", len(p.Resources), "available", isAvailable)
 	conds := []metav1.Condition{overridden(gen), workSynchronized(gen), applied(gen)}
 	if isAvailable {
@@ -165,11 +165,11 @@ func (s *Simulated) becomeAvailable(key hub.Key, gen int64) {
 	delete(s.timers, key)
 	s.mu.Unlock()
 
-	s.log.Debug("available", "binding", key, "generation", gen)
+	s.log.Debug("available", "binding", key.String(), "generation", gen)
 	err := s.reporter.ReportBindingStatus(key, gen,
 		[]metav1.Condition{overridden(gen), workSynchronized(gen), applied(gen), available(gen)}, nil)
 	if err != nil {
-		s.log.Error("report availability", "binding", key, "generation", gen, "err", err)
+		s.log.Error("report availability", "binding", key.String(), "generation", gen, "err", err)
 	}
 }
 
@@ -181,7 +181,7 @@ func (s *Simulated) Remove(_ context.Context, d Delivery) error {
 	s.stopTimerLocked(key)
 	if _, ok := s.placed[key]; ok {
 		delete(s.placed, key)
-		s.log.Debug("removed", "binding", key)
+		s.log.Debug("removed", "binding", key.String())
 	}
 	return nil
 }

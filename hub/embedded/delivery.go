@@ -258,7 +258,7 @@ func (h *Hub) dispatch(ctx context.Context, in intent) error {
 	}
 	h.mu.Unlock()
 
-	log := h.delivery.log.With("binding", key, "cluster", d.Cluster(), "generation", d.Generation())
+	log := h.delivery.log.With("binding", key.String(), "cluster", d.Cluster(), "generation", d.Generation())
 	switch in.kind {
 	case deliverIntent:
 		if d.Member == nil {
@@ -350,7 +350,7 @@ func (h *Hub) snapshotGroupLocked(b *fleet.Binding) []*fleet.ResourceSnapshot {
 
 func (h *Hub) reportSyncFailed(d member.Delivery, why string) error {
 	gen := d.Generation()
-	h.delivery.log.Warn("cannot synchronize the work", "binding", d.Key(), "reason", why)
+	h.delivery.log.Warn("cannot synchronize the work", "binding", d.Key().String(), "reason", why)
 	return h.ReportBindingStatus(d.Key(), gen, []metav1.Condition{{
 		Type: fleet.ResourceBindingWorkSynchronized, Status: metav1.ConditionFalse, ObservedGeneration: gen,
 		Reason: fleet.SyncWorkFailedReason, Message: "Failed to synchronize the work to the latest: " + why,

@@ -86,7 +86,7 @@ func (s *Scheduler) Schedule(ctx context.Context, key hub.Key) error {
 // the latest snapshot. It returns the decisions of those bindings.
 func (s *Scheduler) reconcileBindings(ctx context.Context, p *fleet.Placement, snap *fleet.PolicySnapshot,
 	bindings []*fleet.Binding, verdict pick) ([]fleet.ClusterDecision, error) {
-	log := s.log().With("placement", hub.Key{Namespace: p.Namespace, Name: p.Name})
+	log := s.log().With("placement", hub.Key{Namespace: p.Namespace, Name: p.Name}.String())
 	covered := map[string]bool{}
 	var selected []fleet.ClusterDecision
 	for _, b := range bindings {
@@ -205,7 +205,7 @@ func (s *Scheduler) unscheduleAll(ctx context.Context, key hub.Key) error {
 		if err := s.Hub.UpdateBinding(ctx, b); err != nil {
 			return fmt.Errorf("unschedule binding %s: %w", b.Name, err)
 		}
-		s.log().Info("placement is gone; binding unscheduled", "placement", key, "binding", b.Name)
+		s.log().Info("placement is gone; binding unscheduled", "placement", key.String(), "binding", b.Name)
 	}
 	return nil
 }
