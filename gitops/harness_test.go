@@ -218,15 +218,24 @@ func startDaemonWith(t testing.TB, url, cacheDir string, poll time.Duration, con
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	src, err := gitsource.Open(ctx, gitsource.Config{URL: url, Branch: "main", CacheDir: cacheDir, Logger: log})
+	return startDaemonSource(t, ctx, cancel, log, gitsource.Config{URL: url, Branch: "main", CacheDir: cacheDir, Logger: log}, poll, configure)
+}
+
+// startDaemonSource runs the loop over a source opened from srcCfg (for
+// source settings such as a status branch).
+func startDaemonSource(t testing.TB, ctx context.Context, cancel context.CancelFunc, log *slog.Logger, srcCfg gitsource.Config,
+	poll time.Duration, configure func(*gitops.Config)) *daemon {
+	t.Helper()
+	cfg := gitops.Config{StatusInterval: 50 * time.Millisecond, PushApprovalBranches: true, Log: log}
+	if configure != nil {
+		configure(&cfg)
+	}
+	src, err := gitsource.Open(ctx, srcCfg)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	cfg := gitops.Config{Source: src, StatusInterval: 50 * time.Millisecond, PushApprovalBranches: true, Log: log}
-	if configure != nil {
-		configure(&cfg)
-	}
+	cfg.Source = src
 	d, err := gitops.Open(ctx, cfg)
 	if err != nil {
 		cancel()
