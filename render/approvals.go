@@ -20,32 +20,9 @@ func ReadApprovals(fsys fs.FS, dir string) ([]*fleet.ApprovalRequest, []Manifest
 		return nil, []ManifestError{{File: dir, Message: "approvals folder must be relative to the repository root and stay inside it"}}
 	}
 	r := &reader{fsys: fsys, opts: Options{}.withDefaults()}
-	var docs []document
-	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if p != dir && d.Name()[0] == '.' {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() || !isManifestFile(p) {
-			return nil
-		}
-		data, ok, err := r.readFile(p)
-		if err != nil || !ok {
-			return err
-		}
-		fileDocs, merr := splitDocuments(p, data)
-		if merr != nil {
-			r.errs = append(r.errs, *merr)
-			return nil
-		}
-		docs = append(docs, fileDocs...)
-		return nil
-	})
+	docs, err := r.walk(dir,
+		func(p string, d fs.DirEntry) bool { return p != dir && d.Name()[0] == '.' },
+		func(fs.DirEntry) bool { return true })
 	if errors.Is(err, fs.ErrNotExist) && len(docs) == 0 {
 		return nil, nil
 	}

@@ -132,18 +132,27 @@ func isManifestFile(name string) bool {
 
 // plain reads every manifest file below root, in lexical order.
 func (r *reader) plain(root string) ([]document, error) {
+	return r.walk(root,
+		func(p string, d fs.DirEntry) bool { return skipDir(root, p, d) },
+		func(d fs.DirEntry) bool { return !isKustomizationName(d.Name()) })
+}
+
+// walk reads and splits every manifest file below root, in lexical order,
+// skipping the folders skip names and the files keep refuses. Per-file
+// problems are collected in r.errs; the error is for the walk itself.
+func (r *reader) walk(root string, skip func(p string, d fs.DirEntry) bool, keep func(d fs.DirEntry) bool) ([]document, error) {
 	var docs []document
 	err := fs.WalkDir(r.fsys, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("render: %s: %w", p, err)
 		}
 		if d.IsDir() {
-			if skipDir(root, p, d) {
+			if skip(p, d) {
 				return fs.SkipDir
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() || !isManifestFile(p) || isKustomizationName(d.Name()) {
+		if !d.Type().IsRegular() || !isManifestFile(p) || !keep(d) {
 			return nil
 		}
 		data, ok, err := r.readFile(p)

@@ -12,22 +12,30 @@ import (
 	"github.com/gitfleet/gitfleet/hub"
 )
 
+// stageAt is update stage idx, or the deletion stage when idx ==
+// len(stages).
+func (p *pass) stageAt(idx int) *fleet.StageUpdatingStatus {
+	if idx < len(p.run.Status.StagesStatus) {
+		return &p.run.Status.StagesStatus[idx]
+	}
+	return p.run.Status.DeletionStageStatus
+}
+
+// failStageOnAbort marks the stage failed when the pass ends in a terminal
+// error raised while working on it (spec §2.8); deferred by execute and stop.
+func (p *pass) failStageOnAbort(stage *fleet.StageUpdatingStatus, out *outcome) {
+	if isAborted(out.err) {
+		p.markStageFailed(stage, out.err.Error())
+	}
+}
+
 // execute works on stage idx of a run in state Run (spec §2.5): an update
 // stage, or the deletion stage when idx == len(stages). A terminal error
 // also marks the stage it happened in as failed.
 func (p *pass) execute(idx int, pl *plan) (out outcome) {
 	st := &p.run.Status
-	var stage *fleet.StageUpdatingStatus
-	if idx < len(st.StagesStatus) {
-		stage = &st.StagesStatus[idx]
-	} else {
-		stage = st.DeletionStageStatus
-	}
-	defer func() {
-		if isAborted(out.err) {
-			p.markStageFailed(stage, out.err.Error())
-		}
-	}()
+	stage := p.stageAt(idx)
+	defer p.failStageOnAbort(stage, &out)
 
 	p.markRunProgressingUnlessWaitingOrStuck()
 	if idx == len(st.StagesStatus) {

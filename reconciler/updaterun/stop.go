@@ -13,17 +13,8 @@ import (
 // also marks the current stage failed.
 func (p *pass) stop(idx int, pl *plan) (out outcome) {
 	st := &p.run.Status
-	var stage *fleet.StageUpdatingStatus
-	if idx < len(st.StagesStatus) {
-		stage = &st.StagesStatus[idx]
-	} else {
-		stage = st.DeletionStageStatus
-	}
-	defer func() {
-		if isAborted(out.err) {
-			p.markStageFailed(stage, out.err.Error())
-		}
-	}()
+	stage := p.stageAt(idx)
+	defer p.failStageOnAbort(stage, &out)
 	wasStopped := hasReason(st.Conditions, fleet.StagedUpdateRunConditionProgressing, fleet.UpdateRunStoppedReason)
 	if !wasStopped {
 		p.markRunStopping()
