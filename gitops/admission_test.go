@@ -82,8 +82,15 @@ func TestABrokenRunFileDoesNotStopOtherRuns(t *testing.T) {
 
 	// A typo in the good run's file keeps the run as it was.
 	r.commit("typo", map[string][]byte{"run.yaml": []byte("apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterStagedUpdateRun\nmetadata:\n  name: example-run\nspec:\n  placementNam: example-placement\n")})
-	time.Sleep(500 * time.Millisecond)
-	if run := r.run("example-run"); run == nil || run.Phase() != fleet.PhaseWaiting {
-		t.Fatalf("a broken file deleted or changed its run: %v", run)
+	var run *fleet.UpdateRun
+	eventually(t, "the run's status file to say its file no longer renders", 20*time.Second, func() bool {
+		run = r.run("example-run")
+		return run != nil && strings.Contains(run.Annotations[gitops.RejectedChangeAnnotation], "no longer renders (run.yaml")
+	})
+	if !strings.Contains(run.Annotations[gitops.RejectedChangeAnnotation], "placementNam") {
+		t.Errorf("the note %q does not name the unknown field", run.Annotations[gitops.RejectedChangeAnnotation])
+	}
+	if run.Phase() != fleet.PhaseWaiting || run.Spec.PlacementName != "example-placement" {
+		t.Fatalf("a broken file changed its run: %s %+v", run.Phase(), run.Spec)
 	}
 }

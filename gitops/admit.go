@@ -124,8 +124,36 @@ func (a *Admitter) Admit(ctx context.Context, c *render.Content) ([]string, erro
 		}
 	}
 
+	rejected = append(rejected, a.noteWithheld(ctx, c)...)
 	a.sources = c.Sources
 	return rejected, nil
+}
+
+// noteWithheld tells, on the status file of a run or placement whose file
+// no longer renders, why its last good version is still the one in use —
+// the person who pushed the typo reads it where they look for progress.
+func (a *Admitter) noteWithheld(ctx context.Context, c *render.Content) []string {
+	var notes []string
+	for _, e := range c.Errors {
+		if e.Name == "" {
+			continue
+		}
+		key := hub.Key{Namespace: e.Namespace, Name: e.Name}
+		msg := fmt.Sprintf("the manifest no longer renders (%s); the last accepted spec is still in use", e.Error())
+		switch e.Kind {
+		case fleet.KindClusterStagedUpdateRun, fleet.KindStagedUpdateRun:
+			if _, err := a.hub.GetUpdateRun(ctx, key); err == nil {
+				a.hub.AnnotateUpdateRun(key, RejectedChangeAnnotation, msg)
+				notes = append(notes, msg)
+			}
+		case fleet.KindClusterResourcePlacement, fleet.KindResourcePlacement:
+			if _, err := a.hub.GetPlacement(ctx, key); err == nil {
+				a.hub.AnnotatePlacement(key, RejectedChangeAnnotation, msg)
+				notes = append(notes, msg)
+			}
+		}
+	}
+	return notes
 }
 
 // rejection words a refused update the way a person reads it in the status
