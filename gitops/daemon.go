@@ -271,10 +271,13 @@ func (d *Daemon) follow(ctx context.Context, triggers <-chan struct{}) error {
 		if err != nil {
 			wait := retry.Next()
 			d.log.Warn("fetch or sync failed; retrying", "err", err.Error(), "retry_in", wait.String())
+			// A trigger (a webhook, a local commit) retries at once: the
+			// remote is likely back.
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-time.After(wait):
+			case <-triggers:
 			}
 			continue
 		}
