@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/hub/embedded"
@@ -33,95 +37,109 @@ func refOf(group, kind, namespace, name string) render.ObjectRef {
 	return render.ObjectRef{Group: group, Kind: kind, Namespace: namespace, Name: name}
 }
 
+// fleetObject is a fleet object as render and the hub hand it out.
+type fleetObject interface {
+	metav1.Object
+	runtime.Object
+}
+
+func keyOf(o metav1.Object) hub.Key { return hub.Key{Namespace: o.GetNamespace(), Name: o.GetName()} }
+
+func refOfObject(group string, o fleetObject) render.ObjectRef {
+	return refOf(group, o.GetObjectKind().GroupVersionKind().Kind, o.GetNamespace(), o.GetName())
+}
+
 // NewAdmitter returns an Admitter feeding h.
 func NewAdmitter(h *embedded.Hub) *Admitter { return &Admitter{hub: h} }
 
+// kind is how one family of fleet objects is admitted: read, checked as
+// an update (nil: any update is fine), applied, annotated, listed, deleted.
+type kind[T fleetObject] struct {
+	group    string
+	get      func(context.Context, hub.Key) (T, error)
+	validate func(old, cur T) field.ErrorList
+	apply    func(T)
+	note     func(key hub.Key, value string)
+	list     func(context.Context) ([]T, error)
+	remove   func(hub.Key)
+}
+
+// admitKind applies every object of a family from Git, refusing updates
+// the API server would refuse (noted on the stored object), and deletes
+// stored objects that are gone from Git unless their file failed to render.
+func admitKind[T fleetObject](ctx context.Context, c *render.Content, objs []T, k kind[T], withheld func(render.ObjectRef) bool) ([]string, error) {
+	var rejected []string
+	seen := map[hub.Key]bool{}
+	for _, o := range objs {
+		key := keyOf(o)
+		seen[key] = true
+		if k.validate != nil {
+			if old, err := k.get(ctx, key); err == nil {
+				if errs := k.validate(old, o); len(errs) > 0 {
+					msg := rejection(c, refOfObject(k.group, o), errs.ToAggregate().Error())
+					k.note(key, msg)
+					rejected = append(rejected, msg)
+					continue
+				}
+			}
+		}
+		k.apply(o)
+		if k.note != nil {
+			k.note(key, "")
+		}
+	}
+	stored, err := k.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range stored {
+		if !seen[keyOf(o)] && !withheld(refOfObject(k.group, o)) {
+			k.remove(keyOf(o))
+		}
+	}
+	return rejected, nil
+}
+
 // Admit applies content and returns the rejected changes, one line each.
 func (a *Admitter) Admit(ctx context.Context, c *render.Content) ([]string, error) {
-	var rejected []string
-	keep := func(ref render.ObjectRef) bool {
+	withheld := func(ref render.ObjectRef) bool {
 		return c.Withheld(ref, a.sources[ref].File)
 	}
+	h := a.hub
+	h.SetResources(c.Resources)
 
-	a.hub.SetResources(c.Resources)
-
-	seenMembers := map[string]bool{}
-	for _, m := range c.Members {
-		seenMembers[m.Name] = true
-		a.hub.ApplyMemberCluster(m)
+	var rejected []string
+	collect := func(r []string, err error) error {
+		rejected = append(rejected, r...)
+		return err
 	}
-	members, err := a.hub.ListMemberClusters(ctx)
-	if err != nil {
+	if err := collect(admitKind(ctx, c, c.Members, kind[*fleet.MemberCluster]{
+		group: fleet.ClusterGroup, apply: h.ApplyMemberCluster, list: h.ListMemberClusters,
+		remove: func(k hub.Key) { h.DeleteMemberCluster(k.Name) },
+	}, withheld)); err != nil {
 		return nil, err
 	}
-	for _, m := range members {
-		if !seenMembers[m.Name] && !keep(refOf(fleet.ClusterGroup, fleet.KindMemberCluster, "", m.Name)) {
-			a.hub.DeleteMemberCluster(m.Name)
-		}
-	}
-
-	seenPlacements := map[hub.Key]bool{}
-	for _, p := range c.Placements {
-		key := hub.Key{Namespace: p.Namespace, Name: p.Name}
-		seenPlacements[key] = true
-		if old, err := a.hub.GetPlacement(ctx, key); err == nil {
-			if errs := fleet.ValidatePlacementUpdate(old, p); len(errs) > 0 {
-				msg := rejection(c, refOf(fleet.PlacementGroup, p.Kind, p.Namespace, p.Name), errs.ToAggregate().Error())
-				a.hub.AnnotatePlacement(key, RejectedChangeAnnotation, msg)
-				rejected = append(rejected, msg)
-				continue
-			}
-		}
-		a.hub.ApplyPlacement(p)
-		a.hub.AnnotatePlacement(key, RejectedChangeAnnotation, "")
-	}
-	placements, err := a.hub.ListPlacements(ctx)
-	if err != nil {
+	if err := collect(admitKind(ctx, c, c.Placements, kind[*fleet.Placement]{
+		group: fleet.PlacementGroup, get: h.GetPlacement, validate: fleet.ValidatePlacementUpdate,
+		apply: h.ApplyPlacement, note: func(k hub.Key, v string) { h.AnnotatePlacement(k, RejectedChangeAnnotation, v) },
+		list: h.ListPlacements, remove: h.DeletePlacement,
+	}, withheld)); err != nil {
 		return nil, err
 	}
-	for _, p := range placements {
-		key := hub.Key{Namespace: p.Namespace, Name: p.Name}
-		if !seenPlacements[key] && !keep(refOf(fleet.PlacementGroup, p.Kind, p.Namespace, p.Name)) {
-			a.hub.DeletePlacement(key)
-		}
-	}
-
-	seenStrategies := map[hub.Key]bool{}
-	for _, s := range c.Strategies {
-		seenStrategies[hub.Key{Namespace: s.Namespace, Name: s.Name}] = true
-		a.hub.ApplyUpdateStrategy(s)
-	}
-	for _, s := range a.hub.ListUpdateStrategies() {
-		key := hub.Key{Namespace: s.Namespace, Name: s.Name}
-		if !seenStrategies[key] && !keep(refOf(fleet.PlacementGroup, s.Kind, s.Namespace, s.Name)) {
-			a.hub.DeleteUpdateStrategy(key)
-		}
-	}
-
-	seenRuns := map[hub.Key]bool{}
-	for _, r := range c.Runs {
-		key := hub.Key{Namespace: r.Namespace, Name: r.Name}
-		seenRuns[key] = true
-		if old, err := a.hub.GetUpdateRun(ctx, key); err == nil {
-			if errs := fleet.ValidateUpdateRunUpdate(old, r); len(errs) > 0 {
-				msg := rejection(c, refOf(fleet.PlacementGroup, r.Kind, r.Namespace, r.Name), errs.ToAggregate().Error())
-				a.hub.AnnotateUpdateRun(key, RejectedChangeAnnotation, msg)
-				rejected = append(rejected, msg)
-				continue
-			}
-		}
-		a.hub.ApplyUpdateRun(r)
-		a.hub.AnnotateUpdateRun(key, RejectedChangeAnnotation, "")
-	}
-	runs, err := a.hub.ListUpdateRuns(ctx)
-	if err != nil {
+	if err := collect(admitKind(ctx, c, c.Strategies, kind[*fleet.UpdateStrategy]{
+		group: fleet.PlacementGroup, apply: h.ApplyUpdateStrategy,
+		list:   func(context.Context) ([]*fleet.UpdateStrategy, error) { return h.ListUpdateStrategies(), nil },
+		remove: h.DeleteUpdateStrategy,
+	}, withheld)); err != nil {
 		return nil, err
 	}
-	for _, r := range runs {
-		key := hub.Key{Namespace: r.Namespace, Name: r.Name}
-		if !seenRuns[key] && !keep(refOf(fleet.PlacementGroup, r.Kind, r.Namespace, r.Name)) {
-			a.hub.DeleteUpdateRun(key)
-		}
+	if err := collect(admitKind(ctx, c, c.Runs, kind[*fleet.UpdateRun]{
+		group: fleet.PlacementGroup, get: h.GetUpdateRun, validate: fleet.ValidateUpdateRunUpdate,
+		apply: func(r *fleet.UpdateRun) { h.ApplyUpdateRun(r) },
+		note:  func(k hub.Key, v string) { h.AnnotateUpdateRun(k, RejectedChangeAnnotation, v) },
+		list:  h.ListUpdateRuns, remove: h.DeleteUpdateRun,
+	}, withheld)); err != nil {
+		return nil, err
 	}
 
 	rejected = append(rejected, a.noteWithheld(ctx, c)...)
