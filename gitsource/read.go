@@ -33,13 +33,9 @@ func (s *Source) ReadFile(ctx context.Context, commit plumbing.Hash, p string) (
 		return nil, s.wrap("read", err)
 	}
 	defer s.unlock()
-	root, err := s.treeOf(commit)
+	t, err := s.rootTree(commit)
 	if err != nil {
-		return nil, s.wrap("read", err)
-	}
-	t, err := object.GetTree(s.store, root)
-	if err != nil {
-		return nil, s.wrap("read", err)
+		return nil, err
 	}
 	e, err := t.FindEntry(p)
 	if err != nil || !e.Mode.IsFile() || e.Mode == filemode.Symlink {
@@ -57,13 +53,9 @@ func (s *Source) ReadTree(ctx context.Context, commit plumbing.Hash, dir string)
 		return nil, s.wrap("read", err)
 	}
 	defer s.unlock()
-	root, err := s.treeOf(commit)
+	t, err := s.rootTree(commit)
 	if err != nil {
-		return nil, s.wrap("read", err)
-	}
-	t, err := object.GetTree(s.store, root)
-	if err != nil {
-		return nil, s.wrap("read", err)
+		return nil, err
 	}
 	dir = path.Clean(dir)
 	if dir != "." && dir != "" {
@@ -130,4 +122,17 @@ func (s *Source) readBlob(h plumbing.Hash, p string) ([]byte, error) {
 		return nil, s.wrap("read", fmt.Errorf("%s: %w", p, err))
 	}
 	return data, nil
+}
+
+// rootTree reads the root tree of commit; the lock is held.
+func (s *Source) rootTree(commit plumbing.Hash) (*object.Tree, error) {
+	root, err := s.treeOf(commit)
+	if err != nil {
+		return nil, s.wrap("read", err)
+	}
+	t, err := object.GetTree(s.store, root)
+	if err != nil {
+		return nil, s.wrap("read", err)
+	}
+	return t, nil
 }

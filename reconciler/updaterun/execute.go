@@ -21,6 +21,19 @@ func (p *pass) stageAt(idx int) *fleet.StageUpdatingStatus {
 	return p.run.Status.DeletionStageStatus
 }
 
+// clusterBinding is the binding of a stage cluster; a cluster without one
+// aborts the run (spec §3.4).
+func (p *pass) clusterBinding(pl *plan, cs *fleet.ClusterUpdatingStatus, stage *fleet.StageUpdatingStatus) (*fleet.Binding, error) {
+	b, err := pl.bindings.get(p.ctx, cs.ClusterName)
+	if err != nil {
+		return nil, err
+	}
+	if b == nil {
+		return nil, abortf("%s", unexpectedErr("the binding for cluster `%s` in stage `%s` is not found in the toBeUpdatedBindings map", cs.ClusterName, stage.StageName))
+	}
+	return b, nil
+}
+
 // failStageOnAbort marks the stage failed when the pass ends in a terminal
 // error raised while working on it (spec §2.8); deferred by execute and stop.
 func (p *pass) failStageOnAbort(stage *fleet.StageUpdatingStatus, out *outcome) {
@@ -102,13 +115,9 @@ func (p *pass) executeStage(idx int, pl *plan, maxConc int) outcome {
 			errs = append(errs, abortf("the cluster `%s` in the stage %s has failed", cs.ClusterName, stage.StageName))
 			continue
 		}
-		b, err := pl.bindings.get(p.ctx, cs.ClusterName)
+		b, err := p.clusterBinding(pl, cs, stage)
 		if err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		if b == nil {
-			errs = append(errs, abortf("%s", unexpectedErr("the binding for cluster `%s` in stage `%s` is not found in the toBeUpdatedBindings map", cs.ClusterName, stage.StageName)))
 			continue
 		}
 		started := find(cs.Conditions, fleet.ClusterUpdatingConditionStarted)

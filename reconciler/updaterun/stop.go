@@ -58,13 +58,9 @@ func (p *pass) stopStage(stage *fleet.StageUpdatingStatus, pl *plan) outcome {
 			continue
 		}
 		inFlight++
-		b, err := pl.bindings.get(p.ctx, cs.ClusterName)
+		b, err := p.clusterBinding(pl, cs, stage)
 		if err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		if b == nil {
-			errs = append(errs, abortf("%s", unexpectedErr("the binding for cluster `%s` in stage `%s` is not found in the toBeUpdatedBindings map", cs.ClusterName, stage.StageName)))
 			continue
 		}
 		done, err := p.checkClusterResult(b, cs, stage)
