@@ -2,7 +2,6 @@ package gitsource
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,82 +148,6 @@ func TestWatchLocalNotARepository(t *testing.T) {
 	w := NewWatcher(testLogger(t))
 	if err := w.WatchLocal(context.Background(), t.TempDir()); err == nil || !strings.Contains(err.Error(), "not a Git repository") {
 		t.Fatalf("WatchLocal on an empty dir: %v", err)
-	}
-}
-
-// TestFollow: the consumer sees the initial head and every new one; a
-// fetch that fails while the remote is away is retried on its own, without
-// another signal; a failing handler gets the same head again.
-func TestFollow(t *testing.T) {
-	f := newFixture(t)
-	s := f.open(t)
-	w := NewWatcher(testLogger(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
-	heads := make(chan Head, 10)
-	failNext := make(chan struct{}, 1)
-	followErr := make(chan error, 1)
-	go func() {
-		followErr <- s.Follow(ctx, w.C(), Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond},
-			func(_ context.Context, h Head) error {
-				select {
-				case <-failNext:
-					return errors.New("handler failed")
-				default:
-				}
-				heads <- h
-				return nil
-			})
-	}()
-	next := func(what string) Head {
-		t.Helper()
-		select {
-		case h := <-heads:
-			return h
-		case <-time.After(5 * time.Second):
-			t.Fatalf("no head after %s", what)
-			return Head{}
-		}
-	}
-
-	if h := next("start"); h.Commit != f.remoteTip(t, "main") {
-		t.Fatalf("initial head %s", h.Commit)
-	}
-
-	want := f.push(t, "new", map[string]string{"workloads/n.yaml": "n\n"})
-	w.Trigger("test")
-	if h := next("a push and a signal"); h.Commit != want {
-		t.Fatalf("head %s, want %s", h.Commit, want)
-	}
-
-	// The remote goes away; one signal; it comes back with a new commit.
-	away := f.bare + ".away"
-	if err := os.Rename(f.bare, away); err != nil {
-		t.Fatal(err)
-	}
-	w.Trigger("test")
-	want = f.commit(t, "during outage", map[string]string{"workloads/o.yaml": "o\n"})
-	runGit(t, f.work, "push", "-q", away, "HEAD:main")
-	time.Sleep(60 * time.Millisecond) // let a few fetches fail
-	if err := os.Rename(away, f.bare); err != nil {
-		t.Fatal(err)
-	}
-	if h := next("the remote came back (no further signal)"); h.Commit != want {
-		t.Fatalf("head %s, want %s", h.Commit, want)
-	}
-
-	// A handler error means the head is offered again.
-	failNext <- struct{}{}
-	want = f.push(t, "handler fails once", map[string]string{"workloads/h.yaml": "h\n"})
-	w.Trigger("test")
-	if h := next("a handler error"); h.Commit != want {
-		t.Fatalf("head %s, want %s", h.Commit, want)
-	}
-
-	cancel()
-	if err := <-followErr; !errors.Is(err, context.Canceled) {
-		t.Fatalf("Follow returned %v", err)
 	}
 }
 
