@@ -3,7 +3,12 @@ package gitsource
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 )
 
 // BenchmarkFetchNoChange measures a poll that finds nothing new: one
@@ -42,4 +47,75 @@ func BenchmarkApplyStatus(b *testing.B) {
 		}
 		i++
 	}
+}
+
+// BenchmarkApplyWhilePeoplePush measures how long a status push waits
+// behind people: two people push to the tracked branch in a loop (pull
+// --rebase and push with the git CLI, as people do) while gitfleet applies
+// one status file per operation with the default push backoff, each right
+// after a person's push landed. It reports
+// the median and the 99th percentile latency of Apply and how many
+// re-applies a push needed on average.
+func BenchmarkApplyWhilePeoplePush(b *testing.B) {
+	f := newFixture(b)
+	cfg := f.config(b)
+	cfg.PushBackoff = Backoff{} // the default, as serve runs it
+	cfg.PushAttempts = 1000     // measure the wait, never give up
+	s, err := Open(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+
+	stop := make(chan struct{})
+	pushed := make(chan error)
+	var people sync.WaitGroup
+	for p := range 2 {
+		clone := filepath.Join(f.root, fmt.Sprintf("person%d", p))
+		runGit(b, f.root, "clone", "-q", f.bare, clone)
+		people.Add(1)
+		go func() {
+			defer people.Done()
+			for i := p * 1_000_000; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				err := humanPush(clone, i)
+				select {
+				case pushed <- err:
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); people.Wait() }()
+
+	var lat []time.Duration
+	retries := 0
+	i := 0
+	for b.Loop() {
+		// Each status push starts right after a person's push landed, a
+		// random moment into the next one: the contended case.
+		b.StopTimer()
+		if err := <-pushed; err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(time.Duration(rand.IntN(50)) * time.Millisecond)
+		b.StartTimer()
+		start := time.Now()
+		res, err := s.Apply(ctx, Change{Message: "status", Writes: map[string][]byte{"status/runs/r.yaml": fmt.Appendf(nil, "pass: %d\n", i)}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+		retries += res.Attempts - 1
+		i++
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "p50-ms")
+	b.ReportMetric(float64(lat[(len(lat)*99)/100].Milliseconds()), "p99-ms")
+	b.ReportMetric(float64(retries)/float64(len(lat)), "reapplies/op")
 }

@@ -6,66 +6,25 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/gitfleet/gitfleet/internal/await"
+	"github.com/gitfleet/gitfleet/internal/gittest"
 )
 
-// requireGit skips the test when the git binary is absent; the file://
-// transport and the test servers need it.
-func requireGit(tb testing.TB) {
-	tb.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		tb.Skip("git binary not found")
-	}
-}
-
-// gitEnv isolates the git CLI from the user's and system configuration.
-func gitEnv(home string) []string {
-	return append(os.Environ(),
-		"HOME="+home,
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_AUTHOR_NAME=Human", "GIT_AUTHOR_EMAIL=human@example.com",
-		"GIT_COMMITTER_NAME=Human", "GIT_COMMITTER_EMAIL=human@example.com",
-		"GIT_TERMINAL_PROMPT=0",
-	)
-}
-
-// git runs the git CLI in dir and returns its trimmed stdout.
+// runGit runs the git CLI in dir and returns its trimmed stdout.
 func runGit(tb testing.TB, dir string, args ...string) string {
 	tb.Helper()
-	out, err := gitErr(dir, args...)
-	if err != nil {
-		tb.Fatalf("git %s: %v", strings.Join(args, " "), err)
-	}
-	return out
+	return gittest.Must(tb, dir, args...)
 }
 
-func gitErr(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", append([]string{"-c", "init.defaultBranch=main", "-c", "protocol.file.allow=always"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv(dir)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", &cmdError{err: err, stderr: stderr.String()}
-	}
-	return strings.TrimSpace(stdout.String()), nil
-}
-
-type cmdError struct {
-	err    error
-	stderr string
-}
-
-func (e *cmdError) Error() string { return e.err.Error() + ": " + e.stderr }
+func gitErr(dir string, args ...string) (string, error) { return gittest.Run(dir, args...) }
 
 // fixture is a bare "remote" repository plus a working clone of it that
 // plays the human.
@@ -79,7 +38,7 @@ type fixture struct {
 // workload and a README.
 func newFixture(tb testing.TB) *fixture {
 	tb.Helper()
-	requireGit(tb)
+	gittest.Require(tb, "git")
 	root := tb.TempDir()
 	f := &fixture{root: root, bare: filepath.Join(root, "remote.git"), work: filepath.Join(root, "work")}
 	runGit(tb, root, "init", "-q", "--bare", f.bare)
@@ -175,11 +134,9 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func ctxT(tb testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	tb.Cleanup(cancel)
-	return ctx
-}
+// ctxT is the context of one test: it ends with the test, or shortly before
+// the test binary's -timeout (see internal/await).
+func ctxT(tb testing.TB) context.Context { return await.Context(tb) }
 
 // newTextLogger logs everything, debug included, to w.
 func newTextLogger(w io.Writer) *slog.Logger {

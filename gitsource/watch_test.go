@@ -7,14 +7,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gitfleet/gitfleet/internal/await"
 )
 
-// waitSignal fails the test unless w signals within d.
-func waitSignal(t *testing.T, w *Watcher, d time.Duration, what string) {
+// waitSignal fails the test unless w signals before the test's deadline
+// (see internal/await).
+func waitSignal(t *testing.T, w *Watcher, what string) {
 	t.Helper()
 	select {
 	case <-w.C():
-	case <-time.After(d):
+	case <-time.After(time.Until(await.Deadline(t))):
 		t.Fatalf("no signal after %s", what)
 	}
 }
@@ -53,7 +56,7 @@ func TestWatcherPoll(t *testing.T) {
 	}()
 	start := time.Now()
 	for range 3 {
-		waitSignal(t, w, time.Second, "polling")
+		waitSignal(t, w, "polling")
 	}
 	if elapsed := time.Since(start); elapsed < 3*18*time.Millisecond {
 		t.Fatalf("3 polls in %s: faster than the interval minus jitter", elapsed)
@@ -61,7 +64,7 @@ func TestWatcherPoll(t *testing.T) {
 	cancel()
 	select {
 	case <-done:
-	case <-time.After(time.Second):
+	case <-time.After(time.Until(await.Deadline(t))):
 		t.Fatal("Poll did not stop with its context")
 	}
 }
@@ -96,15 +99,15 @@ func TestWatchLocalWorkingCopy(t *testing.T) {
 	}
 
 	runGit(t, f.work, "commit", "-q", "-m", "local commit")
-	waitSignal(t, w, 5*time.Second, "a local commit")
+	waitSignal(t, w, "a local commit")
 
 	// A branch in a new ref namespace directory, then a commit on it.
 	drain(w)
 	runGit(t, f.work, "checkout", "-q", "-b", "team/feature")
-	waitSignal(t, w, 5*time.Second, "creating team/feature")
+	waitSignal(t, w, "creating team/feature")
 	drain(w)
 	f.commit(t, "on team branch", map[string]string{"t.yaml": "t\n"})
-	waitSignal(t, w, 5*time.Second, "a commit on team/feature")
+	waitSignal(t, w, "a commit on team/feature")
 }
 
 func TestWatchLocalBareRepository(t *testing.T) {
@@ -117,12 +120,12 @@ func TestWatchLocalBareRepository(t *testing.T) {
 	}
 	drain(w)
 	f.push(t, "pushed", map[string]string{"workloads/p.yaml": "p\n"})
-	waitSignal(t, w, 5*time.Second, "a push into the bare repository")
+	waitSignal(t, w, "a push into the bare repository")
 
 	// Packing refs rewrites packed-refs and deletes loose refs.
 	drain(w)
 	runGit(t, f.bare, "pack-refs", "--all")
-	waitSignal(t, w, 5*time.Second, "git pack-refs")
+	waitSignal(t, w, "git pack-refs")
 }
 
 func TestWatchLocalLinkedWorktree(t *testing.T) {
@@ -141,7 +144,7 @@ func TestWatchLocalLinkedWorktree(t *testing.T) {
 	}
 	runGit(t, wt, "add", "w.yaml")
 	runGit(t, wt, "commit", "-q", "-m", "in worktree")
-	waitSignal(t, w, 5*time.Second, "a commit in a linked worktree")
+	waitSignal(t, w, "a commit in a linked worktree")
 }
 
 func TestWatchLocalNotARepository(t *testing.T) {

@@ -1,21 +1,18 @@
 package gitsource
 
 import (
-	"context"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/cgi"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/gitfleet/gitfleet/internal/gittest"
 )
 
 // Credentials the test HTTP server accepts.
@@ -25,35 +22,13 @@ const (
 	httpToken    = "ghp_T0kenThatMustNeverLeak123"
 )
 
-// startGitDaemon serves the fixture's remote over git:// from a real
-// `git daemon` on 127.0.0.1 and returns its URL.
-func startGitDaemon(t *testing.T, f *fixture) string {
+// startHTTPBackend serves the fixture's remote through git http-backend
+// behind HTTP basic auth (httpUser/httpPassword, or httpToken); with
+// useTLS over https, returning the file of the CA that signed it.
+func startHTTPBackend(t *testing.T, f *fixture, useTLS bool) (repoURL, caFile string) {
 	t.Helper()
-	port := freePort(t)
-	cmd := exec.Command("git", "daemon", "--reuseaddr", "--base-path="+f.root, "--export-all",
-		"--enable=receive-pack", "--listen=127.0.0.1", fmt.Sprintf("--port=%d", port), f.root)
-	cmd.Env = gitEnv(f.root)
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("git daemon: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("git daemon did not listen on %s", addr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return "git://" + addr + "/remote.git"
+	base, caFile := gittest.HTTPBackend(t, f.root, gittest.HTTPOptions{User: httpUser, Password: httpPassword, Token: httpToken, TLS: useTLS})
+	return base + "remote.git", caFile
 }
 
 func freePort(t *testing.T) int {
@@ -64,53 +39,6 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// startHTTPBackend serves the fixture's remote through git http-backend
-// (CGI) behind a handler that demands HTTP basic auth with either
-// httpUser/httpPassword or any user with httpToken. With useTLS it serves
-// https and returns the file of the CA that signed its certificate.
-func startHTTPBackend(t *testing.T, f *fixture, useTLS bool) (repoURL, caFile string) {
-	t.Helper()
-	exec, err := gitErr(f.root, "--exec-path")
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend := filepath.Join(exec, "git-http-backend")
-	if _, err := os.Stat(backend); err != nil {
-		t.Skip("git-http-backend not installed")
-	}
-	cgiHandler := &cgi.Handler{
-		Path: backend,
-		Env: []string{
-			"GIT_PROJECT_ROOT=" + f.root,
-			"GIT_HTTP_EXPORT_ALL=1",
-			"REMOTE_USER=" + httpUser, // enables receive-pack
-			"GIT_CONFIG_NOSYSTEM=1",
-			"HOME=" + f.root,
-		},
-	}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, pass, ok := r.BasicAuth()
-		if !ok || !(user == httpUser && pass == httpPassword || pass == httpToken) {
-			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		cgiHandler.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	if !useTLS {
-		srv.Start()
-		return srv.URL + "/remote.git", ""
-	}
-	srv.StartTLS()
-	caFile = filepath.Join(t.TempDir(), "ca.pem")
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	if err := os.WriteFile(caFile, ca, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return srv.URL + "/remote.git", caFile
 }
 
 // exerciseWire clones, fetches and pushes through a Source and checks each
@@ -154,7 +82,7 @@ func exerciseWire(t *testing.T, f *fixture, cfg Config) {
 func TestGitDaemon(t *testing.T) {
 	f := newFixture(t)
 	cfg := f.config(t)
-	cfg.URL = startGitDaemon(t, f)
+	cfg.URL = gittest.Daemon(t, f.root) + "remote.git"
 	exerciseWire(t, f, cfg)
 }
 
@@ -280,9 +208,7 @@ func TestRedaction(t *testing.T) {
 				Auth:     tc.auth,
 				Logger:   newTextLogger(&logs),
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_, err := Open(ctx, cfg)
+			_, err := Open(ctxT(t), cfg)
 			if err == nil {
 				t.Fatal("Open succeeded")
 			}
