@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/golden"
 	"github.com/gitfleet/gitfleet/status"
 )
 
@@ -53,7 +54,7 @@ func TestTablesMatchGoldenFiles(t *testing.T) {
 			"clusters":   func(w io.Writer) error { return Clusters(w, clusters, now, opts) },
 		}
 		for name, f := range cases {
-			t.Run(name+suffix, func(t *testing.T) { golden(t, name+suffix, render(t, f)) })
+			t.Run(name+suffix, func(t *testing.T) { golden.Assert(t, name+suffix, render(t, f)) })
 		}
 	}
 }
@@ -62,7 +63,7 @@ func TestTablesAddANamespaceColumnAcrossNamespaces(t *testing.T) {
 	cluster := waitingRun()
 	team := waitingRun()
 	team.Namespace, team.Name = "team-a", "web-app-rollout"
-	golden(t, "runs-all-namespaces.txt", render(t, func(w io.Writer) error {
+	golden.Assert(t, "runs-all-namespaces.txt", render(t, func(w io.Writer) error {
 		return Runs(w, []*fleet.UpdateRun{team, cluster}, now, Options{})
 	}))
 
@@ -103,14 +104,14 @@ func TestAgeIsKubectlsHumanDuration(t *testing.T) {
 }
 
 func TestDescribeRunMatchesGoldenFiles(t *testing.T) {
-	golden(t, "describe-run-waiting.txt", render(t, func(w io.Writer) error { return DescribeRun(w, waitingRun(), now) }))
-	golden(t, "describe-run-succeeded.txt", render(t, func(w io.Writer) error { return DescribeRun(w, succeededRun(), now) }))
+	golden.Assert(t, "describe-run-waiting.txt", render(t, func(w io.Writer) error { return DescribeRun(w, waitingRun(), now) }))
+	golden.Assert(t, "describe-run-succeeded.txt", render(t, func(w io.Writer) error { return DescribeRun(w, succeededRun(), now) }))
 }
 
 func TestDescribeApprovalShowsLabelsLikeKubectl(t *testing.T) {
 	a := approvalRequest("example-run", "canary", 0, true)
 	a.Annotations = map[string]string{"note": "short", "long": strings.Repeat("x", 150)}
-	golden(t, "describe-approval.txt", render(t, func(w io.Writer) error { return Describe(w, a) }))
+	golden.Assert(t, "describe-approval.txt", render(t, func(w io.Writer) error { return Describe(w, a) }))
 }
 
 func TestSmartLabelSplitsCamelCaseLikeKubectl(t *testing.T) {
@@ -134,7 +135,7 @@ func TestSmartLabelSplitsCamelCaseLikeKubectl(t *testing.T) {
 func TestYAMLStreamIsTheStatusFiles(t *testing.T) {
 	objs := []runtime.Object{waitingRun(), approvalRequest("example-run", "canary", 105*time.Second, false)}
 	got := render(t, func(w io.Writer) error { return YAML(w, objs...) })
-	golden(t, "yaml-stream.yaml", got)
+	golden.Assert(t, "yaml-stream.yaml", got)
 	docs := strings.Split(string(got), "---\n")
 	if len(docs) != len(objs) {
 		t.Fatalf("%d documents, want %d", len(docs), len(objs))

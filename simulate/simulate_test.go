@@ -3,7 +3,6 @@ package simulate
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,9 +11,8 @@ import (
 	"testing"
 
 	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // newRepo makes a Git repository (with the git CLI, as a person would)
 // whose history is one commit per step; each step maps file names to
@@ -77,23 +75,6 @@ func quickstart(t testing.TB) map[string][]byte {
 	return files
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (run with -update to accept):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
-
 func TestQuickstartWaitsOnCanaryApproval(t *testing.T) {
 	repo := newRepo(t, quickstart(t))
 	res, err := Run(context.Background(), Options{Repo: repo})
@@ -108,7 +89,7 @@ func TestQuickstartWaitsOnCanaryApproval(t *testing.T) {
 	if err := WriteSummary(context.Background(), &out, res); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "quickstart.txt", out.Bytes())
+	golden.Assert(t, "quickstart.txt", out.Bytes())
 
 	// The order the seed demo promises: member2, the wait, member3, member1,
 	// then the canary approval.
@@ -142,7 +123,7 @@ func TestQuickstartWaitingStatusYAML(t *testing.T) {
 	if err := WriteObjects(context.Background(), &out, res.Hub); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "quickstart-waiting.yaml", out.Bytes())
+	golden.Assert(t, "quickstart-waiting.yaml", out.Bytes())
 	for _, want := range []string{
 		"message: The updateRun is waiting for after-stage tasks in stage canary to complete",
 		"approvalRequestName: example-run-after-canary",
@@ -173,7 +154,7 @@ func TestQuickstartApprovedSucceedsAndYAMLIsDeterministic(t *testing.T) {
 	if !bytes.Equal(first, second) {
 		t.Fatal("two simulations of the same repository printed different YAML")
 	}
-	golden(t, "quickstart-approved.yaml", first)
+	golden.Assert(t, "quickstart-approved.yaml", first)
 	if !bytes.Contains(first, []byte("reason: UpdateRunSucceeded")) {
 		t.Fatal("the approved run did not succeed")
 	}

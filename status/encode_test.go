@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/golden"
 )
 
 func TestEncodeWritesKubectlStyleYAML(t *testing.T) {
@@ -26,7 +27,7 @@ func TestEncodeWritesKubectlStyleYAML(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, name, got)
+			golden.Assert(t, name, got)
 		})
 	}
 }

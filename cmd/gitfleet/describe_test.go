@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/gitfleet/gitfleet/internal/golden"
 )
 
 // describe run shows the demo the way `kubectl describe csur example-run`
@@ -21,7 +23,7 @@ func TestDescribeRunPrintsTheDemoLikeKubectl(t *testing.T) {
 			if code != 0 || errOut != "" {
 				t.Fatalf("exit %d, stderr %q", code, errOut)
 			}
-			golden(t, tc.golden, out)
+			golden.Assert(t, tc.golden, []byte(out))
 		})
 	}
 }

@@ -12,11 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gitfleet/gitfleet/internal/golden"
 	"github.com/gitfleet/gitfleet/simulate"
 	"github.com/gitfleet/gitfleet/status"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // testNow is the pinned clock: 30 minutes into the simulation, which
 // starts at 2026-01-01T00:00:00Z, so AGE columns are stable.
@@ -132,26 +131,6 @@ func gitfleet(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return out.String(), errOut.String(), code
 }
 
-func golden(t *testing.T, name string, got string) {
-	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (run with -update to accept):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
-
 // The seed demo, listed as a KubeFleet user would with kubectl get: the
 // golden files are the tables of the real engine's state.
 func TestGetPrintsTheDemoLikeKubectl(t *testing.T) {
@@ -174,7 +153,7 @@ func TestGetPrintsTheDemoLikeKubectl(t *testing.T) {
 			if code != 0 || errOut != "" {
 				t.Fatalf("exit %d, stderr %q", code, errOut)
 			}
-			golden(t, tc.golden, out)
+			golden.Assert(t, tc.golden, []byte(out))
 		})
 	}
 }
@@ -256,7 +235,7 @@ func TestGetClustersFallsBackToTheManifests(t *testing.T) {
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	golden(t, "get-clusters-declared.txt", out)
+	golden.Assert(t, "get-clusters-declared.txt", []byte(out))
 }
 
 // A status file that does not decode is named, the others still print,

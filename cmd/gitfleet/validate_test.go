@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gitfleet/gitfleet/internal/golden"
 )
 
 // One broken repository per error class (render's corpus): validate names
@@ -52,7 +54,7 @@ func TestValidateReportsEveryBrokenRepository(t *testing.T) {
 		})
 	}
 	if !t.Failed() {
-		golden(t, "validate-broken.txt", all.String())
+		golden.Assert(t, "validate-broken.txt", []byte(all.String()))
 	}
 }
 

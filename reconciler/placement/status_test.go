@@ -1,12 +1,8 @@
 package placement_test
 
 import (
-	"bytes"
 	"context"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,11 +15,10 @@ import (
 	"github.com/gitfleet/gitfleet/clock"
 	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/hub/embedded"
+	"github.com/gitfleet/gitfleet/internal/golden"
 	"github.com/gitfleet/gitfleet/reconciler/placement"
 	"github.com/gitfleet/gitfleet/reconciler/scheduler"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // demo is the seed demo (seed 003): three simulated members, the
 // example-placement CRP (PickAll, External) selecting test-namespace, and
@@ -153,10 +148,10 @@ func (d *demo) status() *fleet.Placement {
 	return p
 }
 
-// golden compares the placement, as `kubectl get -o yaml` would show it
-// (without the resourceVersion, which counts hub writes), to
+// goldenPlacement compares the placement, as `kubectl get -o yaml` would
+// show it (without the resourceVersion, which counts hub writes), to
 // testdata/<name>.yaml.
-func golden(t *testing.T, name string, p *fleet.Placement) {
+func goldenPlacement(t *testing.T, name string, p *fleet.Placement) {
 	t.Helper()
 	p = p.DeepCopy()
 	p.ResourceVersion = ""
@@ -164,20 +159,7 @@ func golden(t *testing.T, name string, p *fleet.Placement) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", name+".yaml")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("placement differs from %s (go test -update rewrites it):\n--- got\n%s", path, got)
-	}
+	golden.Assert(t, name+".yaml", got)
 }
 
 func TestSeedDemoPlacementStatus(t *testing.T) {
@@ -202,7 +184,7 @@ func TestSeedDemoPlacementStatus(t *testing.T) {
 				}
 			}
 			d.clk.Advance(time.Minute)
-			golden(t, tt.name, d.status())
+			goldenPlacement(t, tt.name, d.status())
 		})
 	}
 }
