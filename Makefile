@@ -12,8 +12,8 @@ all: lint test build
 build: ## Build the gitfleet binary (static, no cgo)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gitfleet
 
-test: ## Run the whole test suite
-	$(GO) test ./...
+test: ## Run the whole test suite (waits end shortly before -timeout, see internal/await)
+	$(GO) test -timeout 30m ./...
 
 lint: fmt vet ## gofmt + go vet
 

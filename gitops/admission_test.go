@@ -29,7 +29,7 @@ func TestRefusedRunChangesAreReportedAndTheAcceptedSpecKeepsRunning(t *testing.T
 			changed := strings.Replace(string(files["run.yaml"]), tc.from, tc.to, 1)
 			r.commit(tc.name, map[string][]byte{"run.yaml": []byte(changed)})
 			var run *fleet.UpdateRun
-			eventually(t, "the rejection on the run's status file", 20*time.Second, func() bool {
+			eventually(t, "the rejection on the run's status file", func() bool {
 				run = r.run("example-run")
 				return strings.Contains(run.Annotations[gitops.RejectedChangeAnnotation], tc.want)
 			})
@@ -45,7 +45,7 @@ func TestRefusedRunChangesAreReportedAndTheAcceptedSpecKeepsRunning(t *testing.T
 	// Stop is allowed: generation 2, the note is gone, the run stops.
 	stopped := strings.Replace(string(files["run.yaml"]), "state: Run", "state: Stop", 1)
 	r.commit("stop", map[string][]byte{"run.yaml": []byte(stopped)})
-	run := r.waitPhase("example-run", fleet.PhaseStopped, 20*time.Second)
+	run := r.waitPhase("example-run", fleet.PhaseStopped)
 	if run.Generation != 2 || run.Annotations[gitops.RejectedChangeAnnotation] != "" {
 		t.Errorf("after an accepted change: generation %d, note %q", run.Generation, run.Annotations[gitops.RejectedChangeAnnotation])
 	}
@@ -59,8 +59,8 @@ func TestDeletingTheRunFileRemovesItsStatusAndApprovals(t *testing.T) {
 	waitForCanaryApproval(t, r)
 
 	r.commit("abandon the rollout", map[string][]byte{"run.yaml": nil})
-	eventually(t, "the run's status file to go", 20*time.Second, func() bool { return r.file("status/runs/example-run.yaml") == nil })
-	eventually(t, "the approval request to go", 20*time.Second, func() bool { return r.approval(approvalName) == nil })
+	eventually(t, "the run's status file to go", func() bool { return r.file("status/runs/example-run.yaml") == nil })
+	eventually(t, "the approval request to go", func() bool { return r.approval(approvalName) == nil })
 	for _, member := range []string{"member1", "member2", "member3"} {
 		if r.file("status/bindings/example-placement/"+member+".yaml") == nil {
 			t.Errorf("the binding of %s went with the run; bindings stay as they are (the release is abandoned)", member)
@@ -83,7 +83,7 @@ func TestABrokenRunFileDoesNotStopOtherRuns(t *testing.T) {
 	// A typo in the good run's file keeps the run as it was.
 	r.commit("typo", map[string][]byte{"run.yaml": []byte("apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterStagedUpdateRun\nmetadata:\n  name: example-run\nspec:\n  placementNam: example-placement\n")})
 	var run *fleet.UpdateRun
-	eventually(t, "the run's status file to say its file no longer renders", 20*time.Second, func() bool {
+	eventually(t, "the run's status file to say its file no longer renders", func() bool {
 		run = r.run("example-run")
 		return run != nil && strings.Contains(run.Annotations[gitops.RejectedChangeAnnotation], "no longer renders (run.yaml")
 	})

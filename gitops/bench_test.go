@@ -86,7 +86,7 @@ func (o *syncObserver) drain() {
 // waitFlushed waits until the daemon has no status left to push.
 func waitFlushed(b *testing.B, d *daemon) {
 	b.Helper()
-	eventually(b, "status to be pushed", 30*time.Second, func() bool { return !d.Store.Pending() })
+	eventually(b, "status to be pushed", func() bool { return !d.Store.Pending() })
 }
 
 // configMapFleet is a namespace of n ConfigMaps, one file each, selected
@@ -314,7 +314,7 @@ func BenchmarkWebhookToFirstClusterStarted(b *testing.B) {
 			time.Sleep(time.Millisecond)
 		}
 		inGit = append(inGit, time.Since(start))
-		eventually(b, name+" to succeed", 30*time.Second, func() bool {
+		eventually(b, name+" to succeed", func() bool {
 			run := runOf(name)
 			return run != nil && run.Phase() == fleet.PhaseSucceeded
 		})
@@ -349,14 +349,14 @@ func BenchmarkStatusCommitsPerRun(b *testing.B) {
 				b.StopTimer()
 				r := newFleetRepo(b, stagedFleet(n, `"10%"`))
 				d := startDaemon(b, "file://"+r.remote, b.TempDir(), 50*time.Millisecond)
-				eventually(b, "the placement's snapshot and bindings", 60*time.Second, func() bool {
+				eventually(b, "the placement's snapshot and bindings", func() bool {
 					bs, err := d.Hub.ListBindings(context.Background(), hub.Key{Name: "app"})
 					return err == nil && len(bs) == n && !d.Store.Pending()
 				})
 				waitFlushed(b, d)
 				b.StartTimer()
 				runCommit := r.commit("run", map[string][]byte{"run.yaml": runFile("run")})
-				r.waitPhase("run", fleet.PhaseSucceeded, 5*time.Minute)
+				r.waitPhase("run", fleet.PhaseSucceeded)
 				b.StopTimer()
 				waitFlushed(b, d)
 				d.stop(b)

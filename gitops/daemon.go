@@ -43,7 +43,9 @@ type Config struct {
 	Path string
 	// Clock defaults to the wall clock.
 	Clock clock.Clock
-	// StatusInterval batches status commits that guard nothing (default 2s).
+	// StatusInterval batches status commits that guard nothing (default 2s;
+	// negative: every change is committed at once, which tests on a fake
+	// clock use so that no commit waits for virtual time).
 	StatusInterval time.Duration
 	// StuckThreshold is the engine's stuck threshold (default 5m).
 	StuckThreshold time.Duration

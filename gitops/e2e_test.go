@@ -18,12 +18,12 @@ const approvalName = "example-run-after-canary"
 // run waits on the canary approval, with its request file in Git.
 func waitForCanaryApproval(t *testing.T, r *fleetRepo) {
 	t.Helper()
-	run := r.waitPhase("example-run", fleet.PhaseWaiting, 30*time.Second)
-	eventually(t, "the approval request file", 10*time.Second, func() bool { return r.approval(approvalName) != nil })
+	run := r.waitPhase("example-run", fleet.PhaseWaiting)
+	eventually(t, "the approval request file", func() bool { return r.approval(approvalName) != nil })
 	if got := meta.FindStatusCondition(run.Status.Conditions, fleet.StagedUpdateRunConditionProgressing); got == nil ||
 		!strings.Contains(got.Message, "stage canary") {
 		// The staging wait may still be the one pending: wait for canary.
-		eventually(t, "the run to wait in stage canary", 30*time.Second, func() bool {
+		eventually(t, "the run to wait in stage canary", func() bool {
 			run := r.run("example-run")
 			c := meta.FindStatusCondition(run.Status.Conditions, fleet.StagedUpdateRunConditionProgressing)
 			return c != nil && c.Reason == fleet.UpdateRunWaitingReason && strings.Contains(c.Message, "stage canary")
@@ -39,11 +39,11 @@ func TestApprovalCommitCompletesTheRun(t *testing.T) {
 	ar := r.approval(approvalName)
 	r.commit("approve the canary", map[string][]byte{"approvals/" + approvalName + ".yaml": encode(t, status.ApprovedCopy(ar, time.Now()))})
 
-	run := r.waitPhase("example-run", fleet.PhaseSucceeded, 30*time.Second)
+	run := r.waitPhase("example-run", fleet.PhaseSucceeded)
 	if run.Status.ResourceSnapshotIndexUsed != "0" {
 		t.Errorf("run used snapshot %q, want 0", run.Status.ResourceSnapshotIndexUsed)
 	}
-	eventually(t, "ApprovalAccepted in the approval file", 10*time.Second, func() bool {
+	eventually(t, "ApprovalAccepted in the approval file", func() bool {
 		return meta.IsStatusConditionTrue(r.approval(approvalName).Status.Conditions, fleet.ApprovalRequestConditionApprovalAccepted)
 	})
 	for _, member := range []string{"member1", "member2", "member3"} {
@@ -58,7 +58,7 @@ func TestMergingTheApproveBranchApproves(t *testing.T) {
 	r := newFleetRepo(t, quickstartFleet(t))
 	startDaemon(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond)
 	waitForCanaryApproval(t, r)
-	eventually(t, "the gitfleet/approve branch", 10*time.Second, func() bool {
+	eventually(t, "the gitfleet/approve branch", func() bool {
 		return strings.Contains(gitCmd(t, r.work, "ls-remote", "--heads", "origin"), "refs/heads/gitfleet/approve/"+approvalName)
 	})
 
@@ -69,7 +69,7 @@ func TestMergingTheApproveBranchApproves(t *testing.T) {
 	gitCmd(t, r.work, "merge", "-q", "--no-ff", "-m", "Merge pull request: approve canary", "origin/gitfleet/approve/"+approvalName)
 	gitCmd(t, r.work, "push", "-q", "origin", "HEAD:main")
 
-	r.waitPhase("example-run", fleet.PhaseSucceeded, 30*time.Second)
+	r.waitPhase("example-run", fleet.PhaseSucceeded)
 	a := r.approval(approvalName)
 	approved := meta.FindStatusCondition(a.Status.Conditions, fleet.ApprovalRequestConditionApproved)
 	if approved == nil || approved.ObservedGeneration != 1 {
@@ -87,7 +87,7 @@ func TestApprovalWithWrongGenerationIsIgnoredAndExplained(t *testing.T) {
 	r.commit("approve, by hand", map[string][]byte{"approvals/" + approvalName + ".yaml": encode(t, ar)})
 
 	var task *fleet.StageTaskStatus
-	eventually(t, "the run to explain the ignored approval", 20*time.Second, func() bool {
+	eventually(t, "the run to explain the ignored approval", func() bool {
 		run := r.run("example-run")
 		task = &run.Status.StagesStatus[1].AfterStageTaskStatus[0]
 		c := meta.FindStatusCondition(task.Conditions, fleet.StageTaskConditionApprovalRequestApproved)
@@ -110,15 +110,15 @@ func TestConfigChangeRecordsSnapshotAndRunsRollOutAndBack(t *testing.T) {
 	r := newFleetRepo(t, files)
 	startDaemon(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond)
 	approve := func(name string) {
-		eventually(t, "approval request "+name, 30*time.Second, func() bool { return r.approval(name) != nil })
+		eventually(t, "approval request "+name, func() bool { return r.approval(name) != nil })
 		r.commit("approve "+name, map[string][]byte{"approvals/" + name + ".yaml": encode(t, status.ApprovedCopy(r.approval(name), time.Now()))})
 	}
 	approve(approvalName)
-	r.waitPhase("example-run", fleet.PhaseSucceeded, 30*time.Second)
+	r.waitPhase("example-run", fleet.PhaseSucceeded)
 
 	v2 := strings.Replace(string(files["workload.yaml"]), "key: value1", "key: value2", 1)
 	commit := r.commit("value2", map[string][]byte{"workload.yaml": []byte(v2)})
-	eventually(t, "resource snapshot 1", 20*time.Second, func() bool { return r.file("status/snapshots/example-placement/1.yaml") != nil })
+	eventually(t, "resource snapshot 1", func() bool { return r.file("status/snapshots/example-placement/1.yaml") != nil })
 	snap := r.object("status/snapshots/example-placement/1.yaml").(*fleet.ResourceSnapshot)
 	if snap.Annotations[fleet.CommitAnnotation] != commit {
 		t.Errorf("snapshot 1 records commit %q, want %s", snap.Annotations[fleet.CommitAnnotation], commit)
@@ -134,7 +134,7 @@ func TestConfigChangeRecordsSnapshotAndRunsRollOutAndBack(t *testing.T) {
 	run2 := strings.ReplaceAll(string(files["run.yaml"]), "name: example-run", "name: example-run-2")
 	r.commit("run 2", map[string][]byte{"run-2.yaml": []byte(run2)})
 	approve("example-run-2-after-canary")
-	done := r.waitPhase("example-run-2", fleet.PhaseSucceeded, 30*time.Second)
+	done := r.waitPhase("example-run-2", fleet.PhaseSucceeded)
 	if done.Status.ResourceSnapshotIndexUsed != "1" {
 		t.Errorf("second run used snapshot %q, want the latest, 1", done.Status.ResourceSnapshotIndexUsed)
 	}
@@ -143,7 +143,7 @@ func TestConfigChangeRecordsSnapshotAndRunsRollOutAndBack(t *testing.T) {
 	rollback = strings.Replace(rollback, "  placementName: example-placement\n", "  placementName: example-placement\n  resourceSnapshotIndex: \"0\"\n", 1)
 	r.commit("roll back to snapshot 0", map[string][]byte{"rollback.yaml": []byte(rollback)})
 	approve("rollback-after-canary")
-	back := r.waitPhase("rollback", fleet.PhaseSucceeded, 30*time.Second)
+	back := r.waitPhase("rollback", fleet.PhaseSucceeded)
 	if back.Status.ResourceSnapshotIndexUsed != "0" {
 		t.Errorf("rollback used snapshot %q, want 0", back.Status.ResourceSnapshotIndexUsed)
 	}

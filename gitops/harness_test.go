@@ -20,8 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/clock"
 	"github.com/gitfleet/gitfleet/gitops"
 	"github.com/gitfleet/gitfleet/gitsource"
+	"github.com/gitfleet/gitfleet/internal/await"
 	"github.com/gitfleet/gitfleet/status"
 )
 
@@ -170,23 +172,19 @@ func (r *fleetRepo) approval(name string) *fleet.ApprovalRequest {
 	return o.(*fleet.ApprovalRequest)
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+// eventually polls cond until it holds; it gives up only near the test
+// binary's -timeout (see internal/await), so a loaded machine makes the
+// suite slower, never red.
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	await.Until(t, what, cond)
 }
 
 // runPhase waits for a run to reach a phase in the remote's status tree.
-func (r *fleetRepo) waitPhase(name, phase string, timeout time.Duration) *fleet.UpdateRun {
+func (r *fleetRepo) waitPhase(name, phase string) *fleet.UpdateRun {
 	r.t.Helper()
 	var last *fleet.UpdateRun
-	eventually(r.t, fmt.Sprintf("run %s to be %s", name, phase), timeout, func() bool {
+	eventually(r.t, fmt.Sprintf("run %s to be %s", name, phase), func() bool {
 		last = r.run(name)
 		return last != nil && last.Phase() == phase
 	})
@@ -504,9 +502,9 @@ func conditionOutline(run *fleet.UpdateRun) []string {
 
 // approve commits the Approved condition into an approval request, as
 // `gitfleet approve` does, once gitfleet has created the request.
-func (r *fleetRepo) approve(name string, timeout time.Duration) {
+func (r *fleetRepo) approve(name string) {
 	r.t.Helper()
-	eventually(r.t, "approval request "+name, timeout, func() bool { return r.approval(name) != nil })
+	eventually(r.t, "approval request "+name, func() bool { return r.approval(name) != nil })
 	r.commit("approve "+name, map[string][]byte{"approvals/" + name + ".yaml": encode(r.t, status.ApprovedCopy(r.approval(name), time.Now()))})
 }
 
@@ -598,24 +596,50 @@ func (p *serveProcess) kill() {
 	<-p.done
 }
 
-// settle waits until the daemon reports itself idle and main has then not
-// moved for longer than the controller's placement-status debounce (1s):
-// Idle does not wait for a debounced placement status update.
+// onFakeClock runs the daemon on clk and commits status at once, so that
+// no status commit waits for virtual time: time moves only when the test
+// steps it (advanceUntil), and a timed step of a rollout (a soak, a member
+// becoming available) holds until then, however slow the machine is.
+func onFakeClock(clk *clock.Fake) func(*gitops.Config) {
+	return func(c *gitops.Config) {
+		c.Clock = clk
+		c.StatusInterval = -1
+	}
+}
+
+// quiet reports whether the daemon has nothing to do until a timer fires
+// or a commit arrives: no reconcile queued or running, no delivery pending,
+// no status unpushed.
+func (d *daemon) quiet() bool {
+	return d.Controller.Idle() && d.Hub.PendingDeliveries() == 0 && !d.Store.Pending()
+}
+
+// advanceUntil waits for cond, stepping clk to its next timer whenever the
+// daemon is quiet and cond does not hold: one timer at a time, and never
+// while the daemon is still working on the last one, so no state the test
+// waits for is stepped over.
+func (d *daemon) advanceUntil(t testing.TB, clk *clock.Fake, what string, cond func() bool) {
+	t.Helper()
+	eventually(t, what, func() bool {
+		quiet := d.quiet()
+		if cond() {
+			return true
+		}
+		if quiet && d.quiet() {
+			clk.Step()
+		}
+		return false
+	})
+}
+
+// settle waits until the daemon reports itself idle and no requeue timer
+// of its controller is due soon (the debounced placement status update,
+// which Idle does not wait for, is due within a second; a waiting run's
+// next poll is a minute away).
 func (d *daemon) settle(t testing.TB, r *fleetRepo) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	eventually(t, "the daemon to settle", func() bool {
 		idle, err := d.Idle(context.Background())
-		tip := r.git("rev-parse", "main")
-		if err == nil && idle {
-			time.Sleep(1200 * time.Millisecond)
-			if idle, err := d.Idle(context.Background()); err == nil && idle && r.git("rev-parse", "main") == tip {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the daemon did not settle in 20s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil && idle && d.Controller.TimersDueWithin(5*time.Second) == 0
+	})
 }

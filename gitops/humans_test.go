@@ -30,6 +30,7 @@ func TestHumanCommitsRacingStatusPushesAreAllKept(t *testing.T) {
 		commit string
 	}
 	results := make(chan pushed, humans)
+	var first string
 	errs := make(chan error, 1)
 	go func() {
 		defer close(results)
@@ -44,16 +45,26 @@ func TestHumanCommitsRacingStatusPushesAreAllKept(t *testing.T) {
 				return
 			}
 			results <- pushed{n, h}
-			// Spread the pushes over the whole rollout (about 4s). Back to
-			// back they starve gitfleet's pushes for seconds (gitsource
-			// backs off exponentially on repeated rejections), and the
-			// race is then mostly over before gitfleet pushes again.
+			if n == humans/2 {
+				// Hold the second half until gitfleet has pushed status
+				// since the first human commit, so the two really
+				// interleave however the machine schedules them.
+				for !gitfleetPushedSince(colleague, first) {
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+			if n == 1 {
+				first = h
+			}
+			// Spread the pushes over the rollout: back to back they
+			// starve gitfleet's pushes (gitsource backs off on repeated
+			// rejections).
 			time.Sleep(40 * time.Millisecond)
 		}
 	}()
 
-	r.approve(approvalName, 60*time.Second)
-	run := r.waitPhase("example-run", fleet.PhaseSucceeded, 60*time.Second)
+	r.approve(approvalName)
+	run := r.waitPhase("example-run", fleet.PhaseSucceeded)
 	commits := map[int]string{}
 	for p := range results {
 		commits[p.n] = p.commit
@@ -96,7 +107,7 @@ func TestHumanCommitsRacingStatusPushesAreAllKept(t *testing.T) {
 			continue
 		}
 		path := fmt.Sprintf("status/snapshots/example-placement/%d.yaml", index)
-		eventually(t, path, 20*time.Second, func() bool { return r.file(path) != nil })
+		eventually(t, path, func() bool { return r.file(path) != nil })
 		snap := r.object(path).(*fleet.ResourceSnapshot)
 		if snap.Annotations[fleet.CommitAnnotation] != commits[n] {
 			t.Errorf("snapshot %d records commit %q, want human commit %d (%s)", index, snap.Annotations[fleet.CommitAnnotation], n, commits[n])
@@ -137,4 +148,14 @@ func checkOwnCommitsWriteOnlyStatus(t *testing.T, r *fleetRepo) {
 			}
 		}
 	}
+}
+
+// gitfleetPushedSince reports whether the remote's main has a gitfleet
+// commit after commit.
+func gitfleetPushedSince(r *fleetRepo, commit string) bool {
+	if _, err := gitRun(r.work, "fetch", "-q", "origin"); err != nil {
+		return false
+	}
+	out, err := gitRun(r.work, "log", "--format=%H", "--grep", "Gitfleet-Commit: true", commit+"..origin/main")
+	return err == nil && out != ""
 }

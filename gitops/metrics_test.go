@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/clock"
 	"github.com/gitfleet/gitfleet/gitops"
 	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/metrics"
@@ -169,10 +170,14 @@ func TestMetricsScrapedDuringARolloutFollowTheRun(t *testing.T) {
 		t.Errorf("/readyz before the daemon opened: %d, want 503", code)
 	}
 
-	r := newFleetRepo(t, timedFleet(t, "0s", "2s"))
-	// No polling: the daemon fetches only when poked, so a person's push
-	// during the soak is one its next status push does not know about.
+	r := newFleetRepo(t, timedFleet(t, "0s", "1m"))
+	// No polling, and a fake clock: the daemon fetches only when poked, and
+	// the soak ends only when the test steps the clock, so a person's push
+	// during the soak is one the daemon's next status push cannot know
+	// about: that push is rejected and re-applied, every time.
+	clk := clock.NewFake(time.Now())
 	d := startDaemonWith(t, "file://"+r.remote, t.TempDir(), 0, func(c *gitops.Config) {
+		onFakeClock(clk)(c)
 		c.Metrics = m
 		c.Observer = gitops.MetricsObserver{M: m}
 		c.OnReconcileError = func(controller string, _ error) { m.ObserveReconcileError(controller) }
@@ -183,9 +188,9 @@ func TestMetricsScrapedDuringARolloutFollowTheRun(t *testing.T) {
 		t.Errorf("/readyz after the daemon opened: %d, want 200", code)
 	}
 
-	r.waitRun("example-run", "the staging soak", 20*time.Second, soaking)
+	d.advanceUntil(t, clk, "the staging soak", func() bool { return soaking(r.run("example-run")) })
 	r.commit("a person pushes during the soak", map[string][]byte{"docs/soak.md": []byte("soaking\n")})
-	waitForCanaryApproval(t, r)
+	d.advanceUntil(t, clk, "the canary approval request", func() bool { return r.approval(approvalName) != nil })
 
 	const run = "example-run"
 	waiting := "Progressing/False/" + fleet.UpdateRunWaitingReason
@@ -195,7 +200,7 @@ func TestMetricsScrapedDuringARolloutFollowTheRun(t *testing.T) {
 	// The placement status (and with it the bindings' series) follows the
 	// run's own status shortly.
 	var s []sample
-	eventually(t, "every cluster's snapshot index series", 10*time.Second, func() bool {
+	d.advanceUntil(t, clk, "every cluster's snapshot index series", func() bool {
 		s = scrape(t, srv.URL+"/metrics")
 		return len(find(s, metrics.ClusterResourceSnapshotIndex, map[string]string{"placement": "example-placement"})) == 3
 	})
@@ -231,14 +236,14 @@ func TestMetricsScrapedDuringARolloutFollowTheRun(t *testing.T) {
 		t.Errorf("%s = %v before any approval", latency, v)
 	}
 
-	r.approve(approvalName, 10*time.Second)
+	r.approve(approvalName)
 	d.poke()
-	eventually(t, "the approval latency to be observed", 10*time.Second, func() bool {
+	d.advanceUntil(t, clk, "the approval latency to be observed", func() bool {
 		return value(scrape(t, srv.URL+"/metrics"), latency, map[string]string{"name": run, "taskType": "afterStage"}) >= 1
 	})
 
-	r.waitPhase(run, fleet.PhaseSucceeded, 20*time.Second)
-	eventually(t, "the Succeeded status series", 10*time.Second, func() bool {
+	d.advanceUntil(t, clk, "the run to succeed", func() bool { return r.run(run).Phase() == fleet.PhaseSucceeded })
+	d.advanceUntil(t, clk, "the Succeeded status series", func() bool {
 		names, _ := statusSeries(scrape(t, srv.URL+"/metrics"), run)
 		return contains(names, succeeded)
 	})

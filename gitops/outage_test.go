@@ -20,7 +20,7 @@ func TestRemoteOutageHealsWithoutLosingCommits(t *testing.T) {
 	if err := os.Rename(r.remote, away); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a failed fetch", 10*time.Second, func() bool { return d.LastError() != nil })
+	eventually(t, "a failed fetch", func() bool { return d.LastError() != nil })
 
 	if err := os.Rename(away, r.remote); err != nil {
 		t.Fatal(err)
@@ -30,7 +30,7 @@ func TestRemoteOutageHealsWithoutLosingCommits(t *testing.T) {
 	c2 := r.commit("value2", map[string][]byte{"workload.yaml": []byte(v2)})
 	c3 := r.commit("value3", map[string][]byte{"workload.yaml": []byte(v3)})
 
-	eventually(t, "snapshots of both commits", 60*time.Second, func() bool {
+	eventually(t, "snapshots of both commits", func() bool {
 		return r.file("status/snapshots/example-placement/2.yaml") != nil
 	})
 	for idx, commit := range map[string]string{"1": c2, "2": c3} {

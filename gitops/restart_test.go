@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/clock"
 	"github.com/gitfleet/gitfleet/status"
 )
 
@@ -39,6 +40,22 @@ func clusterUpdating(run *fleet.UpdateRun, stage, cluster string) bool {
 	return false
 }
 
+// clusterStarted reports whether a run's status shows a cluster started in
+// a stage (finished or not).
+func clusterStarted(run *fleet.UpdateRun, stage, cluster string) bool {
+	if run == nil {
+		return false
+	}
+	for _, st := range run.Status.StagesStatus {
+		for _, c := range st.Clusters {
+			if st.StageName == stage && c.ClusterName == cluster {
+				return meta.IsStatusConditionTrue(c.Conditions, fleet.ClusterUpdatingConditionStarted)
+			}
+		}
+	}
+	return false
+}
+
 // soaking reports whether a run's status shows staging done and its timed
 // wait still running.
 func soaking(run *fleet.UpdateRun) bool {
@@ -52,9 +69,9 @@ func soaking(run *fleet.UpdateRun) bool {
 }
 
 // waitRun waits until the run's status in Git satisfies cond.
-func (r *fleetRepo) waitRun(name, what string, timeout time.Duration, cond func(*fleet.UpdateRun) bool) {
+func (r *fleetRepo) waitRun(name, what string, cond func(*fleet.UpdateRun) bool) {
 	r.t.Helper()
-	eventually(r.t, what, timeout, func() bool { return cond(r.run(name)) })
+	eventually(r.t, what, func() bool { return cond(r.run(name)) })
 }
 
 var (
@@ -69,8 +86,8 @@ func uninterruptedRun(t *testing.T) *fleet.UpdateRun {
 	referenceOnce.Do(func() {
 		r := newFleetRepo(t, timedFleet(t, restartAvailableAfter, restartSoak))
 		d := startDaemon(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond)
-		r.approve(approvalName, 30*time.Second)
-		referenceRun = r.waitPhase("example-run", fleet.PhaseSucceeded, 30*time.Second)
+		r.approve(approvalName)
+		referenceRun = r.waitPhase("example-run", fleet.PhaseSucceeded)
 		d.stop(t)
 	})
 	if referenceRun == nil {
@@ -89,29 +106,42 @@ func TestRestartWithOnlyTheRemoteResumesTheRunWhereItWas(t *testing.T) {
 	r := newFleetRepo(t, timedFleet(t, restartAvailableAfter, restartSoak))
 	updates := r.refUpdates()
 	url := "file://" + r.remote
-	d := startDaemon(t, url, t.TempDir(), 50*time.Millisecond)
+	// The daemons run on a fake clock, so each step the test restarts in
+	// holds until the test steps the clock past it. Each gets a clock of
+	// its own, starting where the last one stopped: timers a stopped
+	// daemon armed die with it, as they would in a real restart.
+	clk := clock.NewFake(time.Now())
+	d := startDaemonWith(t, url, t.TempDir(), 50*time.Millisecond, onFakeClock(clk))
 
 	restart := func(when string) {
 		t.Helper()
 		d.stop(t)
 		t.Logf("restarted %s", when)
-		d = startDaemon(t, url, t.TempDir(), 50*time.Millisecond)
+		clk = clock.NewFake(clk.Now())
+		d = startDaemonWith(t, url, t.TempDir(), 50*time.Millisecond, onFakeClock(clk))
 	}
-	r.waitRun("example-run", "member2 updating in staging", 20*time.Second, func(run *fleet.UpdateRun) bool {
+	runIs := func(cond func(*fleet.UpdateRun) bool) func() bool {
+		return func() bool { return cond(r.run("example-run")) }
+	}
+	d.advanceUntil(t, clk, "member2 updating in staging", runIs(func(run *fleet.UpdateRun) bool {
 		return clusterUpdating(run, "staging", "member2")
-	})
+	}))
 	restart("while member2 was updating")
-	r.waitRun("example-run", "the staging soak", 20*time.Second, soaking)
+	d.advanceUntil(t, clk, "the staging soak", runIs(soaking))
 	restart("during the soak")
-	r.waitRun("example-run", "member3 updating in canary", 20*time.Second, func(run *fleet.UpdateRun) bool {
+	d.advanceUntil(t, clk, "member3 updating in canary", runIs(func(run *fleet.UpdateRun) bool {
 		return clusterUpdating(run, "canary", "member3")
-	})
+	}))
 	restart("while member3 was updating")
-	r.approve(approvalName, 30*time.Second)
+	d.advanceUntil(t, clk, "the canary approval request", func() bool { return r.approval(approvalName) != nil })
+	r.approve(approvalName)
 	restart("right after the approval was merged")
 
-	got := r.waitPhase("example-run", fleet.PhaseSucceeded, 30*time.Second)
-	waitBindingsAvailable(t, r, "example-placement-0-snapshot", "member1", "member2", "member3")
+	d.advanceUntil(t, clk, "the run to succeed", runIs(func(run *fleet.UpdateRun) bool { return run.Phase() == fleet.PhaseSucceeded }))
+	got := r.run("example-run")
+	d.advanceUntil(t, clk, "every binding available on snapshot 0", func() bool {
+		return bindingsAvailable(r, "example-placement-0-snapshot", "member1", "member2", "member3")
+	})
 	d.stop(t)
 
 	if n := checkRunHistory(t, r, "example-run"); n < 5 {
@@ -150,35 +180,30 @@ func checkApprovalKept(t *testing.T, r *fleetRepo, name string) {
 	}
 }
 
-// waitBindingsAvailable waits until every listed member's binding in Git
+// waitBindingsAvailable waits until bindingsAvailable holds.
+func waitBindingsAvailable(t *testing.T, r *fleetRepo, snapshot string, members ...string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("the bindings of %v to be available on %s", members, snapshot), func() bool {
+		return bindingsAvailable(r, snapshot, members...)
+	})
+}
+
+// bindingsAvailable reports whether every listed member's binding in Git
 // points at snapshot and is Available. (A restarted daemon's simulated
 // members report their work not yet available again until their
 // availability delay has passed, even for clusters that were done.)
-func waitBindingsAvailable(t *testing.T, r *fleetRepo, snapshot string, members ...string) {
-	t.Helper()
-	var problems []string
-	ok := func() bool {
-		problems = problems[:0]
-		for _, member := range members {
-			o := r.object("status/bindings/example-placement/" + member + ".yaml")
-			if o == nil {
-				problems = append(problems, "no binding of "+member)
-				continue
-			}
-			b := o.(*fleet.Binding)
-			if b.Spec.ResourceSnapshotName != snapshot || !meta.IsStatusConditionTrue(b.Status.Conditions, fleet.ResourceBindingAvailable) {
-				problems = append(problems, fmt.Sprintf("binding of %s: snapshot %q, conditions %v", member, b.Spec.ResourceSnapshotName, b.Status.Conditions))
-			}
+func bindingsAvailable(r *fleetRepo, snapshot string, members ...string) bool {
+	for _, member := range members {
+		o := r.object("status/bindings/example-placement/" + member + ".yaml")
+		if o == nil {
+			return false
 		}
-		return len(problems) == 0
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("bindings not available on %s:\n%s", snapshot, strings.Join(problems, "\n"))
+		b := o.(*fleet.Binding)
+		if b.Spec.ResourceSnapshotName != snapshot || !meta.IsStatusConditionTrue(b.Status.Conditions, fleet.ResourceBindingAvailable) {
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
+	return true
 }
 
 // checkFastForwardsOnly fails if any logged update of main was not a fast
@@ -215,29 +240,32 @@ func TestKilledServeProcessFinishesTheRunAfterRestart(t *testing.T) {
 	}
 	p := serve(cache)
 
-	eventually(t, "the first status commit", 20*time.Second, func() bool {
+	eventually(t, "the first status commit", func() bool {
 		return strings.Contains(r.git("log", "--format=%B", "main"), "Gitfleet-Commit: true")
 	})
 	p.kill()
 	p = serve(cache)
 
-	r.waitRun("example-run", "member2 updating in staging", 20*time.Second, func(run *fleet.UpdateRun) bool {
-		return clusterUpdating(run, "staging", "member2")
+	// Killed once member2, then member3, has started: most often while it
+	// updates, sometimes later, as a real clock gives it (the in-process
+	// restart test holds each step on a fake clock instead).
+	r.waitRun("example-run", "member2 started in staging", func(run *fleet.UpdateRun) bool {
+		return clusterStarted(run, "staging", "member2")
 	})
 	p.kill()
 	p = serve(t.TempDir())
 
-	r.waitRun("example-run", "member3 updating in canary", 20*time.Second, func(run *fleet.UpdateRun) bool {
-		return clusterUpdating(run, "canary", "member3")
+	r.waitRun("example-run", "member3 started in canary", func(run *fleet.UpdateRun) bool {
+		return clusterStarted(run, "canary", "member3")
 	})
 	p.kill()
 	p = serve(cache)
 
-	r.approve(approvalName, 30*time.Second)
+	r.approve(approvalName)
 	p.kill()
 	p = serve(t.TempDir())
 
-	got := r.waitPhase("example-run", fleet.PhaseSucceeded, 30*time.Second)
+	got := r.waitPhase("example-run", fleet.PhaseSucceeded)
 	waitBindingsAvailable(t, r, "example-placement-0-snapshot", "member1", "member2", "member3")
 	p.kill()
 

@@ -46,8 +46,8 @@ func TestStatusBranchKeepsStatusOffTheTrackedBranch(t *testing.T) {
 	}
 
 	d := start(t.TempDir())
-	eventually(t, "the approval request on main", 30*time.Second, func() bool { return r.approval(approvalName) != nil })
-	eventually(t, "the run waiting on the status branch", 30*time.Second, func() bool {
+	eventually(t, "the approval request on main", func() bool { return r.approval(approvalName) != nil })
+	eventually(t, "the run waiting on the status branch", func() bool {
 		run := runOnStatus()
 		return run != nil && run.Phase() == fleet.PhaseWaiting && len(run.Status.StagesStatus[1].AfterStageTaskStatus[0].Conditions) > 0
 	})
@@ -62,11 +62,11 @@ func TestStatusBranchKeepsStatusOffTheTrackedBranch(t *testing.T) {
 	d.stop(t)
 	start(t.TempDir())
 	r.commit("approve", map[string][]byte{"approvals/" + approvalName + ".yaml": encode(t, status.ApprovedCopy(r.approval(approvalName), time.Now()))})
-	eventually(t, "the run to succeed on the status branch", 30*time.Second, func() bool {
+	eventually(t, "the run to succeed on the status branch", func() bool {
 		run := runOnStatus()
 		return run != nil && run.Phase() == fleet.PhaseSucceeded
 	})
-	eventually(t, "ApprovalAccepted in the approval file on main", 10*time.Second, func() bool {
+	eventually(t, "ApprovalAccepted in the approval file on main", func() bool {
 		return meta.IsStatusConditionTrue(r.approval(approvalName).Status.Conditions, fleet.ApprovalRequestConditionApprovalAccepted)
 	})
 	if r.file("status/runs/example-run.yaml") != nil {

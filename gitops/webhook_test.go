@@ -106,7 +106,7 @@ func TestSignedWebhookFetchesAtOnceAndUnsignedOnesNothing(t *testing.T) {
 	if code := postWebhook(t, srv.URL, pushPayload, map[string]string{gitsource.HeaderGitHubSignature: githubSignature(pushPayload, secret)}); code != http.StatusAccepted {
 		t.Fatalf("signed webhook: %d, want 202", code)
 	}
-	eventually(t, "snapshot 1 after the signed webhook", 2*time.Second, func() bool {
+	eventually(t, "snapshot 1 after the signed webhook", func() bool {
 		return r.file("status/snapshots/example-placement/1.yaml") != nil
 	})
 	t.Logf("signed webhook to snapshot in Git: %s", time.Since(start).Round(time.Millisecond))

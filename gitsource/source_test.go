@@ -282,13 +282,11 @@ func TestFetchTimeout(t *testing.T) {
 		Timeout:  200 * time.Millisecond,
 		Logger:   testLogger(t),
 	}
-	start := time.Now()
+	// Without the timeout, Open would wait forever: the test binary's
+	// -timeout, not a wall-clock bound here, catches that.
 	_, err = Open(context.Background(), cfg)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Open against a silent server: %v, want DeadlineExceeded", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("took %s", d)
 	}
 }
 

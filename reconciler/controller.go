@@ -194,6 +194,7 @@ func (c *Controller) Drain(ctx context.Context) {
 			return
 		}
 		c.process(ctx, it)
+		c.q.done()
 	}
 }
 
@@ -210,6 +211,14 @@ func (c *Controller) Run(ctx context.Context) {
 		case <-c.q.wake:
 		}
 	}
+}
+
+// TimersDueWithin is the number of the controller's requeue timers that
+// fire within d: with the queue idle and none due within the placement
+// status debounce, nothing will move until a run's next poll.
+func (c *Controller) TimersDueWithin(d time.Duration) int {
+	c.init()
+	return c.q.timersDueWithin(d)
 }
 
 // PendingTimers is the number of the controller's own requeue timers.
@@ -327,10 +336,9 @@ func (c *Controller) failed(controller string, err error) {
 	}
 }
 
-// Idle reports whether no work is queued right now (timers may be pending).
+// Idle reports whether no work is queued or in progress right now (timers
+// may be pending).
 func (c *Controller) Idle() bool {
 	c.init()
-	c.q.mu.Lock()
-	defer c.q.mu.Unlock()
-	return len(c.q.order) == 0
+	return c.q.idle()
 }

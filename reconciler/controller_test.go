@@ -101,3 +101,24 @@ func TestBackoffDoublesAndIsCapped(t *testing.T) {
 		t.Errorf("after a success the backoff starts at %s", d)
 	}
 }
+
+// An item being processed keeps the queue busy: Idle must not report a
+// quiet controller in the middle of a pass (serve --until-idle and the
+// tests that step the clock only when nothing runs rely on it).
+func TestQueueIsNotIdleWhileAnItemIsProcessed(t *testing.T) {
+	q := newQueue(clock.NewFake(time.Unix(0, 0)))
+	q.add(item{runItem, Key{Name: "r"}})
+	if q.idle() {
+		t.Fatal("idle with an item queued")
+	}
+	if _, ok := q.pop(); !ok {
+		t.Fatal("nothing to pop")
+	}
+	if q.idle() {
+		t.Fatal("idle while the popped item is processed")
+	}
+	q.done()
+	if !q.idle() {
+		t.Fatal("not idle after the item was done")
+	}
+}

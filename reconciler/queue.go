@@ -32,6 +32,7 @@ type queue struct {
 	timers  map[item]timerEntry
 	wake    chan struct{}
 	backoff map[item]time.Duration
+	active  int // items popped and not yet done
 }
 
 type timerEntry struct {
@@ -91,7 +92,8 @@ func (q *queue) addAfter(it item, d time.Duration) {
 	q.mu.Unlock()
 }
 
-// pop takes the next item, if any.
+// pop takes the next item, if any; the caller calls done when it has
+// processed it.
 func (q *queue) pop() (item, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -101,7 +103,36 @@ func (q *queue) pop() (item, bool) {
 	it := q.order[0]
 	q.order = q.order[1:]
 	delete(q.queued, it)
+	q.active++
 	return it, true
+}
+
+// done ends the processing of a popped item.
+func (q *queue) done() {
+	q.mu.Lock()
+	q.active--
+	q.mu.Unlock()
+}
+
+// idle reports whether nothing is queued or being processed.
+func (q *queue) idle() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.order) == 0 && q.active == 0
+}
+
+// timersDueWithin is the number of delayed adds that fire within d.
+func (q *queue) timersDueWithin(d time.Duration) int {
+	limit := q.clock.Now().Add(d)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for _, e := range q.timers {
+		if !e.at.After(limit) {
+			n++
+		}
+	}
+	return n
 }
 
 // pendingTimers is the number of delayed adds not yet fired.

@@ -106,16 +106,13 @@ func TestServeUntilIdleExitsZeroOnceTheRunWaitsForApproval(t *testing.T) {
 }
 
 // A rollout that cannot reach a person's step in time — the staging soak is
-// a minute — makes --until-idle give up at --timeout with exit 1 and say why.
+// an hour — makes --until-idle give up at --timeout with exit 1 and say why
+// (had it waited for the soak, the test binary's -timeout would end it).
 func TestServeUntilIdleTimesOutWithExitOneWhileARunIsProgressing(t *testing.T) {
-	remote := quickstartRemote(t, "0s", "1m")
-	start := time.Now()
+	remote := quickstartRemote(t, "0s", "1h")
 	out, errOut, code := gitfleet(t, serveArgs(remote, t, "--until-idle", "--timeout", "1s")...)
 	if code != 1 || !strings.Contains(errOut, "not idle after --timeout 1s") {
 		t.Fatalf("exit %d, want 1 saying it was not idle\nstdout: %s\nstderr: %s", code, out, errOut)
-	}
-	if took := time.Since(start); took > 10*time.Second {
-		t.Errorf("serve took %s to give up after a 1s timeout", took)
 	}
 	// The status reached so far is pushed on the way out.
 	if show(remote, "main", "status/runs/example-run.yaml") == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/gitfleet/gitfleet/clock"
 	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/hub/embedded"
+	"github.com/gitfleet/gitfleet/internal/await"
 	"github.com/gitfleet/gitfleet/member"
 )
 
@@ -510,7 +511,7 @@ func TestAvailabilityArrivesFromARealTimer(t *testing.T) {
 	f.bind("member1", 0)
 	must(t, h.Commit(ctx))
 
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(time.Until(await.Deadline(t)))
 	for {
 		if c := cond(f.binding("member1"), fleet.ResourceBindingAvailable); c != nil && c.Status == metav1.ConditionTrue {
 			return
