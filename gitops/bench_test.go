@@ -42,6 +42,8 @@ func newSyncObserver() *syncObserver {
 	return &syncObserver{processed: make(chan processedCommit, 4096)}
 }
 
+func (o *syncObserver) RenderFailed(*object.Commit, string) {}
+
 func (o *syncObserver) Rendered(d time.Duration) {
 	o.renders.Add(1)
 	o.renderNanos.Add(int64(d))

@@ -21,6 +21,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/clock"
@@ -47,6 +49,9 @@ type Config struct {
 	// negative: every change is committed at once, which tests on a fake
 	// clock use so that no commit waits for virtual time).
 	StatusInterval time.Duration
+	// RenderTimeout bounds the render of one commit (default 1m). A commit
+	// that takes longer is recorded as not rendered and skipped.
+	RenderTimeout time.Duration
 	// StuckThreshold is the engine's stuck threshold (default 5m).
 	StuckThreshold time.Duration
 	// PushApprovalBranches pushes gitfleet/approve/<name> for every new
@@ -68,6 +73,9 @@ type Config struct {
 type Observer interface {
 	Fetched(d time.Duration, err error)
 	Rendered(d time.Duration)
+	// RenderFailed is told about a commit that did not render (reason is
+	// the Rendered condition's reason).
+	RenderFailed(commit *object.Commit, reason string)
 	Processed(commit *object.Commit, snapshots int)
 	// Pushed is told about every status commit: attempts counts the
 	// pushes it took (more than one: the branch had moved and the change
@@ -97,6 +105,13 @@ type Daemon struct {
 	approved  map[string]bool
 	admitted  bool // the hub has seen the fleet objects of some tip
 	lastErr   error
+	// lastGood is the newest processed commit that rendered; its fleet
+	// objects are what the hub holds while later commits do not render.
+	lastGood plumbing.Hash
+	// badTip is a tip that did not render at the first sync, not tried again.
+	badTip plumbing.Hash
+	// unrendered are the commits recorded in status/commits/, by hash.
+	unrendered map[string]*fleet.Commit
 }
 
 // Open restores the hub from the status tree of the remote, catches up on
@@ -115,10 +130,14 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	if cfg.StatusInterval == 0 {
 		cfg.StatusInterval = status.DefaultInterval
 	}
+	if cfg.RenderTimeout <= 0 {
+		cfg.RenderTimeout = DefaultRenderTimeout
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	d := &Daemon{cfg: cfg, src: cfg.Source, clock: cfg.Clock, log: cfg.Log, approved: map[string]bool{}}
+	d := &Daemon{cfg: cfg, src: cfg.Source, clock: cfg.Clock, log: cfg.Log, approved: map[string]bool{},
+		unrendered: map[string]*fleet.Commit{}}
 
 	start := d.clock.Now()
 	head, err := d.src.Fetch(ctx)
@@ -146,7 +165,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	}
 	d.Store.OnError = func(err error) { d.log.Error("pushing status failed", "err", err) }
 
-	d.Hub = embedded.New(d.clock, d.Store)
+	d.Hub = embedded.New(d.clock, hubStore{d.Store, d.unrendered})
 	d.Hub.SetSelector(render.Select)
 	n, err := d.Hub.Restore(ctx)
 	if err != nil {
@@ -170,6 +189,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.lastGood = d.processed
 	if err := d.sync(ctx, head); err != nil {
 		return nil, err
 	}
@@ -350,10 +370,17 @@ func (d *Daemon) sync(ctx context.Context, head gitsource.Head) error {
 		if !d.needsRender(ctx, c) {
 			continue
 		}
+		if _, known := d.unrendered[c.Hash.String()]; known {
+			continue // recorded before a restart: it did not render then either
+		}
 		start := d.clock.Now()
 		cc, err := d.render(ctx, c.Hash)
 		if err != nil {
-			return fmt.Errorf("rendering commit %s: %w", short(c.Hash), err)
+			if ctx.Err() != nil {
+				return err
+			}
+			d.recordUnrendered(c, err)
+			continue
 		}
 		if d.cfg.Observer != nil {
 			d.cfg.Observer.Rendered(d.clock.Now().Sub(start))
@@ -368,13 +395,14 @@ func (d *Daemon) sync(ctx context.Context, head gitsource.Head) error {
 		if d.cfg.Observer != nil {
 			d.cfg.Observer.Processed(c, n)
 		}
-		content = cc
+		content, d.lastGood = cc, c.Hash
 	}
 	if content == nil && !d.admitted {
 		// First sync (a start or restart with nothing new): the hub has
-		// not seen the tip's fleet objects yet.
-		if content, err = d.render(ctx, head.Commit); err != nil {
-			return fmt.Errorf("rendering commit %s: %w", short(head.Commit), err)
+		// not seen the fleet objects yet. They are the tip's, or, if the
+		// tip does not render, those of the last commit that did.
+		if content, err = d.firstContent(ctx, head.Commit); err != nil {
+			return err
 		}
 	}
 	if content != nil {
@@ -467,12 +495,148 @@ func (d *Daemon) kustomized(ctx context.Context, commit plumbing.Hash) bool {
 	return false
 }
 
+// DefaultRenderTimeout bounds the render of one commit.
+const DefaultRenderTimeout = time.Minute
+
+// errRenderTimeout is a render that took longer than Config.RenderTimeout.
+var errRenderTimeout = errors.New("render timed out")
+
+// render renders one commit within Config.RenderTimeout. kustomize takes
+// no context, so a render that runs over is abandoned, not stopped: it
+// finishes (or not) in the background while the loop goes on, and ends
+// with the process at the latest. Abandoned renders are counted in the log;
+// the commit is recorded as not rendered and never tried again.
 func (d *Daemon) render(ctx context.Context, commit plumbing.Hash) (*render.Content, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.RenderTimeout)
+	defer cancel()
 	fsys, err := CommitFS(ctx, d.src, commit)
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("%w after %s reading the commit", errRenderTimeout, d.cfg.RenderTimeout)
+		}
 		return nil, err
 	}
-	return render.Render(fsys, render.Options{Path: d.cfg.Path})
+	type result struct {
+		c   *render.Content
+		err error
+	}
+	done := make(chan result, 1)
+	renderOne := renderFunc
+	go func() {
+		c, err := renderOne(fsys, render.Options{Path: d.cfg.Path})
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		return r.c, r.err
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			d.log.Warn("render abandoned: it took longer than --render-timeout", "commit", short(commit), "render_timeout", d.cfg.RenderTimeout.String())
+			return nil, fmt.Errorf("%w after %s (--render-timeout)", errRenderTimeout, d.cfg.RenderTimeout)
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// renderFunc is render.Render; tests replace it to hold a render.
+var renderFunc = render.Render
+
+// firstContent is the hub content for a daemon's first sync: the tip's, or
+// if the tip does not render, the last good commit's. With neither, the
+// hub is given nothing (rather than an empty fleet, which would delete
+// every run).
+func (d *Daemon) firstContent(ctx context.Context, tip plumbing.Hash) (*render.Content, error) {
+	var tipErr error
+	if _, known := d.unrendered[tip.String()]; !known && tip != d.badTip {
+		content, err := d.render(ctx, tip)
+		if err == nil {
+			d.lastGood = tip
+			return content, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		// Not recorded as a commit that did not render: the tip may only
+		// have touched approvals/; the commit that broke the tree was
+		// recorded when it was processed.
+		tipErr, d.badTip = err, tip
+	}
+	if d.lastGood.IsZero() || d.lastGood == tip {
+		d.log.Warn("no commit of the tracked branch renders yet; the hub gets no fleet objects until one does", "tip", short(tip), "err", errString(tipErr))
+		return nil, nil
+	}
+	content, err := d.render(ctx, d.lastGood)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		d.log.Warn("the last good commit no longer renders either; the hub gets no fleet objects until a commit does", "commit", short(d.lastGood), "err", err.Error())
+		return nil, nil
+	}
+	d.log.Info("the tip does not render; serving the fleet objects of the last commit that did", "tip", short(tip), "commit", short(d.lastGood))
+	return content, nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// recordUnrendered records a commit that did not render: a status file
+// (status/commits/<sha>.yaml) with the error, a metric and one log line.
+// The commit is skipped: no snapshot, and the hub keeps the fleet objects of
+// the last commit that rendered.
+func (d *Daemon) recordUnrendered(c *object.Commit, err error) {
+	reason := fleet.RenderFailedReason
+	if errors.Is(err, errRenderTimeout) {
+		reason = fleet.RenderTimedOutReason
+	}
+	rec := &fleet.Commit{
+		ObjectMeta: metav1.ObjectMeta{Name: c.Hash.String()},
+		Spec: fleet.CommitSpec{
+			Subject: firstLine(c.Message),
+			Author:  fmt.Sprintf("%s <%s>", c.Author.Name, c.Author.Email),
+		},
+		Status: fleet.CommitStatus{Conditions: []metav1.Condition{{
+			Type: fleet.CommitConditionRendered, Status: metav1.ConditionFalse, Reason: reason,
+			Message: err.Error(), LastTransitionTime: metav1.NewTime(d.clock.Now().UTC().Truncate(time.Second)),
+		}}},
+	}
+	d.unrendered[rec.Name] = rec
+	d.Store.Put(embedded.ObjectRef{Kind: fleet.KindCommit, Key: hub.Key{Name: rec.Name}}, rec)
+	d.log.Error("commit does not render; skipped, the hub keeps the last good fleet objects",
+		"commit", short(c.Hash), "reason", reason, "err", err.Error(), "record", "status/commits/"+rec.Name+".yaml")
+	if d.cfg.Observer != nil {
+		d.cfg.Observer.RenderFailed(c, reason)
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
+
+// hubStore is the status tree as the embedded hub sees it: every object but
+// the daemon's own records of commits that did not render, which Load hands
+// to the daemon instead.
+type hubStore struct {
+	*status.TreeStore
+	unrendered map[string]*fleet.Commit
+}
+
+func (s hubStore) Load(ctx context.Context) ([]runtime.Object, error) {
+	objs, err := s.TreeStore.Load(ctx)
+	hubObjs := objs[:0]
+	for _, o := range objs {
+		if c, ok := o.(*fleet.Commit); ok {
+			s.unrendered[c.Name] = c
+			continue
+		}
+		hubObjs = append(hubObjs, o)
+	}
+	return hubObjs, err
 }
 
 // syncApprovals reads approvals/ of the tracked tip and hands the Approved

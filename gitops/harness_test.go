@@ -219,6 +219,19 @@ func startDaemonWith(t testing.TB, url, cacheDir string, poll time.Duration, con
 	return startDaemonSource(t, ctx, cancel, log, gitsource.Config{URL: url, Branch: "main", CacheDir: cacheDir, Logger: log}, poll, configure)
 }
 
+// startDaemonWithSource is startDaemon over a source opened from srcCfg
+// (limits, a status branch).
+func startDaemonWithSource(t testing.TB, srcCfg gitsource.Config, poll time.Duration) *daemon {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	srcCfg.Logger = log
+	return startDaemonSource(t, ctx, cancel, log, srcCfg, poll, nil)
+}
+
 // startDaemonSource runs the loop over a source opened from srcCfg (for
 // source settings such as a status branch).
 func startDaemonSource(t testing.TB, ctx context.Context, cancel context.CancelFunc, log *slog.Logger, srcCfg gitsource.Config,

@@ -22,6 +22,11 @@ func (o MetricsObserver) Fetched(d time.Duration, err error) { o.M.ObserveGitFet
 // Rendered implements Observer.
 func (o MetricsObserver) Rendered(d time.Duration) { o.M.ObserveRender(d) }
 
+// RenderFailed implements Observer.
+func (o MetricsObserver) RenderFailed(_ *object.Commit, reason string) {
+	o.M.ObserveRenderFailure(reason)
+}
+
 // Processed implements Observer.
 func (o MetricsObserver) Processed(c *object.Commit, snapshots int) {
 	o.M.SetLastProcessedCommit(c.Hash.String(), c.Committer.When)

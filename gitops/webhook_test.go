@@ -25,6 +25,7 @@ type fetchCounter struct{ fetches atomic.Int64 }
 
 func (f *fetchCounter) Fetched(time.Duration, error)                       { f.fetches.Add(1) }
 func (f *fetchCounter) Rendered(time.Duration)                             {}
+func (f *fetchCounter) RenderFailed(*object.Commit, string)                {}
 func (f *fetchCounter) Processed(*object.Commit, int)                      {}
 func (f *fetchCounter) Pushed(status.Changeset, time.Duration, int, error) {}
 

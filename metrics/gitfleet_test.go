@@ -23,6 +23,7 @@ func populate(m *Metrics) {
 	m.ObserveBindings("example-placement", []*fleet.Binding{bound("member1", "example-placement-1-snapshot")})
 	m.ObserveGitFetch(200*time.Millisecond, errors.New("timeout"))
 	m.ObserveRender(50 * time.Millisecond)
+	m.ObserveRenderFailure(fleet.RenderFailedReason)
 	m.ObserveStatusPush(PushSuccess, 3*time.Second)
 	m.ObserveReconcileError("updaterun")
 	m.SetLastProcessedCommit("0123456789abcdef0123456789abcdef01234567", t0)

@@ -28,6 +28,7 @@ type Metrics struct {
 	fetchDuration prometheus.Histogram
 	fetchErrors   prometheus.Counter
 	renderDur     prometheus.Histogram
+	renderFails   *prometheus.CounterVec
 	pushes        *prometheus.CounterVec
 	writebackLag  prometheus.Gauge
 	reconcileErrs *prometheus.CounterVec
@@ -92,6 +93,10 @@ func New(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 			Help:    "Duration of rendering a commit into hub content in seconds.",
 			Buckets: PipelineDurationBuckets,
 		}),
+		renderFails: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: RenderFailuresTotal,
+			Help: "Commits of the tracked branch that did not render and were skipped, by reason (RenderFailed, RenderTimedOut).",
+		}, []string{LabelReason}),
 		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: StatusPushesTotal,
 			Help: "Status commits pushed to the fleet repository by result (success, conflict, error).",
@@ -135,7 +140,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.runStatus, m.approvalLatency, m.stageDuration,
 		m.stageClusters, m.runs, m.pending, m.snapshotIndex,
-		m.fetchDuration, m.fetchErrors, m.renderDur, m.pushes, m.writebackLag,
+		m.fetchDuration, m.fetchErrors, m.renderDur, m.renderFails, m.pushes, m.writebackLag,
 		m.reconcileErrs, m.commitTime, m.commitInfo, m.snapshots,
 	}
 }

@@ -16,6 +16,7 @@ const (
 	GitFetchDurationSeconds                      = "gitfleet_git_fetch_duration_seconds"
 	GitFetchErrorsTotal                          = "gitfleet_git_fetch_errors_total"
 	RenderDurationSeconds                        = "gitfleet_render_duration_seconds"
+	RenderFailuresTotal                          = "gitfleet_render_failures_total"
 	StatusPushesTotal                            = "gitfleet_status_pushes_total"
 	StatusWritebackLagSeconds                    = "gitfleet_status_writeback_lag_seconds"
 	ReconcileErrorsTotal                         = "gitfleet_reconcile_errors_total"
@@ -89,6 +90,7 @@ var Names = []string{
 	GitFetchDurationSeconds,
 	GitFetchErrorsTotal,
 	RenderDurationSeconds,
+	RenderFailuresTotal,
 	StatusPushesTotal,
 	StatusWritebackLagSeconds,
 	ReconcileErrorsTotal,

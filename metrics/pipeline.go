@@ -53,6 +53,10 @@ func (m *Metrics) ObserveGitFetch(d time.Duration, err error) {
 // ObserveRender records how long rendering one commit took.
 func (m *Metrics) ObserveRender(d time.Duration) { m.renderDur.Observe(d.Seconds()) }
 
+// ObserveRenderFailure counts a commit that did not render, by the reason
+// of its Rendered condition.
+func (m *Metrics) ObserveRenderFailure(reason string) { m.renderFails.WithLabelValues(reason).Inc() }
+
 // ObserveStatusPush counts a status push by result (PushSuccess,
 // PushConflict for a push that had to be re-applied on a moved branch,
 // PushError) and, on success, sets the write-back lag: the time from the

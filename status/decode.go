@@ -116,6 +116,8 @@ func newObject(kind string) (runtime.Object, string) {
 		return &fleet.PolicySnapshot{}, fleet.PlacementAPIVersion
 	case fleet.KindClusterResourceBinding, fleet.KindResourceBinding:
 		return &fleet.Binding{}, fleet.PlacementAPIVersion
+	case fleet.KindCommit:
+		return &fleet.Commit{}, fleet.GitfleetAPIVersion
 	}
 	return nil, ""
 }

@@ -79,8 +79,11 @@ func fillTypeMeta(obj runtime.Object) error {
 		return fmt.Errorf("encode: %T is not a fleet object of a known scope", obj)
 	}
 	apiVersion := fleet.PlacementAPIVersion
-	if kind == fleet.KindMemberCluster {
+	switch kind {
+	case fleet.KindMemberCluster:
 		apiVersion = fleet.ClusterAPIVersion
+	case fleet.KindCommit:
+		apiVersion = fleet.GitfleetAPIVersion
 	}
 	ta := obj.GetObjectKind()
 	gvk := ta.GroupVersionKind()
@@ -126,6 +129,11 @@ func kindFor(obj runtime.Object) string {
 		return fleet.PolicySnapshotKind(ns)
 	case *fleet.Binding:
 		return fleet.BindingKind(ns)
+	case *fleet.Commit:
+		if ns != "" {
+			return ""
+		}
+		return fleet.KindCommit
 	}
 	return ""
 }

@@ -29,6 +29,7 @@ const (
 	bindingsDir       = "bindings"
 	clustersDir       = "clusters"
 	strategiesDir     = "strategies"
+	commitsDir        = "commits"
 )
 
 // Ref is what a file's path says about the object it holds.
@@ -53,6 +54,7 @@ type Ref struct {
 //	status/bindings/[<ns>/]<placement>/<cluster>.yaml
 //	status/clusters/<name>.yaml
 //	status/strategies/[<ns>/]<name>.yaml
+//	status/commits/<sha>.yaml                           (commits that did not render)
 //	approvals/[<ns>/]<name>.yaml
 //
 // Snapshot paths come from the snapshot's labels, so PathFor insists that the
@@ -88,6 +90,8 @@ func PathFor(obj runtime.Object) (string, error) {
 		return scoped(path.Join(StatusDir, placementsDir), name), nil
 	case *fleet.MemberCluster:
 		return scoped(path.Join(StatusDir, clustersDir), name), nil
+	case *fleet.Commit:
+		return scoped(path.Join(StatusDir, commitsDir), name), nil
 	case *fleet.UpdateStrategy:
 		return scoped(path.Join(StatusDir, strategiesDir), name), nil
 	case *fleet.ApprovalRequest:
@@ -189,6 +193,11 @@ func RefFor(p string) (Ref, error) {
 			return bad("member clusters are cluster-scoped")
 		}
 		return Ref{Kind: fleet.KindMemberCluster, Name: rest[0]}, nil
+	case commitsDir:
+		if len(rest) != 1 {
+			return bad("want status/commits/<sha>.yaml")
+		}
+		return Ref{Kind: fleet.KindCommit, Name: rest[0]}, nil
 	case snapshotsDir, policySnapshotDir:
 		ns, placement, file, err := placementScoped(rest)
 		if err != nil {

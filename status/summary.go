@@ -22,11 +22,16 @@ import (
 // updated") and the body has one line per run.
 func Summarize(changes Changeset, objects map[string]runtime.Object) string {
 	var runs []*fleet.UpdateRun
+	var unrendered []string
 	updated, removed := map[string]int{}, map[string]int{}
 	for _, p := range changes.WritePaths() {
 		fam := familyOf(p)
-		if r, ok := objects[p].(*fleet.UpdateRun); ok {
-			runs = append(runs, r)
+		switch o := objects[p].(type) {
+		case *fleet.UpdateRun:
+			runs = append(runs, o)
+			continue
+		case *fleet.Commit:
+			unrendered = append(unrendered, "commit "+shortHash(o.Name)+" did not render; it is skipped")
 			continue
 		}
 		updated[fam]++
@@ -54,6 +59,12 @@ func Summarize(changes Changeset, objects map[string]runtime.Object) string {
 		if subject == "" {
 			subject = "no changes"
 		}
+	}
+	if len(unrendered) > 0 {
+		if subject == "no changes" {
+			subject, unrendered = unrendered[0], unrendered[1:]
+		}
+		body = append(body, unrendered...)
 	}
 	msg := "status: " + subject
 	if len(body) > 0 {
@@ -288,4 +299,12 @@ func inFlight(s *fleet.StageUpdatingStatus) []string {
 		}
 	}
 	return out
+}
+
+// shortHash is the 12-character form of a commit hash, as gitfleet logs it.
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
 }

@@ -27,6 +27,7 @@ import (
 type serveOptions struct {
 	repo, branch, path, statusBranch, cacheDir string
 	interval, statusInterval, stuckThreshold   time.Duration
+	renderTimeout                              time.Duration
 	webhookAddr, webhookSecretFile             string
 	metricsAddr                                string
 	noApprovalBranches                         bool
@@ -86,6 +87,7 @@ repository, by filesystem notifications.`,
 	f.StringVar(&o.cacheDir, "cache-dir", "", "where the clone is cached (default: a folder under the user cache directory)")
 	f.DurationVar(&o.interval, "interval", 30*time.Second, "poll the remote this often (0 disables polling)")
 	f.DurationVar(&o.statusInterval, "status-interval", 2*time.Second, "batch status commits that guard no side effect into one per interval")
+	f.DurationVar(&o.renderTimeout, "render-timeout", gitops.DefaultRenderTimeout, "give up rendering a commit after this long; it is recorded in status/commits/ and skipped")
 	f.DurationVar(&o.stuckThreshold, "stuck-threshold", 5*time.Minute, "report a run stuck when a cluster has been updating this long")
 	f.StringVar(&o.webhookAddr, "webhook-addr", "", "listen for push webhooks on this address (e.g. :9090), path /webhook")
 	f.StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "file holding the webhook secret (required with --webhook-addr)")
@@ -141,7 +143,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	d, err := gitops.Open(ctx, gitops.Config{
-		Source: src, Path: o.path, StatusInterval: o.statusInterval, StuckThreshold: o.stuckThreshold,
+		Source: src, Path: o.path, StatusInterval: o.statusInterval, StuckThreshold: o.stuckThreshold, RenderTimeout: o.renderTimeout,
 		PushApprovalBranches: !o.noApprovalBranches, Metrics: m, Observer: gitops.MetricsObserver{M: m},
 		OnReconcileError: func(controller string, _ error) { m.ObserveReconcileError(controller) },
 		OnBindings: func(p hub.Key, bindings []*fleet.Binding) {

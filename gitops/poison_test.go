@@ -1,0 +1,186 @@
+package gitops_test
+
+import (
+	"bytes"
+	"io/fs"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/gitops"
+	"github.com/gitfleet/gitfleet/gitsource"
+	"github.com/gitfleet/gitfleet/render"
+)
+
+const quickstartKustomization = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n" +
+	"  - members.yaml\n  - placement.yaml\n  - run.yaml\n  - strategy.yaml\n  - workload.yaml\n"
+
+// kustomized is the quickstart fleet built with kustomize, with extra lines
+// appended to its kustomization.yaml.
+func kustomized(extra string) []byte { return []byte(quickstartKustomization + extra) }
+
+// A commit that cannot be rendered is a recorded failure, not a wall, for
+// every kind of poison a person can push into a kustomize fleet: each is
+// recorded in status/commits/<sha>.yaml with kustomize's message and
+// skipped; the approval merged after them is taken and the run finishes; a
+// fix yields the next snapshot; and a daemon restarted with an empty cache,
+// on a tip that does not render, resumes with the last good fleet objects.
+func TestACommitThatDoesNotRenderIsRecordedAndSkipped(t *testing.T) {
+	poisons := []struct {
+		name  string
+		files map[string][]byte
+		want  string // in the recorded message
+	}{
+		{"missing resource", map[string][]byte{"kustomization.yaml": kustomized("  - missing.yaml\n")}, "missing.yaml"},
+		{"resource outside the repository", map[string][]byte{"kustomization.yaml": kustomized("  - ../../outside\n")}, "outside"},
+		{"remote base", map[string][]byte{"kustomization.yaml": kustomized("  - github.com/kubefleet-dev/kubefleet/examples/stagedupdaterun?ref=main\n")}, "kubefleet-dev"},
+		{"generator plugin", map[string][]byte{
+			"kustomization.yaml": kustomized("generators:\n  - gen.yaml\n"),
+			"gen.yaml":           []byte("apiVersion: someteam.example.com/v1\nkind: SecretsFromVault\nmetadata:\n  name: gen\n"),
+		}, "kustomization.yaml"},
+		{"KRM exec function", map[string][]byte{
+			"kustomization.yaml": kustomized("transformers:\n  - fn.yaml\n"),
+			"fn.yaml": []byte("apiVersion: example.com/v1\nkind: Exec\nmetadata:\n  name: fn\n  annotations:\n" +
+				"    config.kubernetes.io/function: |\n      exec:\n        path: /bin/sh\n"),
+		}, "kustomization.yaml"},
+		{"helm chart", map[string][]byte{"kustomization.yaml": kustomized("helmCharts:\n  - name: nginx\n    repo: https://charts.example.com\n")}, "kustomization.yaml"},
+		{"configMapGenerator reading /etc/passwd", map[string][]byte{
+			"kustomization.yaml": kustomized("configMapGenerator:\n  - name: leak\n    namespace: test-namespace\n    files:\n      - /etc/passwd\n"),
+		}, "passwd"},
+		{"broken kustomization.yaml", map[string][]byte{"kustomization.yaml": []byte("resources: [members.yaml\n")}, "kustomization.yaml"},
+		{"file over the size limit", map[string][]byte{
+			"kustomization.yaml": kustomized("  - big.yaml\n"),
+			"big.yaml":           append([]byte("# "), bytes.Repeat([]byte("x"), 2<<20)...),
+		}, "big.yaml"},
+	}
+
+	files := timedFleet(t, "0s", "1s")
+	files["kustomization.yaml"] = []byte(quickstartKustomization)
+	r := newFleetRepo(t, files)
+	url := "file://" + r.remote
+	source := func(cache string) gitsource.Config {
+		return gitsource.Config{URL: url, Branch: "main", CacheDir: cache, MaxFileSize: 1 << 20}
+	}
+	d := startDaemonWithSource(t, source(t.TempDir()), 50*time.Millisecond)
+	eventually(t, "the canary approval request", func() bool { return r.approval(approvalName) != nil })
+
+	// Each poison is pushed on top of the last good tree, so each commit
+	// fails for its own reason.
+	good := maps.Clone(files)
+	poisoned := map[string]string{} // commit → expected text
+	for _, p := range poisons {
+		poisoned[r.commit("poison: "+p.name, p.files)] = p.want
+		// The next poison starts from the good kustomization again.
+		r.commit("undo "+p.name, undo(good, p.files))
+	}
+	for commit, want := range poisoned {
+		path := "status/commits/" + commit + ".yaml"
+		eventually(t, path, func() bool { return r.file(path) != nil })
+		rec, ok := r.object(path).(*fleet.Commit)
+		if !ok {
+			t.Fatalf("%s holds %T", path, r.object(path))
+		}
+		c := meta.FindStatusCondition(rec.Status.Conditions, fleet.CommitConditionRendered)
+		if c == nil || c.Status != "False" || c.Reason != fleet.RenderFailedReason || !strings.Contains(c.Message, want) {
+			t.Errorf("%s (%s): Rendered condition %+v, want False/%s mentioning %q", path, rec.Spec.Subject, c, fleet.RenderFailedReason, want)
+		}
+	}
+	if p := "status/snapshots/example-placement/1.yaml"; r.file(p) != nil {
+		t.Errorf("%s exists: a snapshot was made from a commit that did not render", p)
+	}
+
+	// The tip does not render when the approval is merged.
+	last := r.commit("poison again", map[string][]byte{"kustomization.yaml": kustomized("  - missing.yaml\n")})
+	r.approve(approvalName)
+	r.waitPhase("example-run", fleet.PhaseSucceeded)
+	eventually(t, "the record of the last poison", func() bool { return r.file("status/commits/"+last+".yaml") != nil })
+	if err := d.LastError(); err != nil {
+		t.Errorf("the daemon reports %v; a commit that does not render must not be an error of the loop", err)
+	}
+
+	// Restarted with an empty cache on that tip, gitfleet resumes.
+	d.stop(t)
+	d = startDaemonWithSource(t, source(t.TempDir()), 50*time.Millisecond)
+	if err := d.LastError(); err != nil {
+		t.Fatalf("after a restart on a tip that does not render: %v", err)
+	}
+	if run := r.run("example-run"); run == nil || run.Phase() != fleet.PhaseSucceeded {
+		t.Fatalf("after the restart the run is %v, want it kept Succeeded", run)
+	}
+
+	// A fix renders again and makes the next snapshot.
+	fix := undo(good, map[string][]byte{"kustomization.yaml": nil})
+	fix["workload.yaml"] = []byte(strings.Replace(string(files["workload.yaml"]), "key: value1", "key: value2", 1))
+	fixed := r.commit("fix the kustomization", fix)
+	eventually(t, "snapshot 1 from the fix", func() bool { return r.file("status/snapshots/example-placement/1.yaml") != nil })
+	snap := r.object("status/snapshots/example-placement/1.yaml").(*fleet.ResourceSnapshot)
+	if got := snap.Annotations[fleet.CommitAnnotation]; got != fixed {
+		t.Errorf("snapshot 1 records commit %s, want the fix %s", got, fixed)
+	}
+}
+
+// undo is the change that puts every file of changed back as it is in good
+// (deleting the ones good does not have).
+func undo(good, changed map[string][]byte) map[string][]byte {
+	out := map[string][]byte{}
+	for name := range changed {
+		out[name] = good[name] // nil deletes
+	}
+	return out
+}
+
+// slowRender holds the render of every commit that has slow.yaml until the
+// test ends, and says when one started.
+func slowRender(t *testing.T) (started <-chan struct{}) {
+	t.Helper()
+	ch := make(chan struct{}, 16)
+	release := make(chan struct{})
+	restore := gitops.SetRenderFunc(func(fsys fs.FS, opts render.Options) (*render.Content, error) {
+		if _, err := fs.Stat(fsys, "slow.yaml"); err == nil {
+			ch <- struct{}{}
+			<-release
+		}
+		return render.Render(fsys, opts)
+	})
+	t.Cleanup(func() { close(release); restore() })
+	return ch
+}
+
+// A render that runs past --render-timeout is recorded as timed out and
+// skipped, and the rollout goes on meanwhile: the approval merged after it
+// is taken and the run finishes.
+func TestARenderPastTheTimeLimitIsRecordedAndDoesNotHoldTheRollout(t *testing.T) {
+	started := slowRender(t)
+	r := newFleetRepo(t, quickstartFleet(t))
+	startDaemonWith(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond, func(c *gitops.Config) {
+		c.RenderTimeout = 200 * time.Millisecond
+	})
+	eventually(t, "the canary approval request", func() bool { return r.approval(approvalName) != nil })
+	slow := r.commit("a commit whose render never ends", map[string][]byte{"slow.yaml": []byte("# slow\n")})
+	<-started
+	path := "status/commits/" + slow + ".yaml"
+	eventually(t, path, func() bool { return r.file(path) != nil })
+	c := meta.FindStatusCondition(r.object(path).(*fleet.Commit).Status.Conditions, fleet.CommitConditionRendered)
+	if c == nil || c.Reason != fleet.RenderTimedOutReason || !strings.Contains(c.Message, "--render-timeout") {
+		t.Errorf("Rendered condition %+v, want %s naming --render-timeout", c, fleet.RenderTimedOutReason)
+	}
+	r.approve(approvalName)
+	r.waitPhase("example-run", fleet.PhaseSucceeded)
+}
+
+// Stopping the daemon (SIGTERM in serve) while a render runs does not wait
+// for the render: the daemon stops while the render is still held.
+func TestStoppingDuringARenderDoesNotWaitForIt(t *testing.T) {
+	started := slowRender(t)
+	r := newFleetRepo(t, quickstartFleet(t))
+	d := startDaemonWith(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond, func(c *gitops.Config) {
+		c.RenderTimeout = time.Hour
+	})
+	r.commit("a commit whose render never ends", map[string][]byte{"slow.yaml": []byte("# slow\n")})
+	<-started
+	d.stop(t) // returns although the render is held until the test ends
+}
