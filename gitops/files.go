@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/gitfleet/gitfleet/gitsource"
+	"github.com/gitfleet/gitfleet/render"
 )
 
 // treeFiles serves status.Files from one commit of the source: the status
@@ -27,7 +28,7 @@ func newTreeFiles(ctx context.Context, src *gitsource.Source, dirs map[string]pl
 		if commit.IsZero() {
 			continue
 		}
-		files, err := src.ReadTree(ctx, commit, d)
+		files, err := src.ReadOwnTree(ctx, commit, d)
 		if err != nil {
 			if errors.Is(err, gitsource.ErrNotFound) {
 				continue
@@ -62,9 +63,15 @@ func (t *treeFiles) List(prefix string) ([]string, error) {
 	return out, nil
 }
 
-// CommitFS is a commit's whole tree as an fs.FS, for render.
+// CommitFS is a commit's tree as an fs.FS, for render: every file people
+// wrote, without gitfleet's own status/ and approvals/ trees (render skips
+// them, and their size follows the fleet, not the people's limits).
 func CommitFS(ctx context.Context, src *gitsource.Source, commit plumbing.Hash) (fs.FS, error) {
-	return DirFS(ctx, src, commit, "")
+	files, err := src.ReadTreeExcept(ctx, commit, "", render.StatusDir, render.ApprovalsDir)
+	if err != nil {
+		return nil, err
+	}
+	return mapFS(files), nil
 }
 
 // DirFS is one folder of a commit (at its repository path; "" for the
@@ -78,9 +85,14 @@ func DirFS(ctx context.Context, src *gitsource.Source, commit plumbing.Hash, dir
 	if err != nil {
 		return nil, err
 	}
+	return mapFS(files), nil
+}
+
+// mapFS serves files read from a commit as an fs.FS.
+func mapFS(files map[string][]byte) fs.FS {
 	m := make(fstest.MapFS, len(files))
 	for p, data := range files {
 		m[p] = &fstest.MapFile{Data: data, Mode: 0o644}
 	}
-	return m, nil
+	return m
 }

@@ -120,7 +120,6 @@ func TestApplyRejectsBadChanges(t *testing.T) {
 		{"absolute", Change{Writes: map[string][]byte{"/status/x": nil}}, ErrInvalid},
 		{"dot git", Change{Writes: map[string][]byte{"status/.git/config": nil}}, ErrInvalid},
 		{"double slash", Change{Writes: map[string][]byte{"status//x": nil}}, ErrInvalid},
-		{"too large", Change{Writes: map[string][]byte{"status/big": []byte(strings.Repeat("x", 17))}}, ErrTooLarge},
 		{"write and delete", Change{Writes: map[string][]byte{"status/a": nil}, Deletes: []string{"status/a"}}, ErrInvalid},
 		{"file and dir", Change{Writes: map[string][]byte{"status/a": nil, "status/a/b": nil}}, ErrInvalid},
 		{"empty", Change{}, ErrInvalid},

@@ -49,6 +49,26 @@ func (s *Source) ReadFile(ctx context.Context, commit plumbing.Hash, p string) (
 // are skipped: the content must come from the commit itself. Files above
 // MaxFileSize, or a total above MaxTotalSize, fail with ErrTooLarge.
 func (s *Source) ReadTree(ctx context.Context, commit plumbing.Hash, dir string) (map[string][]byte, error) {
+	return s.readTree(ctx, commit, dir, nil, true)
+}
+
+// ReadTreeExcept is ReadTree without the folders listed in except
+// (repository paths): render reads a commit without gitfleet's own
+// status/ and approvals/ trees, whose size follows the fleet, not what
+// people wrote.
+func (s *Source) ReadTreeExcept(ctx context.Context, commit plumbing.Hash, dir string, except ...string) (map[string][]byte, error) {
+	return s.readTree(ctx, commit, dir, except, true)
+}
+
+// ReadOwnTree is ReadTree for the trees gitfleet writes itself (status/,
+// approvals/): no size limit applies, since a limit meant for what people
+// push must never stop gitfleet from reading back what it wrote (a
+// placement of 10,000 clusters is a file of several MiB).
+func (s *Source) ReadOwnTree(ctx context.Context, commit plumbing.Hash, dir string) (map[string][]byte, error) {
+	return s.readTree(ctx, commit, dir, nil, false)
+}
+
+func (s *Source) readTree(ctx context.Context, commit plumbing.Hash, dir string, except []string, limited bool) (map[string][]byte, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, s.wrap("read", err)
 	}
@@ -81,17 +101,24 @@ func (s *Source) ReadTree(ctx context.Context, commit plumbing.Hash, dir string)
 		if !e.Mode.IsFile() || e.Mode == filemode.Symlink {
 			continue
 		}
+		p := path.Join(dir, name)
+		if underAny(p, except) {
+			continue
+		}
 		if len(files)%64 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, s.wrap("read", err)
 			}
 		}
-		p := path.Join(dir, name)
-		data, err := s.readBlob(e.Hash, p)
+		limit := s.cfg.MaxFileSize
+		if !limited {
+			limit = 0
+		}
+		data, err := s.readBlobLimit(e.Hash, p, limit)
 		if err != nil {
 			return nil, err
 		}
-		if total += int64(len(data)); total > s.cfg.MaxTotalSize {
+		if total += int64(len(data)); limited && total > s.cfg.MaxTotalSize {
 			return nil, errorf("read", ErrTooLarge, fmt.Sprintf("%s in %s: more than %d bytes in total", dir, commit, s.cfg.MaxTotalSize))
 		}
 		files[p] = data
@@ -99,14 +126,20 @@ func (s *Source) ReadTree(ctx context.Context, commit plumbing.Hash, dir string)
 	return files, nil
 }
 
-// readBlob reads a blob after checking its size; the caller holds the lock.
+// readBlob reads a blob after checking its size against MaxFileSize; the
+// caller holds the lock.
 func (s *Source) readBlob(h plumbing.Hash, p string) ([]byte, error) {
+	return s.readBlobLimit(h, p, s.cfg.MaxFileSize)
+}
+
+// readBlobLimit reads a blob of at most limit bytes (0: any size).
+func (s *Source) readBlobLimit(h plumbing.Hash, p string, limit int64) ([]byte, error) {
 	size, err := s.store.EncodedObjectSize(h)
 	if err != nil {
 		return nil, s.wrap("read", fmt.Errorf("%s: %w", p, err))
 	}
-	if size > s.cfg.MaxFileSize {
-		return nil, errorf("read", ErrTooLarge, fmt.Sprintf("%s is %d bytes, more than the %d byte limit", p, size, s.cfg.MaxFileSize))
+	if limit > 0 && size > limit {
+		return nil, errorf("read", ErrTooLarge, fmt.Sprintf("%s is %d bytes, more than the %d byte limit", p, size, limit))
 	}
 	obj, err := s.store.EncodedObject(plumbing.BlobObject, h)
 	if err != nil {
@@ -117,7 +150,10 @@ func (s *Source) readBlob(h plumbing.Hash, p string) ([]byte, error) {
 		return nil, s.wrap("read", fmt.Errorf("%s: %w", p, err))
 	}
 	defer r.Close()
-	data, err := io.ReadAll(io.LimitReader(r, s.cfg.MaxFileSize+1))
+	if limit <= 0 {
+		limit = size
+	}
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, s.wrap("read", fmt.Errorf("%s: %w", p, err))
 	}

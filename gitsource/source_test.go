@@ -216,6 +216,20 @@ func TestReadLimits(t *testing.T) {
 	if len(files) != 2 || string(files["workloads/app/svc.yaml"]) != "kind: Service\n" {
 		t.Fatalf("ReadTree(workloads/app) = %v", keys(files))
 	}
+	if files, err := s.ReadTreeExcept(ctx, tip, "", "workloads"); err != nil || len(files) == 0 {
+		t.Fatalf("ReadTreeExcept without the folder of the big file: %v, %v", keys(files), err)
+	}
+
+	// gitfleet's own files are never refused for their size: it writes
+	// and reads back status files that follow the fleet, not the limit.
+	own := strings.Repeat("x", 4096)
+	res, err := s.Apply(ctx, Change{Message: "big status", Writes: map[string][]byte{"status/placements/p.yaml": []byte(own)}})
+	if err != nil {
+		t.Fatalf("Apply of a status file over MaxFileSize: %v", err)
+	}
+	if files, err := s.ReadOwnTree(ctx, res.Commit, "status"); err != nil || string(files["status/placements/p.yaml"]) != own {
+		t.Fatalf("ReadOwnTree of a status file over MaxFileSize: %d bytes, %v", len(files["status/placements/p.yaml"]), err)
+	}
 
 	// The go-git tree handed out enforces the same bound.
 	tree, err := s.Tree(ctx, tip)
