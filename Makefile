@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 IMAGE     ?= gitfleet:$(VERSION)
 
-.PHONY: all build test lint vet fmt run simulate bench image generate clean
+.PHONY: all build test fuzz lint vet fmt run simulate bench image generate clean
 
 all: lint test build
 
@@ -14,6 +14,19 @@ build: ## Build the gitfleet binary (static, no cgo)
 
 test: ## Run the whole test suite (waits end shortly before -timeout, see internal/await)
 	$(GO) test -timeout 30m ./...
+
+FUZZTIME ?= 20s
+# package:target pairs; each runs for FUZZTIME on top of its committed seed
+# corpus (testdata/fuzz/<target>/). A crasher is written there: fix it and
+# commit it as a seed.
+FUZZ_TARGETS := render:FuzzManifest render:FuzzKustomization render:FuzzApprovals gitsource:FuzzPushRef
+
+fuzz: ## Run every fuzz target for FUZZTIME (default 20s)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$fn ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) ./$$pkg; \
+	done
 
 lint: fmt vet ## gofmt + go vet
 

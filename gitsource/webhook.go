@@ -5,11 +5,14 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 )
 
 // DefaultMaxWebhookBody bounds a webhook request body (1 MiB; GitHub caps
@@ -35,8 +38,27 @@ type Webhook struct {
 	Secret  []byte
 	Notify  func() // e.g. func() { watcher.Trigger("webhook") }
 	MaxBody int64  // default DefaultMaxWebhookBody
-	Logger  *slog.Logger
+	// Branch, if set, is the tracked branch: a push event for another ref
+	// ("ref" of a GitHub, GitLab or Gitea payload) is acknowledged and
+	// ignored. Events without a ref (a ping, a merge request) still fetch.
+	Branch string
+	// ReplayWindow is how long a delivery id (X-GitHub-Delivery,
+	// X-Gitea-Delivery, X-Gitlab-Event-UUID) is remembered: a genuine
+	// delivery sent again within it is acknowledged and dropped (default
+	// DefaultReplayWindow).
+	ReplayWindow time.Duration
+	Logger       *slog.Logger
+
+	mu   sync.Mutex
+	seen map[string]time.Time // delivery id → when it was accepted
 }
+
+// DefaultReplayWindow is how long delivery ids are remembered.
+const DefaultReplayWindow = 10 * time.Minute
+
+// maxRemembered bounds the delivery ids kept, so a flood of genuine
+// deliveries cannot grow memory without bound.
+const maxRemembered = 4096
 
 // ServeHTTP authenticates one notification and, if it is genuine, calls
 // Notify and answers 202 Accepted.
@@ -73,6 +95,16 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Say nothing about which check failed.
 		log.Warn("webhook rejected: missing or invalid signature", "remote", r.RemoteAddr, "scheme", scheme)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	}
+	if id := deliveryID(r.Header); id != "" && h.replayed(id) {
+		log.Warn("webhook dropped: delivery already received", "delivery", id)
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if ref, ok := PushRef(body); ok && ref != "" && h.Branch != "" && ref != "refs/heads/"+h.Branch {
+		log.Debug("webhook ignored: push to another branch", "ref", ref, "branch", h.Branch)
+		w.WriteHeader(http.StatusAccepted)
 		return
 	}
 	log.Info("webhook accepted", "scheme", scheme, "event", eventName(r.Header))
@@ -121,6 +153,63 @@ func Sign(body, secret []byte) []byte {
 	m := hmac.New(sha256.New, secret)
 	m.Write(body)
 	return m.Sum(nil)
+}
+
+// PushRef returns the "ref" of a push payload (GitHub, GitLab and Gitea
+// all send "refs/heads/<branch>"); ok is false when body is not a JSON
+// object. The rest of the payload is never used: the fetch finds out what
+// changed.
+func PushRef(body []byte) (ref string, ok bool) {
+	var p struct {
+		Ref any `json:"ref"`
+	}
+	if err := json.Unmarshal(body, &p); err != nil {
+		return "", false
+	}
+	ref, _ = p.Ref.(string)
+	return ref, true
+}
+
+// deliveryID is the forge's id of a delivery; a redelivery a person asks
+// for in the forge's UI gets a new one on GitHub and Gitea.
+func deliveryID(h http.Header) string {
+	for _, k := range []string{"X-GitHub-Delivery", "X-Gitea-Delivery", "X-Gitlab-Event-UUID"} {
+		if v := h.Get(k); v != "" {
+			return k + "=" + v
+		}
+	}
+	return ""
+}
+
+// replayed reports whether the delivery was accepted within the replay
+// window, and remembers it otherwise.
+func (h *Webhook) replayed(id string) bool {
+	window := h.ReplayWindow
+	if window <= 0 {
+		window = DefaultReplayWindow
+	}
+	now := time.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.seen == nil {
+		h.seen = map[string]time.Time{}
+	}
+	if at, ok := h.seen[id]; ok && now.Sub(at) < window {
+		return true
+	}
+	if len(h.seen) >= maxRemembered {
+		for k, at := range h.seen {
+			if now.Sub(at) >= window {
+				delete(h.seen, k)
+			}
+		}
+		if len(h.seen) >= maxRemembered {
+			// Still full of recent ids: forget them all rather than grow.
+			clear(h.seen)
+		}
+	}
+	h.seen[id] = now
+	return false
 }
 
 func eventName(h http.Header) string {

@@ -130,3 +130,66 @@ func TestWebhookTriggersWatcher(t *testing.T) {
 	default:
 	}
 }
+
+// A genuine delivery sent again (same delivery id) is dropped; a push to
+// another branch than the tracked one fetches nothing; events without a
+// ref still fetch.
+func TestWebhookDropsReplaysAndOtherBranches(t *testing.T) {
+	secret := []byte("webhook-s3cret")
+	var triggered atomic.Int32
+	h := &Webhook{Secret: secret, Branch: "main", Notify: func() { triggered.Add(1) }}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	post := func(body string, headers map[string]string) int {
+		t.Helper()
+		req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(body))
+		req.Header.Set(HeaderGitHubSignature, "sha256="+hex.EncodeToString(Sign([]byte(body), secret)))
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		name    string
+		body    string
+		headers map[string]string
+		trigger bool
+	}{
+		{"push to main", `{"ref":"refs/heads/main"}`, map[string]string{"X-GitHub-Delivery": "d1"}, true},
+		{"the same delivery again", `{"ref":"refs/heads/main"}`, map[string]string{"X-GitHub-Delivery": "d1"}, false},
+		{"a new delivery", `{"ref":"refs/heads/main"}`, map[string]string{"X-GitHub-Delivery": "d2"}, true},
+		{"gitea replay", `{"ref":"refs/heads/main"}`, map[string]string{"X-Gitea-Delivery": "g1"}, true},
+		{"gitea replayed", `{"ref":"refs/heads/main"}`, map[string]string{"X-Gitea-Delivery": "g1"}, false},
+		{"push to another branch", `{"ref":"refs/heads/feature"}`, nil, false},
+		{"a tag", `{"ref":"refs/tags/v1"}`, nil, false},
+		{"ping without a ref", `{"zen":"hi"}`, nil, true},
+		{"not JSON", `payload=x`, nil, true},
+	} {
+		before := triggered.Load()
+		if code := post(tc.body, tc.headers); code >= 300 {
+			t.Errorf("%s: status %d", tc.name, code)
+		}
+		if got := triggered.Load() != before; got != tc.trigger {
+			t.Errorf("%s: fetch triggered %v, want %v", tc.name, got, tc.trigger)
+		}
+	}
+}
+
+// FuzzPushRef parses any webhook payload: never a panic, and a JSON object
+// whose ref is a string yields that string.
+func FuzzPushRef(f *testing.F) {
+	for _, seed := range []string{`{"ref":"refs/heads/main","after":"0123"}`, `{"zen":"hi"}`, `{"ref":7}`, `[]`, `payload=x`, ``} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		ref, ok := PushRef(body)
+		if !ok && ref != "" {
+			t.Fatalf("PushRef(%q) = %q, false", body, ref)
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
@@ -42,7 +43,7 @@ func (r *reader) kustomize(root, kfile string) ([]document, error) {
 		LoadRestrictions: types.LoadRestrictionsRootOnly,
 		PluginConfig:     types.DisabledPluginConfig(),
 	})
-	rm, err := k.Run(mem, memPath(root))
+	rm, err := runKustomize(k, mem, memPath(root))
 	if err != nil {
 		msg := strings.ReplaceAll(err.Error(), memRoot+"/", "")
 		msg = strings.ReplaceAll(msg, memRoot, ".")
@@ -174,4 +175,15 @@ func readKustomization(fsys fs.FS, kfile string) (map[string]any, error) {
 		return nil, syntaxError(kfile, err)
 	}
 	return k, nil
+}
+
+// runKustomize runs a build and turns a panic inside kustomize (which
+// people's input must never cause in gitfleet's process) into an error.
+func runKustomize(k *krusty.Kustomizer, fsys filesys.FileSystem, dir string) (rm resmap.ResMap, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			rm, err = nil, fmt.Errorf("kustomize failed on this input: %v", p)
+		}
+	}()
+	return k.Run(fsys, dir)
 }

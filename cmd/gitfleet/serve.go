@@ -178,7 +178,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/webhook", &gitsource.Webhook{Secret: secret, Notify: func() { watcher.Trigger("webhook") },
-			Logger: log.With("server", "webhook")})
+			Branch: o.branch, Logger: log.With("server", "webhook")})
 		if err := listen(ctx, o.webhookAddr, mux, log.With("server", "webhook")); err != nil {
 			return err
 		}
@@ -237,7 +237,9 @@ func listen(ctx context.Context, addr string, h http.Handler, log *slog.Logger) 
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// A client that sends its body slowly is cut off: webhook bodies are
+	// small (1 MiB at most) and scrapes send none.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
