@@ -46,6 +46,13 @@ type Auth struct {
 	CAFile string // extra PEM CA bundle for https remotes
 }
 
+// hasHTTPCredentials reports whether a configures an HTTP username,
+// password or token.
+func (a Auth) hasHTTPCredentials() bool {
+	return a.Username != "" || a.UsernameFile != "" || a.PasswordFile != "" || a.PasswordEnv != "" ||
+		a.TokenFile != "" || a.TokenEnv != ""
+}
+
 // credentials is an Auth resolved for one operation.
 type credentials struct {
 	method   transport.AuthMethod

@@ -47,6 +47,9 @@ type Config struct {
 	// URL of the fleet repository: https://…, http://…, ssh://…,
 	// scp-style user@host:path, git://…, file://… or a local path.
 	URL string
+	// AllowInsecureHTTP lets credentials travel over plain http://, which
+	// sends them unencrypted; without it such a configuration is refused.
+	AllowInsecureHTTP bool
 	// Branch is the tracked branch (default "main").
 	Branch string
 	// StatusBranch, if set and different from Branch, is a second branch
@@ -131,6 +134,9 @@ func Open(ctx context.Context, cfg Config) (*Source, error) {
 	}
 	s.safeURL = RedactURL(s.url)
 	s.red.add(s.ep.Password)
+	if s.ep.Protocol == "http" && (s.ep.User != "" || s.ep.Password != "" || cfg.Auth.hasHTTPCredentials()) && !cfg.AllowInsecureHTTP {
+		return nil, errorf("open", ErrInvalid, fmt.Sprintf("%s: credentials over plain http:// would travel unencrypted; use https://, or pass --allow-insecure-http if the network is trusted", s.safeURL))
+	}
 	s.log = s.log.With("repo", s.safeURL)
 	s.objects = &lockedObjects{src: s}
 

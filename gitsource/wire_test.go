@@ -96,9 +96,20 @@ func writeSecret(t *testing.T, value string) string {
 }
 
 func TestHTTPBackend(t *testing.T) {
+	t.Run("credentials over plain http are refused", func(t *testing.T) {
+		f := newFixture(t)
+		cfg := f.config(t)
+		cfg.URL, _ = startHTTPBackend(t, f, false)
+		cfg.Auth = Auth{UsernameFile: writeSecret(t, httpUser), PasswordFile: writeSecret(t, httpPassword)}
+		_, err := Open(ctxT(t), cfg)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "--allow-insecure-http") {
+			t.Fatalf("Open with credentials over http://: %v, want ErrInvalid naming --allow-insecure-http", err)
+		}
+	})
 	t.Run("username and password file", func(t *testing.T) {
 		f := newFixture(t)
 		cfg := f.config(t)
+		cfg.AllowInsecureHTTP = true // a test server on loopback
 		cfg.URL, _ = startHTTPBackend(t, f, false)
 		cfg.Auth = Auth{UsernameFile: writeSecret(t, httpUser), PasswordFile: writeSecret(t, httpPassword)}
 		exerciseWire(t, f, cfg)
@@ -106,6 +117,7 @@ func TestHTTPBackend(t *testing.T) {
 	t.Run("token from env", func(t *testing.T) {
 		f := newFixture(t)
 		cfg := f.config(t)
+		cfg.AllowInsecureHTTP = true // a test server on loopback
 		cfg.URL, _ = startHTTPBackend(t, f, false)
 		t.Setenv("GITSOURCE_TEST_TOKEN", httpToken)
 		cfg.Auth = Auth{TokenEnv: "GITSOURCE_TEST_TOKEN"}
@@ -114,6 +126,7 @@ func TestHTTPBackend(t *testing.T) {
 	t.Run("credentials in the URL", func(t *testing.T) {
 		f := newFixture(t)
 		cfg := f.config(t)
+		cfg.AllowInsecureHTTP = true // a test server on loopback
 		raw, _ := startHTTPBackend(t, f, false)
 		u, _ := url.Parse(raw)
 		u.User = url.UserPassword(httpUser, httpPassword)
@@ -151,6 +164,7 @@ func TestHTTPBackend(t *testing.T) {
 	t.Run("https with CA file", func(t *testing.T) {
 		f := newFixture(t)
 		cfg := f.config(t)
+		cfg.AllowInsecureHTTP = true // a test server on loopback
 		var caFile string
 		cfg.URL, caFile = startHTTPBackend(t, f, true)
 		cfg.Auth = Auth{TokenFile: writeSecret(t, httpToken)}
@@ -163,6 +177,7 @@ func TestHTTPBackend(t *testing.T) {
 	t.Run("wrong password", func(t *testing.T) {
 		f := newFixture(t)
 		cfg := f.config(t)
+		cfg.AllowInsecureHTTP = true // a test server on loopback
 		cfg.URL, _ = startHTTPBackend(t, f, false)
 		cfg.Auth = Auth{Username: httpUser, PasswordFile: writeSecret(t, "not-the-password")}
 		_, err := Open(ctxT(t), cfg)

@@ -19,7 +19,7 @@ func TestApproveThenServeAcceptsTheApproval(t *testing.T) {
 	serve := func() {
 		t.Helper()
 		args := []string{"serve", "--repo", "file://" + remote, "--cache-dir", cache, "--interval", "100ms",
-			"--status-interval", "50ms", "--metrics-addr", "", "--log-level", "warn", "--until-idle", "--timeout", "60s"}
+			"--status-interval", "50ms", "--metrics-addr", "", "--log-level", "warn", "--until-idle", "--timeout", "20m"}
 		if out, errOut, code := gitfleet(t, args...); code != 0 {
 			t.Fatalf("serve exited %d\nstdout: %s\nstderr: %s", code, out, errOut)
 		}

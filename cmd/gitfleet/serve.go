@@ -30,7 +30,7 @@ type serveOptions struct {
 	renderTimeout                              time.Duration
 	webhookAddr, webhookSecretFile             string
 	metricsAddr                                string
-	noApprovalBranches                         bool
+	noApprovalBranches, allowInsecureHTTP      bool
 	untilIdle                                  bool
 	timeout                                    time.Duration
 	auth                                       gitsource.Auth
@@ -92,6 +92,7 @@ repository, by filesystem notifications.`,
 	f.StringVar(&o.webhookAddr, "webhook-addr", "", "listen for push webhooks on this address (e.g. :9090), path /webhook")
 	f.StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "file holding the webhook secret (required with --webhook-addr)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "serve /metrics, /healthz and /readyz on this address (empty disables)")
+	f.BoolVar(&o.allowInsecureHTTP, "allow-insecure-http", false, "allow credentials over plain http:// (they travel unencrypted)")
 	f.BoolVar(&o.noApprovalBranches, "no-approval-branches", false, "do not push gitfleet/approve/<name> branches")
 	f.BoolVar(&o.untilIdle, "until-idle", false, "exit 0 once no run can progress without a person and status is pushed")
 	f.DurationVar(&o.timeout, "timeout", 0, "give up after this long (with --until-idle: exit 1 if not idle by then)")
@@ -137,23 +138,28 @@ func runServe(ctx context.Context, o serveOptions) error {
 		}
 	}
 
-	src, err := gitsource.Open(ctx, gitsource.Config{URL: o.repo, Branch: o.branch, StatusBranch: o.statusBranch,
-		CacheDir: o.cacheDir, Auth: o.auth, Logger: log.With("component", "gitsource")})
-	if err != nil {
+	var src *gitsource.Source
+	var d *gitops.Daemon
+	err := retryStart(ctx, log, o.repo, func() (err error) {
+		src, err = gitsource.Open(ctx, gitsource.Config{URL: o.repo, Branch: o.branch, StatusBranch: o.statusBranch,
+			CacheDir: o.cacheDir, Auth: o.auth, AllowInsecureHTTP: o.allowInsecureHTTP, Logger: log.With("component", "gitsource")})
+		if err != nil {
+			return err
+		}
+		d, err = gitops.Open(ctx, gitops.Config{
+			Source: src, Path: o.path, StatusInterval: o.statusInterval, StuckThreshold: o.stuckThreshold, RenderTimeout: o.renderTimeout,
+			PushApprovalBranches: !o.noApprovalBranches, Metrics: m, Observer: gitops.MetricsObserver{M: m},
+			OnReconcileError: func(controller string, _ error) { m.ObserveReconcileError(controller) },
+			OnBindings: func(p hub.Key, bindings []*fleet.Binding) {
+				name := p.Name
+				if p.Namespace != "" {
+					name = p.Namespace + "/" + p.Name
+				}
+				m.ObserveBindings(name, bindings)
+			},
+			Log: log,
+		})
 		return err
-	}
-	d, err := gitops.Open(ctx, gitops.Config{
-		Source: src, Path: o.path, StatusInterval: o.statusInterval, StuckThreshold: o.stuckThreshold, RenderTimeout: o.renderTimeout,
-		PushApprovalBranches: !o.noApprovalBranches, Metrics: m, Observer: gitops.MetricsObserver{M: m},
-		OnReconcileError: func(controller string, _ error) { m.ObserveReconcileError(controller) },
-		OnBindings: func(p hub.Key, bindings []*fleet.Binding) {
-			name := p.Name
-			if p.Namespace != "" {
-				name = p.Namespace + "/" + p.Name
-			}
-			m.ObserveBindings(name, bindings)
-		},
-		Log: log,
 	})
 	if err != nil {
 		return err
@@ -204,6 +210,46 @@ func runServe(ctx context.Context, o serveOptions) error {
 		return &exitError{code: 1, err: fmt.Errorf("not idle after --timeout %s", o.timeout)}
 	}
 	return nil
+}
+
+// retryStart runs start (the first clone and the restore from the status
+// tree) until it succeeds, backing off from 1s to 1m between attempts, so
+// a remote that is down, a TLS or DNS failure, or a repository not created
+// yet at start does not end serve: /readyz stays 503 meanwhile. A
+// configuration error (a malformed URL, credential files that cannot be
+// read, credentials over http://) ends it at once, since no retry can fix
+// it.
+func retryStart(ctx context.Context, log *slog.Logger, repo string, start func() error) error {
+	backoff := gitsource.Backoff{Initial: time.Second, Max: time.Minute}
+	for {
+		err := start()
+		if err == nil || errors.Is(err, gitsource.ErrInvalid) || ctx.Err() != nil {
+			return err
+		}
+		wait := backoff.Next()
+		log.Error("cannot start: the fleet repository cannot be read yet; retrying",
+			"repo", gitsource.RedactURL(repo), "err", err.Error(), "attempt", backoff.Attempts(), "retry_in", wait.String(),
+			"next_step", startHint(err))
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (gave up while retrying: %v)", ctx.Err(), err)
+		case <-t.C:
+		}
+	}
+}
+
+// startHint says what to check for a start-up error.
+func startHint(err error) string {
+	switch {
+	case errors.Is(err, gitsource.ErrAuth):
+		return "check the credentials (--token-file, --password-file, --ssh-key-file) and that they may read the repository"
+	case errors.Is(err, gitsource.ErrNotFound):
+		return "check --repo and --branch: the repository or the branch does not exist (yet)"
+	default:
+		return "check that the remote is reachable from here (network, DNS, TLS: --ca-file)"
+	}
 }
 
 // watchIdle stops the daemon once it has been idle on two checks in a row

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/await"
 	"github.com/gitfleet/gitfleet/status"
 )
 
@@ -75,7 +78,7 @@ func serveArgs(remote string, t *testing.T, extra ...string) []string {
 func TestServeUntilIdleExitsZeroOnceTheRunWaitsForApproval(t *testing.T) {
 	remote := quickstartRemote(t, "0s", "1s")
 	start := time.Now()
-	out, errOut, code := gitfleet(t, serveArgs(remote, t, "--until-idle", "--timeout", "60s")...)
+	out, errOut, code := gitfleet(t, serveArgs(remote, t, "--until-idle", "--timeout", "20m")...)
 	if code != 0 {
 		t.Fatalf("exit %d after %s\nstdout: %s\nstderr: %s", code, time.Since(start), out, errOut)
 	}
@@ -117,5 +120,52 @@ func TestServeUntilIdleTimesOutWithExitOneWhileARunIsProgressing(t *testing.T) {
 	// The status reached so far is pushed on the way out.
 	if show(remote, "main", "status/runs/example-run.yaml") == nil {
 		t.Error("no run status was pushed before giving up")
+	}
+}
+
+// A remote that is not there yet when serve starts (down, not created, a
+// TLS or DNS failure) is retried with backoff, /readyz answering 503 until
+// the first clone succeeds, instead of ending serve with exit 1.
+func TestServeRetriesTheFirstCloneUntilTheRemoteAppears(t *testing.T) {
+	later := quickstartRemote(t, "0s", "1s")
+	remote := filepath.Join(t.TempDir(), "fleet.git") // not there yet
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+
+	type result struct {
+		out, errOut string
+		code        int
+	}
+	done := make(chan result, 1)
+	go func() {
+		args := serveArgs(remote, t, "--until-idle", "--timeout", "20m", "--metrics-addr", addr)
+		out, errOut, code := gitfleet(t, args...)
+		done <- result{out, errOut, code}
+	}()
+	ready := func() int {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	await.Until(t, "/readyz to answer", func() bool { return ready() != 0 })
+	if code := ready(); code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz while the remote is missing: %d, want 503", code)
+	}
+	if err := os.Rename(later, remote); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.code != 0 {
+		t.Fatalf("serve exited %d once the remote appeared\nstdout: %s\nstderr: %s", r.code, r.out, r.errOut)
+	}
+	if show(remote, "main", "status/runs/example-run.yaml") == nil {
+		t.Error("no run status was pushed after the remote appeared")
 	}
 }
