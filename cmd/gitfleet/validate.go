@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -88,6 +89,7 @@ func validate(out io.Writer, repo, hubPath string) error {
 	problems = append(problems, errs...)
 	if c != nil {
 		problems = append(problems, admission(c, recorded)...)
+		problems = append(problems, runIndexes(c)...)
 	}
 
 	if len(problems) == 0 {
@@ -101,6 +103,24 @@ func validate(out io.Writer, repo, hubPath string) error {
 		fmt.Fprintln(out, p.Error())
 	}
 	return &exitError{code: 1, err: fmt.Errorf("%d problem(s) in %s", len(problems), repo)}
+}
+
+// runIndexes reports runs whose resourceSnapshotIndex is not an integer
+// >= 0. The API server accepts any string there, and the run then fails its
+// initialization for good; validate says so before the push, with the
+// message initialization would give.
+func runIndexes(c *render.Content) []render.ManifestError {
+	var out []render.ManifestError
+	for _, r := range c.Runs {
+		idx := r.Spec.ResourceSnapshotIndex
+		if n, err := strconv.Atoi(idx); idx == "" || err == nil && n >= 0 {
+			continue
+		}
+		src := c.Sources[render.ObjectRef{Group: fleet.PlacementGroup, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}]
+		out = append(out, render.ManifestError{File: src.File, Line: src.Line, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
+			Field: "spec.resourceSnapshotIndex", Message: fmt.Sprintf("invalid resource snapshot index `%s` provided, expected an integer >= 0", idx)})
+	}
+	return out
 }
 
 // admission reports the changes to runs and placements that gitfleet has

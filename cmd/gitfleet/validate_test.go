@@ -126,3 +126,15 @@ func TestValidateChecksApprovalsStatusAndAdmission(t *testing.T) {
 		})
 	}
 }
+
+// A run whose resourceSnapshotIndex is not an integer >= 0 would fail its
+// initialization for good once pushed: validate says so first, with the
+// message initialization gives, naming the file and line.
+func TestValidateRefusesARunIndexThatIsNotAnIndex(t *testing.T) {
+	out, _, code := gitfleet(t, "validate", "--repo", filepath.Join("testdata", "invalid-index"))
+	want := "runs.yaml:1: ClusterStagedUpdateRun rollback: spec.resourceSnapshotIndex: invalid resource snapshot index `abc` provided, expected an integer >= 0\n" +
+		"runs.yaml:10: ClusterStagedUpdateRun rollback-2: spec.resourceSnapshotIndex: invalid resource snapshot index `-1` provided, expected an integer >= 0\n"
+	if code != 1 || out != want {
+		t.Errorf("exit %d, output:\n%s\nwant exit 1 and:\n%s", code, out, want)
+	}
+}
