@@ -66,12 +66,17 @@ func (t *treeFiles) List(prefix string) ([]string, error) {
 // CommitFS is a commit's tree as an fs.FS, for render: every file people
 // wrote, without gitfleet's own status/ and approvals/ trees (render skips
 // them, and their size follows the fleet, not the people's limits).
+// Symbolic links are kept as links, for render to follow or refuse.
 func CommitFS(ctx context.Context, src *gitsource.Source, commit plumbing.Hash) (fs.FS, error) {
-	files, err := src.ReadTreeExcept(ctx, commit, "", render.StatusDir, render.ApprovalsDir)
+	tree, err := src.ReadLinkedTree(ctx, commit, "", render.StatusDir, render.ApprovalsDir)
 	if err != nil {
 		return nil, err
 	}
-	return mapFS(files), nil
+	m := mapFS(tree.Files).(fstest.MapFS)
+	for p, target := range tree.Links {
+		m[p] = &fstest.MapFile{Data: []byte(target), Mode: fs.ModeSymlink | 0o777}
+	}
+	return m, nil
 }
 
 // DirFS is one folder of a commit (at its repository path; "" for the

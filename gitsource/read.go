@@ -60,6 +60,23 @@ func (s *Source) ReadTreeExcept(ctx context.Context, commit plumbing.Hash, dir s
 	return s.readTree(ctx, commit, dir, except, true)
 }
 
+// Tree is a commit's files and symbolic links, as ReadLinkedTree returns
+// them.
+type Tree struct {
+	Files map[string][]byte // regular files by repository path
+	Links map[string]string // symbolic links: path → target, as committed
+}
+
+// ReadLinkedTree is ReadTreeExcept that also returns the symbolic links,
+// unresolved: whether a link may be followed is for the reader to decide
+// (render follows only links that stay inside the repository).
+func (s *Source) ReadLinkedTree(ctx context.Context, commit plumbing.Hash, dir string, except ...string) (Tree, error) {
+	t := Tree{Links: map[string]string{}}
+	var err error
+	t.Files, err = s.readTreeLinks(ctx, commit, dir, except, true, t.Links)
+	return t, err
+}
+
 // ReadOwnTree is ReadTree for the trees gitfleet writes itself (status/,
 // approvals/): no size limit applies, since a limit meant for what people
 // push must never stop gitfleet from reading back what it wrote (a
@@ -69,6 +86,12 @@ func (s *Source) ReadOwnTree(ctx context.Context, commit plumbing.Hash, dir stri
 }
 
 func (s *Source) readTree(ctx context.Context, commit plumbing.Hash, dir string, except []string, limited bool) (map[string][]byte, error) {
+	return s.readTreeLinks(ctx, commit, dir, except, limited, nil)
+}
+
+// readTreeLinks reads the files below dir; with links non-nil, it also
+// records symbolic links there.
+func (s *Source) readTreeLinks(ctx context.Context, commit plumbing.Hash, dir string, except []string, limited bool, links map[string]string) (map[string][]byte, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, s.wrap("read", err)
 	}
@@ -98,11 +121,19 @@ func (s *Source) readTree(ctx context.Context, commit plumbing.Hash, dir string,
 		if err != nil {
 			return nil, s.wrap("read", err)
 		}
-		if !e.Mode.IsFile() || e.Mode == filemode.Symlink {
-			continue
-		}
 		p := path.Join(dir, name)
 		if underAny(p, except) {
+			continue
+		}
+		if e.Mode == filemode.Symlink && links != nil {
+			target, err := s.readBlobLimit(e.Hash, p, 4096)
+			if err != nil {
+				return nil, err
+			}
+			links[p] = string(target)
+			continue
+		}
+		if !e.Mode.IsFile() || e.Mode == filemode.Symlink {
 			continue
 		}
 		if len(files)%64 == 0 {

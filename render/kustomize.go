@@ -113,11 +113,21 @@ func (r *reader) mount(mem filesys.FileSystem, root string) (tooBig []string, er
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() {
+		from := p
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			// A bad link is an error even if the build may not need it:
+			// which files a build reads is kustomize's business.
+			target, merr := resolveLink(r.fsys, p)
+			if merr != nil {
+				return merr
+			}
+			from = target
+		case !d.Type().IsRegular():
 			return nil
 		}
 		before := len(r.errs)
-		data, ok, err := r.readFile(p)
+		data, ok, err := r.readFile(from)
 		if err != nil {
 			return err
 		}
@@ -125,6 +135,12 @@ func (r *reader) mount(mem filesys.FileSystem, root string) (tooBig []string, er
 			r.errs = r.errs[:before] // not an error unless the build needs it
 			tooBig = append(tooBig, p)
 			return nil
+		}
+		if isManifestFile(p) || isKustomizationName(path.Base(p)) {
+			var merr *ManifestError
+			if data, merr = asText(p, data); merr != nil {
+				return merr
+			}
 		}
 		return mem.WriteFile(memPath(p), data)
 	})

@@ -152,12 +152,29 @@ func (r *reader) walk(root string, skip func(p string, d fs.DirEntry) bool, keep
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() || !isManifestFile(p) || !keep(d) {
+		if !isManifestFile(p) || !keep(d) {
 			return nil
 		}
-		data, ok, err := r.readFile(p)
+		from := p
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			target, merr := resolveLink(r.fsys, p)
+			if merr != nil {
+				r.errs = append(r.errs, *merr)
+				return nil
+			}
+			from = target
+		case !d.Type().IsRegular():
+			return nil
+		}
+		data, ok, err := r.readFile(from)
 		if err != nil || !ok {
 			return err
+		}
+		data, merr := asText(p, data)
+		if merr != nil {
+			r.errs = append(r.errs, *merr)
+			return nil
 		}
 		fileDocs, merr := splitDocuments(p, data)
 		if merr != nil {
