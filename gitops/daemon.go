@@ -100,11 +100,18 @@ type Daemon struct {
 	// commits are serialized by the status tree.
 	pushAttempts atomic.Int64
 
+	// state guards lastSync and syncSince, which the health endpoints read
+	// while a sync holds mu.
+	state sync.Mutex
+
 	mu        sync.Mutex
 	processed plumbing.Hash // last first-parent commit of the tracked branch fully processed
 	approved  map[string]bool
 	admitted  bool // the hub has seen the fleet objects of some tip
 	lastErr   error
+	// lastSync is when a fetch and sync last succeeded; syncSince is when
+	// the one in progress began (zero between them). Both on the clock.
+	lastSync, syncSince time.Time
 	// lastGood is the newest processed commit that rendered; its fleet
 	// objects are what the hub holds while later commits do not render.
 	lastGood plumbing.Hash
@@ -193,6 +200,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	if err := d.sync(ctx, head); err != nil {
 		return nil, err
 	}
+	d.lastSync = d.clock.Now()
 	d.Controller.EnqueueAll()
 	return d, nil
 }
@@ -267,6 +275,9 @@ func (d *Daemon) Run(ctx context.Context, triggers <-chan struct{}) error {
 	return err
 }
 
+// minTriggeredRetry is the least time between two failed fetches.
+const minTriggeredRetry = time.Second
+
 // follow fetches on every trigger and syncs what moved. A failed fetch or
 // sync is retried with backoff without waiting for another trigger, so an
 // outage of the remote heals on its own and nothing pushed meanwhile is
@@ -279,6 +290,9 @@ func (d *Daemon) follow(ctx context.Context, triggers <-chan struct{}) error {
 		default:
 		}
 		start := d.clock.Now()
+		d.state.Lock()
+		d.syncSince = start
+		d.state.Unlock()
 		head, err := d.src.Fetch(ctx)
 		d.observeFetch(start, err)
 		if err == nil {
@@ -287,18 +301,33 @@ func (d *Daemon) follow(ctx context.Context, triggers <-chan struct{}) error {
 		d.mu.Lock()
 		d.lastErr = err
 		d.mu.Unlock()
+		d.state.Lock()
+		d.syncSince = time.Time{}
+		if err == nil {
+			d.lastSync = d.clock.Now()
+		}
+		d.state.Unlock()
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if err != nil {
+			// The wait ends at the backoff, or sooner at a trigger (a
+			// poll, a webhook, a local commit: the remote is likely back),
+			// but never before minTriggeredRetry, so a burst of triggers
+			// cannot turn into a burst of failing fetches.
 			wait := retry.Next()
-			d.log.Warn("fetch or sync failed; retrying", "err", err.Error(), "retry_in", wait.String())
-			// A trigger (a webhook, a local commit) retries at once: the
-			// remote is likely back.
+			floor := min(wait, minTriggeredRetry)
+			d.log.Warn("fetch or sync failed; retrying", "err", err.Error(), "attempt", retry.Attempts(),
+				"retry_in", wait.String(), "or_on_trigger_after", floor.String())
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-time.After(wait):
+			case <-time.After(floor):
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait - floor):
 			case <-triggers:
 			}
 			continue
@@ -310,6 +339,44 @@ func (d *Daemon) follow(ctx context.Context, triggers <-chan struct{}) error {
 		case <-triggers:
 		}
 	}
+}
+
+// Ready reports, for /readyz, whether the fleet repository was fetched and
+// synced successfully within maxAge; the error says when it last was and
+// why it fails since. A daemon that only learns of commits by webhook
+// fetches rarely: give it maxAge 0, which only asks for one success.
+func (d *Daemon) Ready(maxAge time.Duration) error {
+	d.state.Lock()
+	last := d.lastSync
+	d.state.Unlock()
+	age := d.clock.Now().Sub(last)
+	if maxAge <= 0 || age <= maxAge {
+		return nil
+	}
+	cause := "no fetch was attempted"
+	if err := d.LastError(); err != nil {
+		cause = err.Error()
+	}
+	return fmt.Errorf("the last successful sync of %s was %s ago, more than %s: %s",
+		d.src.URL(), age.Round(time.Second), maxAge, cause)
+}
+
+// Healthy reports, for /healthz, whether the loop is alive: a fetch and
+// sync that has run longer than maxDuration is wedged (every network step
+// has its own timeout, so a working loop never takes that long), and a
+// restart is the fix.
+func (d *Daemon) Healthy(maxDuration time.Duration) error {
+	d.state.Lock()
+	since := d.syncSince
+	d.state.Unlock()
+	if since.IsZero() || maxDuration <= 0 {
+		return nil
+	}
+	if took := d.clock.Now().Sub(since); took > maxDuration {
+		return fmt.Errorf("one fetch and sync of %s has been running for %s, more than %s: the loop is wedged",
+			d.src.URL(), took.Round(time.Second), maxDuration)
+	}
+	return nil
 }
 
 // LastError is the error of the last fetch and sync, nil when it succeeded.

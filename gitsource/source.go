@@ -268,10 +268,38 @@ func (s *Source) Fetch(ctx context.Context) (Head, error) {
 		return Head{}, s.wrap("fetch", err)
 	}
 	defer s.unlock()
+	if _, err := os.Stat(filepath.Join(s.cfg.CacheDir, markerFile)); errors.Is(err, os.ErrNotExist) {
+		if err := s.recloneLocked("the cache directory or its marker file is gone"); err != nil {
+			return Head{}, err
+		}
+	}
 	if err := s.fetchLocked(ctx); err != nil {
+		// A cache that no longer reads fails every fetch: start it over,
+		// so the next fetch clones.
+		if reason := s.useCache(); reason != "" {
+			if rerr := s.recloneLocked(reason); rerr != nil {
+				return Head{}, rerr
+			}
+		}
 		return Head{}, err
 	}
 	return s.headLocked(), nil
+}
+
+// recloneLocked starts the cache over (deleted by a person, a tmp cleaner,
+// a new volume, or corrupt) instead of failing every fetch with
+// "repository not found" while nothing heals it. gitfleet's state lives in
+// the remote, so a new clone loses nothing.
+func (s *Source) recloneLocked(reason string) error {
+	dir := s.cfg.CacheDir
+	s.log.Warn("cache unusable; cloning the repository again", "cache", dir, "reason", reason)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return s.wrap("fetch", err)
+	}
+	if err := wipeDir(dir); err != nil {
+		return s.wrap("fetch", err)
+	}
+	return s.initCache()
 }
 
 // Head returns the branch tips as of the last Fetch, without network.

@@ -332,3 +332,30 @@ func TestOpenReclonesACacheWithAnEmptyRefFile(t *testing.T) {
 		t.Errorf("tip %s after re-clone, want %s", head.Commit, want)
 	}
 }
+
+// A cache deleted under a running gitfleet (a person, a tmp cleaner, a new
+// volume) is cloned again by the next fetch, which then sees the remote as
+// it is.
+func TestFetchReclonesADeletedCache(t *testing.T) {
+	ctx := ctxT(t)
+	f := newFixture(t)
+	cfg := f.config(t)
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(cfg.CacheDir); err != nil {
+		t.Fatal(err)
+	}
+	want := f.push(t, "after the cache went", map[string]string{"workloads/new.yaml": "new\n"})
+	head, err := s.Fetch(ctx)
+	if err != nil {
+		t.Fatalf("Fetch after the cache was deleted: %v", err)
+	}
+	if head.Commit != want {
+		t.Fatalf("fetched %s, want %s", head.Commit, want)
+	}
+	if data, err := s.ReadFile(ctx, head.Commit, "workloads/new.yaml"); err != nil || string(data) != "new\n" {
+		t.Fatalf("ReadFile after the re-clone: %q, %v", data, err)
+	}
+}

@@ -11,26 +11,27 @@ import (
 // notReadyReason is what /readyz says until SetReady.
 const notReadyReason = "not ready: the first fetch and render of the fleet repository have not succeeded yet"
 
-// Endpoints serves /metrics, /healthz and /readyz. /healthz answers 200 as
-// soon as the server runs; /readyz answers 503 with the reason until the
-// daemon calls SetReady (after its first successful fetch and render), so a
-// rollout of gitfleet itself waits for a working instance.
+// Endpoints serves /metrics, /healthz and /readyz. /readyz answers 503 with
+// the reason until the daemon calls SetReady (after its first successful
+// fetch and render), so a rollout of gitfleet itself waits for a working
+// instance, and then whenever the ready check fails (the last successful
+// sync is too old). /healthz answers 200 while the health check passes (the
+// loop is not wedged), so a liveness probe restarts a wedged instance.
 type Endpoints struct {
 	mux *http.ServeMux
 
 	mu     sync.Mutex
 	ready  bool
 	reason string
+	// readyCheck and healthCheck, if set, are asked on every request.
+	readyCheck, healthCheck func() error
 }
 
 // Handler returns the endpoints over the metrics gathered from g.
 func Handler(g prometheus.Gatherer) *Endpoints {
 	e := &Endpoints{mux: http.NewServeMux(), reason: notReadyReason}
 	e.mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
-	e.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ok\n"))
-	})
+	e.mux.HandleFunc("/healthz", e.healthz)
 	e.mux.HandleFunc("/readyz", e.readyz)
 	return e
 }
@@ -45,6 +46,14 @@ func (e *Endpoints) SetReady() {
 	e.ready = true
 }
 
+// SetChecks installs the checks /readyz (once ready) and /healthz ask on
+// every request; a non-nil error answers 503 with its text.
+func (e *Endpoints) SetChecks(ready, health func() error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.readyCheck, e.healthCheck = ready, health
+}
+
 // SetNotReady makes /readyz answer 503 with reason.
 func (e *Endpoints) SetNotReady(reason string) {
 	e.mu.Lock()
@@ -54,10 +63,33 @@ func (e *Endpoints) SetNotReady(reason string) {
 
 func (e *Endpoints) readyz(w http.ResponseWriter, _ *http.Request) {
 	e.mu.Lock()
-	ready, reason := e.ready, e.reason
+	ready, reason, check := e.ready, e.reason, e.readyCheck
 	e.mu.Unlock()
+	if ready && check != nil {
+		if err := check(); err != nil {
+			ready, reason = false, "not ready: "+err.Error()
+		}
+	}
+	answer(w, ready, reason)
+}
+
+func (e *Endpoints) healthz(w http.ResponseWriter, _ *http.Request) {
+	e.mu.Lock()
+	check := e.healthCheck
+	e.mu.Unlock()
+	if check != nil {
+		if err := check(); err != nil {
+			answer(w, false, "unhealthy: "+err.Error())
+			return
+		}
+	}
+	answer(w, true, "")
+}
+
+// answer writes "ok" or 503 with the reason.
+func answer(w http.ResponseWriter, ok bool, reason string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if !ready {
+	if !ok {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write([]byte(reason + "\n"))
 		return

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -53,5 +54,35 @@ func TestHandlerServesMetricsHealthAndReadiness(t *testing.T) {
 	}
 	if code, _ := get(t, srv, "/nothing"); code != http.StatusNotFound {
 		t.Errorf("/nothing = %d, want 404", code)
+	}
+}
+
+// Once ready, /readyz and /healthz ask their checks on every request and
+// answer 503 with the check's words while it fails.
+func TestHandlerAsksTheChecks(t *testing.T) {
+	_, reg, _ := newMetrics()
+	h := Handler(reg)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	var readyErr, healthErr error
+	h.SetChecks(func() error { return readyErr }, func() error { return healthErr })
+	h.SetReady()
+	for _, tc := range []struct {
+		name              string
+		ready, health     error
+		readyz, healthz   int
+		readyIn, healthIn string
+	}{
+		{"both pass", nil, nil, 200, 200, "ok", "ok"},
+		{"sync too old", errors.New("the last successful sync was 5m ago"), nil, 503, 200, "5m ago", "ok"},
+		{"wedged", nil, errors.New("the loop is wedged"), 200, 503, "ok", "wedged"},
+	} {
+		readyErr, healthErr = tc.ready, tc.health
+		if code, body := get(t, srv, "/readyz"); code != tc.readyz || !strings.Contains(body, tc.readyIn) {
+			t.Errorf("%s: /readyz = %d %q", tc.name, code, body)
+		}
+		if code, body := get(t, srv, "/healthz"); code != tc.healthz || !strings.Contains(body, tc.healthIn) {
+			t.Errorf("%s: /healthz = %d %q", tc.name, code, body)
+		}
 	}
 }

@@ -27,7 +27,8 @@ import (
 type serveOptions struct {
 	repo, branch, path, statusBranch, cacheDir string
 	interval, statusInterval, stuckThreshold   time.Duration
-	renderTimeout                              time.Duration
+	renderTimeout, readyMaxSyncAge             time.Duration
+	maxSyncDuration                            time.Duration
 	webhookAddr, webhookSecretFile             string
 	metricsAddr                                string
 	noApprovalBranches, allowInsecureHTTP      bool
@@ -87,6 +88,8 @@ repository, by filesystem notifications.`,
 	f.StringVar(&o.cacheDir, "cache-dir", "", "where the clone is cached (default: a folder under the user cache directory)")
 	f.DurationVar(&o.interval, "interval", 30*time.Second, "poll the remote this often (0 disables polling)")
 	f.DurationVar(&o.statusInterval, "status-interval", 2*time.Second, "batch status commits that guard no side effect into one per interval")
+	f.DurationVar(&o.readyMaxSyncAge, "ready-max-sync-age", 0, "/readyz fails once the last successful fetch and sync is older than this (default 3×--interval+1m; with --interval 0, never)")
+	f.DurationVar(&o.maxSyncDuration, "max-sync-duration", 15*time.Minute, "/healthz fails once one fetch and sync has run longer than this: the loop is wedged")
 	f.DurationVar(&o.renderTimeout, "render-timeout", gitops.DefaultRenderTimeout, "give up rendering a commit after this long; it is recorded in status/commits/ and skipped")
 	f.DurationVar(&o.stuckThreshold, "stuck-threshold", 5*time.Minute, "report a run stuck when a cluster has been updating this long")
 	f.StringVar(&o.webhookAddr, "webhook-addr", "", "listen for push webhooks on this address (e.g. :9090), path /webhook")
@@ -164,6 +167,11 @@ func runServe(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
+	readyAge := o.readyMaxSyncAge
+	if readyAge == 0 && o.interval > 0 {
+		readyAge = 3*o.interval + time.Minute
+	}
+	endpoints.SetChecks(func() error { return d.Ready(readyAge) }, func() error { return d.Healthy(o.maxSyncDuration) })
 	endpoints.SetReady()
 
 	watcher := gitsource.NewWatcher(log.With("component", "watcher"))
