@@ -222,6 +222,9 @@ func TestRedaction(t *testing.T) {
 				CacheDir: filepath.Join(t.TempDir(), "cache"),
 				Auth:     tc.auth,
 				Logger:   newTextLogger(&logs),
+				// The echoing server is plain http: let the credentials
+				// reach it, to see that its echo is scrubbed.
+				AllowInsecureHTTP: true,
 			}
 			_, err := Open(ctxT(t), cfg)
 			if err == nil {
