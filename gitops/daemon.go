@@ -49,6 +49,9 @@ type Config struct {
 	// negative: every change is committed at once, which tests on a fake
 	// clock use so that no commit waits for virtual time).
 	StatusInterval time.Duration
+	// CacheMaintenance is how often the cache is packed (default 1h;
+	// negative: never), so a long-running daemon's cache stays bounded.
+	CacheMaintenance time.Duration
 	// RenderTimeout bounds the render of one commit (default 1m). A commit
 	// that takes longer is recorded as not rendered and skipped.
 	RenderTimeout time.Duration
@@ -139,6 +142,9 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	}
 	if cfg.RenderTimeout <= 0 {
 		cfg.RenderTimeout = DefaultRenderTimeout
+	}
+	if cfg.CacheMaintenance == 0 {
+		cfg.CacheMaintenance = time.Hour
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -261,10 +267,14 @@ func (d *Daemon) placementStatus(ctx context.Context, key hub.Key) error {
 // On the way out it pushes the status that is still pending.
 func (d *Daemon) Run(ctx context.Context, triggers <-chan struct{}) error {
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		d.Controller.Run(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		d.maintainCache(ctx)
 	}()
 	err := d.follow(ctx, triggers)
 	wg.Wait()
@@ -377,6 +387,30 @@ func (d *Daemon) Healthy(maxDuration time.Duration) error {
 			d.src.URL(), took.Round(time.Second), maxDuration)
 	}
 	return nil
+}
+
+// maintainCache packs the cache every Config.CacheMaintenance until ctx
+// is done.
+func (d *Daemon) maintainCache(ctx context.Context) {
+	if d.cfg.CacheMaintenance < 0 {
+		return
+	}
+	t := time.NewTicker(d.cfg.CacheMaintenance)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		before, after, err := d.src.Maintain(ctx)
+		if err != nil {
+			d.log.Warn("cache maintenance failed; trying again at the next interval", "err", err.Error())
+			continue
+		}
+		d.log.Info("cache packed", "disk_bytes_before", before.DiskBytes, "disk_bytes_after", after.DiskBytes,
+			"loose_objects_before", before.LooseObjects)
+	}
 }
 
 // LastError is the error of the last fetch and sync, nil when it succeeded.

@@ -28,7 +28,7 @@ type serveOptions struct {
 	repo, branch, path, statusBranch, cacheDir string
 	interval, statusInterval, stuckThreshold   time.Duration
 	renderTimeout, readyMaxSyncAge             time.Duration
-	maxSyncDuration                            time.Duration
+	maxSyncDuration, cacheMaintenance          time.Duration
 	webhookAddr, webhookSecretFile             string
 	metricsAddr                                string
 	noApprovalBranches, allowInsecureHTTP      bool
@@ -90,6 +90,7 @@ repository, by filesystem notifications.`,
 	f.DurationVar(&o.statusInterval, "status-interval", 2*time.Second, "batch status commits that guard no side effect into one per interval")
 	f.DurationVar(&o.readyMaxSyncAge, "ready-max-sync-age", 0, "/readyz fails once the last successful fetch and sync is older than this (default 3×--interval+1m; with --interval 0, never)")
 	f.DurationVar(&o.maxSyncDuration, "max-sync-duration", 15*time.Minute, "/healthz fails once one fetch and sync has run longer than this: the loop is wedged")
+	f.DurationVar(&o.cacheMaintenance, "cache-maintenance-interval", time.Hour, "pack the cache (as git gc would) this often, so it stays bounded; 0 never")
 	f.DurationVar(&o.renderTimeout, "render-timeout", gitops.DefaultRenderTimeout, "give up rendering a commit after this long; it is recorded in status/commits/ and skipped")
 	f.DurationVar(&o.stuckThreshold, "stuck-threshold", 5*time.Minute, "report a run stuck when a cluster has been updating this long")
 	f.StringVar(&o.webhookAddr, "webhook-addr", "", "listen for push webhooks on this address (e.g. :9090), path /webhook")
@@ -151,6 +152,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 		}
 		d, err = gitops.Open(ctx, gitops.Config{
 			Source: src, Path: o.path, StatusInterval: o.statusInterval, StuckThreshold: o.stuckThreshold, RenderTimeout: o.renderTimeout,
+			CacheMaintenance:     maintenanceInterval(o.cacheMaintenance),
 			PushApprovalBranches: !o.noApprovalBranches, Metrics: m, Observer: gitops.MetricsObserver{M: m},
 			OnReconcileError: func(controller string, _ error) { m.ObserveReconcileError(controller) },
 			OnBindings: func(p hub.Key, bindings []*fleet.Binding) {
@@ -218,6 +220,14 @@ func runServe(ctx context.Context, o serveOptions) error {
 		return &exitError{code: 1, err: fmt.Errorf("not idle after --timeout %s", o.timeout)}
 	}
 	return nil
+}
+
+// maintenanceInterval maps the flag's 0 (never) to the daemon's negative.
+func maintenanceInterval(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // retryStart runs start (the first clone and the restore from the status
