@@ -2,7 +2,8 @@
 GO        ?= go
 BIN       ?= bin/gitfleet
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -s -w -X main.version=$(VERSION)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 IMAGE     ?= gitfleet:$(VERSION)
 
 .PHONY: all build test fuzz lint vet fmt run simulate bench image generate clean

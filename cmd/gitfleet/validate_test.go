@@ -138,3 +138,40 @@ func TestValidateRefusesARunIndexThatIsNotAnIndex(t *testing.T) {
 		t.Errorf("exit %d, output:\n%s\nwant exit 1 and:\n%s", code, out, want)
 	}
 }
+
+// The README's rollback snippet, copied next to the quickstart as a user
+// would, validates.
+func TestTheReadmeRollbackSnippetValidates(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "## Rolling back")
+	if !ok {
+		t.Fatal("README has no Rolling back section")
+	}
+	_, rest, _ = strings.Cut(rest, "```yaml\n")
+	snippet, _, ok := strings.Cut(rest, "```")
+	if !ok || !strings.Contains(snippet, "resourceSnapshotIndex") {
+		t.Fatalf("no rollback snippet in the Rolling back section:\n%s", rest)
+	}
+	repo := t.TempDir()
+	copyTree(t, "../../examples/quickstart", repo)
+	if err := os.WriteFile(filepath.Join(repo, "rollback.yaml"), []byte(snippet), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := gitfleet(t, "validate", "--repo", repo); code != 0 {
+		t.Errorf("validate of the README's rollback snippet: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// A binary built with the commit stamped (make build) prints it.
+func TestVersionPrintsTheStampedCommit(t *testing.T) {
+	old := commit
+	commit = "0123456789abcdef0123456789abcdef01234567"
+	defer func() { commit = old }()
+	out, _, code := gitfleet(t, "version")
+	if code != 0 || !strings.Contains(out, "(commit 0123456789abcdef0123456789abcdef01234567,") {
+		t.Errorf("version: exit %d, %q", code, out)
+	}
+}
