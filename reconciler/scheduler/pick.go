@@ -127,11 +127,15 @@ func pickN(policy *fleet.PlacementPolicy, count int, members []*fleet.MemberClus
 		candidates = append(candidates, kept[:len(kept)-count]...)
 		kept = kept[len(kept)-count:]
 	}
+	// Best first, as KubeFleet orders them: it sorts by score and name
+	// ascending and walks the list from the end, so among equal scores the
+	// name that sorts last is picked first (its e2e places N=1 over
+	// member-cluster-1..3 on member-cluster-3).
 	sort.Slice(candidates, func(i, j int) bool {
 		if candidates[i].score != candidates[j].score {
 			return candidates[i].score > candidates[j].score
 		}
-		return candidates[i].name < candidates[j].name
+		return candidates[i].name > candidates[j].name
 	})
 	out := pick{picked: map[string]fleet.ClusterDecision{}, want: count}
 	for _, k := range kept {

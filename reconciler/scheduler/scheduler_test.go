@@ -202,9 +202,11 @@ func TestPolicies(t *testing.T) {
 			wantReasons: map[string]string{
 				"member3": `Successfully scheduled resources for placement in "member3" (affinity score: 15, topology spread score: 0): picked by scheduling policy`,
 				"member2": `Cluster "member2" does not score high enough (affinity score: 0, topology spread score: 0)`}},
-		{name: "PickN with equal scores picks by name",
+		// KubeFleet picks among equal scores the names that sort last
+		// (its e2e: N=1 over member-cluster-1..3 lands on member-cluster-3).
+		{name: "PickN with equal scores picks the names that sort last",
 			policy:      &fleet.PlacementPolicy{PlacementType: fleet.PickNPlacementType, NumberOfClusters: n(2)},
-			wantStates:  "[member1=Scheduled@example-placement-0 member2=Scheduled@example-placement-0]",
+			wantStates:  "[member2=Scheduled@example-placement-0 member3=Scheduled@example-placement-0]",
 			wantStatus:  metav1.ConditionTrue,
 			wantMessage: "found all cluster needed as specified by the scheduling policy, found 2 cluster(s)"},
 		{name: "PickN asking for more clusters than match is not fully scheduled",
@@ -279,17 +281,17 @@ func TestPickNCountChangeKeepsTheSnapshot(t *testing.T) {
 	f := newFixture(t, "", seedMembers()...)
 	f.place(&fleet.PlacementPolicy{PlacementType: fleet.PickNPlacementType, NumberOfClusters: n(1)})
 	hash := string(f.latest().Spec.PolicyHash)
-	f.bound("member1")
+	f.bound("member3")
 
 	steps := []struct {
 		count      int32
 		wantStates string
 	}{
-		{3, "[member1=Bound@example-placement-0 member2=Scheduled@example-placement-0 member3=Scheduled@example-placement-0]"},
+		{3, "[member1=Scheduled@example-placement-0 member2=Scheduled@example-placement-0 member3=Bound@example-placement-0]"},
 		// Scaling in drops the lowest score, ties by name: member1.
-		{2, "[member1=Unscheduled@example-placement-0 member2=Scheduled@example-placement-0 member3=Scheduled@example-placement-0]"},
-		// Scaling out again restores member1 as it was.
-		{3, "[member1=Bound@example-placement-0 member2=Scheduled@example-placement-0 member3=Scheduled@example-placement-0]"},
+		{2, "[member1=Unscheduled@example-placement-0 member2=Scheduled@example-placement-0 member3=Bound@example-placement-0]"},
+		// Scaling out again restores member1.
+		{3, "[member1=Scheduled@example-placement-0 member2=Scheduled@example-placement-0 member3=Bound@example-placement-0]"},
 	}
 	for _, step := range steps {
 		f.place(&fleet.PlacementPolicy{PlacementType: fleet.PickNPlacementType, NumberOfClusters: n(step.count)})
