@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,9 +72,12 @@ Columns beyond KubeFleet's are in -o wide; -o yaml prints the files' objects.`,
 
   # Namespaced runs of one namespace
   gitfleet get sur -n my-app-namespace`,
-		Args:              cobra.MinimumNArgs(1),
+		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: q.complete,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return listKinds(cmd.OutOrStdout())
+			}
 			if output != "" && output != "wide" && output != "yaml" {
 				return fmt.Errorf("--output must be empty, wide or yaml, not %q", output)
 			}
@@ -180,6 +184,20 @@ func table[T runtime.Object](print func(io.Writer, []T, time.Time, printers.Opti
 	}
 }
 
+// listKinds answers a bare `gitfleet get`, as kubectl api-resources does.
+func listKinds(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSHORTNAMES\tKIND\tFILES")
+	for _, fam := range families {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/\n", fam.name, strings.Join(fam.clusterWords, ","), fam.clusterKind, fam.dir)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, "\nUse \"gitfleet get <name>\" to list objects of a kind, for example: gitfleet get runs")
+	return err
+}
+
 // query is what get and describe were asked for.
 type query struct {
 	repo, path string
@@ -272,6 +290,7 @@ func (q *query) keep(obj runtime.Object) bool {
 // and returned as one exit error after the readable objects; an empty
 // result is announced on stderr, as kubectl does.
 func (q *query) find(stderr io.Writer) ([]runtime.Object, error) {
+	q.repo = repoRoot(q.repo)
 	if fi, err := os.Stat(q.repo); err != nil {
 		return nil, fmt.Errorf("repository: %w", err)
 	} else if !fi.IsDir() {
@@ -330,11 +349,45 @@ func (q *query) byName(objs []runtime.Object) (kept []runtime.Object, missing []
 				found = true
 			}
 		}
+		if !found && q.fam.name == "bindings" {
+			// Binding names carry a hash; their files are named by
+			// cluster. A cluster name that names one binding finds it.
+			var same []runtime.Object
+			for _, o := range objs {
+				if b, ok := o.(*fleet.Binding); ok && b.Spec.TargetCluster == name {
+					same = append(same, o)
+				}
+			}
+			if len(same) == 1 {
+				kept, found = append(kept, same[0]), true
+			}
+		}
 		if !found {
 			missing = append(missing, name)
 		}
 	}
 	return kept, missing
+}
+
+// repoRoot is the top of the working tree dir is in, found as git finds
+// it (the nearest folder upwards with a .git), so get and describe work
+// from any subfolder of a clone; dir itself when there is none.
+func repoRoot(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return dir
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+			if d == abs {
+				return dir
+			}
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return dir
+		}
+	}
 }
 
 // where says where a missing object was looked for.

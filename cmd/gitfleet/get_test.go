@@ -302,3 +302,25 @@ func TestGetCompletesResourcesAndNames(t *testing.T) {
 		}
 	}
 }
+
+// From a subfolder of a clone, get finds the repository's top as git does;
+// a binding is found by its cluster's name (its file's name) when that
+// names one binding.
+func TestGetFromASubfolderAndBindingsByCluster(t *testing.T) {
+	repo := demoRepo(t)
+	sub := filepath.Join(repo, "status", "runs")
+	out, errOut, code := gitfleet(t, "get", "runs", "--repo", sub)
+	if code != 0 || !strings.Contains(out, "example-run") {
+		t.Errorf("get runs from %s: exit %d\n%s%s", sub, code, out, errOut)
+	}
+	out, errOut, code = gitfleet(t, "get", "bindings", "member1", "--repo", repo)
+	if code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(out, "example-placement-member1-") {
+		t.Errorf("get bindings member1: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := gitfleet(t, "get", "bindings", "member9", "--repo", repo); code == 0 || !strings.Contains(errOut, `"member9" not found`) {
+		t.Errorf("get bindings member9: exit %d, %s", code, errOut)
+	}
+	if out, _, code := gitfleet(t, "get"); code != 0 || !strings.Contains(out, "SHORTNAMES") || !strings.Contains(out, "csur") {
+		t.Errorf("get with no kind: exit %d\n%s", code, out)
+	}
+}

@@ -28,8 +28,9 @@ func exitCode(err error) int {
 func newRootCommand() *cobra.Command {
 	var logLevel string
 	root := &cobra.Command{
-		Use:   "gitfleet",
-		Short: "Staged rollouts across a Kubernetes fleet, driven by Git",
+		Use:     "gitfleet",
+		Version: versionString(),
+		Short:   "Staged rollouts across a Kubernetes fleet, driven by Git",
 		Long: `gitfleet makes a Git repository the control plane of staged rollouts across a
 fleet of Kubernetes clusters. It re-implements KubeFleet's staged update runs
 (ClusterStagedUpdateStrategy, ClusterStagedUpdateRun, ClusterApprovalRequest):

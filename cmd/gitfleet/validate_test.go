@@ -170,8 +170,10 @@ func TestVersionPrintsTheStampedCommit(t *testing.T) {
 	old := commit
 	commit = "0123456789abcdef0123456789abcdef01234567"
 	defer func() { commit = old }()
-	out, _, code := gitfleet(t, "version")
-	if code != 0 || !strings.Contains(out, "(commit 0123456789abcdef0123456789abcdef01234567,") {
-		t.Errorf("version: exit %d, %q", code, out)
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, _, code := gitfleet(t, args...)
+		if code != 0 || !strings.Contains(out, "(commit 0123456789abcdef0123456789abcdef01234567,") {
+			t.Errorf("%v: exit %d, %q", args, code, out)
+		}
 	}
 }

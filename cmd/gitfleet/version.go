@@ -23,19 +23,25 @@ func newVersionCommand() *cobra.Command {
 		Example: `  gitfleet version`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			commit := commit
-			if info, ok := debug.ReadBuildInfo(); ok && commit == "" {
-				for _, s := range info.Settings {
-					if s.Key == "vcs.revision" {
-						commit = s.Value
-					}
-				}
-			}
-			if commit == "" {
-				commit = "unknown"
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "gitfleet %s (commit %s, %s, %s/%s)\n", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			fmt.Fprintf(cmd.OutOrStdout(), "gitfleet %s\n", versionString())
 			return nil
 		},
 	}
+}
+
+// versionString is "<version> (commit <sha>, <go>, <os>/<arch>)", for
+// `gitfleet version` and `gitfleet --version`.
+func versionString() string {
+	commit := commit
+	if info, ok := debug.ReadBuildInfo(); ok && commit == "" {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				commit = s.Value
+			}
+		}
+	}
+	if commit == "" {
+		commit = "unknown"
+	}
+	return fmt.Sprintf("%s (commit %s, %s, %s/%s)", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
