@@ -110,8 +110,10 @@ type Daemon struct {
 	mu        sync.Mutex
 	processed plumbing.Hash // last first-parent commit of the tracked branch fully processed
 	approved  map[string]bool
-	admitted  bool // the hub has seen the fleet objects of some tip
-	lastErr   error
+	// branchGone are approval files whose branch was deleted.
+	branchGone map[string]bool
+	admitted   bool // the hub has seen the fleet objects of some tip
+	lastErr    error
 	// lastSync is when a fetch and sync last succeeded; syncSince is when
 	// the one in progress began (zero between them). Both on the clock.
 	lastSync, syncSince time.Time
@@ -149,7 +151,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	d := &Daemon{cfg: cfg, src: cfg.Source, clock: cfg.Clock, log: cfg.Log, approved: map[string]bool{},
+	d := &Daemon{cfg: cfg, src: cfg.Source, clock: cfg.Clock, log: cfg.Log, approved: map[string]bool{}, branchGone: map[string]bool{},
 		unrendered: map[string]*fleet.Commit{}}
 
 	start := d.clock.Now()
@@ -792,8 +794,50 @@ func (d *Daemon) commit(ctx context.Context, ch status.Changeset, message string
 	}
 	if d.cfg.PushApprovalBranches {
 		d.pushApprovalBranches(ctx, approvalPart)
+		d.deleteSettledBranches(ctx, approvalPart)
 	}
 	return nil
+}
+
+// deleteSettledBranches deletes gitfleet/approve/<name> once its request is
+// settled: accepted (by merging the branch, by a commit, by any means), or
+// gone with its run. A branch left behind invites a merge that conflicts.
+func (d *Daemon) deleteSettledBranches(ctx context.Context, ch status.Changeset) {
+	var settled []string
+	for _, p := range ch.WritePaths() {
+		obj, err := status.Decode(ch.Writes[p])
+		if err != nil {
+			continue
+		}
+		if ar, ok := obj.(*fleet.ApprovalRequest); ok && meta.IsStatusConditionTrue(ar.Status.Conditions, fleet.ApprovalRequestConditionApprovalAccepted) {
+			settled = append(settled, p)
+		}
+	}
+	settled = append(settled, ch.Deletes...)
+	for _, p := range settled {
+		if d.branchGone[p] {
+			continue
+		}
+		name := approvalBranchName(p)
+		if name == "" {
+			continue
+		}
+		if err := d.src.DeleteBranch(ctx, name); err != nil {
+			d.log.Warn("deleting the approval branch failed; it can be deleted by hand", "branch", gitsource.ApproveBranchPrefix+name, "err", err)
+			continue
+		}
+		d.branchGone[p] = true
+	}
+}
+
+// approvalBranchName is the branch name of the approval request file at p:
+// approvals/<name>.yaml → <name>, approvals/<ns>/<name>.yaml → <ns>.<name>.
+func approvalBranchName(p string) string {
+	rest, ok := strings.CutPrefix(p, render.ApprovalsDir+"/")
+	if !ok || !strings.HasSuffix(rest, ".yaml") {
+		return ""
+	}
+	return strings.ReplaceAll(strings.TrimSuffix(rest, ".yaml"), "/", ".")
 }
 
 // pushApprovalBranches pushes gitfleet/approve/<name> for every approval

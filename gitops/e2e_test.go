@@ -75,6 +75,10 @@ func TestMergingTheApproveBranchApproves(t *testing.T) {
 	if approved == nil || approved.ObservedGeneration != 1 {
 		t.Fatalf("merged approval has Approved %+v, want observedGeneration 1", approved)
 	}
+	// Accepted, the request needs its branch no more.
+	eventually(t, "the merged gitfleet/approve branch to be deleted", func() bool {
+		return !strings.Contains(gitCmd(t, r.work, "ls-remote", "--heads", "origin"), "refs/heads/gitfleet/approve/"+approvalName)
+	})
 }
 
 func TestApprovalWithWrongGenerationIsIgnoredAndExplained(t *testing.T) {

@@ -337,3 +337,29 @@ func TestPushBranchAfterMergeAndDelete(t *testing.T) {
 		t.Fatalf("re-created approve branch starts at %s, want main %s", parent, main)
 	}
 }
+
+// An approval branch is deleted from the remote once settled; deleting one
+// that is gone is no error; only approval branches can be named.
+func TestDeleteBranch(t *testing.T) {
+	ctx := ctxT(t)
+	f := newFixture(t)
+	s := f.open(t)
+	if _, err := s.PushBranch(ctx, "a1", Change{Writes: map[string][]byte{"approvals/a1.yaml": []byte("ok\n")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteBranch(ctx, "a1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gitErr(f.bare, "rev-parse", "--verify", "refs/heads/gitfleet/approve/a1"); err == nil {
+		t.Fatal("the branch is still on the remote")
+	}
+	if err := s.DeleteBranch(ctx, "a1"); err != nil {
+		t.Fatalf("deleting a deleted branch: %v", err)
+	}
+	if err := s.DeleteBranch(ctx, "../main"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("DeleteBranch(../main) = %v, want ErrInvalid", err)
+	}
+	if tip := f.remoteTip(t, "main"); tip.IsZero() {
+		t.Fatal("main is gone")
+	}
+}

@@ -3,6 +3,7 @@ package gitsource
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -194,5 +195,64 @@ func (s *Source) newObjects(tree, base plumbing.Hash, seen map[plumbing.Hash]boo
 			}
 		}
 	}
+	return nil
+}
+
+// DeleteBranch deletes ApproveBranchPrefix+name from the remote, once its
+// approval request is settled, so no stale branch invites a merge that
+// would conflict. Only gitfleet's approval branches can be deleted; a
+// branch that is already gone is not an error. The delete is a
+// compare-and-swap on the tip the remote advertised, so a branch a person
+// pushed to meanwhile is kept.
+func (s *Source) DeleteBranch(ctx context.Context, name string) error {
+	if !branchName.MatchString(name) {
+		return errorf("delete-branch", ErrInvalid, fmt.Sprintf("branch name %q: want letters, digits, '.', '_' or '-'", name))
+	}
+	if err := s.lock(ctx); err != nil {
+		return s.wrap("delete-branch", err)
+	}
+	defer s.unlock()
+	creds, err := s.cfg.Auth.resolve(s.ep, s.red)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	ep := *s.ep
+	ep.CaBundle = creds.caBundle
+	tr, err := client.NewClient(&ep)
+	if err != nil {
+		return s.wrap("delete-branch", err)
+	}
+	sess, err := tr.NewReceivePackSession(&ep, creds.method)
+	if err != nil {
+		return s.wrap("delete-branch", err)
+	}
+	defer sess.Close()
+	adv, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		return s.wrap("delete-branch", err)
+	}
+	refs, err := adv.AllReferences()
+	if err != nil {
+		return s.wrap("delete-branch", err)
+	}
+	ref, err := refs.Reference(plumbing.NewBranchReferenceName(ApproveBranchPrefix + name))
+	if err != nil {
+		return nil // already gone
+	}
+	req := packp.NewReferenceUpdateRequestFromCapabilities(adv.Capabilities)
+	req.Commands = []*packp.Command{{Name: ref.Name(), Old: ref.Hash(), New: plumbing.ZeroHash}}
+	report, err := sess.ReceivePack(ctx, req)
+	if err != nil {
+		return s.wrap("delete-branch", err)
+	}
+	if report != nil {
+		if err := report.Error(); err != nil {
+			return s.wrap("delete-branch", err)
+		}
+	}
+	_ = s.store.RemoveReference(trackingRef(ApproveBranchPrefix + name))
+	s.log.Info("deleted", "branch", ApproveBranchPrefix+name)
 	return nil
 }
