@@ -34,6 +34,7 @@ type serveOptions struct {
 	noApprovalBranches, allowInsecureHTTP      bool
 	untilIdle                                  bool
 	timeout                                    time.Duration
+	maxFileSize, maxTreeSize                   int64
 	auth                                       gitsource.Auth
 }
 
@@ -91,6 +92,8 @@ repository, by filesystem notifications.`,
 	f.DurationVar(&o.readyMaxSyncAge, "ready-max-sync-age", 0, "/readyz fails once the last successful fetch and sync is older than this (default 3×--interval+1m; with --interval 0, never)")
 	f.DurationVar(&o.maxSyncDuration, "max-sync-duration", 15*time.Minute, "/healthz fails once one fetch and sync has run longer than this: the loop is wedged")
 	f.DurationVar(&o.cacheMaintenance, "cache-maintenance-interval", time.Hour, "pack the cache (as git gc would) this often, so it stays bounded; 0 never")
+	f.Int64Var(&o.maxFileSize, "max-file-size", gitsource.DefaultMaxFileSize, "a commit with a file people wrote larger than this (bytes) is recorded in status/commits/ and skipped")
+	f.Int64Var(&o.maxTreeSize, "max-tree-size", gitsource.DefaultMaxTotalSize, "likewise for the sum of the files a render reads (bytes)")
 	f.DurationVar(&o.renderTimeout, "render-timeout", gitops.DefaultRenderTimeout, "give up rendering a commit after this long; it is recorded in status/commits/ and skipped")
 	f.DurationVar(&o.stuckThreshold, "stuck-threshold", 5*time.Minute, "report a run stuck when a cluster has been updating this long")
 	f.StringVar(&o.webhookAddr, "webhook-addr", "", "listen for push webhooks on this address (e.g. :9090), path /webhook")
@@ -146,7 +149,8 @@ func runServe(ctx context.Context, o serveOptions) error {
 	var d *gitops.Daemon
 	err := retryStart(ctx, log, o.repo, func() (err error) {
 		src, err = gitsource.Open(ctx, gitsource.Config{URL: o.repo, Branch: o.branch, StatusBranch: o.statusBranch,
-			CacheDir: o.cacheDir, Auth: o.auth, AllowInsecureHTTP: o.allowInsecureHTTP, Logger: log.With("component", "gitsource")})
+			CacheDir: o.cacheDir, Auth: o.auth, AllowInsecureHTTP: o.allowInsecureHTTP, Logger: log.With("component", "gitsource"),
+			MaxFileSize: o.maxFileSize, MaxTotalSize: o.maxTreeSize})
 		if err != nil {
 			return err
 		}
