@@ -751,13 +751,35 @@ func (d *Daemon) syncApprovals(ctx context.Context, commit plumbing.Hash) error 
 	}
 	ars, errs := render.ReadApprovals(fsys, render.ApprovalsDir)
 	for _, e := range errs {
-		d.log.Warn("approval request file error", "error", e.Error())
+		d.repairApproval(ctx, e)
 	}
 	changed, err := syncApprovals(ctx, d.Hub, ars)
 	for _, name := range changed {
 		d.log.Info("approval taken from Git", "approval_request", name)
 	}
 	return err
+}
+
+// repairApproval handles an approval request file that does not read: if
+// gitfleet holds the request, a person's commit broke the file, which then
+// approves nothing; gitfleet writes its own record of the request back
+// (with any approval it had already taken), so the file a person edits to
+// approve is a valid one again.
+func (d *Daemon) repairApproval(ctx context.Context, e render.ManifestError) {
+	ref, err := status.RefFor(e.File)
+	if err != nil || ref.Name == "" {
+		d.log.Warn("approval request file error", "error", e.Error())
+		return
+	}
+	cur, err := d.Hub.GetApprovalRequest(ctx, hub.Key{Namespace: ref.Namespace, Name: ref.Name})
+	if err != nil {
+		d.log.Warn("approval request file error; gitfleet has no such request to restore", "error", e.Error())
+		return
+	}
+	d.log.Warn("approval request file broken by a commit; gitfleet writes its record back (it approves nothing as it is)",
+		"file", e.File, "error", e.Error())
+	d.Store.Forget(e.File)
+	d.Store.Put(embedded.ObjectRef{Kind: ref.Kind, Key: hub.Key{Namespace: ref.Namespace, Name: ref.Name}}, cur)
 }
 
 // commit is the status tree's Committer: status/ goes to the status branch,

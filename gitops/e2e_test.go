@@ -158,3 +158,23 @@ func TestConfigChangeRecordsSnapshotAndRunsRollOutAndBack(t *testing.T) {
 		}
 	}
 }
+
+// A person's commit that breaks an approval request file (here: not YAML
+// any more) approves nothing, and gitfleet writes its record back, so the
+// file can be approved as usual; the run then finishes.
+func TestABrokenApprovalFileIsRewrittenFromGitfleetsRecord(t *testing.T) {
+	r := newFleetRepo(t, quickstartFleet(t))
+	startDaemon(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond)
+	waitForCanaryApproval(t, r)
+	path := "approvals/" + approvalName + ".yaml"
+	r.commit("oops", map[string][]byte{path: []byte("status: [approved\n")})
+	eventually(t, "the approval request file rewritten by gitfleet", func() bool {
+		_, err := status.DecodeFile(path, r.file(path))
+		return r.file(path) != nil && err == nil
+	})
+	if got := r.approval(approvalName); got.Spec.TargetStage != "canary" {
+		t.Fatalf("rewritten request: %+v", got.Spec)
+	}
+	r.approve(approvalName)
+	r.waitPhase("example-run", fleet.PhaseSucceeded)
+}

@@ -174,6 +174,15 @@ func (s *TreeStore) Refresh(paths ...string) error {
 	return errors.Join(errs...)
 }
 
+// Forget drops what the store believes is stored at p, because someone
+// else changed the file (a person's commit that broke it): the next Flush
+// writes the object that belongs there again.
+func (s *TreeStore) Forget(p string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.stored, p)
+}
+
 // Put implements embedded.Store.
 func (s *TreeStore) Put(ref embedded.ObjectRef, obj runtime.Object) {
 	s.record(ref, obj.DeepCopyObject())
