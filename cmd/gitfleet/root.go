@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 
@@ -26,7 +27,7 @@ func exitCode(err error) int {
 }
 
 func newRootCommand() *cobra.Command {
-	var logLevel string
+	var logLevel, logFormat string
 	root := &cobra.Command{
 		Use:     "gitfleet",
 		Version: versionString(),
@@ -45,11 +46,27 @@ approves a request is the approval.`,
 			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
 				return err
 			}
-			slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
+			opts := &slog.HandlerOptions{Level: lvl}
+			switch logFormat {
+			case "json":
+				slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, opts)))
+			case "text":
+				slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, opts)))
+			case "":
+				// JSON for log collectors, text for a person at a terminal.
+				if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+					slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, opts)))
+				} else {
+					slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, opts)))
+				}
+			default:
+				return fmt.Errorf("--log-format must be text or json, not %q", logFormat)
+			}
 			return nil
 		},
 	}
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	root.PersistentFlags().StringVar(&logFormat, "log-format", "", "log format: text or json (default: text on a terminal, json otherwise)")
 	root.AddCommand(newVersionCommand(), newSimulateCommand(), newServeCommand())
 	root.AddCommand(newGetCommand(), newDescribeCommand(), newApproveCommand(), newValidateCommand())
 	return root
