@@ -24,6 +24,7 @@ import (
 	"github.com/gitfleet/gitfleet/gitops"
 	"github.com/gitfleet/gitfleet/gitsource"
 	"github.com/gitfleet/gitfleet/internal/await"
+	"github.com/gitfleet/gitfleet/internal/gittest"
 	"github.com/gitfleet/gitfleet/status"
 )
 
@@ -45,17 +46,7 @@ func gitCmd(t testing.TB, dir string, args ...string) string {
 }
 
 // gitRun runs git in dir as the test person and returns its trimmed output.
-func gitRun(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=dev", "GIT_AUTHOR_EMAIL=dev@example.com",
-		"GIT_COMMITTER_NAME=dev", "GIT_COMMITTER_EMAIL=dev@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out)), nil
-}
+func gitRun(dir string, args ...string) (string, error) { return gittest.Run(dir, args...) }
 
 // newFleetRepo pushes files as the first commit of main.
 func newFleetRepo(t testing.TB, files map[string][]byte) *fleetRepo {

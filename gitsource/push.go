@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/revlist"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 )
 
@@ -37,19 +38,9 @@ const packWindow = 10
 // commit that differ from parent's are sent: the cost follows the size of
 // the change, not of the history.
 func (s *Source) push(ctx context.Context, branch string, commit, parent plumbing.Hash) (err error) {
-	creds, err := s.cfg.Auth.resolve(s.ep, s.red)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	ep := *s.ep
-	ep.CaBundle = creds.caBundle
-	tr, err := client.NewClient(&ep)
-	if err != nil {
-		return err
-	}
-	sess, err := tr.NewReceivePackSession(&ep, creds.method)
+	sess, err := s.receivePackSession()
 	if err != nil {
 		return err
 	}
@@ -212,19 +203,9 @@ func (s *Source) DeleteBranch(ctx context.Context, name string) error {
 		return s.wrap("delete-branch", err)
 	}
 	defer s.unlock()
-	creds, err := s.cfg.Auth.resolve(s.ep, s.red)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	ep := *s.ep
-	ep.CaBundle = creds.caBundle
-	tr, err := client.NewClient(&ep)
-	if err != nil {
-		return s.wrap("delete-branch", err)
-	}
-	sess, err := tr.NewReceivePackSession(&ep, creds.method)
+	sess, err := s.receivePackSession()
 	if err != nil {
 		return s.wrap("delete-branch", err)
 	}
@@ -255,4 +236,20 @@ func (s *Source) DeleteBranch(ctx context.Context, name string) error {
 	_ = s.store.RemoveReference(trackingRef(ApproveBranchPrefix + name))
 	s.log.Info("deleted", "branch", ApproveBranchPrefix+name)
 	return nil
+}
+
+// receivePackSession opens a push session to the remote with the
+// configured credentials.
+func (s *Source) receivePackSession() (transport.ReceivePackSession, error) {
+	creds, err := s.cfg.Auth.resolve(s.ep, s.red)
+	if err != nil {
+		return nil, err
+	}
+	ep := *s.ep
+	ep.CaBundle = creds.caBundle
+	tr, err := client.NewClient(&ep)
+	if err != nil {
+		return nil, err
+	}
+	return tr.NewReceivePackSession(&ep, creds.method)
 }
