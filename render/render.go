@@ -89,7 +89,7 @@ func (r *reader) readFile(name string) (data []byte, ok bool, err error) {
 	}
 	if int64(len(data)) > r.opts.MaxFileSize {
 		r.errs = append(r.errs, ManifestError{File: name,
-			Message: fmt.Sprintf("file is larger than the %s limit (MaxFileSize); it is ignored", sizeString(r.opts.MaxFileSize))})
+			Message: fmt.Sprintf("file is larger than the %s limit (--max-file-size); serve records a commit with such a file as not rendered and skips it", sizeString(r.opts.MaxFileSize))})
 		return nil, false, nil
 	}
 	r.total += int64(len(data))
