@@ -83,7 +83,10 @@ func approve(ctx context.Context, out io.Writer, name string, o approveOptions) 
 	p := approvalPath(o.namespace, name)
 	ar, err := readApproval(o.repo, p, o.namespace, name)
 	if err != nil {
-		return err
+		var repairErr error
+		if ar, repairErr = repairApproval(ctx, out, o.repo, p, err); repairErr != nil {
+			return errors.Join(err, repairErr)
+		}
 	}
 	if o.branch != "" {
 		// Switch only once the request is known to exist, so a typo
@@ -93,7 +96,10 @@ func approve(ctx context.Context, out io.Writer, name string, o approveOptions) 
 			return err
 		}
 		if ar, err = readApproval(o.repo, p, o.namespace, name); err != nil {
-			return err
+			var repairErr error
+			if ar, repairErr = repairApproval(ctx, out, o.repo, p, err); repairErr != nil {
+				return errors.Join(err, repairErr)
+			}
 		}
 	}
 	resource := strings.ToLower(ar.Kind) + "." + fleet.PlacementGroup + "/" + ar.Name
@@ -192,6 +198,33 @@ func readApproval(repo, p, namespace, name string) (*fleet.ApprovalRequest, erro
 		return nil, fmt.Errorf("%s: holds approval request %s, which belongs in %s", p, objectName(ar), want)
 	}
 	return ar, nil
+}
+
+// repairApproval rebuilds a request whose file does not read (a broken
+// edit): from the newest commit in which the file read, gitfleet's own
+// record of it. The approval is then written over the broken file.
+func repairApproval(ctx context.Context, out io.Writer, repo, p string, broken error) (*fleet.ApprovalRequest, error) {
+	if _, err := os.Stat(filepath.Join(repo, filepath.FromSlash(p))); err != nil {
+		return nil, errors.New("nothing to repair")
+	}
+	log, err := git(ctx, repo, "log", "--format=%H", "-n", "100", "--", p)
+	if err != nil {
+		return nil, fmt.Errorf("cannot look for a good version of %s: %w", p, err)
+	}
+	for _, commit := range strings.Fields(log) {
+		data, err := git(ctx, repo, "show", commit+":"+p)
+		if err != nil {
+			continue
+		}
+		obj, err := status.DecodeFile(p, []byte(data+"\n"))
+		if ar, ok := obj.(*fleet.ApprovalRequest); err == nil && ok {
+			if want, err := status.PathFor(ar); err == nil && want == p {
+				fmt.Fprintf(out, "repaired: %s did not read (%v); rebuilt from its version in commit %.12s\n", p, broken, commit)
+				return ar, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("no earlier version of %s reads; pull gitfleet's copy first (git pull)", p)
 }
 
 // switchBranch switches the repository to branch, creating it from HEAD when

@@ -257,3 +257,20 @@ func TestApproveCompletesPendingRequests(t *testing.T) {
 		t.Errorf("completion after approving = %q", out)
 	}
 }
+
+// A request file broken by an edit is repaired from its newest version in
+// the history that reads, and approved, instead of ending with exit 1.
+func TestApproveRepairsABrokenRequestFile(t *testing.T) {
+	repo := demoRepo(t)
+	if err := os.WriteFile(filepath.Join(repo, canaryApproval), []byte("status: [approved\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitCmd(t, repo, "commit", "-q", "-am", "a broken edit")
+	out, errOut, code := gitfleet(t, "approve", "example-run-after-canary", "--repo", repo)
+	if code != 0 || !strings.Contains(out, "repaired: "+canaryApproval+" did not read") || !strings.Contains(out, "approved\n") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if c := readApproved(t, repo, canaryApproval); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != 1 {
+		t.Errorf("Approved condition after the repair = %+v", c)
+	}
+}
