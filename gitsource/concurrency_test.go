@@ -60,6 +60,13 @@ func TestApplyRacesHumans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One push the cache has not seen: the first Apply is rejected and
+	// re-applied whatever the timing, so the race is always exercised.
+	early := filepath.Join(f.root, "early")
+	runGit(t, f.root, "clone", "-q", f.bare, early)
+	if err := humanPush(early, 999); err != nil {
+		t.Fatal(err)
+	}
 
 	// Two people push 50 commits between them while gitfleet keeps writing
 	// status, pass after pass, until they are done (and at least 25 times).
@@ -166,8 +173,8 @@ func TestApplyRacesHumans(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) != humans+applies {
-		t.Errorf("%d ref updates, want %d", len(lines), humans+applies)
+	if len(lines) != 1+humans+applies {
+		t.Errorf("%d ref updates, want %d", len(lines), 1+humans+applies)
 	}
 	for _, line := range lines {
 		var old, new, ref string
