@@ -63,11 +63,7 @@ func TestMergingTheApproveBranchApproves(t *testing.T) {
 	})
 
 	// What a person does when merging the pull request.
-	gitCmd(t, r.work, "fetch", "-q", "origin")
-	gitCmd(t, r.work, "checkout", "-q", "main")
-	gitCmd(t, r.work, "pull", "-q", "--rebase", "origin", "main")
-	gitCmd(t, r.work, "merge", "-q", "--no-ff", "-m", "Merge pull request: approve canary", "origin/gitfleet/approve/"+approvalName)
-	gitCmd(t, r.work, "push", "-q", "origin", "HEAD:main")
+	r.merge("gitfleet/approve/"+approvalName, "Merge pull request: approve canary")
 
 	r.waitPhase("example-run", fleet.PhaseSucceeded)
 	a := r.approval(approvalName)
