@@ -6,7 +6,7 @@ COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 IMAGE     ?= gitfleet:$(VERSION)
 
-.PHONY: all build test fuzz lint vet fmt run simulate bench image generate clean
+.PHONY: all build test testbin fuzz lint vet fmt run run-clusters simulate bench image generate clean
 
 all: lint test build
 
@@ -15,6 +15,9 @@ build: ## Build the gitfleet binary (static, no cgo)
 
 test: ## Run the whole test suite (waits end shortly before -timeout, see internal/await)
 	$(GO) test -timeout 30m ./...
+
+testbin: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok for the member-cluster tests (cached; cold: ~15 min)
+	./hack/testbin.sh
 
 # FUZZTIME counts executions, not seconds: a time-bounded run fails with
 # "context deadline exceeded" when its time ends while the fuzzer minimizes

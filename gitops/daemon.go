@@ -29,6 +29,7 @@ import (
 	"github.com/gitfleet/gitfleet/gitsource"
 	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/hub/embedded"
+	"github.com/gitfleet/gitfleet/member"
 	"github.com/gitfleet/gitfleet/reconciler"
 	"github.com/gitfleet/gitfleet/reconciler/placement"
 	"github.com/gitfleet/gitfleet/reconciler/scheduler"
@@ -69,7 +70,10 @@ type Config struct {
 	// OnBindings hears the bindings of a placement after each placement
 	// status update (optional; metrics of version skew).
 	OnBindings func(placement hub.Key, bindings []*fleet.Binding)
-	Log        *slog.Logger
+	// Clusters delivers to kubeconfig:<context> members (optional; without
+	// it their bindings say no kubeconfig was given).
+	Clusters member.Clusters
+	Log      *slog.Logger
 }
 
 // Observer is told what the Git side did, for metrics.
@@ -182,6 +186,9 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 
 	d.Hub = embedded.New(d.clock, hubStore{d.Store, d.unrendered})
 	d.Hub.SetSelector(render.Select)
+	if cfg.Clusters != nil {
+		d.Hub.Members().UseClusters(cfg.Clusters)
+	}
 	n, err := d.Hub.Restore(ctx)
 	if err != nil {
 		return nil, err
@@ -928,7 +935,7 @@ func short(h plumbing.Hash) string { return h.String()[:12] }
 // unprocessed it processes (it fetched them anyway), answering false.
 func (d *Daemon) Idle(ctx context.Context) (bool, error) {
 	if !d.Controller.Idle() || !d.Controller.Blocked(ctx) || d.Hub.PendingDeliveries() > 0 ||
-		d.Hub.Members().PendingTimers() > 0 || d.Store.Pending() {
+		d.Hub.Members().Pending() > 0 || d.Store.Pending() {
 		return false, nil
 	}
 	head, err := d.src.Fetch(ctx)

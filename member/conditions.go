@@ -3,6 +3,8 @@ package member
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
@@ -21,6 +23,11 @@ const (
 	AllWorkAppliedReason  = "AllWorkHaveBeenApplied"
 	AllWorkAppliedMessage = "All corresponding work objects are applied"
 
+	// WorkNotAppliedReason: the work could not be applied; the message
+	// starts with KubeFleet's "Work object <work> is not applied" and says
+	// why.
+	WorkNotAppliedReason = "NotAllWorkHaveBeenApplied"
+
 	AllWorkAvailableReason  = "AllWorkAreAvailable"
 	AllWorkAvailableMessage = "All corresponding work objects are available"
 	WorkNotAvailableReason  = "NotAllWorkAreAvailable"
@@ -34,10 +41,15 @@ const (
 	// reason, shown in failedPlacements.
 	ManifestNotAvailableYetReason  = "ManifestNotAvailableYet"
 	ManifestNotAvailableYetMessage = "Manifest is not yet available; Fleet will check again later"
+	// ManifestApplyFailedReason is the work applier's per-resource reason
+	// for a manifest the member API server refused.
+	ManifestApplyFailedReason = "FailedToApply"
 
 	// gitfleet's own reasons for members it cannot deliver to.
-	DriverNotConfiguredReason  = "DriverNotConfigured"
-	DriverNotImplementedReason = "DriverNotImplemented"
+	DriverNotConfiguredReason = "DriverNotConfigured"
+	// NoKubeconfigReason: a kubeconfig:<context> member, but serve was
+	// given no kubeconfig.
+	NoKubeconfigReason = "NoKubeconfig"
 	// InvalidSimulationReason: a simulated member's annotations do not parse.
 	InvalidSimulationReason = "InvalidSimulation"
 )
@@ -85,3 +97,29 @@ func notYetAvailable(gen int64, work string) metav1.Condition {
 func diffReported(gen int64) metav1.Condition {
 	return condition(fleet.ResourceBindingDiffReported, metav1.ConditionTrue, AllWorkDiffReportedReason, AllWorkDiffReportedMessage, gen)
 }
+
+// Overridden, WorkSynchronized, Applied, Available, NotAvailable and
+// NotYetAvailable are the binding conditions a driver reports, with
+// KubeFleet's reasons and messages.
+func Overridden(gen int64) metav1.Condition       { return overridden(gen) }
+func WorkSynchronized(gen int64) metav1.Condition { return workSynchronized(gen) }
+func Applied(gen int64) metav1.Condition          { return applied(gen) }
+func Available(gen int64) metav1.Condition        { return available(gen) }
+func NotAvailable(gen int64, work string) metav1.Condition {
+	return notAvailable(gen, work)
+}
+func NotYetAvailable(gen int64, work string) metav1.Condition {
+	return notYetAvailable(gen, work)
+}
+
+// FailedPlacement is one entry of failedPlacements: u is not available (or
+// not applied) for reason and message.
+func FailedPlacement(u *unstructured.Unstructured, condType, reason, message string, gen int64) fleet.FailedResourcePlacement {
+	return fleet.FailedResourcePlacement{
+		ResourceIdentifier: Identify(u),
+		Condition:          condition(condType, metav1.ConditionFalse, reason, message, gen),
+	}
+}
+
+// MaxFailedPlacements bounds failedPlacements as KubeFleet does.
+const MaxFailedPlacements = maxFailedPlacements

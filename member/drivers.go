@@ -24,8 +24,27 @@ type Drivers struct {
 	reporter Reporter
 	log      *slog.Logger
 
-	mu   sync.Mutex
-	sims map[string]*Simulated
+	mu       sync.Mutex
+	sims     map[string]*Simulated
+	clusters Clusters
+}
+
+// Clusters reaches real member clusters by kubeconfig context; the
+// kubeconfig driver (package member/kube) implements it. It lives behind an
+// interface so the hub and `gitfleet simulate` do not depend on client-go.
+type Clusters interface {
+	// Driver returns the driver of the cluster behind a kubeconfig context.
+	Driver(context string) Driver
+	// Pending is the number of deliveries still progressing by themselves:
+	// being applied, or applied and becoming healthy.
+	Pending() int
+}
+
+// UseClusters makes kubeconfig:<context> members deliver through c.
+func (ds *Drivers) UseClusters(c Clusters) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	ds.clusters = c
 }
 
 // NewDrivers returns the driver registry; reporter receives every report.
@@ -47,9 +66,16 @@ func (ds *Drivers) For(m *fleet.MemberCluster) Driver {
 	case v == fleet.DriverSimulated:
 		return ds.simulated(m.Name)
 	case strings.HasPrefix(v, fleet.DriverKubeconfigPrefix):
-		return notImplemented{reporter: ds.reporter, message: fmt.Sprintf(
-			"member cluster %q uses driver %q: the kubeconfig driver is not implemented yet; use %q to simulate this member",
-			m.Name, v, fleet.DriverSimulated)}
+		ds.mu.Lock()
+		clusters := ds.clusters
+		ds.mu.Unlock()
+		if clusters == nil {
+			return unconfigured{reporter: ds.reporter, reason: NoKubeconfigReason, message: fmt.Sprintf(
+				"member cluster %q uses driver %q, but gitfleet was started without a kubeconfig; "+
+					"pass --kubeconfig or set KUBECONFIG, or use %q to simulate this member",
+				m.Name, v, fleet.DriverSimulated)}
+		}
+		return clusters.Driver(strings.TrimPrefix(v, fleet.DriverKubeconfigPrefix))
 	default:
 		return unconfigured{reporter: ds.reporter, message: fmt.Sprintf(
 			"member cluster %q has an unknown %s annotation %q; set it to %q or %q",
@@ -93,28 +119,25 @@ func (ds *Drivers) SimulatedNames() []string {
 // is applied, and the binding says why.
 type unconfigured struct {
 	reporter Reporter
+	reason   string // DriverNotConfiguredReason when empty
 	message  string
 }
 
 func (u unconfigured) Deliver(_ context.Context, d Delivery) error {
-	return reportNotApplied(u.reporter, d, DriverNotConfiguredReason, u.message)
+	reason := u.reason
+	if reason == "" {
+		reason = DriverNotConfiguredReason
+	}
+	return reportNotApplied(u.reporter, d, reason, u.message)
 }
 
 // Remove has nothing to take off: nothing was ever applied.
 func (unconfigured) Remove(context.Context, Delivery) error { return nil }
 
-// notImplemented is the driver of kubeconfig members until the real one
-// lands.
-type notImplemented struct {
-	reporter Reporter
-	message  string
+// ReportNotApplied reports that d was not applied, and why.
+func ReportNotApplied(r Reporter, d Delivery, reason, message string) error {
+	return reportNotApplied(r, d, reason, message)
 }
-
-func (n notImplemented) Deliver(_ context.Context, d Delivery) error {
-	return reportNotApplied(n.reporter, d, DriverNotImplementedReason, n.message)
-}
-
-func (notImplemented) Remove(context.Context, Delivery) error { return nil }
 
 func reportNotApplied(r Reporter, d Delivery, reason, message string) error {
 	gen := d.Generation()
@@ -139,6 +162,20 @@ func (ds *Drivers) PendingTimers() int {
 		s.mu.Lock()
 		n += len(s.timers)
 		s.mu.Unlock()
+	}
+	return n
+}
+
+// Pending is the number of deliveries that still progress without a
+// person: simulated availability delays, and real clusters applying or
+// becoming healthy.
+func (ds *Drivers) Pending() int {
+	n := ds.PendingTimers()
+	ds.mu.Lock()
+	clusters := ds.clusters
+	ds.mu.Unlock()
+	if clusters != nil {
+		n += clusters.Pending()
 	}
 	return n
 }

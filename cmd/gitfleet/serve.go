@@ -20,6 +20,8 @@ import (
 	"github.com/gitfleet/gitfleet/gitops"
 	"github.com/gitfleet/gitfleet/gitsource"
 	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/member"
+	"github.com/gitfleet/gitfleet/member/kube"
 	"github.com/gitfleet/gitfleet/metrics"
 )
 
@@ -35,6 +37,7 @@ type serveOptions struct {
 	untilIdle                                  bool
 	timeout                                    time.Duration
 	maxFileSize, maxTreeSize                   int64
+	kubeconfig                                 string
 	auth                                       gitsource.Auth
 }
 
@@ -96,6 +99,7 @@ repository, by filesystem notifications.`,
 	f.Int64Var(&o.maxTreeSize, "max-tree-size", gitsource.DefaultMaxTotalSize, "likewise for the sum of the files a render reads (bytes)")
 	f.DurationVar(&o.renderTimeout, "render-timeout", gitops.DefaultRenderTimeout, "give up rendering a commit after this long; it is recorded in status/commits/ and skipped")
 	f.DurationVar(&o.stuckThreshold, "stuck-threshold", 5*time.Minute, "report a run stuck when a cluster has been updating this long")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the member clusters named by gitfleet.io/driver: kubeconfig:<context> (default: KUBECONFIG, several files merged as kubectl does, else ~/.kube/config)")
 	f.StringVar(&o.webhookAddr, "webhook-addr", "", "listen for push webhooks on this address (e.g. :9090), path /webhook")
 	f.StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "file holding the webhook secret (required with --webhook-addr)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "serve /metrics, /healthz and /readyz on this address (empty disables)")
@@ -145,9 +149,17 @@ func runServe(ctx context.Context, o serveOptions) error {
 		}
 	}
 
+	clusters, err := loadClusters(o.kubeconfig, log)
+	if err != nil {
+		return err
+	}
+	var members member.Clusters // never a typed nil
+	if clusters != nil {
+		members = clusters
+	}
 	var src *gitsource.Source
 	var d *gitops.Daemon
-	err := retryStart(ctx, log, o.repo, func() (err error) {
+	err = retryStart(ctx, log, o.repo, func() (err error) {
 		src, err = gitsource.Open(ctx, gitsource.Config{URL: o.repo, Branch: o.branch, StatusBranch: o.statusBranch,
 			CacheDir: o.cacheDir, Auth: o.auth, AllowInsecureHTTP: o.allowInsecureHTTP, Logger: log.With("component", "gitsource"),
 			MaxFileSize: o.maxFileSize, MaxTotalSize: o.maxTreeSize})
@@ -166,12 +178,16 @@ func runServe(ctx context.Context, o serveOptions) error {
 				}
 				m.ObserveBindings(name, bindings)
 			},
-			Log: log,
+			Clusters: members,
+			Log:      log,
 		})
 		return err
 	})
 	if err != nil {
 		return err
+	}
+	if clusters != nil {
+		clusters.Start(ctx, d.Hub)
 	}
 	readyAge := o.readyMaxSyncAge
 	if readyAge == 0 && o.interval > 0 {
@@ -224,6 +240,21 @@ func runServe(ctx context.Context, o serveOptions) error {
 		return &exitError{code: 1, err: fmt.Errorf("not idle after --timeout %s", o.timeout)}
 	}
 	return nil
+}
+
+// loadClusters reads the kubeconfig of the member clusters. Without
+// --kubeconfig, KUBECONFIG or ~/.kube/config there is none, and nil is
+// returned: kubeconfig:<context> members then say so on their bindings.
+func loadClusters(path string, log *slog.Logger) (*kube.Clusters, error) {
+	c, err := kube.Load(kube.Options{Kubeconfig: path, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	if len(c.Contexts()) == 0 {
+		return nil, nil
+	}
+	log.Info("member clusters", "contexts", strings.Join(c.Contexts(), ","))
+	return c, nil
 }
 
 // maintenanceInterval maps the flag's 0 (never) to the daemon's negative.

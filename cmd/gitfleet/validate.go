@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -15,12 +16,13 @@ import (
 	"github.com/spf13/cobra"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/member/kube"
 	"github.com/gitfleet/gitfleet/render"
 	"github.com/gitfleet/gitfleet/status"
 )
 
 func newValidateCommand() *cobra.Command {
-	var repo, hubPath string
+	var repo, hubPath, kubeconfig string
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Check the fleet repository's manifests the way gitfleet will read them",
@@ -39,6 +41,11 @@ every problem gitfleet would report after the push, before you push:
   - approval request files (approvals/) and status files (status/) that do
     not decode.
 
+With --kubeconfig it also warns about every MemberCluster whose
+gitfleet.io/driver names a kubeconfig context that file does not have
+(warnings do not change the exit code: the kubeconfig of the machine that
+serves may differ from yours).
+
 Each problem is one line, '<file>:<line>: <Kind> <name>: <field>: <message>',
 sorted by file and line, so editors and CI logs link to the spot. A broken
 object is skipped by gitfleet while the rest of the repository keeps
@@ -47,22 +54,26 @@ pull-request check. Otherwise it prints how many manifests it read.`,
 		Example: `  # Check the working tree before pushing
   gitfleet validate --repo ./fleet
 
+  # Also check the member clusters' contexts against the kubeconfig serve uses
+  gitfleet validate --repo ./fleet --kubeconfig ~/.kube/fleet.yaml
+
   # In CI, on the checked-out pull request
   gitfleet validate --repo "$GITHUB_WORKSPACE" --path clusters/prod`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return validate(cmd.OutOrStdout(), repo, hubPath)
+			return validate(cmd.OutOrStdout(), repo, hubPath, kubeconfig)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&repo, "repo", ".", "path of the working tree of the fleet repository")
 	f.StringVar(&hubPath, "path", ".", "folder of the hub content inside the repository")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "warn about kubeconfig:<context> drivers whose context is not in this kubeconfig")
 	return cmd
 }
 
 // validate prints every problem of the repository at repo, or a count of
 // what it read when there is none.
-func validate(out io.Writer, repo, hubPath string) error {
+func validate(out io.Writer, repo, hubPath, kubeconfig string) error {
 	if fi, err := os.Stat(repo); err != nil {
 		return fmt.Errorf("repository: %w", err)
 	} else if !fi.IsDir() {
@@ -92,6 +103,15 @@ func validate(out io.Writer, repo, hubPath string) error {
 		problems = append(problems, runIndexes(c)...)
 	}
 
+	if kubeconfig != "" && c != nil {
+		warnings, err := missingContexts(c, kubeconfig)
+		if err != nil {
+			return err
+		}
+		for _, w := range warnings {
+			fmt.Fprintln(out, w.Error())
+		}
+	}
 	if len(problems) == 0 {
 		fmt.Fprintf(out, "%d manifests OK\n", manifests)
 		return nil
@@ -103,6 +123,28 @@ func validate(out io.Writer, repo, hubPath string) error {
 		fmt.Fprintln(out, p.Error())
 	}
 	return &exitError{code: 1, err: fmt.Errorf("%d problem(s) in %s", len(problems), repo)}
+}
+
+// missingContexts warns about members whose kubeconfig:<context> driver
+// names a context the kubeconfig does not have.
+func missingContexts(c *render.Content, kubeconfig string) ([]render.ManifestError, error) {
+	clusters, err := kube.Load(kube.Options{Kubeconfig: kubeconfig})
+	if err != nil {
+		return nil, err
+	}
+	var out []render.ManifestError
+	for _, m := range c.Members {
+		driver := m.Annotations[fleet.DriverAnnotation]
+		ctx, ok := strings.CutPrefix(driver, fleet.DriverKubeconfigPrefix)
+		if !ok || clusters.HasContext(ctx) {
+			continue
+		}
+		src := c.Sources[render.ObjectRef{Group: fleet.ClusterGroup, Kind: "MemberCluster", Name: m.Name}]
+		out = append(out, render.ManifestError{File: src.File, Line: src.Line, Kind: "MemberCluster", Name: m.Name,
+			Field:   "metadata.annotations[" + fleet.DriverAnnotation + "]",
+			Message: fmt.Sprintf("warning: kubeconfig context %q is not in %s (it has: %s)", ctx, kubeconfig, strings.Join(clusters.Contexts(), ", "))})
+	}
+	return out, nil
 }
 
 // runIndexes reports runs whose resourceSnapshotIndex is not an integer

@@ -177,3 +177,44 @@ func TestVersionPrintsTheStampedCommit(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateWarnsAboutContextsMissingFromTheKubeconfig(t *testing.T) {
+	repo := t.TempDir()
+	members := `apiVersion: cluster.kubernetes-fleet.io/v1beta1
+kind: MemberCluster
+metadata:
+  name: east
+  annotations: {gitfleet.io/driver: "kubeconfig:east"}
+---
+apiVersion: cluster.kubernetes-fleet.io/v1beta1
+kind: MemberCluster
+metadata:
+  name: west
+  annotations: {gitfleet.io/driver: "kubeconfig:prod-west"}
+`
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	config := `apiVersion: v1
+kind: Config
+clusters: [{name: east, cluster: {server: "https://east.invalid"}}]
+users: [{name: east, user: {token: secret-token}}]
+contexts: [{name: east, context: {cluster: east, user: east}}]
+`
+	if err := os.WriteFile(filepath.Join(repo, "members.yaml"), []byte(members), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(kubeconfig, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := gitfleet(t, "validate", "--repo", repo, "--kubeconfig", kubeconfig)
+	if code != 0 {
+		t.Fatalf("exit %d (stderr %q): a missing context is a warning, not a problem", code, errOut)
+	}
+	want := `members.yaml:7: MemberCluster west: metadata.annotations[gitfleet.io/driver]: warning: kubeconfig context "prod-west" is not in ` +
+		kubeconfig + " (it has: east)\n2 manifests OK\n"
+	if out != want {
+		t.Errorf("validate printed\n%s\nwant\n%s", out, want)
+	}
+	if strings.Contains(out+errOut, "secret-token") {
+		t.Error("validate printed a credential from the kubeconfig")
+	}
+}

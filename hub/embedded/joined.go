@@ -19,9 +19,8 @@ const (
 	MemberClusterJoinedReason    = "MemberClusterJoined"
 )
 
-// setJoined records whether gitfleet can reach a member: Joined=True when a
-// driver it implements is configured, False (with the driver's reason)
-// otherwise. It is the hub's view of the member, so it lives in the
+// setJoined records whether gitfleet knows how to reach a member: Joined=True
+// when a driver is configured, False (with the reason) otherwise. It is the hub's view of the member, so it lives in the
 // member's status and keeps its transition time while nothing changes.
 func setJoined(m *fleet.MemberCluster, now time.Time) {
 	c := metav1.Condition{
@@ -36,8 +35,11 @@ func setJoined(m *fleet.MemberCluster, now time.Time) {
 		c.Status, c.Reason = metav1.ConditionFalse, member.DriverNotConfiguredReason
 		c.Message = fmt.Sprintf("member cluster %q has no %s annotation; set it to %q or \"kubeconfig:<context>\"", m.Name, fleet.DriverAnnotation, fleet.DriverSimulated)
 	case strings.HasPrefix(driver, fleet.DriverKubeconfigPrefix):
-		c.Status, c.Reason = metav1.ConditionFalse, member.DriverNotImplementedReason
-		c.Message = fmt.Sprintf("the kubeconfig driver (%s) is not implemented yet", driver)
+		// Reachability is the binding's to tell (Applied names the context
+		// and the cause): a member API server that is down for a minute is
+		// still a member of the fleet.
+		c.Status, c.Reason = metav1.ConditionTrue, MemberClusterJoinedReason
+		c.Message = fmt.Sprintf("the member cluster is reached through kubeconfig context %q", strings.TrimPrefix(driver, fleet.DriverKubeconfigPrefix))
 	default:
 		c.Status, c.Reason = metav1.ConditionFalse, member.DriverNotConfiguredReason
 		c.Message = fmt.Sprintf("member cluster %q has an unknown driver %q in %s", m.Name, driver, fleet.DriverAnnotation)

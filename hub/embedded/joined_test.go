@@ -19,7 +19,7 @@ func TestMemberJoinedConditionFollowsTheDriverAnnotation(t *testing.T) {
 	}{
 		{fleet.DriverSimulated, metav1.ConditionTrue, MemberClusterJoinedReason},
 		{"", metav1.ConditionFalse, "DriverNotConfigured"},
-		{"kubeconfig:prod", metav1.ConditionFalse, "DriverNotImplemented"},
+		{"kubeconfig:prod", metav1.ConditionTrue, MemberClusterJoinedReason},
 		{"carrier-pigeon", metav1.ConditionFalse, "DriverNotConfigured"},
 	}
 	for _, tc := range cases {

@@ -1,0 +1,342 @@
+// Package kubetest starts real Kubernetes member clusters for tests: etcd
+// and kube-apiserver on 127.0.0.1, built from source by hack/testbin.sh.
+//
+// The binaries are found in GITFLEET_TESTBIN, or in the default cache
+// directory of hack/testbin.sh. Without them a test skips, saying how to
+// build them; under CI (CI=true) it fails, because CI must build them.
+//
+// Each cluster runs in its own process group and is stopped by PID when
+// the test ends; a cluster can also be stopped and started again mid-test
+// to play an unreachable member.
+package kubetest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gitfleet/gitfleet/internal/await"
+	"github.com/gitfleet/gitfleet/internal/gittest"
+)
+
+// Versions are the ones hack/testbin.sh builds; its cache directory is
+// named after them.
+const (
+	KubernetesVersion = "v1.37.0"
+	EtcdVersion       = "v3.6.16"
+	KwokVersion       = "v0.8.0"
+)
+
+// Bin returns the directory of the test binaries, or skips t (fails it
+// under CI) when they are not built.
+func Bin(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("GITFLEET_TESTBIN")
+	if dir == "" {
+		cache := os.Getenv("XDG_CACHE_HOME")
+		if cache == "" {
+			home, _ := os.UserHomeDir()
+			cache = filepath.Join(home, ".cache")
+		}
+		dir = filepath.Join(cache, "gitfleet", "testbin",
+			fmt.Sprintf("k8s-%s-etcd-%s-kwok-%s", KubernetesVersion, EtcdVersion, KwokVersion))
+	}
+	for _, b := range []string{"etcd", "kube-apiserver"} {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			gittest.Missing(t, fmt.Sprintf("no %s in %s: run hack/testbin.sh to build the test clusters' binaries", b, dir))
+		}
+	}
+	return dir
+}
+
+// Cluster is one running member cluster.
+type Cluster struct {
+	Name string
+	// Server is the API server's URL.
+	Server string
+	// AdminToken authenticates as a member of system:masters.
+	AdminToken string
+	// ViewerToken authenticates as a user with no permissions at all.
+	ViewerToken string
+
+	t   testing.TB
+	bin string
+	dir string
+
+	mu            sync.Mutex
+	apiserver     *exec.Cmd
+	etcd          *exec.Cmd
+	port          int
+	apiserverArgs []string
+}
+
+// Start starts clusters with these names and stops them when t ends.
+func Start(t testing.TB, names ...string) []*Cluster {
+	t.Helper()
+	bin := Bin(t)
+	out := make([]*Cluster, len(names))
+	var wg sync.WaitGroup
+	errs := make([]error, len(names))
+	for i, name := range names {
+		c := &Cluster{Name: name, t: t, bin: bin, dir: t.TempDir(),
+			AdminToken: "admin-" + name, ViewerToken: "viewer-" + name}
+		out[i] = c
+		t.Cleanup(c.Stop)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.start()
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range out {
+		c.WaitReady()
+	}
+	return out
+}
+
+func (c *Cluster) start() error {
+	if err := c.writeFiles(); err != nil {
+		return err
+	}
+	etcdPort, peerPort, port := freePort(), freePort(), freePort()
+	c.port = port
+	c.Server = fmt.Sprintf("https://127.0.0.1:%d", port)
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
+	c.etcd = c.command("etcd",
+		"--name", "default",
+		"--data-dir", filepath.Join(c.dir, "etcd"),
+		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
+		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
+		"--initial-cluster", "default="+peerURL,
+		"--unsafe-no-fsync", "--log-level", "warn")
+	if err := c.etcd.Start(); err != nil {
+		return fmt.Errorf("start etcd of %s: %w", c.Name, err)
+	}
+	c.apiserverArgs = []string{
+		"--etcd-servers", etcdURL,
+		"--bind-address", "127.0.0.1",
+		"--secure-port", fmt.Sprint(port),
+		"--cert-dir", filepath.Join(c.dir, "certs"),
+		"--token-auth-file", filepath.Join(c.dir, "tokens.csv"),
+		"--authorization-mode", "RBAC",
+		"--service-account-issuer", "https://kubernetes.default.svc",
+		"--service-account-key-file", filepath.Join(c.dir, "sa.pub"),
+		"--service-account-signing-key-file", filepath.Join(c.dir, "sa.key"),
+		"--service-cluster-ip-range", "10.0.0.0/24",
+		"--endpoint-reconciler-type", "none",
+		"--disable-admission-plugins", "ServiceAccount",
+		"--enable-priority-and-fairness=false",
+	}
+	return c.startAPIServer()
+}
+
+// apiserverArgs are kept so the API server can be restarted alone.
+func (c *Cluster) startAPIServer() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.apiserver = c.command("kube-apiserver", c.apiserverArgs...)
+	if err := c.apiserver.Start(); err != nil {
+		return fmt.Errorf("start kube-apiserver of %s: %w", c.Name, err)
+	}
+	return nil
+}
+
+func (c *Cluster) command(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(c.bin, name), args...)
+	log, err := os.Create(filepath.Join(c.dir, name+".log"))
+	if err == nil {
+		cmd.Stdout, cmd.Stderr = log, log
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
+}
+
+// WaitReady waits until the API server answers /readyz.
+func (c *Cluster) WaitReady() {
+	c.t.Helper()
+	client := c.httpClient()
+	await.Until(c.t, "the API server of "+c.Name+" to be ready (log: "+filepath.Join(c.dir, "kube-apiserver.log")+")", func() bool {
+		req, _ := http.NewRequest("GET", c.Server+"/readyz", nil)
+		req.Header.Set("Authorization", "Bearer "+c.AdminToken)
+		resp, err := client.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+func (c *Cluster) httpClient() *http.Client {
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the test API server's self-signed cert
+	}}
+}
+
+// StopAPIServer kills the API server (etcd keeps running): the member is
+// unreachable until StartAPIServer.
+func (c *Cluster) StopAPIServer() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kill(c.apiserver)
+	c.apiserver = nil
+}
+
+// StartAPIServer starts the API server again on the same port and waits
+// until it is ready.
+func (c *Cluster) StartAPIServer() {
+	c.t.Helper()
+	if err := c.startAPIServer(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.WaitReady()
+}
+
+// Stop kills the cluster's processes.
+func (c *Cluster) Stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kill(c.apiserver)
+	kill(c.etcd)
+	c.apiserver, c.etcd = nil, nil
+}
+
+func kill(cmd *exec.Cmd) {
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = cmd.Wait()
+}
+
+// writeFiles writes the token file and the service account key pair.
+func (c *Cluster) writeFiles() error {
+	tokens := fmt.Sprintf("%s,admin,admin,\"system:masters\"\n%s,viewer,viewer\n", c.AdminToken, c.ViewerToken)
+	if err := os.WriteFile(filepath.Join(c.dir, "tokens.csv"), []byte(tokens), 0o600); err != nil {
+		return err
+	}
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(c.dir, "sa.key"), pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(c.dir, "sa.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600)
+}
+
+// Kubeconfig writes a kubeconfig with one context per cluster, named after
+// it, as admin; extra contexts may be added by name → (cluster, token).
+func Kubeconfig(t testing.TB, clusters []*Cluster, extra map[string][2]string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: Config\nclusters:\n")
+	for _, c := range clusters {
+		fmt.Fprintf(&b, "- name: %s\n  cluster:\n    server: %s\n    insecure-skip-tls-verify: true\n", c.Name, c.Server)
+	}
+	b.WriteString("users:\n")
+	for _, c := range clusters {
+		fmt.Fprintf(&b, "- name: %s-admin\n  user:\n    token: %s\n", c.Name, c.AdminToken)
+	}
+	for name, ct := range extra {
+		fmt.Fprintf(&b, "- name: %s-user\n  user:\n    token: %s\n", name, ct[1])
+	}
+	b.WriteString("contexts:\n")
+	for _, c := range clusters {
+		fmt.Fprintf(&b, "- name: %s\n  context:\n    cluster: %s\n    user: %s-admin\n", c.Name, c.Name, c.Name)
+	}
+	for name, ct := range extra {
+		fmt.Fprintf(&b, "- name: %s\n  context:\n    cluster: %s\n    user: %s-user\n", name, ct[0], name)
+	}
+	if len(clusters) > 0 {
+		fmt.Fprintf(&b, "current-context: %s\n", clusters[0].Name)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+var quietOnce sync.Once
+
+// Client is an admin client of the cluster, for a test to look at what
+// landed there or to play a person changing it.
+func (c *Cluster) Client() client.Client {
+	c.t.Helper()
+	quietOnce.Do(func() { ctrllog.SetLogger(logr.Discard()) })
+	cl, err := client.New(&rest.Config{Host: c.Server, BearerToken: c.AdminToken,
+		TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, client.Options{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return cl
+}
+
+// Get returns a live object of the cluster, or nil when it does not exist.
+func (c *Cluster) Get(apiVersion, kind, namespace, name string) *unstructured.Unstructured {
+	c.t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	err := c.Client().Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, u)
+	if apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		c.t.Fatalf("get %s %s/%s from %s: %v", kind, namespace, name, c.Name, err)
+	}
+	return u
+}
+
+// ConfigMapValue is data[key] of a ConfigMap of the cluster, "" when the
+// ConfigMap does not exist.
+func (c *Cluster) ConfigMapValue(namespace, name, key string) string {
+	c.t.Helper()
+	cm := c.Get("v1", "ConfigMap", namespace, name)
+	if cm == nil {
+		return ""
+	}
+	v, _, _ := unstructured.NestedString(cm.Object, "data", key)
+	return v
+}

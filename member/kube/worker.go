@@ -1,0 +1,145 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/member"
+)
+
+// work is one binding's delivery as it moves through the workers: applied
+// once, then checked until healthy.
+type work struct {
+	context  string
+	delivery member.Delivery
+	// applied holds the objects as applied, nil until the apply succeeded.
+	applied []*unstructured.Unstructured
+	// failing is set (under Clusters.mu) while the last attempt failed.
+	failing bool
+}
+
+func (c *Clusters) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	c.process(ctx, key)
+	return true
+}
+
+// process takes one step of a binding's delivery and decides when the
+// next one comes: after a backoff when it failed, after PollInterval while
+// objects are becoming healthy, never once all are Current.
+func (c *Clusters) process(ctx context.Context, key hub.Key) {
+	unlock := c.lock(key)
+	defer unlock()
+	c.mu.Lock()
+	w := c.work[key]
+	c.mu.Unlock()
+	if w == nil {
+		c.queue.Forget(key)
+		return
+	}
+	st, err := c.step(ctx, w)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.work[key] != w {
+		return // replaced meanwhile; the newer delivery is queued
+	}
+	w.failing = err != nil || st == unhealthy
+	switch {
+	case err != nil:
+		c.log.Info("delivery failed, retrying", "binding", key.String(), "context", w.context,
+			"attempt", c.queue.NumRequeues(key)+1, "err", err)
+		c.queue.AddRateLimited(key)
+	case st == healthy:
+		delete(c.work, key)
+		c.queue.Forget(key)
+	default:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, c.opts.PollInterval)
+	}
+}
+
+// state is where a delivery stands after a step.
+type state int
+
+const (
+	progressing state = iota // applying, or objects becoming Current
+	healthy                  // every object Current; Available reported
+	unhealthy                // an object kstatus calls Failed
+)
+
+// step applies w (unless it already was) and reports its health.
+func (c *Clusters) step(ctx context.Context, w *work) (state, error) {
+	d := w.delivery
+	gen := d.Generation()
+	base := []metav1.Condition{member.Overridden(gen), member.WorkSynchronized(gen)}
+	fail := func(err error, failed []fleet.FailedResourcePlacement) error {
+		msg := fmt.Sprintf("Work object %s is not applied: member cluster %q: %v", d.WorkName(), d.Cluster(), err)
+		cond := metav1.Condition{Type: fleet.ResourceBindingApplied, Status: metav1.ConditionFalse,
+			Reason: member.WorkNotAppliedReason, Message: msg, ObservedGeneration: gen}
+		if rerr := c.reporter.ReportBindingStatus(d.Key(), gen, append(base, cond), failed); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		return err
+	}
+
+	cl, err := c.cluster(w.context)
+	if err != nil {
+		return progressing, fail(err, nil)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 4*c.opts.RequestTimeout)
+	defer cancel()
+
+	if w.applied == nil {
+		if d.ReportsDiff() {
+			// ReportDiff applies nothing; the diff itself is not reported yet.
+			return healthy, c.reporter.ReportBindingStatus(d.Key(), gen, append(base, diffReported(gen)), nil)
+		}
+		objs, err := cl.apply(ctx, d)
+		if err != nil {
+			var failed []fleet.FailedResourcePlacement
+			var ae *applyError
+			if errors.As(err, &ae) && ae.object != nil {
+				failed = append(failed, member.FailedPlacement(ae.object, fleet.ResourceBindingApplied,
+					member.ManifestApplyFailedReason, ae.err.Error(), gen))
+			}
+			return progressing, fail(fmt.Errorf("kubeconfig context %q: %w", w.context, err), failed)
+		}
+		w.applied = objs
+		c.log.Debug("applied", "binding", d.Key().String(), "context", w.context, "resources", len(objs))
+	}
+
+	conds := append(base, member.Applied(gen))
+	h, err := cl.health(ctx, w.applied, gen)
+	if err != nil {
+		cond := member.NotYetAvailable(gen, d.WorkName())
+		cond.Message += fmt.Sprintf(": member cluster %q: kubeconfig context %q: %v", d.Cluster(), w.context, err)
+		if rerr := c.reporter.ReportBindingStatus(d.Key(), gen, append(conds, cond), nil); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return progressing, err
+	}
+	switch {
+	case len(h.notCurrent) == 0:
+		return healthy, c.reporter.ReportBindingStatus(d.Key(), gen, append(conds, member.Available(gen)), nil)
+	case h.failed:
+		return unhealthy, c.reporter.ReportBindingStatus(d.Key(), gen, append(conds, member.NotAvailable(gen, d.WorkName())), h.notCurrent)
+	default:
+		return progressing, c.reporter.ReportBindingStatus(d.Key(), gen, append(conds, member.NotYetAvailable(gen, d.WorkName())), h.notCurrent)
+	}
+}
+
+func diffReported(gen int64) metav1.Condition {
+	return metav1.Condition{Type: fleet.ResourceBindingDiffReported, Status: metav1.ConditionTrue, ObservedGeneration: gen,
+		Reason: member.AllWorkDiffReportedReason, Message: member.AllWorkDiffReportedMessage}
+}
