@@ -6,9 +6,11 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/kubetest"
+	"github.com/gitfleet/gitfleet/member/kube"
 )
 
 // clusterFleet is the quickstart delivered to real clusters: every member
@@ -102,12 +104,126 @@ func TestTheQuickstartRollsOutToRealClustersStageByStage(t *testing.T) {
 			t.Errorf("%s (not reached by run 2 yet): test-cm %q, extra-cm present %v; want both untouched", c.Name, value(c), hasExtra(c))
 		}
 	}
+
+	// member1's API server dies as the canary stage starts: member3 is not
+	// affected, member1's binding says why it waits, and the run finishes
+	// by itself once the API server is back.
+	member1.StopAPIServer()
 	r.approve("example-run-2-before-canary")
+	eventually(t, "member3 to get value2 while member1 is down", func() bool { return value(member3) == "value2" })
+	eventually(t, "member1's binding to say its API server cannot be reached", func() bool {
+		b, _ := r.object("status/bindings/example-placement/member1.yaml").(*fleet.Binding)
+		c := meta.FindStatusCondition(b.Status.Conditions, fleet.ResourceBindingApplied)
+		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, `kubeconfig context "member1"`) &&
+			strings.Contains(c.Message, "connection refused")
+	})
+	if phase := r.run("example-run-2").Phase(); phase == fleet.PhaseSucceeded || r.approval("example-run-2-after-canary") != nil {
+		t.Fatalf("run 2 went past the canary stage while member1 was down (phase %s)", phase)
+	}
+	member1.StartAPIServer()
 	r.approve("example-run-2-after-canary")
 	r.waitPhase("example-run-2", fleet.PhaseSucceeded)
 	for _, c := range clusters {
 		if value(c) != "value2" || hasExtra(c) {
 			t.Errorf("%s after run 2: test-cm %q, extra-cm present %v", c.Name, value(c), hasExtra(c))
+		}
+	}
+
+	// member3 leaves the placement (its environment is retired): run 3's
+	// deletion stage removes everything gitfleet applied there.
+	placement := strings.Replace(string(files["placement.yaml"]), "    placementType: PickAll\n", `    placementType: PickAll
+    affinity:
+      clusterAffinity:
+        requiredDuringSchedulingIgnoredDuringExecution:
+          clusterSelectorTerms:
+            - labelSelector:
+                matchExpressions:
+                  - {key: environment, operator: In, values: [staging, canary]}
+`, 1)
+	members := strings.Replace(string(files["members.yaml"]), "environment: canary\n    order: \"1\"", "environment: retired\n    order: \"1\"", 1)
+	if members == string(files["members.yaml"]) || placement == string(files["placement.yaml"]) {
+		t.Fatal("the test could not retire member3: the quickstart changed")
+	}
+	run3 := strings.Replace(string(files["run.yaml"]), "name: example-run", "name: example-run-3", 1)
+	r.commit("retire member3, run 3", map[string][]byte{"placement.yaml": []byte(placement), "members.yaml": []byte(members), "run3.yaml": []byte(run3)})
+	r.approve("example-run-3-before-canary")
+	r.approve("example-run-3-after-canary")
+	r.waitPhase("example-run-3", fleet.PhaseSucceeded)
+	eventually(t, "member3's objects to be removed", func() bool {
+		ns := member3.Get("v1", "Namespace", "", "test-namespace")
+		return value(member3) == "" && (ns == nil || ns.GetDeletionTimestamp() != nil) &&
+			member3.Get("v1", "ConfigMap", kube.InventoryNamespace, "example-placement-work") == nil
+	})
+	if value(member1) != "value2" || value(member2) != "value2" {
+		t.Errorf("after member3 left: member1 %q, member2 %q, want value2 on both", value(member1), value(member2))
+	}
+}
+
+// A Deployment that never becomes available (no controller runs on the
+// member, as when its pods cannot start): the run goes Stuck and the
+// placement lists the Deployment as a failed placement. serve is killed
+// with SIGKILL right after the apply; a new serve with an empty cache does
+// not count the cluster as done, and prune still knows the inventory
+// recorded on the member: fixing the workload in Git (a new run) removes
+// the Deployment and succeeds.
+func TestADeploymentThatNeverBecomesAvailableGoesStuckAndAFixInGitRecovers(t *testing.T) {
+	clusters := kubetest.Start(t, "member1", "member2", "member3")
+	member2 := clusters[1]
+	files := timedFleet(t, "0s", "1s")
+	files["members.yaml"] = clusterFleet(t)["members.yaml"]
+	files["workload.yaml"] = append(files["workload.yaml"], []byte(`---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: test-namespace
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: "registry.invalid/web:1"}]
+`)...)
+	r := newFleetRepo(t, files)
+	kubeconfig := kubetest.Kubeconfig(t, clusters, nil)
+	args := []string{"--repo", "file://" + r.remote, "--interval", "200ms", "--status-interval", "100ms",
+		"--metrics-addr", "", "--kubeconfig", kubeconfig, "--stuck-threshold", "2s"}
+	first := startServe(t, append(args, "--cache-dir", t.TempDir())...)
+	eventually(t, "the Deployment on member2 (staging)", func() bool {
+		return member2.Get("apps/v1", "Deployment", "test-namespace", "web") != nil
+	})
+	first.kill()
+
+	startServe(t, append(args, "--cache-dir", t.TempDir())...)
+	run := r.waitPhase("example-run", fleet.PhaseStuck)
+	if c := meta.FindStatusCondition(run.Status.Conditions, fleet.StagedUpdateRunConditionProgressing); !strings.Contains(c.Message, "member2") {
+		t.Errorf("Stuck message %q does not name member2", c.Message)
+	}
+	b := r.object("status/bindings/example-placement/member2.yaml").(*fleet.Binding)
+	if meta.IsStatusConditionTrue(b.Status.Conditions, fleet.ResourceBindingAvailable) {
+		t.Fatalf("member2 counts as available with a Deployment that never was: %v", b.Status.Conditions)
+	}
+	eventually(t, "the placement to list the Deployment as failed on member2", func() bool {
+		p, _ := r.object("status/placements/example-placement.yaml").(*fleet.Placement)
+		for _, s := range p.Status.PlacementStatuses {
+			for _, f := range s.FailedPlacements {
+				if s.ClusterName == "member2" && f.Kind == "Deployment" && f.Name == "web" {
+					return true
+				}
+			}
+		}
+		return false
+	})
+
+	fixed := strings.Split(string(files["workload.yaml"]), "---\napiVersion: apps/v1")[0]
+	run2 := strings.Replace(string(files["run.yaml"]), "name: example-run", "name: example-run-2", 1)
+	r.commit("drop the Deployment, run 2", map[string][]byte{"workload.yaml": []byte(fixed), "run2.yaml": []byte(run2)})
+	r.approve("example-run-2-after-canary")
+	r.waitPhase("example-run-2", fleet.PhaseSucceeded)
+	for _, c := range clusters {
+		if c.Get("apps/v1", "Deployment", "test-namespace", "web") != nil {
+			t.Errorf("the Deployment is still on %s after the fix", c.Name)
 		}
 	}
 }
