@@ -30,6 +30,10 @@ const namespace = "gitfleet-system"
 // secret-example.yaml); the render must reference them but not contain them.
 var userProvidedSecrets = []string{"gitfleet-git-credentials", "gitfleet-webhook"}
 
+// componentSecrets are user-provided Secrets that only a component mounts
+// (components/members: the member clusters' kubeconfig).
+var componentSecrets = []string{"gitfleet-member-kubeconfig"}
+
 // contractFlags are the `gitfleet serve` flags of the CLI contract
 // (DESIGN.md) plus the documented auth and cache flags. The manifests may use
 // no other.
@@ -37,7 +41,7 @@ var contractFlags = []string{
 	"repo", "branch", "path", "interval", "webhook-addr", "webhook-secret-file",
 	"metrics-addr", "status-branch", "stuck-threshold", "until-idle", "timeout",
 	"username-file", "password-file", "token-file", "ssh-key-file", "known-hosts-file",
-	"cache-dir",
+	"cache-dir", "kubeconfig",
 }
 
 // ---------------------------------------------------------------------------
@@ -556,7 +560,7 @@ func TestVolumesAndReferences(t *testing.T) {
 func checkReferences(t *testing.T, objs map[string]object, pod podSpec) {
 	t.Helper()
 	secret := func(name, where string) {
-		if _, ok := objs["Secret/"+name]; ok || slices.Contains(userProvidedSecrets, name) {
+		if _, ok := objs["Secret/"+name]; ok || slices.Contains(userProvidedSecrets, name) || slices.Contains(componentSecrets, name) {
 			return
 		}
 		t.Errorf("%s: Secret %q is neither rendered nor a documented user-provided secret %v", where, name, userProvidedSecrets)
@@ -723,7 +727,7 @@ func checkArgs(t *testing.T, c container, pod podSpec) map[string]string {
 		}
 		return best, bestLen >= 0, ro
 	}
-	for _, name := range []string{"webhook-secret-file", "token-file", "username-file", "password-file", "ssh-key-file", "known-hosts-file"} {
+	for _, name := range []string{"webhook-secret-file", "token-file", "username-file", "password-file", "ssh-key-file", "known-hosts-file", "kubeconfig"} {
 		file, ok := flags[name]
 		if !ok {
 			continue
@@ -1292,4 +1296,14 @@ func splitImage(ref string) (name, tag string) {
 		return ref[:colon], ref[colon+1:]
 	}
 	return ref, ""
+}
+
+func TestComponentMembers(t *testing.T) {
+	objs := renderWithComponents(t, "members", "ssh")
+	d, c := gitfleetDeployment(t, objs)
+	flags := checkArgs(t, c, d.Spec.Template.Spec)
+	if flags["kubeconfig"] != "/etc/gitfleet/members/kubeconfig" {
+		t.Errorf("--kubeconfig = %q, want the mounted Secret's file", flags["kubeconfig"])
+	}
+	checkReferences(t, objs, d.Spec.Template.Spec)
 }
