@@ -48,6 +48,9 @@ vet:
 run: build ## Quickstart: local bare repo + clone of examples/quickstart, gitfleet serve against it
 	./hack/quickstart.sh $(BIN)
 
+run-clusters: build ## Quickstart against three real local member clusters (etcd + kube-apiserver, built by make testbin)
+	./hack/quickstart.sh $(BIN) --clusters
+
 simulate: build ## Preview the quickstart rollout in virtual time
 	./hack/quickstart.sh $(BIN) --simulate
 

@@ -6,8 +6,11 @@
 #                                     (default $TMPDIR/gitfleet-quickstart), made anew
 #   hack/quickstart.sh BIN --simulate preview the rollout in virtual time, in a
 #                                     throwaway folder: it never touches a running quickstart
+#   hack/quickstart.sh BIN --clusters serve it to three real local member clusters
+#                                     (etcd + kube-apiserver each, hack/clusters.sh),
+#                                     stopped again when serve ends
 set -euo pipefail
-bin=$(realpath "${1:?usage: quickstart.sh BIN [--simulate]}")
+bin=$(realpath "${1:?usage: quickstart.sh BIN [--simulate|--clusters]}")
 mode=${2:-serve}
 root=$(cd "$(dirname "$0")/.." && pwd)
 if [ "$mode" = "--simulate" ]; then
@@ -22,6 +25,17 @@ fi
 git init -q --bare -b main "$dir/fleet.git"
 git clone -q "$dir/fleet.git" "$dir/fleet" 2>/dev/null
 cp "$root"/examples/quickstart/*.yaml "$dir/fleet/"
+if [ "$mode" = "--clusters" ]; then
+  echo "starting member1, member2 and member3 (the first time builds them: make testbin, ~30 min)..." >&2
+  kubeconfig=$("$root/hack/clusters.sh" "$dir/clusters" member1 member2 member3 | tail -1)
+  trap '"$root/hack/clusters.sh" --stop "$dir/clusters"' EXIT
+  kubectl=$("$root/hack/testbin.sh" | tail -1)/kubectl
+  # Each member is reached through the kubeconfig context of its name.
+  for m in member1 member2 member3; do
+    sed -i "/name: $m\$/,/^---/ s|gitfleet.io/driver: simulated|gitfleet.io/driver: kubeconfig:$m|" "$dir/fleet/members.yaml"
+  done
+  sed -i '/gitfleet.io\/sim-available-after/d' "$dir/fleet/members.yaml"
+fi
 (
   cd "$dir/fleet"
   git checkout -q -b main 2>/dev/null || true
@@ -54,4 +68,16 @@ Roll out a change: edit test-cm in workload.yaml, commit, push, and add a new ru
 Stop with Ctrl-C.
 
 MSG
+if [ "$mode" = "--clusters" ]; then
+  cat <<MSG
+The members are real API servers (kubeconfig: $kubeconfig). Watch test-cm appear
+on member2 first, then on member3 and member1:
+  $kubectl --kubeconfig $kubeconfig --context member2 get cm -n test-namespace
+  $kubectl --kubeconfig $kubeconfig --context member1 get cm test-cm -n test-namespace -o jsonpath='{.data.key}'
+
+MSG
+  "$bin" serve --repo "file://$dir/fleet.git" --cache-dir "$dir/cache" --interval 5s \
+    --metrics-addr "${METRICS_ADDR:-127.0.0.1:8080}" --kubeconfig "$kubeconfig"
+  exit
+fi
 exec "$bin" serve --repo "file://$dir/fleet.git" --cache-dir "$dir/cache" --interval 5s --metrics-addr "${METRICS_ADDR:-127.0.0.1:8080}"
