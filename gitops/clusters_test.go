@@ -1,14 +1,18 @@
 package gitops_test
 
 import (
+	"fmt"
+	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/gitops"
 	"github.com/gitfleet/gitfleet/internal/kubetest"
 	"github.com/gitfleet/gitfleet/member/kube"
 )
@@ -225,5 +229,104 @@ spec:
 		if c.Get("apps/v1", "Deployment", "test-namespace", "web") != nil {
 			t.Errorf("the Deployment is still on %s after the fix", c.Name)
 		}
+	}
+}
+
+// oneStageFleet is n members reached through kubeconfig contexts
+// member1..n, one placement of test-namespace and one stage that updates
+// them all at once (maxConcurrency 100%).
+func oneStageFleet(n int) map[string][]byte {
+	var members strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&members, `---
+apiVersion: cluster.kubernetes-fleet.io/v1beta1
+kind: MemberCluster
+metadata:
+  name: member%d
+  labels: {environment: prod}
+  annotations: {gitfleet.io/driver: "kubeconfig:member%d"}
+spec:
+  identity: {kind: ServiceAccount, name: fleet-member-agent, namespace: fleet-system}
+`, i, i)
+	}
+	return map[string][]byte{
+		"members.yaml": []byte(members.String()),
+		"placement.yaml": []byte(`apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ClusterResourcePlacement
+metadata: {name: example-placement}
+spec:
+  resourceSelectors: [{group: "", kind: Namespace, name: test-namespace, version: v1}]
+  policy: {placementType: PickAll}
+  strategy: {type: External}
+`),
+		"strategy.yaml": []byte(`apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ClusterStagedUpdateStrategy
+metadata: {name: example-strategy}
+spec:
+  stages:
+  - name: prod
+    labelSelector: {matchLabels: {environment: prod}}
+    maxConcurrency: "100%"
+`),
+		"workload.yaml": []byte(workloadValue(0)),
+	}
+}
+
+func workloadValue(i int) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata: {name: test-namespace}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: test-cm, namespace: test-namespace}
+data: {key: value%d}
+`, i)
+}
+
+func runNamed(name string) []byte {
+	return []byte(`apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ClusterStagedUpdateRun
+metadata: {name: ` + name + `}
+spec: {placementName: example-placement, stagedRolloutStrategyName: example-strategy, state: Run}
+`)
+}
+
+// BenchmarkRolloutToRealClusters is the time from the push of a new
+// workload and run to the run's Succeeded in the remote, with every member
+// a real API server, all updated in one stage: how the end-to-end time of
+// a rollout grows with the number of members.
+//
+//	go test ./gitops -run '^$' -bench RolloutToRealClusters -benchtime 5x
+func BenchmarkRolloutToRealClusters(b *testing.B) {
+	for _, n := range []int{1, 3, 10} {
+		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) {
+			names := make([]string, n)
+			for i := range names {
+				names[i] = fmt.Sprintf("member%d", i+1)
+			}
+			clusters := kubetest.Start(b, names...)
+			drivers, err := kube.Load(kube.Options{Kubeconfig: kubetest.Kubeconfig(b, clusters, nil), PollInterval: 200 * time.Millisecond,
+				Log: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := newFleetRepo(b, oneStageFleet(n))
+			d := startDaemonWith(b, "file://"+r.remote, b.TempDir(), 20*time.Millisecond, func(c *gitops.Config) { c.Clusters = drivers })
+			drivers.Start(b.Context(), d.Hub)
+			i := 0
+			for b.Loop() {
+				i++
+				name := fmt.Sprintf("run-%d", i)
+				r.commit(name, map[string][]byte{"workload.yaml": []byte(workloadValue(i)), name + ".yaml": runNamed(name)})
+				r.waitPhase(name, fleet.PhaseSucceeded)
+			}
+			b.StopTimer()
+			for _, c := range clusters {
+				if v := c.ConfigMapValue("test-namespace", "test-cm", "key"); v != fmt.Sprintf("value%d", i) {
+					b.Errorf("%s has %q after the last run, want value%d", c.Name, v, i)
+				}
+			}
+		})
 	}
 }

@@ -2,21 +2,28 @@ package kube
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/polling"
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"github.com/fluxcd/cli-utils/pkg/object"
 	"github.com/fluxcd/pkg/ssa"
 	ssaerrors "github.com/fluxcd/pkg/ssa/errors"
+	"github.com/fluxcd/pkg/ssa/utils"
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,6 +46,10 @@ const (
 	// inventoryKey is the ConfigMap key of the inventory: a JSON list of
 	// resource identifiers, as placement statuses write them.
 	inventoryKey = "resources"
+	// digestKey and versionsKey record the last full apply: a digest of
+	// the objects and, per object, the version the member held after it.
+	digestKey   = "digest"
+	versionsKey = "versions"
 	// applyConcurrency is how many objects one apply dry-runs at once.
 	applyConcurrency = 8
 )
@@ -67,7 +78,11 @@ func (c *Clusters) cluster(name string) (*cluster, error) {
 		return nil, fmt.Errorf("kubeconfig context %q: %w", name, err)
 	}
 	cfg.Timeout = c.opts.RequestTimeout
-	cfg.QPS, cfg.Burst = 100, 200
+	// A snapshot of a thousand objects is a few thousand requests on its
+	// first apply; client-side throttling at client-go's default 5 QPS
+	// would make that minutes. The member's API priority and fairness is
+	// what protects it.
+	cfg.QPS, cfg.Burst = 1000, 2000
 	cfg.UserAgent = "gitfleet"
 	cl, err := client.New(cfg, client.Options{})
 	if err != nil {
@@ -103,8 +118,15 @@ func (e *applyError) Error() string { return e.err.Error() }
 func (e *applyError) Unwrap() error { return e.err }
 
 // apply puts d's resources on the member and prunes what the previous
-// snapshot had and d's has not. It returns the objects as applied.
-func (cl *cluster) apply(ctx context.Context, d member.Delivery) ([]*unstructured.Unstructured, error) {
+// snapshot had and d's has not. It returns the objects as applied and what
+// the member holds of them now.
+//
+// When the member's record says this very snapshot was applied in full,
+// and none of its objects changed since (same generation, or same
+// resourceVersion for kinds without one), nothing is applied: a restart or
+// a redelivery costs a few label-selected LISTs instead of a dry-run per
+// object. A changed object makes it a full apply, which restores it.
+func (cl *cluster) apply(ctx context.Context, d member.Delivery) ([]*unstructured.Unstructured, map[string]*unstructured.Unstructured, error) {
 	labels := ownerLabels(d)
 	objs := make([]*unstructured.Unstructured, len(d.Resources))
 	for i, r := range d.Resources {
@@ -119,38 +141,194 @@ func (cl *cluster) apply(ctx context.Context, d member.Delivery) ([]*unstructure
 		u.SetLabels(l)
 		objs[i] = u
 	}
-	old, err := cl.readInventory(ctx, d)
+	old, err := cl.readRecord(ctx, d)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	desired := inventoryOf(objs)
-	// Recorded before the apply, so a crash during it leaves an inventory
-	// that covers whatever reached the member.
-	if union := old.union(desired); !union.equal(old) {
-		if err := cl.writeInventory(ctx, d, union); err != nil {
-			return nil, err
+	digest, err := digestOf(objs)
+	if err != nil {
+		return nil, nil, err
+	}
+	live, err := cl.list(ctx, objs, labels)
+	if err != nil {
+		return nil, nil, err
+	}
+	if old.digest == digest && old.ids.equal(desired) && unchanged(objs, live, old.versions) {
+		return objs, live, nil
+	}
+	// Recorded before the apply, without a digest, so a crash during it
+	// leaves a record that covers whatever reached the member and forces
+	// a full apply next time.
+	if union := old.ids.union(desired); !union.equal(old.ids) || old.digest != "" {
+		if err := cl.writeRecord(ctx, d, record{ids: union}); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := cl.applyAll(ctx, objs, live); err != nil {
+		return nil, nil, err
+	}
+	if stale := old.ids.minus(desired); len(stale) > 0 {
+		if err := cl.prune(ctx, stale, labels); err != nil {
+			return nil, nil, err
+		}
+	}
+	if live, err = cl.list(ctx, objs, labels); err != nil {
+		return nil, nil, err
+	}
+	if err := cl.writeRecord(ctx, d, record{ids: desired, digest: digest, versions: versionsOf(live)}); err != nil {
+		return nil, nil, err
+	}
+	return objs, live, nil
+}
+
+// applyAll server-side applies objs in two stages, cluster definitions
+// (CRDs, Namespaces, ClusterRoles) first, waiting until they are ready, so
+// a snapshot that brings its own CRD or namespace applies in one pass.
+// Objects already on the member (live) go through Flux's ssa.ApplyAll,
+// which dry-runs each and writes only those that differ; objects not there
+// yet are applied at once, concurrently: there is nothing to compare them
+// with, and ssa writes what it must write one object at a time.
+func (cl *cluster) applyAll(ctx context.Context, objs []*unstructured.Unstructured, live map[string]*unstructured.Unstructured) error {
+	var defs, rest []*unstructured.Unstructured
+	for _, o := range objs {
+		if utils.IsClusterDefinition(o) {
+			defs = append(defs, o)
+		} else {
+			rest = append(rest, o)
 		}
 	}
 	opts := ssa.DefaultApplyOptions()
-	opts.WaitInterval, opts.WaitTimeout = 500*time.Millisecond, cl.timeout
-	if _, err := cl.rm.ApplyAllStaged(ctx, objs, opts); err != nil {
-		var dry *ssaerrors.DryRunErr
-		if errors.As(err, &dry) {
-			return nil, &applyError{object: dry.InvolvedObject(), err: err}
+	for stage, group := range [][]*unstructured.Unstructured{defs, rest} {
+		var present, absent []*unstructured.Unstructured
+		for _, o := range group {
+			if _, ok := live[idKey(member.Identify(o))]; ok {
+				present = append(present, o)
+			} else {
+				absent = append(absent, o)
+			}
 		}
-		return nil, &applyError{err: err}
-	}
-	if stale := old.minus(desired); len(stale) > 0 {
-		if err := cl.prune(ctx, stale, labels); err != nil {
-			return nil, err
+		if len(present) > 0 {
+			if _, err := cl.rm.ApplyAll(ctx, present, opts); err != nil {
+				var dry *ssaerrors.DryRunErr
+				if errors.As(err, &dry) {
+					return &applyError{object: dry.InvolvedObject(), err: err}
+				}
+				return &applyError{err: err}
+			}
+		}
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(applyConcurrency)
+		for _, o := range absent {
+			g.Go(func() error {
+				//nolint:staticcheck // client.Apply on unstructured is what ssa itself uses.
+				if err := cl.client.Patch(gctx, o.DeepCopy(), client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+					return &applyError{object: o, err: fmt.Errorf("%s apply failed: %w", utils.FmtUnstructured(o), err)}
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		if stage == 0 && len(defs) > 0 {
+			set := object.UnstructuredSetToObjMetadataSet(defs)
+			if err := cl.rm.WaitForSetWithContext(ctx, set, ssa.WaitOptions{Interval: 500 * time.Millisecond, Timeout: cl.timeout}); err != nil {
+				return &applyError{err: fmt.Errorf("waiting for the CRDs and namespaces to be ready: %w", err)}
+			}
 		}
 	}
-	if !desired.equal(old.union(desired)) {
-		if err := cl.writeInventory(ctx, d, desired); err != nil {
-			return nil, err
+	return nil
+}
+
+// list reads back the objects of objs that carry labels: one LIST per kind
+// and namespace, so reading a thousand objects costs tens of requests.
+func (cl *cluster) list(ctx context.Context, objs []*unstructured.Unstructured, labels map[string]string) (map[string]*unstructured.Unstructured, error) {
+	type scope struct {
+		gvk       schema.GroupVersionKind
+		namespace string
+	}
+	scopes := map[scope]bool{}
+	for _, o := range objs {
+		scopes[scope{o.GroupVersionKind(), o.GetNamespace()}] = true
+	}
+	var mu sync.Mutex
+	live := map[string]*unstructured.Unstructured{}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(applyConcurrency)
+	for sc := range scopes {
+		g.Go(func() error {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(sc.gvk.GroupVersion().WithKind(sc.gvk.Kind + "List"))
+			opts := []client.ListOption{client.MatchingLabels(labels)}
+			if sc.namespace != "" {
+				opts = append(opts, client.InNamespace(sc.namespace))
+			}
+			if err := cl.client.List(gctx, list, opts...); err != nil {
+				if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+					return nil // the kind is not served (yet): none of its objects are there
+				}
+				return fmt.Errorf("list %s: %w", sc.gvk.Kind, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i := range list.Items {
+				item := &list.Items[i]
+				item.SetGroupVersionKind(sc.gvk)
+				live[idKey(member.Identify(item))] = item
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return live, nil
+}
+
+// version is what tells whether someone changed an object since gitfleet
+// applied it: its generation where the kind keeps one (so a controller
+// writing status is no change), else its resourceVersion.
+func version(u *unstructured.Unstructured) string {
+	if g := u.GetGeneration(); g > 0 {
+		return "g" + strconv.FormatInt(g, 10)
+	}
+	return "rv" + u.GetResourceVersion()
+}
+
+func versionsOf(live map[string]*unstructured.Unstructured) map[string]string {
+	out := make(map[string]string, len(live))
+	for k, u := range live {
+		out[k] = version(u)
+	}
+	return out
+}
+
+// unchanged reports whether every object is on the member at the version
+// recorded after the last full apply.
+func unchanged(objs []*unstructured.Unstructured, live map[string]*unstructured.Unstructured, recorded map[string]string) bool {
+	for _, o := range objs {
+		k := idKey(member.Identify(o))
+		u, ok := live[k]
+		if !ok || recorded[k] == "" || version(u) != recorded[k] {
+			return false
 		}
 	}
-	return objs, nil
+	return true
+}
+
+// digestOf is a digest of the objects as they are applied.
+func digestOf(objs []*unstructured.Unstructured) (string, error) {
+	h := sha256.New()
+	for _, o := range objs {
+		data, err := json.Marshal(o.Object) // map keys are sorted: canonical
+		if err != nil {
+			return "", err
+		}
+		h.Write(data)
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // prune deletes the objects of an inventory that still carry labels, in
@@ -176,12 +354,12 @@ func (cl *cluster) prune(ctx context.Context, inv inventory, labels map[string]s
 // remove deletes everything the binding's placement applied to the member,
 // then its inventory.
 func (cl *cluster) remove(ctx context.Context, d member.Delivery) error {
-	inv, err := cl.readInventory(ctx, d)
+	rec, err := cl.readRecord(ctx, d)
 	if err != nil {
 		return err
 	}
-	if len(inv) > 0 {
-		if err := cl.prune(ctx, inv, ownerLabels(d)); err != nil {
+	if len(rec.ids) > 0 {
+		if err := cl.prune(ctx, rec.ids, ownerLabels(d)); err != nil {
 			return err
 		}
 	}
@@ -206,38 +384,19 @@ type health struct {
 	failed     bool
 }
 
-// health reads every object back and computes its kstatus: Current only at
-// the object's current generation, so a Deployment is never counted on the
-// health of its previous spec.
-func (cl *cluster) health(ctx context.Context, objs []*unstructured.Unstructured, gen int64) (health, error) {
-	results := make([]*status.Result, len(objs))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(applyConcurrency)
-	for i, o := range objs {
-		g.Go(func() error {
-			live := &unstructured.Unstructured{}
-			live.SetGroupVersionKind(o.GroupVersionKind())
-			err := cl.client.Get(gctx, client.ObjectKeyFromObject(o), live)
-			switch {
-			case apierrors.IsNotFound(err):
-				results[i] = &status.Result{Status: status.NotFoundStatus, Message: "not found"}
-				return nil
-			case err != nil:
-				return fmt.Errorf("read %s: %w", describe(o), err)
-			}
-			res, err := status.Compute(live)
-			if err != nil {
-				return fmt.Errorf("compute the status of %s: %w", describe(o), err)
-			}
-			results[i] = res
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return health{}, err
-	}
+// healthOf computes the kstatus of every object from what the member
+// holds: Current only at the object's current generation, so a Deployment
+// is never counted on the health of its previous spec.
+func healthOf(objs []*unstructured.Unstructured, live map[string]*unstructured.Unstructured, gen int64) (health, error) {
 	var h health
-	for i, res := range results {
+	for _, o := range objs {
+		res := &status.Result{Status: status.NotFoundStatus, Message: "not found"}
+		if u, ok := live[idKey(member.Identify(o))]; ok {
+			var err error
+			if res, err = status.Compute(u); err != nil {
+				return health{}, fmt.Errorf("compute the status of %s: %w", describe(o), err)
+			}
+		}
 		switch res.Status {
 		case status.CurrentStatus:
 			h.current++
@@ -245,13 +404,13 @@ func (cl *cluster) health(ctx context.Context, objs []*unstructured.Unstructured
 		case status.FailedStatus:
 			h.failed = true
 			if len(h.notCurrent) < member.MaxFailedPlacements {
-				h.notCurrent = append(h.notCurrent, member.FailedPlacement(objs[i], fleet.ResourceBindingAvailable,
+				h.notCurrent = append(h.notCurrent, member.FailedPlacement(o, fleet.ResourceBindingAvailable,
 					ManifestFailedReason, res.Message, gen))
 			}
 			continue
 		}
 		if len(h.notCurrent) < member.MaxFailedPlacements {
-			h.notCurrent = append(h.notCurrent, member.FailedPlacement(objs[i], fleet.ResourceBindingAvailable,
+			h.notCurrent = append(h.notCurrent, member.FailedPlacement(o, fleet.ResourceBindingAvailable,
 				member.ManifestNotAvailableYetReason, member.ManifestNotAvailableYetMessage, gen))
 		}
 	}
@@ -345,36 +504,59 @@ func (a inventory) objects() []*unstructured.Unstructured {
 	return out
 }
 
-// readInventory returns what the member's inventory records for d's
-// placement; empty when there is none yet.
-func (cl *cluster) readInventory(ctx context.Context, d member.Delivery) (inventory, error) {
+// record is the member's inventory ConfigMap: what gitfleet may have
+// applied there for one placement, and, after a full apply, the digest of
+// what it applied and the version of each object.
+type record struct {
+	ids      inventory
+	digest   string
+	versions map[string]string
+}
+
+// readRecord returns the member's record of d's placement; empty when
+// there is none yet.
+func (cl *cluster) readRecord(ctx context.Context, d member.Delivery) (record, error) {
 	cm := &unstructured.Unstructured{}
 	cm.SetAPIVersion("v1")
 	cm.SetKind("ConfigMap")
+	name := InventoryNamespace + "/" + d.WorkName()
 	err := cl.client.Get(ctx, client.ObjectKey{Namespace: InventoryNamespace, Name: d.WorkName()}, cm)
 	if apierrors.IsNotFound(err) {
-		return inventory{}, nil
+		return record{ids: inventory{}}, nil
 	} else if err != nil {
-		return nil, fmt.Errorf("read inventory %s/%s: %w", InventoryNamespace, d.WorkName(), err)
+		return record{}, fmt.Errorf("read inventory %s: %w", name, err)
 	}
-	data, _, _ := unstructured.NestedString(cm.Object, "data", inventoryKey)
+	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
 	var ids []fleet.ResourceIdentifier
-	if err := json.Unmarshal([]byte(data), &ids); err != nil {
-		return nil, fmt.Errorf("inventory %s/%s: %s does not parse: %w", InventoryNamespace, d.WorkName(), inventoryKey, err)
+	if err := json.Unmarshal([]byte(data[inventoryKey]), &ids); err != nil {
+		return record{}, fmt.Errorf("inventory %s: %s does not parse: %w", name, inventoryKey, err)
 	}
-	inv := inventory{}
+	rec := record{ids: inventory{}, digest: data[digestKey]}
 	for _, id := range ids {
-		inv[id] = true
+		rec.ids[id] = true
 	}
-	return inv, nil
+	if v := data[versionsKey]; v != "" {
+		if err := json.Unmarshal([]byte(v), &rec.versions); err != nil {
+			return record{}, fmt.Errorf("inventory %s: %s does not parse: %w", name, versionsKey, err)
+		}
+	}
+	return rec, nil
 }
 
-// writeInventory records inv on the member, creating gitfleet-system first
+// writeRecord records rec on the member, creating gitfleet-system first
 // when needed.
-func (cl *cluster) writeInventory(ctx context.Context, d member.Delivery, inv inventory) error {
-	data, err := json.MarshalIndent(inv.sorted(), "", "  ")
+func (cl *cluster) writeRecord(ctx context.Context, d member.Delivery, rec record) error {
+	ids, err := json.MarshalIndent(rec.ids.sorted(), "", "  ")
 	if err != nil {
 		return err
+	}
+	data := map[string]any{inventoryKey: string(ids)}
+	if rec.digest != "" {
+		versions, err := json.Marshal(rec.versions)
+		if err != nil {
+			return err
+		}
+		data[digestKey], data[versionsKey] = rec.digest, string(versions)
 	}
 	ns := &unstructured.Unstructured{}
 	ns.SetAPIVersion("v1")
@@ -387,7 +569,7 @@ func (cl *cluster) writeInventory(ctx context.Context, d member.Delivery, inv in
 			"labels":      map[string]any{"app.kubernetes.io/managed-by": "gitfleet"},
 			"annotations": map[string]any{fleet.GitfleetPrefix + "resource-snapshot": d.Binding.Spec.ResourceSnapshotName},
 		},
-		"data": map[string]any{inventoryKey: string(data)},
+		"data": data,
 	}}
 	for _, o := range []*unstructured.Unstructured{ns, cm} {
 		//nolint:staticcheck // client.Apply on unstructured is what ssa itself uses.

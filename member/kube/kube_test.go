@@ -378,3 +378,21 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestRedeliveryRestoresAnObjectAPersonChanged(t *testing.T) {
+	f := newFixture(t, nil)
+	d := delivery(t, "member1", 1, "place-0-snapshot", namespace, configMap("cm", "v1"))
+	must(t, f.drivers.Driver("member1").Deliver(f.ctx, d))
+	f.reports.waitCond(t, d.Key(), 1, fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
+
+	cm := f.get("member1", "v1", "ConfigMap", "test-namespace", "cm")
+	must(t, unstructured.SetNestedField(cm.Object, "edited by hand", "data", "key"))
+	must(t, f.clusters[0].Client().Update(f.ctx, cm))
+
+	d2 := delivery(t, "member1", 2, "place-0-snapshot", namespace, configMap("cm", "v1"))
+	must(t, f.start().Driver("member1").Deliver(f.ctx, d2))
+	f.reports.waitCond(t, d.Key(), 2, fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
+	if v := f.clusters[0].ConfigMapValue("test-namespace", "cm", "key"); v != "v1" {
+		t.Errorf("ConfigMap key = %q after redelivery, want v1 restored", v)
+	}
+}

@@ -18,8 +18,10 @@ import (
 type work struct {
 	context  string
 	delivery member.Delivery
-	// applied holds the objects as applied, nil until the apply succeeded.
+	// applied holds the objects as applied, nil until the apply succeeded;
+	// labels select them on the member.
 	applied []*unstructured.Unstructured
+	live    map[string]*unstructured.Unstructured
 	// failing is set (under Clusters.mu) while the last attempt failed.
 	failing bool
 }
@@ -105,7 +107,7 @@ func (c *Clusters) step(ctx context.Context, w *work) (state, error) {
 			// ReportDiff applies nothing; the diff itself is not reported yet.
 			return healthy, c.reporter.ReportBindingStatus(d.Key(), gen, append(base, diffReported(gen)), nil)
 		}
-		objs, err := cl.apply(ctx, d)
+		objs, live, err := cl.apply(ctx, d)
 		if err != nil {
 			var failed []fleet.FailedResourcePlacement
 			var ae *applyError
@@ -115,12 +117,20 @@ func (c *Clusters) step(ctx context.Context, w *work) (state, error) {
 			}
 			return progressing, fail(fmt.Errorf("kubeconfig context %q: %w", w.context, err), failed)
 		}
-		w.applied = objs
+		w.applied, w.live = objs, live
 		c.log.Debug("applied", "binding", d.Key().String(), "context", w.context, "resources", len(objs))
 	}
 
 	conds := append(base, member.Applied(gen))
-	h, err := cl.health(ctx, w.applied, gen)
+	live := w.live
+	w.live = nil // read fresh on every later poll
+	if live == nil {
+		live, err = cl.list(ctx, w.applied, ownerLabels(d))
+	}
+	var h health
+	if err == nil {
+		h, err = healthOf(w.applied, live, gen)
+	}
 	if err != nil {
 		cond := member.NotYetAvailable(gen, d.WorkName())
 		cond.Message += fmt.Sprintf(": member cluster %q: kubeconfig context %q: %v", d.Cluster(), w.context, err)
