@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/gitops"
@@ -40,6 +41,19 @@ func clusterFleet(t testing.TB) map[string][]byte {
 		"      beforeStageTasks:\n        - type: Approval\n      afterStageTasks:\n        - type: Approval", 1)
 	files["strategy.yaml"] = []byte(strategy)
 	files["workload.yaml"] = append(files["workload.yaml"], []byte(`---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: test-namespace
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: "registry.invalid/web:1"}]
+---
 apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -51,14 +65,15 @@ data:
 	return files
 }
 
-// The seed demo on three real API servers through `gitfleet serve`:
-// member2 (staging), the soak, the canary stage held by its before-stage
-// approval, member1 and member3, the after-stage approval. Each member's
-// ConfigMap changes exactly when its stage starts, never before, and an
-// object a new snapshot drops is pruned from a member only when the new
-// run reaches it.
+// The seed demo on three real clusters (API server, controller-manager,
+// scheduler, kwok node) through `gitfleet serve`: member2 (staging), the
+// soak, the canary stage held by its before-stage approval, member1 and
+// member3, the after-stage approval. Each member's ConfigMap and
+// Deployment image change exactly when its stage starts, never before, a
+// stage ends only once its Deployments are available, and an object a new
+// snapshot drops is pruned from a member only when the new run reaches it.
 func TestTheQuickstartRollsOutToRealClustersStageByStage(t *testing.T) {
-	clusters := kubetest.Start(t, "member1", "member2", "member3")
+	clusters := kubetest.StartWithWorkloads(t, "member1", "member2", "member3")
 	member1, member2, member3 := clusters[0], clusters[1], clusters[2]
 	files := clusterFleet(t)
 	r := newFleetRepo(t, files)
@@ -67,6 +82,23 @@ func TestTheQuickstartRollsOutToRealClustersStageByStage(t *testing.T) {
 
 	value := func(c *kubetest.Cluster) string { return c.ConfigMapValue("test-namespace", "test-cm", "key") }
 	hasExtra := func(c *kubetest.Cluster) bool { return c.Get("v1", "ConfigMap", "test-namespace", "extra-cm") != nil }
+	// image is the Deployment's image once its controller rolled it out
+	// and made it available, "" before.
+	image := func(c *kubetest.Cluster) string {
+		d := c.Get("apps/v1", "Deployment", "test-namespace", "web")
+		if d == nil {
+			return ""
+		}
+		observed, _, _ := unstructured.NestedInt64(d.Object, "status", "observedGeneration")
+		available, _, _ := unstructured.NestedInt64(d.Object, "status", "availableReplicas")
+		updated, _, _ := unstructured.NestedInt64(d.Object, "status", "updatedReplicas")
+		if observed != d.GetGeneration() || available != 1 || updated != 1 {
+			return "not rolled out"
+		}
+		containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		img, _, _ := unstructured.NestedString(containers[0].(map[string]any), "image")
+		return img
+	}
 
 	eventually(t, "the canary stage's before-stage approval request", func() bool {
 		return r.approval("example-run-before-canary") != nil
@@ -75,13 +107,17 @@ func TestTheQuickstartRollsOutToRealClustersStageByStage(t *testing.T) {
 		t.Fatalf("before canary starts: member1=%q member2=%q member3=%q, want only member2 (staging) to have value1",
 			value(member1), value(member2), value(member3))
 	}
+	if image(member2) != "registry.invalid/web:1" || image(member1) != "" || image(member3) != "" {
+		t.Fatalf("before canary starts: Deployment member1=%q member2=%q member3=%q, want only member2's, available",
+			image(member1), image(member2), image(member3))
+	}
 	r.approve("example-run-before-canary")
 	eventually(t, "the canary stage's after-stage approval request", func() bool {
 		return r.approval("example-run-after-canary") != nil
 	})
 	for _, c := range clusters {
-		if value(c) != "value1" || !hasExtra(c) {
-			t.Errorf("%s after canary: test-cm %q, extra-cm present %v", c.Name, value(c), hasExtra(c))
+		if value(c) != "value1" || !hasExtra(c) || image(c) != "registry.invalid/web:1" {
+			t.Errorf("%s after canary: test-cm %q, extra-cm present %v, Deployment %q", c.Name, value(c), hasExtra(c), image(c))
 		}
 		b := r.object("status/bindings/example-placement/" + c.Name + ".yaml").(*fleet.Binding)
 		if !meta.IsStatusConditionTrue(b.Status.Conditions, fleet.ResourceBindingAvailable) {
@@ -93,6 +129,7 @@ func TestTheQuickstartRollsOutToRealClustersStageByStage(t *testing.T) {
 
 	// Snapshot 1: a new value, and extra-cm dropped.
 	workload := strings.Replace(string(files["workload.yaml"]), "key: value1", "key: value2", 1)
+	workload = strings.Replace(workload, "web:1", "web:2", 1)
 	workload = workload[:strings.Index(workload, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra-cm")]
 	run2 := strings.Replace(string(files["run.yaml"]), "name: example-run", "name: example-run-2", 1)
 	r.commit("value2, no extra-cm, run 2", map[string][]byte{"workload.yaml": []byte(workload), "run2.yaml": []byte(run2)})
@@ -100,12 +137,14 @@ func TestTheQuickstartRollsOutToRealClustersStageByStage(t *testing.T) {
 	eventually(t, "run 2's before-canary approval request", func() bool {
 		return r.approval("example-run-2-before-canary") != nil
 	})
-	if value(member2) != "value2" || hasExtra(member2) {
-		t.Errorf("member2 (reached by run 2): test-cm %q, extra-cm present %v; want value2 and extra-cm pruned", value(member2), hasExtra(member2))
+	if value(member2) != "value2" || hasExtra(member2) || image(member2) != "registry.invalid/web:2" {
+		t.Errorf("member2 (reached by run 2): test-cm %q, extra-cm present %v, Deployment %q; want value2, extra-cm pruned, web:2 available",
+			value(member2), hasExtra(member2), image(member2))
 	}
 	for _, c := range []*kubetest.Cluster{member1, member3} {
-		if value(c) != "value1" || !hasExtra(c) {
-			t.Errorf("%s (not reached by run 2 yet): test-cm %q, extra-cm present %v; want both untouched", c.Name, value(c), hasExtra(c))
+		if value(c) != "value1" || !hasExtra(c) || image(c) != "registry.invalid/web:1" {
+			t.Errorf("%s (not reached by run 2 yet): test-cm %q, extra-cm present %v, Deployment %q; want all untouched",
+				c.Name, value(c), hasExtra(c), image(c))
 		}
 	}
 
@@ -128,8 +167,8 @@ func TestTheQuickstartRollsOutToRealClustersStageByStage(t *testing.T) {
 	r.approve("example-run-2-after-canary")
 	r.waitPhase("example-run-2", fleet.PhaseSucceeded)
 	for _, c := range clusters {
-		if value(c) != "value2" || hasExtra(c) {
-			t.Errorf("%s after run 2: test-cm %q, extra-cm present %v", c.Name, value(c), hasExtra(c))
+		if value(c) != "value2" || hasExtra(c) || image(c) != "registry.invalid/web:2" {
+			t.Errorf("%s after run 2: test-cm %q, extra-cm present %v, Deployment %q", c.Name, value(c), hasExtra(c), image(c))
 		}
 	}
 
@@ -154,8 +193,8 @@ func TestTheQuickstartRollsOutToRealClustersStageByStage(t *testing.T) {
 	r.approve("example-run-3-after-canary")
 	r.waitPhase("example-run-3", fleet.PhaseSucceeded)
 	eventually(t, "member3's objects to be removed", func() bool {
-		ns := member3.Get("v1", "Namespace", "", "test-namespace")
-		return value(member3) == "" && (ns == nil || ns.GetDeletionTimestamp() != nil) &&
+		// With a controller-manager, the namespace finishes terminating.
+		return value(member3) == "" && member3.Get("v1", "Namespace", "", "test-namespace") == nil &&
 			member3.Get("v1", "ConfigMap", kube.InventoryNamespace, "example-placement-work") == nil
 	})
 	if value(member1) != "value2" || value(member2) != "value2" {

@@ -12,6 +12,7 @@ package kubetest
 
 import (
 	"context"
+	_ "embed"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/tls"
@@ -87,12 +88,29 @@ type Cluster struct {
 	mu            sync.Mutex
 	apiserver     *exec.Cmd
 	etcd          *exec.Cmd
+	workloads     []*exec.Cmd // controller-manager, scheduler, kwok
 	port          int
 	apiserverArgs []string
 }
 
-// Start starts clusters with these names and stops them when t ends.
+// Start starts clusters with these names and stops them when t ends:
+// etcd and kube-apiserver only, so objects are stored but no controller
+// acts on them (a Deployment is never observed, so never available).
 func Start(t testing.TB, names ...string) []*Cluster {
+	t.Helper()
+	return start(t, false, names)
+}
+
+// StartWithWorkloads is Start plus, per cluster, kube-controller-manager,
+// kube-scheduler and kwok with one fake node: Deployments roll out and
+// become available (pods turn Ready 1.5s after they are scheduled),
+// namespaces finish terminating.
+func StartWithWorkloads(t testing.TB, names ...string) []*Cluster {
+	t.Helper()
+	return start(t, true, names)
+}
+
+func start(t testing.TB, workloads bool, names []string) []*Cluster {
 	t.Helper()
 	bin := Bin(t)
 	out := make([]*Cluster, len(names))
@@ -118,7 +136,61 @@ func Start(t testing.TB, names ...string) []*Cluster {
 	for _, c := range out {
 		c.WaitReady()
 	}
+	if workloads {
+		for _, c := range out {
+			if err := c.startWorkloads(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	return out
+}
+
+//go:embed kwok-stages.yaml
+var kwokStages []byte
+
+// startWorkloads starts the controllers that make Deployments available,
+// and registers the fake node kwok plays.
+func (c *Cluster) startWorkloads() error {
+	kubeconfig := filepath.Join(c.dir, "admin.kubeconfig")
+	config := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: %q, insecure-skip-tls-verify: true}}]\n"+
+		"users: [{name: admin, user: {token: %q}}]\ncontexts: [{name: c, context: {cluster: c, user: admin}}]\ncurrent-context: c\n",
+		c.Server, c.AdminToken)
+	stages := filepath.Join(c.dir, "kwok-stages.yaml")
+	if err := os.WriteFile(kubeconfig, []byte(config), 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(stages, kwokStages, 0o600); err != nil {
+		return err
+	}
+	cmds := []*exec.Cmd{
+		c.command("kube-controller-manager", "--kubeconfig", kubeconfig, "--leader-elect=false", "--secure-port", "0",
+			"--service-account-private-key-file", filepath.Join(c.dir, "sa.key"), "--use-service-account-credentials=false"),
+		c.command("kube-scheduler", "--kubeconfig", kubeconfig, "--leader-elect=false", "--secure-port", "0"),
+		c.command("kwok", "--kubeconfig", kubeconfig, "--config", stages, "--manage-all-nodes=false",
+			"--manage-nodes-with-annotation-selector", "kwok.x-k8s.io/node=fake", "--server-address", "127.0.0.1:0",
+			"--node-ip", "127.0.0.1"),
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cmd := range cmds {
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("start %s of %s: %w", filepath.Base(cmd.Path), c.Name, err)
+		}
+		c.workloads = append(c.workloads, cmd)
+	}
+	node := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Node",
+		"metadata": map[string]any{
+			"name":        "kwok-node",
+			"labels":      map[string]any{"type": "kwok", "kubernetes.io/hostname": "kwok-node"},
+			"annotations": map[string]any{"kwok.x-k8s.io/node": "fake"},
+		},
+	}}
+	if err := c.client().Create(context.Background(), node); err != nil {
+		return fmt.Errorf("register the fake node of %s: %w", c.Name, err)
+	}
+	return nil
 }
 
 func (c *Cluster) start() error {
@@ -224,9 +296,12 @@ func (c *Cluster) StartAPIServer() {
 func (c *Cluster) Stop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, w := range c.workloads {
+		kill(w)
+	}
 	kill(c.apiserver)
 	kill(c.etcd)
-	c.apiserver, c.etcd = nil, nil
+	c.apiserver, c.etcd, c.workloads = nil, nil, nil
 }
 
 func kill(cmd *exec.Cmd) {
@@ -305,13 +380,27 @@ var quietOnce sync.Once
 // landed there or to play a person changing it.
 func (c *Cluster) Client() client.Client {
 	c.t.Helper()
-	quietOnce.Do(func() { ctrllog.SetLogger(logr.Discard()) })
-	cl, err := client.New(&rest.Config{Host: c.Server, BearerToken: c.AdminToken,
-		TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, client.Options{})
+	cl, err := c.newClient()
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	return cl
+}
+
+// client is Client for goroutines other than the test's: it panics on
+// an error that only a bug in this package can cause.
+func (c *Cluster) client() client.Client {
+	cl, err := c.newClient()
+	if err != nil {
+		panic(err)
+	}
+	return cl
+}
+
+func (c *Cluster) newClient() (client.Client, error) {
+	quietOnce.Do(func() { ctrllog.SetLogger(logr.Discard()) })
+	return client.New(&rest.Config{Host: c.Server, BearerToken: c.AdminToken,
+		TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, client.Options{})
 }
 
 // Get returns a live object of the cluster, or nil when it does not exist.

@@ -24,9 +24,10 @@ import (
 
 // reports keeps the last report of each binding, as the hub would.
 type reports struct {
-	mu   sync.Mutex
-	last map[hub.Key]report
-	n    int
+	mu      sync.Mutex
+	last    map[hub.Key]report
+	n       int
+	history []report
 }
 
 type report struct {
@@ -42,6 +43,7 @@ func (r *reports) ReportBindingStatus(key hub.Key, gen int64, conds []metav1.Con
 		r.last = map[hub.Key]report{}
 	}
 	r.last[key] = report{gen: gen, conds: conds, failed: failed}
+	r.history = append(r.history, r.last[key])
 	r.n++
 	return nil
 }
@@ -394,5 +396,55 @@ func TestRedeliveryRestoresAnObjectAPersonChanged(t *testing.T) {
 	f.reports.waitCond(t, d.Key(), 2, fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
 	if v := f.clusters[0].ConfigMapValue("test-namespace", "cm", "key"); v != "v1" {
 		t.Errorf("ConfigMap key = %q after redelivery, want v1 restored", v)
+	}
+}
+
+// sawReason reports whether any report at gen had typ with reason.
+func (r *reports) sawReason(gen int64, typ, reason string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rep := range r.history {
+		if c := meta.FindStatusCondition(rep.conds, typ); rep.gen == gen && c != nil && c.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+func TestADeploymentIsAvailableOnlyOnceItsNewPodsAre(t *testing.T) {
+	cs := kubetest.StartWithWorkloads(t, "member1")
+	f := &fixture{t: t, ctx: await.Context(t), clusters: cs, reports: &reports{}}
+	f.kubeconfig = kubetest.Kubeconfig(t, cs, nil)
+	f.drivers = f.start()
+	d := delivery(t, "member1", 1, "place-0-snapshot", namespace, deployment)
+	must(t, f.drivers.Driver("member1").Deliver(f.ctx, d))
+	f.reports.waitCond(t, d.Key(), 1, fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
+	checkRolledOut(t, f, "registry.invalid/web:1")
+	if !f.reports.sawReason(1, fleet.ResourceBindingAvailable, fleet.ResourceNotAvailableYetReason) {
+		t.Error("the binding was never reported not yet available: its pods take 1.5s to become ready")
+	}
+
+	d2 := delivery(t, "member1", 2, "place-1-snapshot", namespace, strings.Replace(deployment, "web:1", "web:2", 1))
+	must(t, f.drivers.Driver("member1").Deliver(f.ctx, d2))
+	f.reports.waitCond(t, d.Key(), 2, fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
+	checkRolledOut(t, f, "registry.invalid/web:2")
+	if !f.reports.sawReason(2, fleet.ResourceBindingAvailable, fleet.ResourceNotAvailableYetReason) {
+		t.Error("the new snapshot counted as available on the health of the old one")
+	}
+}
+
+// checkRolledOut checks that the Deployment runs image and its controller
+// has seen its current spec and made it available.
+func checkRolledOut(t *testing.T, f *fixture, image string) {
+	t.Helper()
+	dep := f.clusters[0].Get("apps/v1", "Deployment", "test-namespace", "web")
+	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	got, _, _ := unstructured.NestedString(containers[0].(map[string]any), "image")
+	observed, _, _ := unstructured.NestedInt64(dep.Object, "status", "observedGeneration")
+	updated, _, _ := unstructured.NestedInt64(dep.Object, "status", "updatedReplicas")
+	available, _, _ := unstructured.NestedInt64(dep.Object, "status", "availableReplicas")
+	if got != image || observed != dep.GetGeneration() || updated != 1 || available != 1 {
+		t.Errorf("reported available with image %s, observedGeneration %d of %d, updated %d, available %d; want %s rolled out",
+			got, observed, dep.GetGeneration(), updated, available, image)
 	}
 }
