@@ -12,11 +12,11 @@ package kubetest
 
 import (
 	"context"
-	_ "embed"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
+	_ "embed"
 	"encoding/pem"
 	"fmt"
 	"net"
