@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/gitops"
@@ -199,6 +200,25 @@ func TestTheQuickstartRollsOutToRealClustersStageByStage(t *testing.T) {
 	})
 	if value(member1) != "value2" || value(member2) != "value2" {
 		t.Errorf("after member3 left: member1 %q, member2 %q, want value2 on both", value(member1), value(member2))
+	}
+
+	// Rollback: a run of snapshot 0 restores its objects, extra-cm included.
+	run4 := strings.Replace(string(files["run.yaml"]), "name: example-run", "name: example-run-4", 1)
+	run4 = strings.Replace(run4, "  state: Run", "  state: Run\n  resourceSnapshotIndex: \"0\"", 1)
+	r.commit("roll back to snapshot 0", map[string][]byte{"run4.yaml": []byte(run4)})
+	t.Cleanup(func() {
+		if t.Failed() {
+			d, _ := yaml.Marshal(member2.Get("apps/v1", "Deployment", "test-namespace", "web").Object["status"])
+			t.Logf("run 4:\n%s\nmember2's Deployment status:\n%s", r.file("status/runs/example-run-4.yaml"), d)
+		}
+	})
+	r.approve("example-run-4-before-canary")
+	r.approve("example-run-4-after-canary")
+	r.waitPhase("example-run-4", fleet.PhaseSucceeded)
+	for _, c := range []*kubetest.Cluster{member1, member2} {
+		if value(c) != "value1" || !hasExtra(c) || image(c) != "registry.invalid/web:1" {
+			t.Errorf("%s after the rollback: test-cm %q, extra-cm present %v, Deployment %q; want snapshot 0's", c.Name, value(c), hasExtra(c), image(c))
+		}
 	}
 }
 

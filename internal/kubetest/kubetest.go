@@ -85,12 +85,15 @@ type Cluster struct {
 	bin string
 	dir string
 
-	mu            sync.Mutex
-	apiserver     *exec.Cmd
-	etcd          *exec.Cmd
-	workloads     []*exec.Cmd // controller-manager, scheduler, kwok
-	port          int
-	apiserverArgs []string
+	mu        sync.Mutex
+	apiserver *exec.Cmd
+	etcd      *exec.Cmd
+	workloads []*exec.Cmd // controller-manager, scheduler, kwok
+	// restartWorkloads: StopAPIServer stopped them, StartAPIServer
+	// starts them again.
+	restartWorkloads bool
+	port             int
+	apiserverArgs    []string
 }
 
 // Start starts clusters with these names and stops them when t ends:
@@ -120,7 +123,12 @@ func start(t testing.TB, workloads bool, names []string) []*Cluster {
 		c := &Cluster{Name: name, t: t, bin: bin, dir: t.TempDir(),
 			AdminToken: "admin-" + name, ViewerToken: "viewer-" + name}
 		out[i] = c
-		t.Cleanup(c.Stop)
+		t.Cleanup(func() {
+			if t.Failed() {
+				c.logTails()
+			}
+			c.Stop()
+		})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -165,7 +173,10 @@ func (c *Cluster) startWorkloads() error {
 	}
 	cmds := []*exec.Cmd{
 		c.command("kube-controller-manager", "--kubeconfig", kubeconfig, "--leader-elect=false", "--secure-port", "0",
-			"--service-account-private-key-file", filepath.Join(c.dir, "sa.key"), "--use-service-account-credentials=false"),
+			"--service-account-private-key-file", filepath.Join(c.dir, "sa.key"), "--use-service-account-credentials=false",
+			// The fake node sends no kubelet heartbeats: the node lifecycle
+			// controller would turn it NotReady after 40s and evict its pods.
+			"--controllers", "*,-node-lifecycle-controller"),
 		c.command("kube-scheduler", "--kubeconfig", kubeconfig, "--leader-elect=false", "--secure-port", "0"),
 		c.command("kwok", "--kubeconfig", kubeconfig, "--config", stages, "--manage-all-nodes=false",
 			"--manage-nodes-with-annotation-selector", "kwok.x-k8s.io/node=fake", "--server-address", "127.0.0.1:0",
@@ -187,7 +198,7 @@ func (c *Cluster) startWorkloads() error {
 			"annotations": map[string]any{"kwok.x-k8s.io/node": "fake"},
 		},
 	}}
-	if err := c.client().Create(context.Background(), node); err != nil {
+	if err := c.client().Create(context.Background(), node); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("register the fake node of %s: %w", c.Name, err)
 	}
 	return nil
@@ -224,7 +235,10 @@ func (c *Cluster) start() error {
 		"--service-account-signing-key-file", filepath.Join(c.dir, "sa.key"),
 		"--service-cluster-ip-range", "10.0.0.0/24",
 		"--endpoint-reconciler-type", "none",
-		"--disable-admission-plugins", "ServiceAccount",
+		// No service account tokens to mount; and the fake node must not
+		// be tainted not-ready at creation: no node lifecycle controller
+		// runs to lift the taint (see startWorkloads).
+		"--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
 		"--enable-priority-and-fairness=false",
 	}
 	return c.startAPIServer()
@@ -273,23 +287,52 @@ func (c *Cluster) httpClient() *http.Client {
 	}}
 }
 
-// StopAPIServer kills the API server (etcd keeps running): the member is
-// unreachable until StartAPIServer.
+// StopAPIServer kills the API server (etcd keeps running) and the
+// controllers that talk to it: the member is down until StartAPIServer.
+// (kube-controller-manager does not outlive a lost API server for long.)
 func (c *Cluster) StopAPIServer() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, w := range c.workloads {
+		kill(w)
+	}
+	c.restartWorkloads = len(c.workloads) > 0
+	c.workloads = nil
 	kill(c.apiserver)
 	c.apiserver = nil
 }
 
-// StartAPIServer starts the API server again on the same port and waits
-// until it is ready.
+// StartAPIServer starts the API server again on the same port, waits
+// until it is ready, and starts the controllers again if it had them.
 func (c *Cluster) StartAPIServer() {
 	c.t.Helper()
 	if err := c.startAPIServer(); err != nil {
 		c.t.Fatal(err)
 	}
 	c.WaitReady()
+	if c.restartWorkloads {
+		if err := c.startWorkloads(); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+}
+
+// logTails logs the end of each process's log and whether it still runs,
+// for a failed test.
+func (c *Cluster) logTails() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cmd := range append([]*exec.Cmd{c.etcd, c.apiserver}, c.workloads...) {
+		if cmd == nil || cmd.Process == nil {
+			continue
+		}
+		name := filepath.Base(cmd.Path)
+		alive := syscall.Kill(cmd.Process.Pid, 0) == nil
+		data, _ := os.ReadFile(filepath.Join(c.dir, name+".log"))
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		lines = lines[max(0, len(lines)-15):]
+		c.t.Logf("%s of %s (running: %v), last lines of its log:\n%s", name, c.Name, alive, strings.Join(lines, "\n"))
+	}
 }
 
 // Stop kills the cluster's processes.

@@ -448,3 +448,16 @@ func checkRolledOut(t *testing.T, f *fixture, image string) {
 			got, observed, dep.GetGeneration(), updated, available, image)
 	}
 }
+
+func TestARollbackIsAvailableOnceTheOldPodsAreBack(t *testing.T) {
+	cs := kubetest.StartWithWorkloads(t, "member1")
+	f := &fixture{t: t, ctx: await.Context(t), clusters: cs, reports: &reports{}}
+	f.kubeconfig = kubetest.Kubeconfig(t, cs, nil)
+	f.drivers = f.start()
+	for gen, img := range []string{"web:1", "web:2", "web:1"} {
+		d := delivery(t, "member1", int64(gen+1), "place-snapshot", namespace, strings.Replace(deployment, "web:1", img, 1))
+		must(t, f.drivers.Driver("member1").Deliver(f.ctx, d))
+		f.reports.waitCond(t, d.Key(), int64(gen+1), fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
+		checkRolledOut(t, f, "registry.invalid/"+img)
+	}
+}
