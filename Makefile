@@ -54,8 +54,8 @@ run-clusters: build ## Quickstart against three real local member clusters (etcd
 simulate: build ## Preview the quickstart rollout in virtual time
 	./hack/quickstart.sh $(BIN) --simulate
 
-bench: ## Benchmarks of the engine, render and git layers
-	$(GO) test -run '^$$' -bench . -benchmem ./reconciler/... ./render/... ./gitsource/...
+bench: ## Benchmarks of the engine, render, git and delivery layers (member/kube needs make testbin)
+	$(GO) test -run '^$$' -bench . -benchmem ./reconciler/... ./render/... ./gitsource/... ./member/...
 
 image: ## Build the container image (needs a Docker engine)
 	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .

@@ -19,6 +19,22 @@ import (
 	"github.com/gitfleet/gitfleet/member/kube"
 )
 
+// webDeployment is a Deployment of one pod, appended to workload.yaml.
+const webDeployment = `---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: test-namespace
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: "registry.invalid/web:1"}]
+`
+
 // clusterFleet is the quickstart delivered to real clusters: every member
 // uses the kubeconfig context of its name, the soak is 1s, and the canary
 // stage also waits for an approval before it starts, so the test can look
@@ -41,20 +57,7 @@ func clusterFleet(t testing.TB) map[string][]byte {
 	strategy = strings.Replace(strategy, "      afterStageTasks:\n        - type: Approval",
 		"      beforeStageTasks:\n        - type: Approval\n      afterStageTasks:\n        - type: Approval", 1)
 	files["strategy.yaml"] = []byte(strategy)
-	files["workload.yaml"] = append(files["workload.yaml"], []byte(`---
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  namespace: test-namespace
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: web, image: "registry.invalid/web:1"}]
----
+	files["workload.yaml"] = append(files["workload.yaml"], []byte(webDeployment+`---
 apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -234,20 +237,7 @@ func TestADeploymentThatNeverBecomesAvailableGoesStuckAndAFixInGitRecovers(t *te
 	member2 := clusters[1]
 	files := timedFleet(t, "0s", "1s")
 	files["members.yaml"] = clusterFleet(t)["members.yaml"]
-	files["workload.yaml"] = append(files["workload.yaml"], []byte(`---
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  namespace: test-namespace
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: web, image: "registry.invalid/web:1"}]
-`)...)
+	files["workload.yaml"] = append(files["workload.yaml"], []byte(webDeployment)...)
 	r := newFleetRepo(t, files)
 	kubeconfig := kubetest.Kubeconfig(t, clusters, nil)
 	args := []string{"--repo", "file://" + r.remote, "--interval", "200ms", "--status-interval", "100ms",
