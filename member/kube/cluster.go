@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +59,9 @@ const (
 // cluster is one member API server, reached through one kubeconfig context.
 type cluster struct {
 	context string
+	// address is the API server's host:port, which redact keeps out of
+	// what gitfleet writes to Git and logs.
+	address string
 	client  client.Client
 	rm      *ssa.ResourceManager
 	timeout time.Duration
@@ -92,9 +97,30 @@ func (c *Clusters) cluster(name string) (*cluster, error) {
 	rm := ssa.NewResourceManager(cl, poller, ssa.Owner{Field: FieldManager, Group: "gitfleet.io"})
 	rm.SetConcurrency(applyConcurrency)
 	out := &cluster{context: name, client: cl, rm: rm, timeout: c.opts.RequestTimeout}
+	if u, err := url.Parse(cfg.Host); err == nil && u.Host != "" {
+		out.address = u.Host
+	}
 	c.clusters[name] = out
 	return out, nil
 }
+
+// redact hides the API server's address in err's message: nothing of a
+// kubeconfig goes into binding status (Git) or logs. The context that
+// names the server is in every message instead.
+func (cl *cluster) redact(err error) error {
+	if err == nil || cl.address == "" || !strings.Contains(err.Error(), cl.address) {
+		return err
+	}
+	return &redacted{msg: strings.ReplaceAll(err.Error(), cl.address, "<api-server>"), err: err}
+}
+
+type redacted struct {
+	msg string
+	err error
+}
+
+func (r *redacted) Error() string { return r.msg }
+func (r *redacted) Unwrap() error { return r.err }
 
 // ownerLabels are the labels that mark an object as applied for d's
 // placement.

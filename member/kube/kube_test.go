@@ -313,6 +313,9 @@ func TestAnUnreachableMemberIsReportedRetriedAndRecovers(t *testing.T) {
 			t.Errorf("Applied message %q does not say %q", msg, want)
 		}
 	}
+	if address := strings.TrimPrefix(f.clusters[0].Server, "https://"); strings.Contains(msg, address) {
+		t.Errorf("Applied message %q names the API server's address %s, which comes from the kubeconfig", msg, address)
+	}
 	if f.drivers.Pending() != 0 {
 		t.Errorf("Pending = %d while the member is unreachable, want 0: nothing progresses without the member", f.drivers.Pending())
 	}

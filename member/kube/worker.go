@@ -113,8 +113,9 @@ func (c *Clusters) step(ctx context.Context, w *work) (state, error) {
 			var ae *applyError
 			if errors.As(err, &ae) && ae.object != nil {
 				failed = append(failed, member.FailedPlacement(ae.object, fleet.ResourceBindingApplied,
-					member.ManifestApplyFailedReason, ae.err.Error(), gen))
+					member.ManifestApplyFailedReason, cl.redact(ae.err).Error(), gen))
 			}
+			err = cl.redact(err)
 			return progressing, fail(fmt.Errorf("kubeconfig context %q: %w", w.context, err), failed)
 		}
 		w.applied, w.live = objs, live
@@ -132,6 +133,7 @@ func (c *Clusters) step(ctx context.Context, w *work) (state, error) {
 		h, err = healthOf(w.applied, live, gen)
 	}
 	if err != nil {
+		err = cl.redact(err)
 		cond := member.NotYetAvailable(gen, d.WorkName())
 		cond.Message += fmt.Sprintf(": member cluster %q: kubeconfig context %q: %v", d.Cluster(), w.context, err)
 		if rerr := c.reporter.ReportBindingStatus(d.Key(), gen, append(conds, cond), nil); rerr != nil {
