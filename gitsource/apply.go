@@ -228,10 +228,25 @@ func (s *Source) attempt(ctx context.Context, op, branch string, ops map[string]
 	case now == commit:
 		// The push landed but its report was lost.
 		return Result{Commit: commit, Created: true}, false, nil
-	case now != parent:
+	case now != parent, lostRefLock(pushErr):
+		// Moved: a conflict. Not moved but the server could not take the
+		// ref's lock: another writer (a push to another branch, git gc
+		// packing refs) held it for a moment; the same push will go in.
 		return res, true, nil
 	}
 	return res, false, s.wrap("push", pushErr)
+}
+
+// lostRefLock reports whether a push failed because the server could not
+// lock the ref, in git's spellings of it.
+func lostRefLock(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{"failed to update ref", "cannot lock ref", "Unable to create", ".lock': File exists"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Source) writeCommit(tree, parent plumbing.Hash, msg string) (plumbing.Hash, error) {

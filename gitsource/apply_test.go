@@ -363,3 +363,27 @@ func TestDeleteBranch(t *testing.T) {
 		t.Fatal("main is gone")
 	}
 }
+
+// A push that finds the ref locked by another writer (a push to another
+// branch, git gc packing refs) fails with "failed to update ref" although
+// the branch did not move: it is retried, not reported. The hook provokes
+// it: on the first push it takes main's lock, on the second it lets go.
+func TestApplyRetriesAPushThatLostTheRefLock(t *testing.T) {
+	ctx := ctxT(t)
+	f := newFixture(t)
+	s := f.open(t)
+	hook := filepath.Join(f.bare, "hooks", "pre-receive")
+	script := `#!/bin/sh
+if [ -e took-the-lock ]; then rm -f refs/heads/main.lock; else touch took-the-lock refs/heads/main.lock; fi
+`
+	if err := os.WriteFile(hook, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Apply(ctx, Change{Writes: map[string][]byte{"status/a": []byte("a")}})
+	if err != nil {
+		t.Fatalf("Apply failed on a lock another writer held for a moment: %v", err)
+	}
+	if res.Attempts != 2 || f.remoteTip(t, "main") != res.Commit {
+		t.Errorf("Apply = %+v, remote tip %s; want the commit pushed on the second attempt", res, f.remoteTip(t, "main"))
+	}
+}
