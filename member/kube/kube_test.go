@@ -114,6 +114,14 @@ func (f *fixture) get(_ string, apiVersion, kind, namespace, name string) *unstr
 	return f.clusters[0].Get(apiVersion, kind, namespace, name)
 }
 
+// deliverAvailable delivers d through drivers to member1 and waits until
+// its binding is Available at d's generation.
+func (f *fixture) deliverAvailable(drivers *kube.Clusters, d member.Delivery) {
+	f.t.Helper()
+	must(f.t, drivers.Driver("member1").Deliver(f.ctx, d))
+	f.reports.waitCond(f.t, d.Key(), d.Generation(), fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
+}
+
 // delivery is binding "place-<cluster>" of placement "place" at gen, with
 // these manifests (YAML documents).
 func delivery(t *testing.T, cluster string, gen int64, snapshot string, manifests ...string) member.Delivery {
@@ -213,16 +221,14 @@ func TestASnapshotWithItsOwnCRDAndNamespaceAppliesInOnePass(t *testing.T) {
 func TestReapplyingAnUnchangedSnapshotWritesNothing(t *testing.T) {
 	f := newFixture(t, nil)
 	d := delivery(t, "member1", 1, "place-0-snapshot", namespace, configMap("cm", "value1"))
-	must(t, f.drivers.Driver("member1").Deliver(f.ctx, d))
-	f.reports.waitCond(t, d.Key(), 1, fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
+	f.deliverAvailable(f.drivers, d)
 	before := f.get("member1", "v1", "ConfigMap", "test-namespace", "cm").GetResourceVersion()
 	inv := f.get("member1", "v1", "ConfigMap", kube.InventoryNamespace, "place-work").GetResourceVersion()
 
 	// A restarted gitfleet delivers every bound binding again.
 	again := f.start()
 	d2 := delivery(t, "member1", 2, "place-0-snapshot", namespace, configMap("cm", "value1"))
-	must(t, again.Driver("member1").Deliver(f.ctx, d2))
-	f.reports.waitCond(t, d.Key(), 2, fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
+	f.deliverAvailable(again, d2)
 	if after := f.get("member1", "v1", "ConfigMap", "test-namespace", "cm").GetResourceVersion(); after != before {
 		t.Errorf("an unchanged ConfigMap was written again: resourceVersion %s → %s", before, after)
 	}
@@ -234,8 +240,7 @@ func TestReapplyingAnUnchangedSnapshotWritesNothing(t *testing.T) {
 func TestANewSnapshotPrunesWhatItDroppedAndNothingItDidNotApply(t *testing.T) {
 	f := newFixture(t, nil)
 	d := delivery(t, "member1", 1, "place-0-snapshot", namespace, configMap("kept", "v1"), configMap("dropped", "v1"))
-	must(t, f.drivers.Driver("member1").Deliver(f.ctx, d))
-	f.reports.waitCond(t, d.Key(), 1, fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
+	f.deliverAvailable(f.drivers, d)
 
 	// Someone else's ConfigMap in the same namespace, and a person who took
 	// one of gitfleet's objects over by removing its label.
@@ -247,8 +252,7 @@ func TestANewSnapshotPrunesWhatItDroppedAndNothingItDidNotApply(t *testing.T) {
 	// one applied.
 	restarted := f.start()
 	d2 := delivery(t, "member1", 2, "place-1-snapshot", namespace, configMap("kept", "v2"))
-	must(t, restarted.Driver("member1").Deliver(f.ctx, d2))
-	f.reports.waitCond(t, d.Key(), 2, fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
+	f.deliverAvailable(restarted, d2)
 
 	if f.get("member1", "v1", "ConfigMap", "test-namespace", "dropped") != nil {
 		t.Error("the ConfigMap the new snapshot dropped is still on the member")
@@ -265,16 +269,14 @@ func TestANewSnapshotPrunesWhatItDroppedAndNothingItDidNotApply(t *testing.T) {
 func TestPruneSparesAnObjectWhoseLabelsAPersonRemoved(t *testing.T) {
 	f := newFixture(t, nil)
 	d := delivery(t, "member1", 1, "place-0-snapshot", namespace, configMap("adopted", "v1"))
-	must(t, f.drivers.Driver("member1").Deliver(f.ctx, d))
-	f.reports.waitCond(t, d.Key(), 1, fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
+	f.deliverAvailable(f.drivers, d)
 
 	cm := f.get("member1", "v1", "ConfigMap", "test-namespace", "adopted")
 	cm.SetLabels(nil)
 	must(t, f.clusters[0].Client().Update(f.ctx, cm))
 
 	d2 := delivery(t, "member1", 2, "place-1-snapshot", namespace)
-	must(t, f.drivers.Driver("member1").Deliver(f.ctx, d2))
-	f.reports.waitCond(t, d.Key(), 2, fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
+	f.deliverAvailable(f.drivers, d2)
 	if f.get("member1", "v1", "ConfigMap", "test-namespace", "adopted") == nil {
 		t.Error("prune deleted an object that no longer carries gitfleet's placement label")
 	}
@@ -283,8 +285,7 @@ func TestPruneSparesAnObjectWhoseLabelsAPersonRemoved(t *testing.T) {
 func TestRemoveDeletesEverythingTheBindingApplied(t *testing.T) {
 	f := newFixture(t, nil)
 	d := delivery(t, "member1", 1, "place-0-snapshot", namespace, configMap("cm", "v1"))
-	must(t, f.drivers.Driver("member1").Deliver(f.ctx, d))
-	f.reports.waitCond(t, d.Key(), 1, fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
+	f.deliverAvailable(f.drivers, d)
 
 	must(t, f.start().Driver("member1").Remove(f.ctx, d))
 	if f.get("member1", "v1", "ConfigMap", kube.InventoryNamespace, "place-work") != nil {
@@ -387,16 +388,14 @@ func must(t *testing.T, err error) {
 func TestRedeliveryRestoresAnObjectAPersonChanged(t *testing.T) {
 	f := newFixture(t, nil)
 	d := delivery(t, "member1", 1, "place-0-snapshot", namespace, configMap("cm", "v1"))
-	must(t, f.drivers.Driver("member1").Deliver(f.ctx, d))
-	f.reports.waitCond(t, d.Key(), 1, fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
+	f.deliverAvailable(f.drivers, d)
 
 	cm := f.get("member1", "v1", "ConfigMap", "test-namespace", "cm")
 	must(t, unstructured.SetNestedField(cm.Object, "edited by hand", "data", "key"))
 	must(t, f.clusters[0].Client().Update(f.ctx, cm))
 
 	d2 := delivery(t, "member1", 2, "place-0-snapshot", namespace, configMap("cm", "v1"))
-	must(t, f.start().Driver("member1").Deliver(f.ctx, d2))
-	f.reports.waitCond(t, d.Key(), 2, fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
+	f.deliverAvailable(f.start(), d2)
 	if v := f.clusters[0].ConfigMapValue("test-namespace", "cm", "key"); v != "v1" {
 		t.Errorf("ConfigMap key = %q after redelivery, want v1 restored", v)
 	}
@@ -420,16 +419,14 @@ func TestADeploymentIsAvailableOnlyOnceItsNewPodsAre(t *testing.T) {
 	f.kubeconfig = kubetest.Kubeconfig(t, cs, nil)
 	f.drivers = f.start()
 	d := delivery(t, "member1", 1, "place-0-snapshot", namespace, deployment)
-	must(t, f.drivers.Driver("member1").Deliver(f.ctx, d))
-	f.reports.waitCond(t, d.Key(), 1, fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
+	f.deliverAvailable(f.drivers, d)
 	checkRolledOut(t, f, "registry.invalid/web:1")
 	if !f.reports.sawReason(1, fleet.ResourceBindingAvailable, fleet.ResourceNotAvailableYetReason) {
 		t.Error("the binding was never reported not yet available: its pods take 1.5s to become ready")
 	}
 
 	d2 := delivery(t, "member1", 2, "place-1-snapshot", namespace, strings.Replace(deployment, "web:1", "web:2", 1))
-	must(t, f.drivers.Driver("member1").Deliver(f.ctx, d2))
-	f.reports.waitCond(t, d.Key(), 2, fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
+	f.deliverAvailable(f.drivers, d2)
 	checkRolledOut(t, f, "registry.invalid/web:2")
 	if !f.reports.sawReason(2, fleet.ResourceBindingAvailable, fleet.ResourceNotAvailableYetReason) {
 		t.Error("the new snapshot counted as available on the health of the old one")
