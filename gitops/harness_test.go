@@ -204,6 +204,7 @@ func (r *fleetRepo) waitPhase(name, phase string) *fleet.UpdateRun {
 // daemon is a gitfleet serve loop running in the test process.
 type daemon struct {
 	*gitops.Daemon
+	remote  string // the remote's path, for file:// remotes
 	trigger chan struct{}
 	cancel  context.CancelFunc
 	done    chan error
@@ -262,7 +263,8 @@ func startDaemonSource(t testing.TB, ctx context.Context, cancel context.CancelF
 		cancel()
 		t.Fatal(err)
 	}
-	dm := &daemon{Daemon: d, trigger: make(chan struct{}, 1), cancel: cancel, done: make(chan error, 1)}
+	dm := &daemon{Daemon: d, trigger: make(chan struct{}, 1), cancel: cancel, done: make(chan error, 1),
+		remote: strings.TrimPrefix(srcCfg.URL, "file://")}
 	go func() { dm.done <- d.Run(ctx, dm.trigger) }()
 	if poll > 0 {
 		go func() {
@@ -630,6 +632,16 @@ func onFakeClock(clk *clock.Fake) func(*gitops.Config) {
 	}
 }
 
+// remoteRefs lists the remote's refs and what they point at ("" when the
+// remote is not a local path).
+func (d *daemon) remoteRefs() string {
+	if !filepath.IsAbs(d.remote) {
+		return ""
+	}
+	out, _ := gitRun(d.remote, "--git-dir", d.remote, "for-each-ref")
+	return out
+}
+
 // quiet reports whether the daemon has nothing to do until a timer fires
 // or a commit arrives: no reconcile queued or running, no delivery pending,
 // no status unpushed.
@@ -644,11 +656,14 @@ func (d *daemon) quiet() bool {
 func (d *daemon) advanceUntil(t testing.TB, clk *clock.Fake, what string, cond func() bool) {
 	t.Helper()
 	eventually(t, what, func() bool {
-		quiet := d.quiet()
+		quiet, refs := d.quiet(), d.remoteRefs()
 		if cond() {
 			return true
 		}
-		if quiet && d.quiet() {
+		// Quiet before and after cond, and nothing pushed meanwhile: cond
+		// saw the state the daemon rests in. (Quiet twice alone is not
+		// enough: a reconcile and its status push can fit between.)
+		if quiet && d.quiet() && d.remoteRefs() == refs {
 			clk.Step()
 		}
 		return false
