@@ -98,8 +98,8 @@ func diffReported(gen int64) metav1.Condition {
 	return condition(fleet.ResourceBindingDiffReported, metav1.ConditionTrue, AllWorkDiffReportedReason, AllWorkDiffReportedMessage, gen)
 }
 
-// Overridden, WorkSynchronized, Applied, Available, NotAvailable and
-// NotYetAvailable are the binding conditions a driver reports, with
+// Overridden, WorkSynchronized, Applied, Available, NotAvailable,
+// NotYetAvailable and DiffReported are the binding conditions a driver reports, with
 // KubeFleet's reasons and messages.
 func Overridden(gen int64) metav1.Condition       { return overridden(gen) }
 func WorkSynchronized(gen int64) metav1.Condition { return workSynchronized(gen) }
@@ -111,6 +111,7 @@ func NotAvailable(gen int64, work string) metav1.Condition {
 func NotYetAvailable(gen int64, work string) metav1.Condition {
 	return notYetAvailable(gen, work)
 }
+func DiffReported(gen int64) metav1.Condition { return diffReported(gen) }
 
 // FailedPlacement is one entry of failedPlacements: u is not available (or
 // not applied) for reason and message.

@@ -134,11 +134,6 @@ func (u unconfigured) Deliver(_ context.Context, d Delivery) error {
 // Remove has nothing to take off: nothing was ever applied.
 func (unconfigured) Remove(context.Context, Delivery) error { return nil }
 
-// ReportNotApplied reports that d was not applied, and why.
-func ReportNotApplied(r Reporter, d Delivery, reason, message string) error {
-	return reportNotApplied(r, d, reason, message)
-}
-
 func reportNotApplied(r Reporter, d Delivery, reason, message string) error {
 	gen := d.Generation()
 	return r.ReportBindingStatus(d.Key(), gen, []metav1.Condition{

@@ -105,7 +105,7 @@ func (c *Clusters) step(ctx context.Context, w *work) (state, error) {
 	if w.applied == nil {
 		if d.ReportsDiff() {
 			// ReportDiff applies nothing; the diff itself is not reported yet.
-			return healthy, c.reporter.ReportBindingStatus(d.Key(), gen, append(base, diffReported(gen)), nil)
+			return healthy, c.reporter.ReportBindingStatus(d.Key(), gen, append(base, member.DiffReported(gen)), nil)
 		}
 		objs, live, err := cl.apply(ctx, d)
 		if err != nil {
@@ -149,9 +149,4 @@ func (c *Clusters) step(ctx context.Context, w *work) (state, error) {
 	default:
 		return progressing, c.reporter.ReportBindingStatus(d.Key(), gen, append(conds, member.NotYetAvailable(gen, d.WorkName())), h.notCurrent)
 	}
-}
-
-func diffReported(gen int64) metav1.Condition {
-	return metav1.Condition{Type: fleet.ResourceBindingDiffReported, Status: metav1.ConditionTrue, ObservedGeneration: gen,
-		Reason: member.AllWorkDiffReportedReason, Message: member.AllWorkDiffReportedMessage}
 }
