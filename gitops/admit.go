@@ -18,7 +18,7 @@ import (
 // RejectedChangeAnnotation on a run or placement (in its status file) says
 // why the spec in Git was not accepted; the last accepted spec keeps being
 // used, as it would behind an API server that rejected the update.
-const RejectedChangeAnnotation = fleet.GitfleetPrefix + "rejected-change"
+const RejectedChangeAnnotation = fleet.RejectedChangeAnnotation
 
 // Admitter feeds the fleet objects of the tracked branch's tip into the hub,
 // playing the API server's part: a spec change raises the generation,

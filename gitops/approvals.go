@@ -48,6 +48,9 @@ func syncApprovals(ctx context.Context, h *embedded.Hub, fromGit []*fleet.Approv
 		if err := h.ApplyApprovalRequestStatus(next); err != nil {
 			return changed, err
 		}
+		// A person's edit was taken: a note that an earlier one was not
+		// is history now.
+		h.AnnotateApprovalRequest(key, fleet.RejectedChangeAnnotation, "")
 		changed = append(changed, g.Name)
 	}
 	return changed, nil

@@ -758,7 +758,7 @@ func (d *Daemon) syncApprovals(ctx context.Context, commit plumbing.Hash) error 
 	}
 	ars, errs := render.ReadApprovals(fsys, render.ApprovalsDir)
 	for _, e := range errs {
-		d.repairApproval(ctx, e)
+		d.repairApproval(ctx, e, commit)
 	}
 	changed, err := syncApprovals(ctx, d.Hub, ars)
 	for _, name := range changed {
@@ -771,22 +771,29 @@ func (d *Daemon) syncApprovals(ctx context.Context, commit plumbing.Hash) error 
 // gitfleet holds the request, a person's commit broke the file, which then
 // approves nothing; gitfleet writes its own record of the request back
 // (with any approval it had already taken), so the file a person edits to
-// approve is a valid one again.
-func (d *Daemon) repairApproval(ctx context.Context, e render.ManifestError) {
+// approve is a valid one again. The record carries a note saying so, which
+// the run reports on its approval task until the request is approved.
+func (d *Daemon) repairApproval(ctx context.Context, e render.ManifestError, commit plumbing.Hash) {
 	ref, err := status.RefFor(e.File)
 	if err != nil || ref.Name == "" {
 		d.log.Warn("approval request file error", "error", e.Error())
 		return
 	}
-	cur, err := d.Hub.GetApprovalRequest(ctx, hub.Key{Namespace: ref.Namespace, Name: ref.Name})
-	if err != nil {
+	key := hub.Key{Namespace: ref.Namespace, Name: ref.Name}
+	if _, err := d.Hub.GetApprovalRequest(ctx, key); err != nil {
 		d.log.Warn("approval request file error; gitfleet has no such request to restore", "error", e.Error())
 		return
 	}
 	d.log.Warn("approval request file broken by a commit; gitfleet writes its record back (it approves nothing as it is)",
-		"file", e.File, "error", e.Error())
+		"file", e.File, "commit", commit.String(), "error", e.Error())
+	d.Hub.AnnotateApprovalRequest(key, fleet.RejectedChangeAnnotation, fmt.Sprintf(
+		"%s (commit %.7s): the file approved nothing, so gitfleet wrote its record of the request back; approve it again", e.Error(), commit.String()))
+	cur, err := d.Hub.GetApprovalRequest(ctx, key)
+	if err != nil {
+		return
+	}
 	d.Store.Forget(e.File)
-	d.Store.Put(embedded.ObjectRef{Kind: ref.Kind, Key: hub.Key{Namespace: ref.Namespace, Name: ref.Name}}, cur)
+	d.Store.Put(embedded.ObjectRef{Kind: ref.Kind, Key: key}, cur)
 }
 
 // commit is the status tree's Committer: status/ goes to the status branch,

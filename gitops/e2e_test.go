@@ -163,14 +163,28 @@ func TestABrokenApprovalFileIsRewrittenFromGitfleetsRecord(t *testing.T) {
 	startDaemon(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond)
 	waitForCanaryApproval(t, r)
 	path := "approvals/" + approvalName + ".yaml"
-	r.commit("oops", map[string][]byte{path: []byte("status: [approved\n")})
+	broken := r.commit("oops", map[string][]byte{path: []byte("status: [approved\n")})
 	eventually(t, "the approval request file rewritten by gitfleet", func() bool {
 		_, err := status.DecodeFile(path, r.file(path))
 		return r.file(path) != nil && err == nil
 	})
-	if got := r.approval(approvalName); got.Spec.TargetStage != "canary" {
+	got := r.approval(approvalName)
+	if got.Spec.TargetStage != "canary" {
 		t.Fatalf("rewritten request: %+v", got.Spec)
 	}
+	note := got.Annotations[fleet.RejectedChangeAnnotation]
+	if !strings.Contains(note, path) || !strings.Contains(note, broken[:7]) {
+		t.Errorf("rewritten request's %s note %q names neither the file nor the commit %s", fleet.RejectedChangeAnnotation, note, broken[:7])
+	}
+	eventually(t, "the run's approval task to report the broken file", func() bool {
+		c := meta.FindStatusCondition(r.run("example-run").Status.StagesStatus[1].AfterStageTaskStatus[0].Conditions,
+			fleet.StageTaskConditionApprovalRequestApproved)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == fleet.StageTaskApprovalIgnoredReason &&
+			strings.Contains(c.Message, path)
+	})
 	r.approve(approvalName)
 	r.waitPhase("example-run", fleet.PhaseSucceeded)
+	if note := r.approval(approvalName).Annotations[fleet.RejectedChangeAnnotation]; note != "" {
+		t.Errorf("the note outlived the approval: %q", note)
+	}
 }

@@ -75,6 +75,11 @@ const (
 	// with KubeFleet's messages); the value is a note for people, such as
 	// "image pull failure", and is not interpreted.
 	SimUnavailableAnnotation = GitfleetPrefix + "sim-unavailable"
+	// RejectedChangeAnnotation on an object's status file says why what
+	// people wrote in Git was not taken: a spec change the API server would
+	// refuse, a manifest that no longer renders, an approval request file a
+	// commit broke. The hub keeps its last accepted version meanwhile.
+	RejectedChangeAnnotation = GitfleetPrefix + "rejected-change"
 
 	DriverSimulated        = "simulated"
 	DriverKubeconfigPrefix = "kubeconfig:"

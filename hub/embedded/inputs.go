@@ -217,11 +217,23 @@ func (h *Hub) AnnotatePlacement(key hub.Key, name, value string) {
 	annotate(h, &h.placements, key, name, value)
 }
 
+// AnnotateApprovalRequest is AnnotateUpdateRun for approval requests: a
+// note on the request file, such as why a person's edit of it was not
+// taken. It wakes the request's run, which reports the note on its task.
+func (h *Hub) AnnotateApprovalRequest(key hub.Key, name, value string) {
+	h.mu.Lock()
+	defer h.unlock()
+	if annotate(h, &h.approvals, key, name, value) {
+		cur, _ := h.approvals.peek(key)
+		h.emit(approvalEvent(cur))
+	}
+}
+
 // annotate writes one annotation of a stored object; the lock is held.
-func annotate[T object](h *Hub, t *table[T], key hub.Key, name, value string) {
+func annotate[T object](h *Hub, t *table[T], key hub.Key, name, value string) (changed bool) {
 	cur, ok := t.peek(key)
 	if !ok || cur.GetAnnotations()[name] == value {
-		return
+		return false
 	}
 	next := cur.DeepCopyObject().(T)
 	annotations := next.GetAnnotations()
@@ -237,4 +249,5 @@ func annotate[T object](h *Hub, t *table[T], key hub.Key, name, value string) {
 	h.stamp(next, false)
 	t.putOwned(next)
 	h.persist(next)
+	return true
 }

@@ -104,21 +104,27 @@ func (p *pass) markTaskCreated(task *fleet.StageTaskStatus) {
 		fleet.StageTaskApprovalRequestCreatedReason, TaskApprovalRequestCreatedMessage)
 }
 
-// explainIgnoredApproval says on the task, in words, why an Approved
-// condition does not count when its observedGeneration is not the request's
-// generation (deliberate difference 5; KubeFleet ignores it silently). The
-// explanation goes away when the condition does.
+// explainIgnoredApproval says on the task, in words, why the request is
+// not approved although a person tried: an Approved condition whose
+// observedGeneration is not the request's generation (deliberate difference
+// 5; KubeFleet ignores it silently), or an edit of the request that was not
+// taken, which the hub's feeder notes on the request (a file a commit
+// broke). The explanation goes away with its cause.
 func (p *pass) explainIgnoredApproval(task *fleet.StageTaskStatus, ar *fleet.ApprovalRequest) {
-	c := find(ar.Status.Conditions, fleet.ApprovalRequestConditionApproved)
-	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration == ar.Generation {
+	var why string
+	if c := find(ar.Status.Conditions, fleet.ApprovalRequestConditionApproved); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration != ar.Generation {
+		why = fmt.Sprintf(TaskApprovalIgnoredMessageFmt, c.ObservedGeneration, ar.Generation, ar.Generation)
+	} else if note := ar.Annotations[fleet.RejectedChangeAnnotation]; note != "" {
+		why = fmt.Sprintf(TaskApprovalFileRejectedMessageFmt, note)
+	}
+	if why == "" {
 		if a := find(task.Conditions, fleet.StageTaskConditionApprovalRequestApproved); a != nil && a.Reason == fleet.StageTaskApprovalIgnoredReason {
 			removeCondition(&task.Conditions, fleet.StageTaskConditionApprovalRequestApproved)
 		}
 		return
 	}
 	p.set(&task.Conditions, fleet.StageTaskConditionApprovalRequestApproved, metav1.ConditionFalse,
-		fleet.StageTaskApprovalIgnoredReason,
-		fmt.Sprintf(TaskApprovalIgnoredMessageFmt, c.ObservedGeneration, ar.Generation, ar.Generation))
+		fleet.StageTaskApprovalIgnoredReason, why)
 }
 
 func removeCondition(conds *[]metav1.Condition, t string) {

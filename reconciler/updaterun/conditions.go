@@ -49,6 +49,10 @@ const (
 	// it takes the condition's observedGeneration and the request's
 	// generation (twice).
 	TaskApprovalIgnoredMessageFmt = "Approved condition ignored: its observedGeneration %d does not match the approval request's generation %d; set observedGeneration: %d"
+	// TaskApprovalFileRejectedMessageFmt reports a person's edit of the
+	// approval request that was not taken (gitfleet, with deliberate
+	// difference 5): it takes the request's rejected-change note.
+	TaskApprovalFileRejectedMessageFmt = "Approval request not taken: %s"
 
 	ApprovalAcceptedMessage = "The approval request has been approved and cannot be reverted"
 

@@ -128,6 +128,26 @@ func TestApprovalExplanationIsRemovedWithTheCondition(t *testing.T) {
 	wantConds(t, "task", e.get().Status.StagesStatus[0].BeforeStageTaskStatus[0].Conditions, taskCreated)
 }
 
+// An edit of the approval request that was not taken (the feeder notes it
+// on the request, as serve does for a file a commit broke) is reported on
+// the task until the request is approved.
+func TestARejectedApprovalFileIsReportedOnTheTask(t *testing.T) {
+	e := newEnv(t, "").fixture().create()
+	e.ok()
+	name := runName + "-before-stage1"
+	note := "approvals/" + name + ".yaml: not valid YAML; gitfleet wrote the request back"
+	e.h.AnnotateApprovalRequest(hub.Key{Namespace: e.ns, Name: name}, fleet.RejectedChangeAnnotation, note)
+	wantResult(t, "not approved", e.ok(), Result{RequeueAfter: ApprovalPollInterval, Blocked: true})
+	wantConds(t, "task", e.get().Status.StagesStatus[0].BeforeStageTaskStatus[0].Conditions, taskCreated,
+		cond{fleet.StageTaskConditionApprovalRequestApproved, "False", fleet.StageTaskApprovalIgnoredReason,
+			"Approval request not taken: " + note})
+	wantNotBound(t, e, "cluster-9")
+	e.approve(name)
+	e.ok()
+	wantConds(t, "task", e.get().Status.StagesStatus[0].BeforeStageTaskStatus[0].Conditions, taskCreated, taskApproved)
+	wantBoundTo(t, e, "cluster-9")
+}
+
 // Differences 4 and 7: a run without an index snapshots what the placement
 // selects now, and the binding says which index it got.
 func TestAutoSnapshotRunNamesTheIndexUsed(t *testing.T) {
