@@ -68,7 +68,11 @@ func TestSignedWebhookFetchesAtOnceAndUnsignedOnesNothing(t *testing.T) {
 	r := newFleetRepo(t, files)
 	fetches := &fetchCounter{}
 	d := startDaemonWith(t, "file://"+r.remote, t.TempDir(), 0, func(c *gitops.Config) { c.Observer = fetches })
-	srv := httptest.NewServer(&gitsource.Webhook{Secret: secret, Notify: d.poke, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	// The webhook notifies before it answers, so counting notifications
+	// tells at once whether a refused delivery asked for a fetch.
+	var notified atomic.Int64
+	notify := func() { notified.Add(1); d.poke() }
+	srv := httptest.NewServer(&gitsource.Webhook{Secret: secret, Notify: notify, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer srv.Close()
 
 	waitForCanaryApproval(t, r)
@@ -89,7 +93,9 @@ func TestSignedWebhookFetchesAtOnceAndUnsignedOnesNothing(t *testing.T) {
 			t.Errorf("webhook with %s: %d, want 401", name, code)
 		}
 	}
-	time.Sleep(time.Second)
+	if n := notified.Load(); n != 0 {
+		t.Errorf("refused webhooks asked for %d fetches", n)
+	}
 	if n := fetches.fetches.Load() - before; n != 0 {
 		t.Errorf("refused webhooks caused %d fetches", n)
 	}
@@ -106,6 +112,9 @@ func TestSignedWebhookFetchesAtOnceAndUnsignedOnesNothing(t *testing.T) {
 	start := time.Now()
 	if code := postWebhook(t, srv.URL, pushPayload, map[string]string{gitsource.HeaderGitHubSignature: githubSignature(pushPayload, secret)}); code != http.StatusAccepted {
 		t.Fatalf("signed webhook: %d, want 202", code)
+	}
+	if n := notified.Load(); n != 1 {
+		t.Errorf("a signed webhook asked for %d fetches, want 1", n)
 	}
 	eventually(t, "snapshot 1 after the signed webhook", func() bool {
 		return r.file("status/snapshots/example-placement/1.yaml") != nil
