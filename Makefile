@@ -1,4 +1,4 @@
-# gitfleet — make build | test | run | lint | bench | image | generate
+# gitfleet — make build | test | run | lint | bench | image | generate | crds
 GO        ?= go
 BIN       ?= bin/gitfleet
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -6,7 +6,7 @@ COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 IMAGE     ?= gitfleet:$(VERSION)
 
-.PHONY: all build test testbin fuzz lint vet fmt run run-clusters simulate bench image generate clean
+.PHONY: all build test testbin fuzz lint vet fmt run run-clusters simulate bench image generate crds clean
 
 all: lint test build
 
@@ -60,8 +60,18 @@ bench: ## Benchmarks of the engine, render, git and delivery layers (member/kube
 image: ## Build the container image (needs a Docker engine)
 	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
-generate: ## Regenerate deep copies of api/v1beta1
+generate: crds ## Regenerate deep copies of api/v1beta1 and the CRDs
 	$(GO) run k8s.io/code-generator/cmd/deepcopy-gen@v0.37.2 --go-header-file hack/boilerplate.go.txt --output-file zz_generated.deepcopy.go ./api/v1beta1
+
+# The CRDs are generated from the per-kind root types in internal/crd (whose
+# spec and status are api/v1beta1's types), one file per CRD. internal/crd's
+# test reads the version from this line and fails when config/crd is stale.
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+CRD_DIR ?= config/crd
+
+crds: ## Regenerate the CRDs under config/crd (kubectl apply --server-side -R -f config/crd/)
+	rm -f $(CRD_DIR)/*.yaml
+	$(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION) crd paths=./internal/crd/... output:crd:artifacts:config=$(CRD_DIR)
 
 clean:
 	rm -rf bin

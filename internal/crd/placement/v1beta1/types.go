@@ -1,0 +1,325 @@
+// Package v1beta1 declares one root type per kind of the
+// placement.kubernetes-fleet.io/v1beta1 API, for controller-gen to write the
+// CustomResourceDefinitions in config/crd from. gitfleet's own code never
+// uses these types: api/v1beta1 serves both kinds of a cluster/namespaced
+// pair with one Go type, and controller-gen makes one CRD per Go type.
+//
+// Each root type's spec and status ARE api/v1beta1's types, so the schemas
+// follow gitfleet's API; only the per-kind facts live here: scope, short
+// names, categories, printer columns, the status subresource (all as in
+// KubeFleet's CRDs) and the CEL rules that refuse what gitfleet's admission
+// refuses (api/v1beta1/admission.go), with KubeFleet's messages. Rules that
+// KubeFleet puts on a field of a shared spec type sit on the root type here
+// with a fieldPath, so the refusal names the same field without markers in
+// api/v1beta1.
+//
+// Regenerate with `make crds`; internal/crd's tests fail when config/crd is
+// stale.
+//
+// +groupName=placement.kubernetes-fleet.io
+// +kubebuilder:object:generate=false
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+)
+
+// ---- placements ----
+
+// ClusterResourcePlacement selects cluster-scoped resources (and whole
+// namespaces) of the hub and places them on member clusters.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=crp,categories={fleet,fleet-placement}
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:JSONPath=`.metadata.generation`,name="Gen",type=string
+// +kubebuilder:printcolumn:JSONPath=`.spec.policy.placementType`,name="Type",priority=1,type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="ClusterResourcePlacementScheduled")].status`,name="Scheduled",type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="ClusterResourcePlacementScheduled")].observedGeneration`,name="Scheduled-Gen",type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="ClusterResourcePlacementWorkSynchronized")].status`,name="Work-Synchronized",priority=1,type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="ClusterResourcePlacementWorkSynchronized")].observedGeneration`,name="Work-Synchronized-Gen",priority=1,type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="ClusterResourcePlacementAvailable")].status`,name="Available",type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="ClusterResourcePlacementAvailable")].observedGeneration`,name="Available-Gen",type=string
+// +kubebuilder:printcolumn:JSONPath=`.metadata.creationTimestamp`,name="Age",type=date
+// +kubebuilder:validation:XValidation:rule=`!(has(oldSelf.spec.strategy) && has(oldSelf.spec.strategy.type) && oldSelf.spec.strategy.type == 'External') || (has(self.spec.strategy) && has(self.spec.strategy.type) && self.spec.strategy.type == 'External')`,message="cannot change rollout strategy type from 'External' to other types",fieldPath=`.spec.strategy`
+// +kubebuilder:validation:XValidation:rule=`(has(self.spec.policy) && has(self.spec.policy.placementType) ? self.spec.policy.placementType : 'PickAll') == (has(oldSelf.spec.policy) && has(oldSelf.spec.policy.placementType) ? oldSelf.spec.policy.placementType : 'PickAll')`,message="placement type is immutable",fieldPath=`.spec.policy`
+type ClusterResourcePlacement struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   fleet.PlacementSpec   `json:"spec"`
+	Status fleet.PlacementStatus `json:"status,omitempty"`
+}
+
+// ResourcePlacement selects resources of its own namespace and places them
+// on member clusters.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=rp,categories={fleet,fleet-placement}
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:JSONPath=`.metadata.generation`,name="Gen",type=string
+// +kubebuilder:printcolumn:JSONPath=`.spec.policy.placementType`,name="Type",priority=1,type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="ResourcePlacementScheduled")].status`,name="Scheduled",type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="ResourcePlacementScheduled")].observedGeneration`,name="Scheduled-Gen",type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="ResourcePlacementWorkSynchronized")].status`,name="Work-Synchronized",priority=1,type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="ResourcePlacementWorkSynchronized")].observedGeneration`,name="Work-Synchronized-Gen",priority=1,type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="ResourcePlacementAvailable")].status`,name="Available",type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="ResourcePlacementAvailable")].observedGeneration`,name="Available-Gen",type=string
+// +kubebuilder:printcolumn:JSONPath=`.metadata.creationTimestamp`,name="Age",type=date
+// +kubebuilder:validation:XValidation:rule=`!(has(oldSelf.spec.strategy) && has(oldSelf.spec.strategy.type) && oldSelf.spec.strategy.type == 'External') || (has(self.spec.strategy) && has(self.spec.strategy.type) && self.spec.strategy.type == 'External')`,message="cannot change rollout strategy type from 'External' to other types",fieldPath=`.spec.strategy`
+// +kubebuilder:validation:XValidation:rule=`(has(self.spec.policy) && has(self.spec.policy.placementType) ? self.spec.policy.placementType : 'PickAll') == (has(oldSelf.spec.policy) && has(oldSelf.spec.policy.placementType) ? oldSelf.spec.policy.placementType : 'PickAll')`,message="placement type is immutable",fieldPath=`.spec.policy`
+type ResourcePlacement struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   fleet.PlacementSpec   `json:"spec"`
+	Status fleet.PlacementStatus `json:"status,omitempty"`
+}
+
+// ---- scheduling policy snapshots ----
+
+// ClusterSchedulingPolicySnapshot is one immutable version of a
+// ClusterResourcePlacement's policy and the scheduler's decisions for it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=csps,categories={fleet,fleet-placement}
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:JSONPath=`.metadata.generation`,name="Gen",type=string
+// +kubebuilder:printcolumn:JSONPath=`.metadata.creationTimestamp`,name="Age",type=date
+type ClusterSchedulingPolicySnapshot struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   fleet.SchedulingPolicySnapshotSpec   `json:"spec"`
+	Status fleet.SchedulingPolicySnapshotStatus `json:"status,omitempty"`
+}
+
+// SchedulingPolicySnapshot is one immutable version of a ResourcePlacement's
+// policy and the scheduler's decisions for it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=sps,categories={fleet,fleet-placement}
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:JSONPath=`.metadata.generation`,name="Gen",type=string
+// +kubebuilder:printcolumn:JSONPath=`.metadata.creationTimestamp`,name="Age",type=date
+type SchedulingPolicySnapshot struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   fleet.SchedulingPolicySnapshotSpec   `json:"spec"`
+	Status fleet.SchedulingPolicySnapshotStatus `json:"status,omitempty"`
+}
+
+// ---- resource snapshots ----
+//
+// KubeFleet's resource snapshots have a status subresource (conditions
+// nobody in gitfleet writes); gitfleet's have no status, so the schema has
+// none while the subresource exists for kubectl and RBAC alike.
+
+// ClusterResourceSnapshot is one immutable version of the resources a
+// ClusterResourcePlacement selected.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=crs,categories={fleet,fleet-placement}
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:JSONPath=`.metadata.generation`,name="Gen",type=string
+// +kubebuilder:printcolumn:JSONPath=`.metadata.creationTimestamp`,name="Age",type=date
+type ClusterResourceSnapshot struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec fleet.ResourceSnapshotSpec `json:"spec"`
+}
+
+// ResourceSnapshot is one immutable version of the resources a
+// ResourcePlacement selected.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=rs,categories={fleet,fleet-placement}
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:JSONPath=`.metadata.generation`,name="Gen",type=string
+// +kubebuilder:printcolumn:JSONPath=`.metadata.creationTimestamp`,name="Age",type=date
+type ResourceSnapshot struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec fleet.ResourceSnapshotSpec `json:"spec"`
+}
+
+// ---- bindings ----
+
+// ClusterResourceBinding binds a ClusterResourcePlacement's resources to
+// one member cluster.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=crb,categories={fleet,fleet-placement}
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="WorkSynchronized")].status`,name="WorkSynchronized",type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="Applied")].status`,name="ResourcesApplied",type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="Available")].status`,name="ResourceAvailable",priority=1,type=string
+// +kubebuilder:printcolumn:JSONPath=`.metadata.creationTimestamp`,name="Age",type=date
+type ClusterResourceBinding struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   fleet.ResourceBindingSpec   `json:"spec"`
+	Status fleet.ResourceBindingStatus `json:"status,omitempty"`
+}
+
+// ResourceBinding binds a ResourcePlacement's resources to one member
+// cluster.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=rb,categories={fleet,fleet-placement}
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="WorkSynchronized")].status`,name="WorkSynchronized",type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="Applied")].status`,name="ResourcesApplied",type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="Available")].status`,name="ResourceAvailable",priority=1,type=string
+// +kubebuilder:printcolumn:JSONPath=`.metadata.creationTimestamp`,name="Age",type=date
+type ResourceBinding struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   fleet.ResourceBindingSpec   `json:"spec"`
+	Status fleet.ResourceBindingStatus `json:"status,omitempty"`
+}
+
+// ---- staged update strategies ----
+
+// ClusterStagedUpdateStrategy groups member clusters into ordered stages
+// for cluster staged update runs.
+//
+// KubeFleet declares a status subresource on this kind (not on
+// StagedUpdateStrategy) though neither has a status; so does gitfleet.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=csus,categories={fleet,fleet-placement}
+// +kubebuilder:subresource:status
+type ClusterStagedUpdateStrategy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec fleet.UpdateStrategySpec `json:"spec"`
+}
+
+// StagedUpdateStrategy groups member clusters into ordered stages for the
+// staged update runs of its namespace.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=sus,categories={fleet,fleet-placement}
+type StagedUpdateStrategy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec fleet.UpdateStrategySpec `json:"spec"`
+}
+
+// ---- staged update runs ----
+//
+// A run's placementName, resourceSnapshotIndex and
+// stagedRolloutStrategyName never change, and its state moves only
+// Initialize→Run⇄Stop (api/v1beta1.ValidateUpdateRunUpdate). An absent
+// resourceSnapshotIndex counts as "" and an absent new state as
+// Initialize, as there; an absent old state allows any state.
+
+// ClusterStagedUpdateRun rolls a resource snapshot of a
+// ClusterResourcePlacement out stage by stage.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=csur,categories={fleet,fleet-placement}
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:JSONPath=`.spec.placementName`,name="Placement",type=string
+// +kubebuilder:printcolumn:JSONPath=`.spec.resourceSnapshotIndex`,name="Resource-Snapshot-Index",type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.policySnapshotIndexUsed`,name="Policy-Snapshot-Index",type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="Initialized")].status`,name="Initialized",type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="Progressing")].status`,name="Progressing",type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="Succeeded")].status`,name="Succeeded",type=string
+// +kubebuilder:printcolumn:JSONPath=`.metadata.creationTimestamp`,name="Age",type=date
+// +kubebuilder:printcolumn:JSONPath=`.spec.stagedRolloutStrategyName`,name="Strategy",priority=1,type=string
+// +kubebuilder:validation:XValidation:rule=`size(self.metadata.name) < 64`,message="metadata.name max length is 63"
+// +kubebuilder:validation:XValidation:rule=`self.spec.placementName == oldSelf.spec.placementName`,message="placementName is immutable",fieldPath=`.spec.placementName`
+// +kubebuilder:validation:XValidation:rule=`(has(self.spec.resourceSnapshotIndex) ? self.spec.resourceSnapshotIndex : "") == (has(oldSelf.spec.resourceSnapshotIndex) ? oldSelf.spec.resourceSnapshotIndex : "")`,message="resourceSnapshotIndex is immutable",fieldPath=`.spec.resourceSnapshotIndex`
+// +kubebuilder:validation:XValidation:rule=`self.spec.stagedRolloutStrategyName == oldSelf.spec.stagedRolloutStrategyName`,message="stagedRolloutStrategyName is immutable",fieldPath=`.spec.stagedRolloutStrategyName`
+// +kubebuilder:validation:XValidation:rule=`!has(self.spec.state) || self.spec.state in ['Initialize', 'Run', 'Stop']`,message="supported values: \"Initialize\", \"Run\", \"Stop\"",fieldPath=`.spec.state`
+// +kubebuilder:validation:XValidation:rule=`!(has(oldSelf.spec.state) && oldSelf.spec.state == 'Initialize' && has(self.spec.state) && self.spec.state == 'Stop')`,message="invalid state transition: cannot transition from Initialize to Stop",fieldPath=`.spec.state`
+// +kubebuilder:validation:XValidation:rule=`!(has(oldSelf.spec.state) && oldSelf.spec.state == 'Run' && (!has(self.spec.state) || self.spec.state == 'Initialize'))`,message="invalid state transition: cannot transition from Run to Initialize",fieldPath=`.spec.state`
+// +kubebuilder:validation:XValidation:rule=`!(has(oldSelf.spec.state) && oldSelf.spec.state == 'Stop' && (!has(self.spec.state) || self.spec.state == 'Initialize'))`,message="invalid state transition: cannot transition from Stop to Initialize",fieldPath=`.spec.state`
+type ClusterStagedUpdateRun struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   fleet.UpdateRunSpec   `json:"spec"`
+	Status fleet.UpdateRunStatus `json:"status,omitempty"`
+}
+
+// StagedUpdateRun rolls a resource snapshot of a ResourcePlacement out
+// stage by stage.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=sur,categories={fleet,fleet-placement}
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:JSONPath=`.spec.placementName`,name="Placement",type=string
+// +kubebuilder:printcolumn:JSONPath=`.spec.resourceSnapshotIndex`,name="Resource-Snapshot-Index",type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.policySnapshotIndexUsed`,name="Policy-Snapshot-Index",type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="Initialized")].status`,name="Initialized",type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="Progressing")].status`,name="Progressing",type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="Succeeded")].status`,name="Succeeded",type=string
+// +kubebuilder:printcolumn:JSONPath=`.metadata.creationTimestamp`,name="Age",type=date
+// +kubebuilder:printcolumn:JSONPath=`.spec.stagedRolloutStrategyName`,name="Strategy",priority=1,type=string
+// +kubebuilder:validation:XValidation:rule=`size(self.metadata.name) < 64`,message="metadata.name max length is 63"
+// +kubebuilder:validation:XValidation:rule=`self.spec.placementName == oldSelf.spec.placementName`,message="placementName is immutable",fieldPath=`.spec.placementName`
+// +kubebuilder:validation:XValidation:rule=`(has(self.spec.resourceSnapshotIndex) ? self.spec.resourceSnapshotIndex : "") == (has(oldSelf.spec.resourceSnapshotIndex) ? oldSelf.spec.resourceSnapshotIndex : "")`,message="resourceSnapshotIndex is immutable",fieldPath=`.spec.resourceSnapshotIndex`
+// +kubebuilder:validation:XValidation:rule=`self.spec.stagedRolloutStrategyName == oldSelf.spec.stagedRolloutStrategyName`,message="stagedRolloutStrategyName is immutable",fieldPath=`.spec.stagedRolloutStrategyName`
+// +kubebuilder:validation:XValidation:rule=`!has(self.spec.state) || self.spec.state in ['Initialize', 'Run', 'Stop']`,message="supported values: \"Initialize\", \"Run\", \"Stop\"",fieldPath=`.spec.state`
+// +kubebuilder:validation:XValidation:rule=`!(has(oldSelf.spec.state) && oldSelf.spec.state == 'Initialize' && has(self.spec.state) && self.spec.state == 'Stop')`,message="invalid state transition: cannot transition from Initialize to Stop",fieldPath=`.spec.state`
+// +kubebuilder:validation:XValidation:rule=`!(has(oldSelf.spec.state) && oldSelf.spec.state == 'Run' && (!has(self.spec.state) || self.spec.state == 'Initialize'))`,message="invalid state transition: cannot transition from Run to Initialize",fieldPath=`.spec.state`
+// +kubebuilder:validation:XValidation:rule=`!(has(oldSelf.spec.state) && oldSelf.spec.state == 'Stop' && (!has(self.spec.state) || self.spec.state == 'Initialize'))`,message="invalid state transition: cannot transition from Stop to Initialize",fieldPath=`.spec.state`
+type StagedUpdateRun struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   fleet.UpdateRunSpec   `json:"spec"`
+	Status fleet.UpdateRunStatus `json:"status,omitempty"`
+}
+
+// ---- approval requests ----
+
+// ClusterApprovalRequest gates a stage of a ClusterStagedUpdateRun until a
+// person sets its Approved condition.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=careq,categories={fleet,fleet-placement}
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:JSONPath=`.spec.parentStageRollout`,name="Update-Run",type=string
+// +kubebuilder:printcolumn:JSONPath=`.spec.targetStage`,name="Stage",type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="Approved")].status`,name="Approved",type=string
+// +kubebuilder:printcolumn:JSONPath=`.metadata.creationTimestamp`,name="Age",type=date
+// +kubebuilder:validation:XValidation:rule=`self.spec == oldSelf.spec`,message="The spec field is immutable",fieldPath=`.spec`
+type ClusterApprovalRequest struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   fleet.ApprovalRequestSpec   `json:"spec"`
+	Status fleet.ApprovalRequestStatus `json:"status,omitempty"`
+}
+
+// ApprovalRequest gates a stage of a StagedUpdateRun until a person sets
+// its Approved condition.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=areq,categories={fleet,fleet-placement}
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:JSONPath=`.spec.parentStageRollout`,name="Update-Run",type=string
+// +kubebuilder:printcolumn:JSONPath=`.spec.targetStage`,name="Stage",type=string
+// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="Approved")].status`,name="Approved",type=string
+// +kubebuilder:printcolumn:JSONPath=`.metadata.creationTimestamp`,name="Age",type=date
+// +kubebuilder:validation:XValidation:rule=`self.spec == oldSelf.spec`,message="The spec field is immutable",fieldPath=`.spec`
+type ApprovalRequest struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   fleet.ApprovalRequestSpec   `json:"spec"`
+	Status fleet.ApprovalRequestStatus `json:"status,omitempty"`
+}
