@@ -1,0 +1,166 @@
+package crd_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+)
+
+// repoRoot is where make and controller-gen run; config/crd lives there.
+const repoRoot = "../.."
+
+var crdDir = filepath.Join(repoRoot, "config", "crd")
+
+// controllerToolsVersion is the controller-gen version the Makefile pins,
+// so the test and `make crds` cannot drift apart.
+func controllerToolsVersion(t *testing.T) string {
+	t.Helper()
+	mk, err := os.ReadFile(filepath.Join(repoRoot, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^CONTROLLER_TOOLS_VERSION \?= (\S+)$`).FindSubmatch(mk)
+	if m == nil {
+		t.Fatal("Makefile: no CONTROLLER_TOOLS_VERSION ?= line")
+	}
+	return string(m[1])
+}
+
+// TestCRDsAreUpToDate regenerates the CRDs into a temporary directory and
+// compares them with config/crd, file by file.
+func TestCRDsAreUpToDate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs controller-gen")
+	}
+	gen := "sigs.k8s.io/controller-tools/cmd/controller-gen@" + controllerToolsVersion(t)
+	goRun := func(args ...string) ([]byte, error) {
+		cmd := exec.Command("go", append([]string{"run", gen}, args...)...)
+		cmd.Dir = repoRoot
+		return cmd.CombinedOutput()
+	}
+	fresh := t.TempDir()
+	if out, err := goRun("crd", "paths=./internal/crd/...", "output:crd:artifacts:config="+fresh); err != nil {
+		// Fetching and building controller-gen is the only step that needs
+		// the module proxy; without it the comparison cannot run at all.
+		if vout, verr := goRun("--version"); verr != nil {
+			msg := "cannot fetch or build " + gen + ": " + strings.TrimSpace(string(vout))
+			if os.Getenv("CI") == "true" {
+				t.Fatal(msg)
+			}
+			t.Skip(msg)
+		}
+		t.Fatalf("controller-gen: %v\n%s", err, out)
+	}
+
+	want := readDir(t, fresh)
+	got := readDir(t, crdDir)
+	for name, w := range want {
+		g, ok := got[name]
+		switch {
+		case !ok:
+			t.Errorf("config/crd/%s is missing; run make crds", name)
+		case !bytes.Equal(g, w):
+			t.Errorf("config/crd/%s is stale; run make crds", name)
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("config/crd/%s is no longer generated; run make crds", name)
+		}
+	}
+}
+
+func readDir(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = b
+	}
+	return files
+}
+
+// crd is the part of a CustomResourceDefinition these tests look at.
+type crd struct {
+	Spec struct {
+		Group string `json:"group"`
+		Names struct {
+			Kind       string   `json:"kind"`
+			Plural     string   `json:"plural"`
+			ShortNames []string `json:"shortNames"`
+		} `json:"names"`
+		Scope    string `json:"scope"`
+		Versions []struct {
+			Name    string `json:"name"`
+			Served  bool   `json:"served"`
+			Storage bool   `json:"storage"`
+		} `json:"versions"`
+	} `json:"spec"`
+}
+
+func readCRDs(t *testing.T) map[string]crd {
+	t.Helper()
+	crds := map[string]crd{}
+	for name, b := range readDir(t, crdDir) {
+		var c crd
+		if err := yaml.Unmarshal(b, &c); err != nil {
+			t.Fatalf("config/crd/%s: %v", name, err)
+		}
+		if want := c.Spec.Group + "_" + c.Spec.Names.Plural + ".yaml"; name != want {
+			t.Errorf("config/crd/%s holds the CRD of %s; want the file named %s", name, c.Spec.Names.Kind, want)
+		}
+		crds[c.Spec.Names.Kind] = c
+	}
+	return crds
+}
+
+// TestEveryKindHasACRD: config/crd has one CRD per kind gitfleet serves, in
+// its group, with the scope api/v1beta1 picks the kind by (an empty
+// namespace is the cluster-scoped kind of a family), serving and storing
+// v1beta1 only.
+func TestEveryKindHasACRD(t *testing.T) {
+	scope := map[string]string{fleet.KindMemberCluster: "Cluster"}
+	for _, kindOf := range families {
+		scope[kindOf("")] = "Cluster"
+		scope[kindOf("ns")] = "Namespaced"
+	}
+	crds := readCRDs(t)
+	for kind, wantScope := range scope {
+		c, ok := crds[kind]
+		if !ok {
+			t.Errorf("no CRD for %s in config/crd", kind)
+			continue
+		}
+		wantGroup := fleet.PlacementGroup
+		if kind == fleet.KindMemberCluster {
+			wantGroup = fleet.ClusterGroup
+		}
+		if c.Spec.Group != wantGroup || c.Spec.Scope != wantScope {
+			t.Errorf("%s: group %s, scope %s; want %s, %s", kind, c.Spec.Group, c.Spec.Scope, wantGroup, wantScope)
+		}
+		if len(c.Spec.Versions) != 1 || c.Spec.Versions[0].Name != fleet.Version ||
+			!c.Spec.Versions[0].Served || !c.Spec.Versions[0].Storage {
+			t.Errorf("%s: versions %+v; want %s alone, served and stored", kind, c.Spec.Versions, fleet.Version)
+		}
+	}
+	for kind := range crds {
+		if _, ok := scope[kind]; !ok {
+			t.Errorf("config/crd has a CRD for %s, which gitfleet does not serve", kind)
+		}
+	}
+}
