@@ -122,7 +122,10 @@ func (d *describer) annotations(title string, annotations map[string]string) {
 		if len(v)+len(k)+2 > maxAnnotationLen || strings.Contains(v, "\n") {
 			d.line(0, "%s%s:", prefix, k)
 			for _, s := range strings.Split(v, "\n") {
-				if len(s) > maxAnnotationLen-2 {
+				// gitfleet's own notes (gitfleet.io/rejected-change says
+				// which change was refused and why) are for people to read
+				// whole; kubectl's cut is for machine-written blobs.
+				if len(s) > maxAnnotationLen-2 && !strings.HasPrefix(k, fleet.GitfleetPrefix) {
 					s = s[:maxAnnotationLen-2] + "..."
 				}
 				d.line(0, "\t  %s", s)

@@ -147,3 +147,66 @@ func TestYAMLStreamIsTheStatusFiles(t *testing.T) {
 		}
 	}
 }
+
+// -o wide tells Waiting, Stopped and Stuck apart, names the stage and what
+// the run waits for, and shows the index used when the spec names none.
+func TestRunsWideSaysWhatEachRunWaitsFor(t *testing.T) {
+	approval := waitingRun()
+	approval.Name, approval.Spec.ResourceSnapshotIndex = "waiting-approval", ""
+
+	timed := waitingRun()
+	timed.Name = "waiting-timer"
+	staging := &timed.Status.StagesStatus[0]
+	staging.Conditions = staging.Conditions[:1]
+	staging.EndTime = nil
+	staging.AfterStageTaskStatus[0].Conditions = []metav1.Condition{cond("WaitTimeElapsed", "False", "AfterStageTaskWaitTimeNotElapsed", "Wait time ends at 2025-07-22T21:29:23Z", 15*time.Second)}
+	timed.Status.StagesStatus[1] = fleet.StageUpdatingStatus{StageName: "canary"}
+	timed.Status.Conditions[1] = cond("Progressing", "False", "UpdateRunWaiting", "The updateRun is waiting for after-stage tasks in stage staging to complete", 15*time.Second)
+
+	stuck := waitingRun()
+	stuck.Name = "stuck"
+	canary := &stuck.Status.StagesStatus[1]
+	canary.AfterStageTaskStatus = nil
+	canary.Clusters[1].Conditions = canary.Clusters[1].Conditions[:1]
+	stuck.Status.Conditions[1] = cond("Progressing", "False", "UpdateRunStuck", "The updateRun is stuck waiting for member1 cluster(s) in stage canary to finish updating, please check placement status for potential errors", 5*time.Minute)
+
+	stopped := waitingRun()
+	stopped.Name, stopped.Spec.State = "stopped", fleet.StateStop
+	stopped.Status.Conditions[1] = cond("Progressing", "False", "UpdateRunStopped", "The update run has been stopped", 2*time.Minute)
+
+	runs := []*fleet.UpdateRun{approval, timed, stuck, stopped, succeededRun()}
+	golden.Assert(t, "runs-wide-phases.txt", render(t, func(w io.Writer) error { return Runs(w, runs, now, Options{Wide: true}) }))
+	// The default view stays KubeFleet's: the spec's (empty) index, no phase.
+	got := string(render(t, func(w io.Writer) error { return Runs(w, runs, now, Options{}) }))
+	if strings.Contains(got, "PHASE") || strings.Contains(got, "Waiting") {
+		t.Errorf("default view shows gitfleet's columns:\n%s", got)
+	}
+}
+
+// describe prints gitfleet's rejected-change note whole; kubectl's cut at
+// 140 characters still applies to other annotations.
+func TestDescribeDoesNotCutTheRejectedChangeNote(t *testing.T) {
+	r := waitingRun()
+	note := "run.yaml:7: spec.placementName: Invalid value: \"other\": placementName is immutable; " + strings.Repeat("the accepted spec keeps being used ", 5)
+	r.Annotations = map[string]string{fleet.GitfleetPrefix + "rejected-change": note, "other": strings.Repeat("y", 200)}
+	got := string(render(t, func(w io.Writer) error { return Describe(w, r) }))
+	if !strings.Contains(got, note) {
+		t.Errorf("the note is cut:\n%s", got)
+	}
+	if strings.Contains(got, strings.Repeat("y", 200)) {
+		t.Errorf("other long annotations are no longer cut like kubectl's:\n%s", got)
+	}
+}
+
+// Several kinds in one listing name their kind; watch rows come without
+// a header.
+func TestTablesShowKindAndOmitHeaders(t *testing.T) {
+	r := waitingRun()
+	r.APIVersion, r.Kind = fleet.PlacementAPIVersion, fleet.KindClusterStagedUpdateRun
+	got := string(render(t, func(w io.Writer) error {
+		return Runs(w, []*fleet.UpdateRun{r}, now, Options{ShowKind: true, NoHeaders: true})
+	}))
+	if !strings.HasPrefix(got, "clusterstagedupdaterun.placement.kubernetes-fleet.io/example-run   ") || strings.Contains(got, "NAME") {
+		t.Errorf("got %q", got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
@@ -17,6 +18,12 @@ import (
 type Options struct {
 	// Wide adds the -o wide columns.
 	Wide bool
+	// NoHeaders leaves out the header line (kubectl --no-headers, and the
+	// rows --watch prints after the first table).
+	NoHeaders bool
+	// ShowKind prefixes names with kind.group/, as kubectl does when one
+	// command lists several kinds (get runs,approvals).
+	ShowKind bool
 }
 
 // column is one table column. Wide columns print only with -o wide, at their
@@ -68,15 +75,49 @@ func printSorted[T metav1.Object](w io.Writer, objs []T, cols []column[T], opts 
 	for i, c := range shown {
 		headers[i] = c.header
 	}
-	fmt.Fprintln(tw, strings.Join(headers, "\t"))
+	if !opts.NoHeaders {
+		fmt.Fprintln(tw, strings.Join(headers, "\t"))
+	}
 	for _, o := range sorted {
 		cells := make([]string, len(shown))
 		for i, c := range shown {
 			cells[i] = c.cell(o)
 		}
+		if opts.ShowKind {
+			cells[nameIndex(shown)] = KindPrefix(o) + cells[nameIndex(shown)]
+		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
+}
+
+// nameIndex is the position of the NAME column.
+func nameIndex[T any](cols []column[T]) int {
+	for i, c := range cols {
+		if c.header == "NAME" {
+			return i
+		}
+	}
+	return 0
+}
+
+// KindPrefix is kubectl's "kind.group/" that names an object's kind in
+// listings of several kinds ("clusterstagedupdaterun.placement.kubernetes-fleet.io/").
+// Objects whose kind is not set get none.
+func KindPrefix(o any) string {
+	ro, ok := o.(runtime.Object)
+	if !ok {
+		return ""
+	}
+	gvk := ro.GetObjectKind().GroupVersionKind()
+	if gvk.Kind == "" {
+		return ""
+	}
+	k := strings.ToLower(gvk.Kind)
+	if gvk.Group != "" {
+		k += "." + gvk.Group
+	}
+	return k + "/"
 }
 
 // nameColumn is the NAME column every table starts with.

@@ -14,8 +14,13 @@ import (
 // Runs prints ClusterStagedUpdateRuns/StagedUpdateRuns with KubeFleet's
 // columns: NAME PLACEMENT RESOURCE-SNAPSHOT-INDEX POLICY-SNAPSHOT-INDEX
 // INITIALIZED PROGRESSING SUCCEEDED AGE, and STRATEGY with -o wide.
-// RESOURCE-SNAPSHOT-INDEX is the spec's index, empty for runs that roll out
-// the latest snapshot, as upstream prints it.
+// RESOURCE-SNAPSHOT-INDEX is the spec's index (KubeFleet's printer column is
+// .spec.resourceSnapshotIndex), empty for runs that roll out the latest
+// snapshot; showing the status there would break scripts written for
+// KubeFleet. -o wide adds gitfleet's RESOURCE-INDEX-USED (the index the run
+// rolls out, latest included), PHASE (api/v1beta1's Phase: Waiting, Stopped
+// and Stuck apart), STAGE (the current stage) and WAITING-FOR (the approval
+// requests, the end of a timed wait, the stuck clusters, or spec.state).
 func Runs(w io.Writer, runs []*fleet.UpdateRun, now time.Time, opts Options) error {
 	return printTable(w, runs, []column[*fleet.UpdateRun]{
 		nameColumn[*fleet.UpdateRun](),
@@ -33,6 +38,10 @@ func Runs(w io.Writer, runs []*fleet.UpdateRun, now time.Time, opts Options) err
 		}},
 		ageColumn[*fleet.UpdateRun](now),
 		{header: "STRATEGY", wide: true, cell: func(r *fleet.UpdateRun) string { return r.Spec.StagedUpdateStrategyName }},
+		{header: "RESOURCE-INDEX-USED", wide: true, cell: func(r *fleet.UpdateRun) string { return r.Status.ResourceSnapshotIndexUsed }},
+		{header: "PHASE", wide: true, cell: func(r *fleet.UpdateRun) string { return r.Phase() }},
+		{header: "STAGE", wide: true, cell: currentStage},
+		{header: "WAITING-FOR", wide: true, cell: waitingFor},
 	}, opts)
 }
 
