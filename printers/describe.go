@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
@@ -30,7 +31,7 @@ func DescribeRun(w io.Writer, run *fleet.UpdateRun, now time.Time) error {
 // prints custom resources: Name, Namespace, Labels, Annotations, then every
 // other field, keys sorted, camelCase split into Title Words, nested two
 // spaces per level, values aligned by one tabwriter over the whole output.
-// gitfleet records no Kubernetes events, so there is no Events section.
+// gitfleet records no Kubernetes events; Events prints the status commits.
 func Describe(w io.Writer, obj runtime.Object) error {
 	data, err := status.Encode(obj)
 	if err != nil {
@@ -239,4 +240,39 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// Event is one thing that happened to an object: a commit that changed its
+// status file. gitfleet records no Kubernetes events; the status commits,
+// whose subjects say what changed, are its history.
+type Event struct {
+	Time    metav1.Time
+	Commit  string
+	Message string
+}
+
+// Events ends a description as kubectl's Events section does, newest last.
+// limit is how many the caller asked Git for: reaching it means older
+// events exist, which the heading says.
+func Events(w io.Writer, events []Event, limit int, now time.Time) error {
+	if len(events) == 0 {
+		_, err := fmt.Fprintln(w, "Events:  <none>")
+		return err
+	}
+	heading := "Events:"
+	if len(events) >= limit {
+		heading = fmt.Sprintf("Events (the last %d):", limit)
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	d := &describer{w: tw}
+	d.line(0, "%s", heading)
+	d.line(1, "Age\tCommit\tMessage")
+	d.line(1, "---\t------\t-------")
+	for _, e := range events {
+		d.line(1, "%s\t%s\t%s", Age(e.Time, now), e.Commit, e.Message)
+	}
+	if d.err != nil {
+		return d.err
+	}
+	return tw.Flush()
 }

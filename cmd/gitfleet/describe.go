@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
+
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/spf13/cobra"
 
@@ -20,11 +23,15 @@ func newDescribeCommand() *cobra.Command {
 strategy, and per stage and cluster the conditions that say where the rollout
 stands and why it waits (an approval, a timed wait, a stuck cluster). An
 approval request shows its Approved condition with the observedGeneration
-that decides whether the approval counts.
+that decides whether the approval counts. Events, at the end, are the
+status commits that changed the object's file, newest last (the last 20,
+from git log: what happened to a run and when, in the words of the commit
+subjects).
 
-The resource words and -n are those of 'gitfleet get'; without NAME every
+The resource words, -n and -l are those of 'gitfleet get'; without NAME every
 object of the kind is described. Like get, describe reads --repo, a local
-clone or working tree: pull first to see the latest progress.`,
+clone or working tree: pull first (or pass --fetch) to see the latest
+progress.`,
 		Example: `  # Where the quickstart rollout stands, stage by stage
   gitfleet describe run example-run --repo ./fleet
 
@@ -40,22 +47,26 @@ clone or working tree: pull first to see the latest progress.`,
 				return err
 			}
 			q.names = args[1:]
-			objs, err := q.find(cmd.ErrOrStderr())
+			if err := q.parseSelector(); err != nil {
+				return err
+			}
+			if q.fetch {
+				if err := pull(cmdContext(cmd), q.repo); err != nil {
+					return err
+				}
+			}
+			kinds, err := q.find(cmd.ErrOrStderr())
 			// Build the whole text first so a failure leaves no half
 			// description; kubectl separates objects with a blank line.
 			var out bytes.Buffer
-			for i, o := range objs {
-				if i > 0 {
-					out.WriteString("\n\n")
-				}
-				var derr error
-				if run, ok := o.(*fleet.UpdateRun); ok {
-					derr = printers.DescribeRun(&out, run, now())
-				} else {
-					derr = printers.Describe(&out, o)
-				}
-				if derr != nil {
-					return derr
+			for _, f := range kinds {
+				for _, o := range f.objs {
+					if out.Len() > 0 {
+						out.WriteString("\n\n")
+					}
+					if derr := describe(cmdContext(cmd), &out, q.repo, o); derr != nil {
+						return derr
+					}
 				}
 			}
 			if _, werr := io.Copy(cmd.OutOrStdout(), &out); werr != nil {
@@ -66,4 +77,45 @@ clone or working tree: pull first to see the latest progress.`,
 	}
 	q.flags(cmd)
 	return cmd
+}
+
+// eventLimit bounds the Events section: a long-running fleet has many
+// status commits per run; git log has them all.
+const eventLimit = 20
+
+// describe prints one object and its Events.
+func describe(ctx context.Context, w io.Writer, repo string, o runtime.Object) error {
+	var err error
+	if run, ok := o.(*fleet.UpdateRun); ok {
+		err = printers.DescribeRun(w, run, now())
+	} else {
+		err = printers.Describe(w, o)
+	}
+	if err != nil {
+		return err
+	}
+	events, err := objectEvents(ctx, repo, o)
+	if err != nil {
+		return err
+	}
+	return printers.Events(w, events, eventLimit, now())
+}
+
+// objectEvents are the last eventLimit commits that changed o's status
+// files, newest last. A tree that is not a Git repository has none.
+func objectEvents(ctx context.Context, repo string, o runtime.Object) ([]printers.Event, error) {
+	paths := statusFiles(o)
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	cs, err := history(ctx, repo, eventLimit, paths...)
+	if err != nil {
+		// A folder that is not a Git clone has files but no history.
+		return nil, nil
+	}
+	events := make([]printers.Event, len(cs))
+	for i, c := range cs {
+		events[len(cs)-1-i] = printers.Event{Time: c.time, Commit: c.hash, Message: c.subject}
+	}
+	return events, nil
 }

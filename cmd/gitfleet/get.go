@@ -13,6 +13,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/spf13/cobra"
@@ -29,17 +30,26 @@ var now = time.Now
 
 func newGetCommand() *cobra.Command {
 	var (
-		q      query
-		output string
-		all    bool
+		q         query
+		out       output
+		all       bool
+		noHeaders bool
+		watch     bool
+		interval  time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "get (runs|approvals|snapshots|placements|bindings|clusters) [NAME...]",
-		Short: "List runs, approval requests, snapshots, placements, bindings or clusters from the status tree",
+		Use:   "get (runs|approvals|snapshots|placements|bindings|clusters|sources)[,KIND...] [NAME...]",
+		Short: "List runs, approval requests, snapshots, placements, bindings, clusters or sources from the status tree",
 		Long: `get prints the objects gitfleet recorded in the fleet repository as kubectl
 prints KubeFleet's: the same printer columns, so a 'kubectl get csur' habit
 carries over. It reads files, not a cluster: --repo is a local clone or working
-tree of the fleet repository: run 'git pull' first to see the latest progress.
+tree of the fleet repository. Pull first to see the latest progress, or let
+get do it: --fetch runs 'git pull --ff-only' in --repo before reading, and
+--watch (-w) does so every --interval and prints the objects that changed.
+A fast-forward never loses work: git refuses it when you have commits or
+edits it would overwrite, and get says so and shows what you have. Every
+get says on stderr which commit the status is from and how old it is
+("status from a1b2c3d (2m ago)"); stdout has only the objects.
 With 'serve --status-branch B', status/ lives on B while approvals/ stays on
 the tracked branch; read B from a second worktree ('git worktree add
 ../fleet-status B', then --repo ../fleet-status).
@@ -51,24 +61,40 @@ the tracked branch; read B from a second worktree ('git worktree add
   bindings     status/bindings/    ClusterResourceBindings, ResourceBindings
   clusters     status/clusters/    MemberClusters (before gitfleet wrote any,
                                    the ones declared in the manifests)
+  sources      status/sources/     the branch serve tracks: last fetched and
+                                   processed commit, last error and since when
 
 The generic names list both scopes. KubeFleet's kind names and short names
 narrow it as kubectl does: csur, careq, crs, crp and crb (and the full
 Cluster... names) list only the cluster-scoped objects; sur, areq, rs, rp and
 rb (and StagedUpdateRun, ApprovalRequest, ...) only the namespaced ones.
+Several kinds separated by commas print one table each (get runs,approvals).
 A repository has no current namespace, so every namespace is listed unless
 -n picks one (-A is accepted for kubectl habits); a NAMESPACE column appears
-when the rows span several.
+when the rows span several. -l selects by labels, as kubectl's -l does.
 
-Columns beyond KubeFleet's are in -o wide; -o yaml prints the files' objects.`,
+Columns beyond KubeFleet's are in -o wide: for runs the phase (Waiting,
+Stopped, Stuck, ...), the current stage, what the run waits for and the
+resource snapshot index it uses. -o yaml prints the files' objects; -o json,
+-o name, -o jsonpath=..., -o go-template=... are kubectl's (k8s.io/cli-runtime).`,
 		Example: `  # The runs and their conditions, as 'kubectl get csur' shows them
   gitfleet get runs --repo ./fleet
 
-  # Which approval requests wait for a person, and whether merged approvals counted
-  gitfleet get approvals -o wide
+  # What each run waits for: an approval, the end of a timed wait, stuck clusters
+  gitfleet get runs -o wide
 
-  # One run as YAML
+  # Pull, then follow the rollout; Ctrl-C ends it
+  gitfleet get runs,approvals --watch
+
+  # One run as YAML, or one field of it
   gitfleet get csur example-run -o yaml
+  gitfleet get csur example-run -o jsonpath='{.status.conditions[?(@.type=="Progressing")].reason}'
+
+  # The approval requests of one run, by label
+  gitfleet get approvals -l kubernetes-fleet.io/targetUpdateRun=example-run -o name
+
+  # Is serve keeping up with the branch?
+  gitfleet get sources
 
   # Namespaced runs of one namespace
   gitfleet get sur -n my-app-namespace`,
@@ -78,8 +104,8 @@ Columns beyond KubeFleet's are in -o wide; -o yaml prints the files' objects.`,
 			if len(args) == 0 {
 				return listKinds(cmd.OutOrStdout())
 			}
-			if output != "" && output != "wide" && output != "yaml" {
-				return fmt.Errorf("--output must be empty, wide or yaml, not %q", output)
+			if err := out.validate(); err != nil {
+				return err
 			}
 			if all && q.namespace != "" {
 				return errors.New("--all-namespaces and --namespace are mutually exclusive")
@@ -88,27 +114,36 @@ Columns beyond KubeFleet's are in -o wide; -o yaml prints the files' objects.`,
 				return err
 			}
 			q.names = args[1:]
-			// As kubectl does, what could be read is printed even when some
-			// files or names could not be; the error comes after it.
-			objs, err := q.find(cmd.ErrOrStderr())
-			if len(objs) == 0 {
+			if err := q.parseSelector(); err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
-			var perr error
-			if output == "yaml" {
-				perr = printers.YAML(w, objs...)
-			} else {
-				perr = q.fam.table(w, objs, now(), printers.Options{Wide: output == "wide"})
+			l := lister{ctx: cmdContext(cmd), q: &q, out: &out, opts: printers.Options{Wide: out.format == "wide", NoHeaders: noHeaders, ShowKind: len(q.kinds) > 1},
+				stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr()}
+			if watch {
+				return l.watch(interval)
 			}
-			return errors.Join(perr, err)
+			if q.fetch {
+				if err := pull(l.ctx, q.repo); err != nil {
+					return err
+				}
+			}
+			return l.list()
 		},
 	}
 	f := cmd.Flags()
 	q.flags(cmd)
+	out.flags(cmd)
 	f.BoolVarP(&all, "all-namespaces", "A", false, "list every namespace (the default: a repository has no current namespace)")
-	f.StringVarP(&output, "output", "o", "", "output format: empty for a table, wide or yaml")
+	f.BoolVar(&noHeaders, "no-headers", false, "leave out the header line of tables")
+	f.BoolVarP(&watch, "watch", "w", false, "after listing, pull every --interval (git pull --ff-only) and print the objects that changed")
+	f.DurationVar(&interval, "interval", 10*time.Second, "how often --watch pulls")
 	return cmd
+}
+
+// kindRef is one kind a query asks for: a family narrowed to a scope.
+type kindRef struct {
+	fam   *family
+	scope scope
 }
 
 // scope narrows a family to its cluster-scoped or namespaced kind, as the
@@ -201,10 +236,12 @@ func listKinds(w io.Writer) error {
 // query is what get and describe were asked for.
 type query struct {
 	repo, path string
-	fam        *family
-	scope      scope
+	kinds      []kindRef
 	namespace  string
 	names      []string
+	selector   string
+	labels     labels.Selector
+	fetch      bool
 }
 
 // flags registers the flags get and describe share.
@@ -213,29 +250,58 @@ func (q *query) flags(cmd *cobra.Command) {
 	f.StringVar(&q.repo, "repo", ".", "path of a local clone or working tree of the fleet repository")
 	f.StringVar(&q.path, "path", ".", "folder of the hub content inside the repository (read for clusters before gitfleet recorded any)")
 	f.StringVarP(&q.namespace, "namespace", "n", "", "only objects of this namespace")
+	f.StringVarP(&q.selector, "selector", "l", "", "label selector, as kubectl's (-l key=value,key2!=v,key3 in (a,b))")
+	f.BoolVar(&q.fetch, "fetch", false, "run 'git pull --ff-only' in --repo first (it never overwrites your commits or edits)")
 }
 
-// parse resolves the resource word.
-func (q *query) parse(word string) error {
-	w := strings.ToLower(word)
+// parse resolves the resource words: one, or several separated by commas.
+func (q *query) parse(words string) error {
+	q.kinds = nil
+	for _, word := range strings.Split(words, ",") {
+		k, err := parseKind(word)
+		if err != nil {
+			return err
+		}
+		q.kinds = append(q.kinds, k)
+	}
+	return nil
+}
+
+// parseSelector parses -l; kubectl refuses names together with a selector.
+func (q *query) parseSelector() error {
+	q.labels = labels.Everything()
+	if q.selector == "" {
+		return nil
+	}
+	if len(q.names) > 0 {
+		return errors.New("name cannot be provided when a selector is specified")
+	}
+	sel, err := labels.Parse(q.selector)
+	if err != nil {
+		return fmt.Errorf("--selector: %w", err)
+	}
+	q.labels = sel
+	return nil
+}
+
+// parseKind resolves one resource word.
+func parseKind(word string) (kindRef, error) {
+	w := strings.ToLower(strings.TrimSpace(word))
 	for _, fam := range families {
 		switch {
 		case slices.Contains(fam.words, w):
-			q.fam, q.scope = fam, anyScope
+			return kindRef{fam, anyScope}, nil
 		case slices.Contains(fam.clusterWords, w):
-			q.fam, q.scope = fam, clusterScope
+			return kindRef{fam, clusterScope}, nil
 		case slices.Contains(fam.namespacedWords, w):
-			q.fam, q.scope = fam, namespacedScope
-		default:
-			continue
+			return kindRef{fam, namespacedScope}, nil
 		}
-		return nil
 	}
 	names := make([]string, len(families))
 	for i, fam := range families {
 		names[i] = fam.name
 	}
-	return fmt.Errorf("unknown resource type %q: want one of %s (or a KubeFleet short name such as csur)", word, strings.Join(names, ", "))
+	return kindRef{}, fmt.Errorf("unknown resource type %q: want one of %s (or a KubeFleet short name such as csur)", word, strings.Join(names, ", "))
 }
 
 // complete is shell completion for get and describe: the resource words,
@@ -251,29 +317,35 @@ func (q *query) complete(_ *cobra.Command, args []string, _ string) ([]string, c
 	if q.parse(args[0]) != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	objs, _ := readFamily(q.repo, q.fam.dir)
 	var names []string
-	for _, o := range objs {
-		if q.keep(o) && !slices.Contains(args[1:], o.(metav1.Object).GetName()) {
-			names = append(names, o.(metav1.Object).GetName())
+	for _, k := range q.kinds {
+		objs, _ := readFamily(q.repo, k.fam.dir)
+		for _, o := range objs {
+			if q.keep(k, o) && !slices.Contains(args[1:], o.(metav1.Object).GetName()) {
+				names = append(names, o.(metav1.Object).GetName())
+			}
 		}
 	}
 	return names, cobra.ShellCompDirectiveNoFileComp
 }
 
 // kind is the lowercase kind messages name, as kubectl does.
-func (q *query) kind() string {
-	k := q.fam.clusterKind
-	if q.scope == namespacedScope || (q.scope == anyScope && q.namespace != "") {
-		k = q.fam.namespacedKind
+func (q *query) kind(k kindRef) string {
+	kind := k.fam.clusterKind
+	if k.scope == namespacedScope || (k.scope == anyScope && q.namespace != "") {
+		kind = k.fam.namespacedKind
 	}
-	return k + "." + q.fam.group
+	return kind + "." + k.fam.group
 }
 
 // keep reports whether obj is one the query asks for.
-func (q *query) keep(obj runtime.Object) bool {
-	ns := obj.(metav1.Object).GetNamespace()
-	switch q.scope {
+func (q *query) keep(k kindRef, obj runtime.Object) bool {
+	m := obj.(metav1.Object)
+	if q.labels != nil && !q.labels.Matches(labels.Set(m.GetLabels())) {
+		return false
+	}
+	ns := m.GetNamespace()
+	switch k.scope {
 	case clusterScope:
 		// kubectl ignores -n for cluster-scoped kinds; so does get.
 		return ns == ""
@@ -285,59 +357,105 @@ func (q *query) keep(obj runtime.Object) bool {
 	return q.namespace == "" || ns == q.namespace
 }
 
-// find reads the family's files and returns the objects asked for, in a
+// found is what a query found of one kind.
+type found struct {
+	kind kindRef
+	objs []runtime.Object
+}
+
+// find reads each kind's files and returns the objects asked for, in a
 // stable order. Problems that spoil only some files are written to stderr
 // and returned as one exit error after the readable objects; an empty
 // result is announced on stderr, as kubectl does.
-func (q *query) find(stderr io.Writer) ([]runtime.Object, error) {
-	q.repo = repoRoot(q.repo)
-	if fi, err := os.Stat(q.repo); err != nil {
-		return nil, fmt.Errorf("repository: %w", err)
-	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("repository %s is not a folder", q.repo)
+func (q *query) find(stderr io.Writer) ([]found, error) {
+	if err := q.root(); err != nil {
+		return nil, err
 	}
-	objs, problems := readFamily(q.repo, q.fam.dir)
-	if q.fam.name == "clusters" && len(objs) == 0 && len(problems) == 0 {
-		var err error
-		if objs, err = declaredClusters(q.repo, q.path, stderr); err != nil {
-			return nil, err
+	var out []found
+	var problems []render.ManifestError
+	var missing, named int
+	total := 0
+	for _, k := range q.kinds {
+		objs, probs := readFamily(q.repo, k.fam.dir)
+		if k.fam.name == "clusters" && len(objs) == 0 && len(probs) == 0 {
+			var err error
+			if objs, err = declaredClusters(q.repo, q.path, stderr); err != nil {
+				return nil, err
+			}
 		}
-	}
-	var kept []runtime.Object
-	for _, o := range objs {
-		if q.keep(o) {
-			kept = append(kept, o)
+		problems = append(problems, probs...)
+		var kept []runtime.Object
+		for _, o := range objs {
+			if q.keep(k, o) {
+				kept = append(kept, o)
+			}
 		}
+		kept, gone := q.byName(k, kept)
+		for _, p := range probs {
+			fmt.Fprintf(stderr, "error: %v\n", p)
+		}
+		for _, name := range gone {
+			fmt.Fprintf(stderr, "Error from repository (NotFound): %s %q not found%s\n", q.kind(k), name, q.where(k))
+		}
+		missing += len(gone)
+		named += len(q.names)
+		total += len(kept)
+		out = append(out, found{k, kept})
 	}
-	kept, missing := q.byName(kept)
-	for _, p := range problems {
-		fmt.Fprintf(stderr, "error: %v\n", p)
-	}
-	for _, name := range missing {
-		fmt.Fprintf(stderr, "Error from repository (NotFound): %s %q not found%s\n", q.kind(), name, q.where())
-	}
-	if len(kept) == 0 && len(q.names) == 0 {
+	if total == 0 && len(q.names) == 0 {
 		msg := "No resources found"
-		if q.namespace != "" && q.scope != clusterScope {
+		if q.namespace != "" && !q.onlyClusterScoped() {
 			msg += " in " + q.namespace + " namespace."
 		}
-		if _, err := os.Stat(filepath.Join(q.repo, status.StatusDir)); errors.Is(err, fs.ErrNotExist) && strings.HasPrefix(q.fam.dir, status.StatusDir+"/") {
+		if _, err := os.Stat(filepath.Join(q.repo, status.StatusDir)); errors.Is(err, fs.ErrNotExist) && q.readsStatus() {
 			msg += fmt.Sprintf(" (%s has no %s/ folder: is it a checkout of the branch gitfleet writes status to?)", q.repo, status.StatusDir)
 		}
 		fmt.Fprintln(stderr, msg)
 	}
 	switch {
 	case len(problems) > 0:
-		return kept, &exitError{code: 1, err: fmt.Errorf("%d file(s) of %s could not be read", len(problems), q.repo)}
-	case len(missing) > 0:
-		return kept, &exitError{code: 1, err: fmt.Errorf("%d of %d named object(s) not found", len(missing), len(q.names))}
+		return out, &exitError{code: 1, err: fmt.Errorf("%d file(s) of %s could not be read", len(problems), q.repo)}
+	case missing > 0:
+		return out, &exitError{code: 1, err: fmt.Errorf("%d of %d named object(s) not found", missing, named)}
 	}
-	return kept, nil
+	return out, nil
+}
+
+// root resolves --repo to the top of its working tree and checks it is a
+// folder.
+func (q *query) root() error {
+	q.repo = repoRoot(q.repo)
+	if fi, err := os.Stat(q.repo); err != nil {
+		return fmt.Errorf("repository: %w", err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("repository %s is not a folder", q.repo)
+	}
+	return nil
+}
+
+// onlyClusterScoped reports whether every kind asked for is cluster-scoped.
+func (q *query) onlyClusterScoped() bool {
+	for _, k := range q.kinds {
+		if k.scope != clusterScope {
+			return false
+		}
+	}
+	return true
+}
+
+// readsStatus reports whether a kind asked for lives under status/.
+func (q *query) readsStatus() bool {
+	for _, k := range q.kinds {
+		if strings.HasPrefix(k.fam.dir, status.StatusDir+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // byName keeps the named objects, in the order named, and lists the names
 // that matched nothing. Without names it keeps everything.
-func (q *query) byName(objs []runtime.Object) (kept []runtime.Object, missing []string) {
+func (q *query) byName(k kindRef, objs []runtime.Object) (kept []runtime.Object, missing []string) {
 	if len(q.names) == 0 {
 		return objs, nil
 	}
@@ -349,7 +467,7 @@ func (q *query) byName(objs []runtime.Object) (kept []runtime.Object, missing []
 				found = true
 			}
 		}
-		if !found && q.fam.name == "bindings" {
+		if !found && k.fam.name == "bindings" {
 			// Binding names carry a hash; their files are named by
 			// cluster. A cluster name that names one binding finds it.
 			var same []runtime.Object
@@ -391,9 +509,9 @@ func repoRoot(dir string) string {
 }
 
 // where says where a missing object was looked for.
-func (q *query) where() string {
-	s := fmt.Sprintf(" in %s", filepath.Join(q.repo, filepath.FromSlash(q.fam.dir))+string(filepath.Separator))
-	if q.namespace != "" && q.scope != clusterScope {
+func (q *query) where(k kindRef) string {
+	s := fmt.Sprintf(" in %s", filepath.Join(q.repo, filepath.FromSlash(k.fam.dir))+string(filepath.Separator))
+	if q.namespace != "" && k.scope != clusterScope {
 		s += " (namespace " + q.namespace + ")"
 	}
 	return s
@@ -499,4 +617,15 @@ func digits(s string) int {
 		n++
 	}
 	return n
+}
+
+// statusFiles are the repository paths that hold obj's recorded state:
+// describe's Events are the commits that changed them. Like readFamily it
+// is the one place that knows how the status tree lays an object out.
+func statusFiles(obj runtime.Object) []string {
+	p, err := status.PathFor(obj)
+	if err != nil {
+		return nil
+	}
+	return []string{p}
 }

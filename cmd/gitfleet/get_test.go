@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -115,9 +116,20 @@ func demoRepo(t *testing.T) string {
 	return dir
 }
 
+// statusLine is get's note on stderr of which commit the status is from.
+var statusLine = regexp.MustCompile(`(?m)^status from [0-9a-f]{7,} \(.*\)\n`)
+
 // gitfleet runs the CLI as main does and returns what it printed and its
-// exit code.
+// exit code. get's status line is left out of stderr (gitfleetRaw keeps
+// it), so tests can insist on an otherwise empty stderr.
 func gitfleet(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	stdout, stderr, code = gitfleetRaw(t, args...)
+	return stdout, statusLine.ReplaceAllString(stderr, ""), code
+}
+
+// gitfleetRaw is gitfleet with stderr as printed.
+func gitfleetRaw(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	root := newRootCommand()
@@ -256,7 +268,8 @@ func TestGetNamesTheFileItCannotRead(t *testing.T) {
 func TestGetRejectsUnknownResourcesAndOutputs(t *testing.T) {
 	for _, args := range [][]string{
 		{"get", "deployments"},
-		{"get", "runs", "-o", "json"},
+		{"get", "runs", "-o", "xml"},
+		{"get", "runs", "-o", "jsonpath"},
 		{"get", "runs", "-A", "-n", "x"},
 	} {
 		if _, errOut, code := gitfleet(t, args...); code != 1 || !strings.HasPrefix(errOut, "Error: ") {
