@@ -38,13 +38,18 @@ every problem gitfleet would report after the push, before you push:
   - changes the API server would refuse for an object gitfleet has already
     accepted (an immutable field of a run or placement, a forbidden state
     transition), compared with its copy in status/;
+  - runs whose placementName or stagedRolloutStrategyName names no object in
+    the repository (a namespaced run looks in its namespace): such a run
+    fails its initialization, and both fields are immutable;
   - approval request files (approvals/) and status files (status/) that do
     not decode.
 
-With --kubeconfig it also warns about every MemberCluster whose
-gitfleet.io/driver names a kubeconfig context that file does not have
-(warnings do not change the exit code: the kubeconfig of the machine that
-serves may differ from yours).
+It warns about a run whose resourceSnapshotIndex no snapshot recorded in
+status/ has (other than the next index, which the push may record). With
+--kubeconfig it also warns about every MemberCluster whose gitfleet.io/driver
+names a kubeconfig context that file does not have. Warnings do not change
+the exit code: status/ may lag the remote, and the kubeconfig of the machine
+that serves may differ from yours.
 
 Each problem is one line, '<file>:<line>: <Kind> <name>: <field>: <message>',
 sorted by file and line, so editors and CI logs link to the spot. A broken
@@ -98,31 +103,40 @@ func validate(out io.Writer, repo, hubPath, kubeconfig string) error {
 	manifests += len(approvals)
 	recorded, errs := readFamily(repo, status.StatusDir)
 	problems = append(problems, errs...)
+	var warnings []render.ManifestError
 	if c != nil {
 		problems = append(problems, admission(c, recorded)...)
 		problems = append(problems, runIndexes(c)...)
+		problems = append(problems, runReferences(c)...)
+		warnings = append(warnings, runSnapshotIndexes(c, recorded)...)
 	}
-
 	if kubeconfig != "" && c != nil {
-		warnings, err := missingContexts(c, kubeconfig)
+		missing, err := missingContexts(c, kubeconfig)
 		if err != nil {
 			return err
 		}
-		for _, w := range warnings {
-			fmt.Fprintln(out, w.Error())
-		}
+		warnings = append(warnings, missing...)
+	}
+	sortProblems(warnings)
+	for _, w := range warnings {
+		fmt.Fprintln(out, w.Error())
 	}
 	if len(problems) == 0 {
 		fmt.Fprintf(out, "%d manifests OK\n", manifests)
 		return nil
 	}
-	slices.SortStableFunc(problems, func(a, b render.ManifestError) int {
-		return cmp.Or(naturalCompare(a.File, b.File), cmp.Compare(a.Line, b.Line))
-	})
+	sortProblems(problems)
 	for _, p := range problems {
 		fmt.Fprintln(out, p.Error())
 	}
 	return &exitError{code: 1, err: fmt.Errorf("%d problem(s) in %s", len(problems), repo)}
+}
+
+// sortProblems orders problems by file and line, as editors list them.
+func sortProblems(problems []render.ManifestError) {
+	slices.SortStableFunc(problems, func(a, b render.ManifestError) int {
+		return cmp.Or(naturalCompare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+	})
 }
 
 // missingContexts warns about members whose kubeconfig:<context> driver

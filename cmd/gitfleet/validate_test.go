@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -216,5 +217,68 @@ contexts: [{name: east, context: {cluster: east, user: east}}]
 	}
 	if strings.Contains(out+errOut, "secret-token") {
 		t.Error("validate printed a credential from the kubeconfig")
+	}
+}
+
+// A run whose placement or strategy names no object of the tree fails its
+// initialization for good once pushed, and both fields are immutable:
+// validate refuses it, naming the file, line and field. A namespaced run
+// looks in its own namespace.
+func TestValidateRefusesRunsThatNameNoPlacementOrStrategy(t *testing.T) {
+	repo := t.TempDir()
+	copyTree(t, "../../examples/quickstart", repo)
+	runs := `apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ClusterStagedUpdateRun
+metadata:
+  name: typo
+spec:
+  placementName: example-placacement
+  stagedRolloutStrategyName: example-stratgy
+  state: Run
+---
+apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: StagedUpdateRun
+metadata:
+  name: web
+  namespace: team-a
+spec:
+  placementName: example-placement
+  stagedRolloutStrategyName: example-strategy
+`
+	if err := os.WriteFile(filepath.Join(repo, "runs.yaml"), []byte(runs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := gitfleet(t, "validate", "--repo", repo)
+	want := "runs.yaml:1: ClusterStagedUpdateRun typo: spec.placementName: parent placement not found: no ClusterResourcePlacement \"example-placacement\" in the repository; the run would fail its initialization, and the field cannot be changed afterwards\n" +
+		"runs.yaml:1: ClusterStagedUpdateRun typo: spec.stagedRolloutStrategyName: referenced updateStrategy not found: `/example-stratgy`: no ClusterStagedUpdateStrategy \"example-stratgy\" in the repository; the run would fail its initialization, and the field cannot be changed afterwards\n" +
+		"runs.yaml:10: StagedUpdateRun team-a/web: spec.placementName: parent placement not found: no ResourcePlacement \"example-placement\" in namespace team-a in the repository; the run would fail its initialization, and the field cannot be changed afterwards\n" +
+		"runs.yaml:10: StagedUpdateRun team-a/web: spec.stagedRolloutStrategyName: referenced updateStrategy not found: `team-a/example-strategy`: no StagedUpdateStrategy \"example-strategy\" in namespace team-a in the repository; the run would fail its initialization, and the field cannot be changed afterwards\n"
+	if code != 1 || out != want {
+		t.Errorf("exit %d, output:\n%s\nwant exit 1 and:\n%s", code, out, want)
+	}
+}
+
+// An index that no recorded snapshot has is a warning (status/ may lag the
+// remote): the exit code stays 0. The next index, which the push itself may
+// record, is not warned about.
+func TestValidateWarnsAboutAnIndexNoRecordedSnapshotHas(t *testing.T) {
+	repo := demoRepo(t)
+	rollback := `apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ClusterStagedUpdateRun
+metadata:
+  name: rollback
+spec: {placementName: example-placement, resourceSnapshotIndex: "%s", stagedRolloutStrategyName: example-strategy}
+`
+	for _, tc := range []struct{ index, want string }{
+		{"0", "10 manifests OK\n"},
+		{"1", "10 manifests OK\n"},
+		{"5", "rollback.yaml:1: ClusterStagedUpdateRun rollback: spec.resourceSnapshotIndex: warning: no resource snapshot of placement example-placement has index 5 in status/ (recorded: 0); unless one is recorded first, the run fails with: no resourceSnapshots with index `5` found for placement `/example-placement`\n10 manifests OK\n"},
+	} {
+		if err := os.WriteFile(filepath.Join(repo, "rollback.yaml"), fmt.Appendf(nil, rollback, tc.index), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, errOut, code := gitfleet(t, "validate", "--repo", repo); code != 0 || out != tc.want {
+			t.Errorf("index %s: exit %d, stderr %q, output:\n%s\nwant:\n%s", tc.index, code, errOut, out, tc.want)
+		}
 	}
 }
