@@ -128,6 +128,8 @@ type Daemon struct {
 	badTip plumbing.Hash
 	// unrendered are the commits recorded in status/commits/, by hash.
 	unrendered map[string]*fleet.Commit
+	// sources are status/sources/, by name (source_status.go).
+	sources map[string]*fleet.GitSource
 }
 
 // Open restores the hub from the status tree of the remote, catches up on
@@ -156,7 +158,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		cfg.Log = slog.Default()
 	}
 	d := &Daemon{cfg: cfg, src: cfg.Source, clock: cfg.Clock, log: cfg.Log, approved: map[string]bool{}, branchGone: map[string]bool{},
-		unrendered: map[string]*fleet.Commit{}}
+		unrendered: map[string]*fleet.Commit{}, sources: map[string]*fleet.GitSource{}}
 
 	start := d.clock.Now()
 	head, err := d.src.Fetch(ctx)
@@ -184,7 +186,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	}
 	d.Store.OnError = func(err error) { d.log.Error("pushing status failed", "err", err) }
 
-	d.Hub = embedded.New(d.clock, hubStore{d.Store, d.unrendered})
+	d.Hub = embedded.New(d.clock, hubStore{d.Store, d.unrendered, d.sources})
 	d.Hub.SetSelector(render.Select)
 	if cfg.Clusters != nil {
 		d.Hub.Members().UseClusters(cfg.Clusters)
@@ -216,6 +218,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d.lastSync = d.clock.Now()
+	d.recordSource(ctx, head.Commit, nil)
 	d.Controller.EnqueueAll()
 	return d, nil
 }
@@ -329,6 +332,7 @@ func (d *Daemon) follow(ctx context.Context, triggers <-chan struct{}) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		d.recordSource(ctx, head.Commit, err)
 		if err != nil {
 			// The wait ends at the backoff, or sooner at a trigger (a
 			// poll, a webhook, a local commit: the remote is likely back),
@@ -729,11 +733,12 @@ func firstLine(s string) string {
 }
 
 // hubStore is the status tree as the embedded hub sees it: every object but
-// the daemon's own records of commits that did not render, which Load hands
-// to the daemon instead.
+// the daemon's own records (commits that did not render, the source
+// status), which Load hands to the daemon instead.
 type hubStore struct {
 	*status.TreeStore
 	unrendered map[string]*fleet.Commit
+	sources    map[string]*fleet.GitSource
 }
 
 func (s hubStore) Load(ctx context.Context) ([]runtime.Object, error) {
@@ -742,6 +747,10 @@ func (s hubStore) Load(ctx context.Context) ([]runtime.Object, error) {
 	for _, o := range objs {
 		if c, ok := o.(*fleet.Commit); ok {
 			s.unrendered[c.Name] = c
+			continue
+		}
+		if src, ok := o.(*fleet.GitSource); ok {
+			s.sources[src.Name] = src
 			continue
 		}
 		hubObjs = append(hubObjs, o)

@@ -118,6 +118,8 @@ func newObject(kind string) (runtime.Object, string) {
 		return &fleet.Binding{}, fleet.PlacementAPIVersion
 	case fleet.KindCommit:
 		return &fleet.Commit{}, fleet.GitfleetAPIVersion
+	case fleet.KindGitSource:
+		return &fleet.GitSource{}, fleet.GitfleetAPIVersion
 	}
 	return nil, ""
 }

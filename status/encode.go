@@ -82,7 +82,7 @@ func fillTypeMeta(obj runtime.Object) error {
 	switch kind {
 	case fleet.KindMemberCluster:
 		apiVersion = fleet.ClusterAPIVersion
-	case fleet.KindCommit:
+	case fleet.KindCommit, fleet.KindGitSource:
 		apiVersion = fleet.GitfleetAPIVersion
 	}
 	ta := obj.GetObjectKind()
@@ -134,6 +134,11 @@ func kindFor(obj runtime.Object) string {
 			return ""
 		}
 		return fleet.KindCommit
+	case *fleet.GitSource:
+		if ns != "" {
+			return ""
+		}
+		return fleet.KindGitSource
 	}
 	return ""
 }

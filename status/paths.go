@@ -30,6 +30,7 @@ const (
 	clustersDir       = "clusters"
 	strategiesDir     = "strategies"
 	commitsDir        = "commits"
+	sourcesDir        = "sources"
 )
 
 // Ref is what a file's path says about the object it holds.
@@ -55,6 +56,7 @@ type Ref struct {
 //	status/clusters/<name>.yaml
 //	status/strategies/[<ns>/]<name>.yaml
 //	status/commits/<sha>.yaml                           (commits that did not render)
+//	status/sources/<branch>.yaml                        (how serve follows the branch)
 //	approvals/[<ns>/]<name>.yaml
 //
 // Snapshot paths come from the snapshot's labels, so PathFor insists that the
@@ -92,6 +94,8 @@ func PathFor(obj runtime.Object) (string, error) {
 		return scoped(path.Join(StatusDir, clustersDir), name), nil
 	case *fleet.Commit:
 		return scoped(path.Join(StatusDir, commitsDir), name), nil
+	case *fleet.GitSource:
+		return scoped(path.Join(StatusDir, sourcesDir), name), nil
 	case *fleet.UpdateStrategy:
 		return scoped(path.Join(StatusDir, strategiesDir), name), nil
 	case *fleet.ApprovalRequest:
@@ -198,6 +202,11 @@ func RefFor(p string) (Ref, error) {
 			return bad("want status/commits/<sha>.yaml")
 		}
 		return Ref{Kind: fleet.KindCommit, Name: rest[0]}, nil
+	case sourcesDir:
+		if len(rest) != 1 {
+			return bad("want status/sources/<branch>.yaml")
+		}
+		return Ref{Kind: fleet.KindGitSource, Name: rest[0]}, nil
 	case snapshotsDir, policySnapshotDir:
 		ns, placement, file, err := placementScoped(rest)
 		if err != nil {

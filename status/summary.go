@@ -33,6 +33,9 @@ func Summarize(changes Changeset, objects map[string]runtime.Object) string {
 		case *fleet.Commit:
 			unrendered = append(unrendered, "commit "+shortHash(o.Name)+" did not render; it is skipped")
 			continue
+		case *fleet.GitSource:
+			unrendered = append(unrendered, SourceProgress(o))
+			continue
 		}
 		updated[fam]++
 	}
