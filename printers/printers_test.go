@@ -210,3 +210,25 @@ func TestTablesShowKindAndOmitHeaders(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// get sources reads like flux get sources git: what was fetched and
+// applied, whether it is ready and since when; -o wide keeps the last
+// error after it ended.
+func TestSourcesMatchGoldenFiles(t *testing.T) {
+	failing := &fleet.GitSource{ObjectMeta: objMeta("main", 0), Spec: fleet.GitSourceSpec{Branch: "main"},
+		Status: fleet.GitSourceStatus{LastFetchedCommit: "0c4d11f2e1a567da9a1ee3a00c4d11f2e1a567da", LastAppliedCommit: "9a1ee3a00c4d11f2e1a567da9a1ee3a00c4d11f2",
+			LastError: "gitsource: fetch https://git.example.com/fleet.git: repository not found", LastErrorTime: ptr(at(4 * time.Minute)),
+			Conditions: []metav1.Condition{cond("Ready", "False", "GitOperationFailed", "gitsource: fetch https://git.example.com/fleet.git: repository not found", 4*time.Minute)}}}
+	healed := failing.DeepCopy()
+	healed.Name, healed.Spec.Branch = "release.v2", "release/v2"
+	healed.Status.Conditions = []metav1.Condition{cond("Ready", "True", "Succeeded", "fetch and sync succeeded", 5*time.Minute)}
+	for _, wide := range []bool{false, true} {
+		name := "sources.txt"
+		if wide {
+			name = "sources-wide.txt"
+		}
+		golden.Assert(t, name, render(t, func(w io.Writer) error {
+			return Sources(w, []*fleet.GitSource{failing, healed}, now, Options{Wide: wide})
+		}))
+	}
+}

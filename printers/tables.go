@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 )
 
@@ -206,4 +209,49 @@ func labelString(labels map[string]string) string {
 		parts[i] = k + "=" + labels[k]
 	}
 	return strings.Join(parts, ",")
+}
+
+// Sources prints how serve follows the fleet repository, as `flux get
+// sources git` does: NAME BRANCH FETCHED (the newest commit a person
+// pushed that serve fetched) APPLIED (the newest commit whose manifests it
+// applied) READY SINCE (when Ready last changed: since when it fails)
+// MESSAGE (the error while it fails). Commits are short; -o wide prints
+// them whole and adds LAST-ERROR, kept after the failure ended.
+func Sources(w io.Writer, sources []*fleet.GitSource, now time.Time, opts Options) error {
+	commit := func(c string) string {
+		if !opts.Wide && len(c) > 7 {
+			return c[:7]
+		}
+		return c
+	}
+	ready := func(s *fleet.GitSource) *metav1.Condition {
+		return meta.FindStatusCondition(s.Status.Conditions, fleet.GitSourceConditionReady)
+	}
+	return printTable(w, sources, []column[*fleet.GitSource]{
+		nameColumn[*fleet.GitSource](),
+		{header: "BRANCH", cell: func(s *fleet.GitSource) string { return s.Spec.Branch }},
+		{header: "FETCHED", cell: func(s *fleet.GitSource) string { return commit(s.Status.LastFetchedCommit) }},
+		{header: "APPLIED", cell: func(s *fleet.GitSource) string { return commit(s.Status.LastAppliedCommit) }},
+		{header: "READY", cell: func(s *fleet.GitSource) string {
+			return conditionStatus(s.Status.Conditions, fleet.GitSourceConditionReady)
+		}},
+		{header: "SINCE", cell: func(s *fleet.GitSource) string {
+			if c := ready(s); c != nil {
+				return Age(c.LastTransitionTime, now)
+			}
+			return ""
+		}},
+		{header: "MESSAGE", cell: func(s *fleet.GitSource) string {
+			if c := ready(s); c != nil {
+				return c.Message
+			}
+			return ""
+		}},
+		{header: "LAST-ERROR", wide: true, cell: func(s *fleet.GitSource) string {
+			if s.Status.LastError == "" || s.Status.LastErrorTime == nil {
+				return ""
+			}
+			return Age(*s.Status.LastErrorTime, now) + " ago: " + s.Status.LastError
+		}},
+	}, opts)
 }

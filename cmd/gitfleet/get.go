@@ -204,6 +204,10 @@ var families = []*family{
 		clusterKind:  "membercluster",
 		clusterWords: []string{"clusters", "cluster", "memberclusters", "membercluster"},
 		table:        table(printers.Clusters)},
+	{name: "sources", dir: "status/sources", group: fleet.GitfleetGroup,
+		clusterKind:  "gitsource",
+		clusterWords: []string{"sources", "source", "gitsources", "gitsource"},
+		table:        table(printers.Sources)},
 }
 
 // table adapts a typed printer to the objects a family's files decode to.

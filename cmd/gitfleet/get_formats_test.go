@@ -10,7 +10,11 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/golden"
+	"github.com/gitfleet/gitfleet/status"
 )
 
 // -o json, name, jsonpath and go-template are kubectl's printers
@@ -237,5 +241,40 @@ func TestGetFetchPullsFirstAndKeepsLocalWork(t *testing.T) {
 	}
 	if head := gitCmd(t, mine, "rev-parse", "HEAD"); head != mineHead {
 		t.Errorf("HEAD moved from %s to %s", mineHead, head)
+	}
+}
+
+// get sources prints serve's status/sources/ files as flux get sources git
+// prints its sources.
+func TestGetSourcesPrintsHowServeFollowsTheBranch(t *testing.T) {
+	repo := demoRepo(t)
+	head := gitCmd(t, repo, "rev-parse", "HEAD")
+	since := metav1.NewTime(testNow.Add(-2 * time.Minute))
+	src := &fleet.GitSource{ObjectMeta: metav1.ObjectMeta{Name: "main"},
+		Spec: fleet.GitSourceSpec{URL: "https://git.example.com/fleet.git", Branch: "main", Path: "."},
+		Status: fleet.GitSourceStatus{LastFetchedCommit: head, LastAppliedCommit: head,
+			LastError: "gitsource: fetch https://git.example.com/fleet.git: repository not found", LastErrorTime: &since,
+			Conditions: []metav1.Condition{{Type: "Ready", Status: "False", Reason: "GitOperationFailed", LastTransitionTime: since,
+				Message: "gitsource: fetch https://git.example.com/fleet.git: repository not found"}}}}
+	data, err := status.Encode(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(repo, "status", "sources"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "status", "sources", "main.yaml"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := gitfleet(t, "get", "sources", "--repo", repo)
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	golden.Assert(t, "get-sources.txt", []byte(strings.ReplaceAll(out, head[:7], "<head7>")))
+	if out, _, _ := gitfleet(t, "get", "source", "main", "-o", "yaml", "--repo", repo); out != string(data) {
+		t.Errorf("-o yaml is not the file:\n%s", out)
+	}
+	if out, _, _ := gitfleet(t, "get", "sources", "-o", "name", "--repo", repo); out != "gitsource.gitfleet.io/main\n" {
+		t.Errorf("-o name: %q", out)
 	}
 }
