@@ -232,3 +232,17 @@ func TestSourcesMatchGoldenFiles(t *testing.T) {
 		}))
 	}
 }
+
+// Only prints some rows, aligned as in the whole table (--watch).
+func TestOnlyPrintsRowsAlignedWithTheWholeTable(t *testing.T) {
+	long := waitingRun()
+	long.Name = "a-run-with-a-much-longer-name"
+	runs := []*fleet.UpdateRun{waitingRun(), long}
+	whole := strings.Split(string(render(t, func(w io.Writer) error { return Runs(w, runs, now, Options{}) })), "\n")
+	got := string(render(t, func(w io.Writer) error {
+		return Runs(w, runs, now, Options{NoHeaders: true, Only: func(o metav1.Object) bool { return o.GetName() == "example-run" }})
+	}))
+	if got != whole[2]+"\n" {
+		t.Errorf("got %q, want the whole table's row %q", got, whole[2])
+	}
+}

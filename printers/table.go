@@ -1,6 +1,7 @@
 package printers
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"sort"
@@ -24,6 +25,10 @@ type Options struct {
 	// ShowKind prefixes names with kind.group/, as kubectl does when one
 	// command lists several kinds (get runs,approvals).
 	ShowKind bool
+	// Only, when set, prints the rows of the objects it accepts, aligned
+	// as in the whole table: --watch prints the rows that changed under
+	// the columns of its first table.
+	Only func(metav1.Object) bool
 }
 
 // column is one table column. Wide columns print only with -o wide, at their
@@ -70,25 +75,41 @@ func printSorted[T metav1.Object](w io.Writer, objs []T, cols []column[T], opts 
 	}
 
 	// kubectl's table writer: minwidth 6, tabwidth 4, padding 3, spaces.
-	tw := tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
+	// Every row goes through it, so the widths are the whole table's even
+	// when Only prints a few rows; line i+1 is row i.
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 6, 4, 3, ' ', 0)
 	headers := make([]string, len(shown))
 	for i, c := range shown {
 		headers[i] = c.header
 	}
-	if !opts.NoHeaders {
-		fmt.Fprintln(tw, strings.Join(headers, "\t"))
-	}
+	fmt.Fprintln(tw, strings.Join(headers, "\t"))
 	for _, o := range sorted {
 		cells := make([]string, len(shown))
 		for i, c := range shown {
-			cells[i] = c.cell(o)
+			// A cell is one line, or the rows would shift.
+			cells[i] = strings.ReplaceAll(c.cell(o), "\n", " ")
 		}
 		if opts.ShowKind {
 			cells[nameIndex(shown)] = KindPrefix(o) + cells[nameIndex(shown)]
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	lines := strings.SplitAfter(table.String(), "\n")
+	var out strings.Builder
+	if !opts.NoHeaders {
+		out.WriteString(lines[0])
+	}
+	for i, o := range sorted {
+		if opts.Only == nil || opts.Only(o) {
+			out.WriteString(lines[i+1])
+		}
+	}
+	_, err := io.WriteString(w, out.String())
+	return err
 }
 
 // nameIndex is the position of the NAME column.

@@ -278,3 +278,41 @@ func TestGetSourcesPrintsHowServeFollowsTheBranch(t *testing.T) {
 		t.Errorf("-o name: %q", out)
 	}
 }
+
+// With -o json, --watch prints each changed object by itself, as kubectl
+// get -w does, not a List per round.
+func TestGetWatchPrintsObjectsOneByOne(t *testing.T) {
+	mine, theirs := clones(t)
+	rounds := 0
+	defer func(p func(context.Context, time.Duration) bool) { watchPoll = p }(watchPoll)
+	watchPoll = func(context.Context, time.Duration) bool {
+		rounds++
+		if rounds == 1 {
+			stopRun(t, theirs)
+			return true
+		}
+		return false
+	}
+	out, errOut, code := gitfleet(t, "get", "runs", "-w", "-o", "json", "--repo", mine)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	var states []string
+	for dec.More() {
+		var run struct {
+			Kind string
+			Spec struct{ State string }
+		}
+		if err := dec.Decode(&run); err != nil {
+			t.Fatal(err)
+		}
+		if run.Kind != "ClusterStagedUpdateRun" {
+			t.Errorf("kind %q", run.Kind)
+		}
+		states = append(states, run.Spec.State)
+	}
+	if strings.Join(states, ",") != "Run,Stop" {
+		t.Errorf("states printed: %v\n%s", states, out)
+	}
+}

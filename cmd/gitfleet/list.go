@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/spf13/cobra"
@@ -31,6 +33,9 @@ type lister struct {
 	printed map[string][]byte
 	// from is the status commit last announced on stderr.
 	from string
+	// watching prints machine formats one object at a time, as kubectl
+	// get -w does, instead of one List per round.
+	watching bool
 }
 
 // list reads the query and prints it: everything the first time, then the
@@ -49,9 +54,8 @@ func (l *lister) list() error {
 	l.announce()
 	kinds, err := l.q.find(stderr)
 	next := map[string][]byte{}
-	var changed []found
+	changed := map[any]bool{}
 	for _, f := range kinds {
-		keep := found{kind: f.kind}
 		for _, o := range f.objs {
 			key, data, eerr := objectKey(o)
 			if eerr != nil {
@@ -59,35 +63,48 @@ func (l *lister) list() error {
 			}
 			next[key] = data
 			if old, ok := l.printed[key]; first || !ok || !bytes.Equal(old, data) {
-				keep.objs = append(keep.objs, o)
+				changed[o] = true
 			}
 		}
-		changed = append(changed, keep)
 	}
 	l.printed = next
 	opts := l.opts
 	if !first {
+		// The changed rows, under the columns of the first table.
 		opts.NoHeaders = true
+		opts.Only = func(o metav1.Object) bool { return changed[o] }
 	}
-	return errors.Join(l.print(changed, opts), err)
+	return errors.Join(l.print(kinds, changed, opts), err)
 }
 
-// print writes the objects: one table per kind, separated by a blank line
-// as kubectl separates them, or all of them in a machine format.
-func (l *lister) print(kinds []found, opts printers.Options) error {
+// print writes the changed objects: one table per kind, separated by a
+// blank line as kubectl separates them, or in a machine format.
+func (l *lister) print(kinds []found, changed map[any]bool, opts printers.Options) error {
 	if !l.out.table() {
 		var all []runtime.Object
 		for _, f := range kinds {
-			all = append(all, f.objs...)
+			for _, o := range f.objs {
+				if changed[o] {
+					all = append(all, o)
+				}
+			}
 		}
 		if len(all) == 0 {
+			return nil
+		}
+		if l.watching {
+			for _, o := range all {
+				if err := l.out.printObjects(l.stdout, []runtime.Object{o}, true); err != nil {
+					return err
+				}
+			}
 			return nil
 		}
 		return l.out.printObjects(l.stdout, all, len(l.q.kinds) == 1 && len(l.q.names) == 1)
 	}
 	tables := 0
 	for _, f := range kinds {
-		if len(f.objs) == 0 {
+		if !slices.ContainsFunc(f.objs, func(o runtime.Object) bool { return changed[o] }) {
 			continue
 		}
 		if tables > 0 && !opts.NoHeaders {
@@ -116,6 +133,7 @@ func (l *lister) announce() {
 // watch lists, then pulls and lists the changes every interval until the
 // command is interrupted.
 func (l *lister) watch(interval time.Duration) error {
+	l.watching = true
 	var lastPull string
 	pullOnce := func() {
 		err := pull(l.ctx, l.q.repo)
