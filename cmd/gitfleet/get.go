@@ -83,6 +83,9 @@ resource snapshot index it uses. -o yaml prints the files' objects; -o json,
   # What each run waits for: an approval, the end of a timed wait, stuck clusters
   gitfleet get runs -o wide
 
+  # Which approval requests wait for a person, and whether merged approvals counted
+  gitfleet get approvals -o wide
+
   # Pull, then follow the rollout; Ctrl-C ends it
   gitfleet get runs,approvals --watch
 

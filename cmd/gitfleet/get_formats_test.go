@@ -316,3 +316,20 @@ func TestGetWatchPrintsObjectsOneByOne(t *testing.T) {
 		t.Errorf("states printed: %v\n%s", states, out)
 	}
 }
+
+// An unnamed listing that finds nothing prints an empty List, as kubectl
+// does, so scripts that read .items keep working.
+func TestGetPrintsAnEmptyListWhenNothingIsFound(t *testing.T) {
+	repo := quickstartRepo(t)
+	out, errOut, code := gitfleet(t, "get", "approvals", "-o", "json", "--repo", repo)
+	var list struct {
+		Kind  string
+		Items []any
+	}
+	if code != 0 || errOut != "No resources found\n" || json.Unmarshal([]byte(out), &list) != nil || list.Kind != "List" || len(list.Items) != 0 {
+		t.Errorf("exit %d, stderr %q, stdout %q", code, errOut, out)
+	}
+	if out, _, _ := gitfleet(t, "get", "approvals", "-o", "name", "--repo", repo); out != "" {
+		t.Errorf("-o name printed %q", out)
+	}
+}

@@ -89,7 +89,10 @@ func (l *lister) print(kinds []found, changed map[any]bool, opts printers.Option
 				}
 			}
 		}
-		if len(all) == 0 {
+		if len(all) == 0 && (l.watching || len(l.q.names) > 0) {
+			// Nothing changed, or the names were not found (said on
+			// stderr). An unnamed listing prints an empty List, as
+			// kubectl does, so `| jq .items` keeps working.
 			return nil
 		}
 		if l.watching {
