@@ -1,0 +1,554 @@
+// Package yamlstream writes a JSON document (json.Marshal's output) as block
+// YAML straight to a writer, byte for byte as sigs.k8s.io/yaml.Marshal
+// prints the same document decoded, null map values left out.
+//
+// sigs.k8s.io/yaml converts through JSON, parses that with go-yaml v2 and
+// emits it again; the v2 emitter also keeps every event of a document until
+// the document ends. For a run or a placement of 10,000 clusters that costs
+// seconds and hundreds of MiB, most of `simulate -o yaml`. This writer
+// covers the subset of YAML gitfleet's objects use (printable ASCII
+// strings, short keys, no list directly inside a list) with go-yaml v2's
+// rules for key order, scalar styles and line folding ported from its
+// emitter; Supported says whether a document is inside that subset, and the
+// caller falls back to sigs.k8s.io/yaml when it is not. The tests compare
+// both on generated documents.
+package yamlstream
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	yamlv2 "go.yaml.in/yaml/v2"
+)
+
+const (
+	// bestWidth is go-yaml v2's preferred line width: a scalar is folded
+	// at the first space past it.
+	bestWidth = 80
+	// maxSimpleKey is the longest key go-yaml v2 writes as "key: value".
+	maxSimpleKey = 128
+)
+
+// Drop says whether to leave out the map entry at path (its keys from the
+// document's root) whose value is the JSON text val.
+type Drop func(path []string, val []byte) bool
+
+// Supported reports whether WriteJSON prints doc, the output of
+// json.Marshal, exactly as sigs.k8s.io/yaml would: an object whose strings
+// are printable ASCII (escapes included), whose keys are short, and whose
+// arrays hold no non-empty arrays. It reads doc once and allocates nothing.
+func Supported(doc []byte) bool {
+	if len(doc) < 2 || doc[0] != '{' || doc[1] == '}' {
+		return false
+	}
+	var stack []byte // open containers, '{' or '['
+	for i := 0; i < len(doc); i++ {
+		switch c := doc[i]; c {
+		case '"':
+			n := 0 // characters
+			for i++; i < len(doc) && doc[i] != '"'; i++ {
+				n++
+				if doc[i] >= 0x80 {
+					return false
+				}
+				if doc[i] == '\\' {
+					i++
+					if i >= len(doc) || !printableEscape(doc[i:]) {
+						return false
+					}
+					if doc[i] == 'u' {
+						i += 4
+					}
+				}
+			}
+			if i+1 < len(doc) && doc[i+1] == ':' && n > maxSimpleKey {
+				return false
+			}
+		case '{', '[':
+			if c == '[' && len(stack) > 0 && stack[len(stack)-1] == '[' && doc[i+1] != ']' {
+				return false
+			}
+			stack = append(stack, c)
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+		}
+	}
+	return true
+}
+
+// printableEscape reports whether the JSON escape after a backslash stands
+// for printable ASCII (what json.Marshal escapes for HTML: <, >, &).
+func printableEscape(b []byte) bool {
+	switch b[0] {
+	case '"', '\\', '/':
+		return true
+	case 'u':
+		if len(b) < 5 || string(b[1:3]) != "00" {
+			return false
+		}
+		v, err := strconv.ParseUint(string(b[1:5]), 16, 16)
+		return err == nil && v >= 0x20 && v <= 0x7e
+	}
+	return false
+}
+
+// WriteJSON prints doc, the output of json.Marshal that is Supported, as
+// one YAML document, leaving out null map values (and what drop says),
+// walking the JSON text instead of decoding it into maps: the memory it
+// needs besides doc is one object's keys per level. When w is a
+// *bufio.Writer, WriteJSON leaves the output in its buffer (and write
+// errors to its Flush), so a stream of small documents costs no buffer
+// each.
+func WriteJSON(w io.Writer, doc []byte, drop Drop) error {
+	bw, buffered := w.(*bufio.Writer)
+	if !buffered {
+		bw = bufio.NewWriter(w)
+	}
+	e := &emitter{w: bw, drop: drop}
+	if members := e.members(doc); len(members) > 0 {
+		e.object(members, 0, false)
+	} else {
+		e.puts("{}")
+	}
+	e.newline()
+	if e.err != nil {
+		return e.err
+	}
+	if buffered {
+		return nil
+	}
+	return bw.Flush()
+}
+
+// emitter tracks the column as go-yaml v2's emitter does, since folding
+// depends on it.
+type emitter struct {
+	w      *bufio.Writer
+	col    int
+	dirty  bool // something was written on the current line
+	err    error
+	styles map[string]style
+	drop   Drop
+	path   []string
+}
+
+func (e *emitter) put(b byte) {
+	e.w.WriteByte(b)
+	e.col++
+	e.dirty = true
+}
+
+func (e *emitter) puts(s string) {
+	e.w.WriteString(s)
+	e.col += len(s)
+	e.dirty = true
+}
+
+func (e *emitter) newline() {
+	if e.dirty {
+		e.w.WriteByte('\n')
+	}
+	e.col, e.dirty = 0, false
+}
+
+// indent starts a new line at column n (go-yaml's write_indent).
+func (e *emitter) indent(n int) {
+	e.newline()
+	for range n {
+		e.w.WriteByte(' ')
+	}
+	e.col = n
+}
+
+// member is one entry of a JSON object: its key and its value's text.
+type member struct {
+	key string
+	val []byte
+}
+
+// members lists the entries of the JSON object obj that YAML prints, in
+// go-yaml's key order: nulls and what drop says are left out.
+func (e *emitter) members(obj []byte) []member {
+	var out []member
+	for i := 1; obj[i] != '}'; {
+		if obj[i] == ',' {
+			i++
+		}
+		end := valueEnd(obj, i)
+		key := e.text(obj[i:end])
+		i = end + 1 // the colon
+		end = valueEnd(obj, i)
+		val := obj[i:end]
+		i = end
+		if val[0] == 'n' {
+			continue
+		}
+		if e.drop != nil && e.drop(append(e.path, key), val) {
+			continue
+		}
+		out = append(out, member{key, val})
+	}
+	sort.Slice(out, func(i, j int) bool { return keyLess(out[i].key, out[j].key) })
+	return out
+}
+
+// EmptyObject reports whether val is a JSON object that WriteJSON prints as
+// {}: one without entries or with only nulls.
+func EmptyObject(val []byte) bool {
+	if len(val) < 2 || val[0] != '{' {
+		return false
+	}
+	for i := 1; val[i] != '}'; {
+		if val[i] == ',' {
+			i++
+		}
+		i = valueEnd(val, i) + 1
+		end := valueEnd(val, i)
+		if val[i] != 'n' {
+			return false
+		}
+		i = end
+	}
+	return true
+}
+
+// text decodes a JSON string.
+func (e *emitter) text(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1])
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil && e.err == nil {
+		e.err = fmt.Errorf("yamlstream: %w", err)
+	}
+	return s
+}
+
+// valueEnd returns the index just past the JSON value starting at b[i]
+// (json.Marshal's output: no white space).
+func valueEnd(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+			if depth < 0 {
+				return i
+			}
+		case ',', ':':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
+}
+
+// object writes a block mapping of members whose keys start at column n.
+// inItem means its first key follows a list item's "- " on the same line.
+func (e *emitter) object(members []member, n int, inItem bool) {
+	for i, m := range members {
+		if i > 0 || !inItem {
+			e.indent(n)
+		}
+		e.scalar(m.key, e.styleOf(m.key), false, 0)
+		e.put(':')
+		e.path = append(e.path, m.key)
+		e.value(m.val, n, true)
+		e.path = e.path[:len(e.path)-1]
+	}
+}
+
+// value writes what follows "key:" (in a mapping at column n) or "-" (a
+// list item at column n).
+func (e *emitter) value(v []byte, n int, inMapping bool) {
+	switch v[0] {
+	case '{':
+		members := e.members(v)
+		if len(members) == 0 {
+			e.puts(" {}")
+			return
+		}
+		if inMapping {
+			e.object(members, n+2, false)
+			return
+		}
+		e.puts(" ")
+		e.object(members, n+2, true)
+	case '[':
+		if v[1] == ']' {
+			e.puts(" []")
+			return
+		}
+		// go-yaml does not indent a list inside a mapping.
+		for i := 1; i < len(v)-1; {
+			end := valueEnd(v, i)
+			e.indent(n)
+			e.put('-')
+			e.value(v[i:end], n, false)
+			i = end + 1
+		}
+	case '"':
+		s := e.text(v)
+		e.scalar(s, e.styleOf(s), true, n+2)
+	case 't', 'f':
+		e.puts(" " + string(v))
+	case 'n':
+		e.puts(" null")
+	default:
+		e.puts(" ")
+		e.puts(number(json.Number(v)))
+	}
+}
+
+// number prints a JSON number as go-yaml prints what it resolves the
+// number to: an int, a uint, else a float.
+func number(n json.Number) string {
+	s := string(n)
+	if i, err := strconv.ParseInt(s, 0, 64); err == nil {
+		return strconv.FormatInt(i, 10)
+	}
+	if u, err := strconv.ParseUint(s, 0, 64); err == nil {
+		return strconv.FormatUint(u, 10)
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return s
+	}
+	switch s := strconv.FormatFloat(f, 'g', -1, 64); s {
+	case "+Inf":
+		return ".inf"
+	case "-Inf":
+		return "-.inf"
+	case "NaN":
+		return ".nan"
+	default:
+		return s
+	}
+}
+
+type style uint8
+
+const (
+	plain style = iota
+	singleQuoted
+	doubleQuoted
+)
+
+// styleOf is the style go-yaml v2 gives a printable ASCII string without
+// line breaks: double-quoted when it would read back as something else
+// than a string, single-quoted when plain text would be misread, else
+// plain.
+func (e *emitter) styleOf(s string) style {
+	if !readsAsString(s, e) {
+		return doubleQuoted
+	}
+	if !plainAllowed(s) {
+		return singleQuoted
+	}
+	return plain
+}
+
+// readsAsString is go-yaml v2's resolve(s) == "!!str" (and not a base-60
+// float). Only strings starting with a sign, a digit or a dot need its full
+// rules; those ask go-yaml itself, once per distinct string.
+func readsAsString(s string, e *emitter) bool {
+	if s == "" {
+		return false
+	}
+	switch c := s[0]; {
+	case c == '+' || c == '-' || c == '.' || c >= '0' && c <= '9':
+		if st, ok := e.styles[s]; ok {
+			return st != doubleQuoted
+		}
+		out, err := yamlv2.Marshal(s)
+		st := plain
+		if err != nil || strings.HasPrefix(string(out), `"`) {
+			st = doubleQuoted
+		}
+		if e.styles == nil || len(e.styles) > 4096 {
+			e.styles = map[string]style{}
+		}
+		e.styles[s] = st
+		return st != doubleQuoted
+	case strings.ContainsRune("yYnNtTfFoO~", rune(c)):
+		_, special := boolsAndNulls[s]
+		return !special
+	}
+	return true
+}
+
+// boolsAndNulls are the words go-yaml v2 reads as booleans or null.
+var boolsAndNulls = map[string]struct{}{}
+
+func init() {
+	for _, w := range strings.Fields("y Y yes Yes YES true True TRUE on On ON n N no No NO false False FALSE off Off OFF ~ null Null NULL") {
+		boolsAndNulls[w] = struct{}{}
+	}
+}
+
+// plainAllowed is go-yaml v2's analyze_scalar verdict "block plain
+// allowed" for a non-empty printable ASCII string without line breaks.
+func plainAllowed(s string) bool {
+	if s[0] == ' ' || s[len(s)-1] == ' ' {
+		return false
+	}
+	if strings.HasPrefix(s, "---") || strings.HasPrefix(s, "...") {
+		return false
+	}
+	followedBySpace := func(i int) bool { return i+1 >= len(s) || s[i+1] == ' ' }
+	switch s[0] {
+	case '#', ',', '[', ']', '{', '}', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`':
+		return false
+	case '?', ':', '-':
+		if followedBySpace(0) {
+			return false
+		}
+	}
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case ':':
+			if followedBySpace(i) {
+				return false
+			}
+		case '#':
+			if s[i-1] == ' ' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// scalar writes s in style st after a key's ':' or an item's '-' (value)
+// or at the start of a key. Values fold at spaces past bestWidth onto lines
+// at column cont, as go-yaml v2's write_*_scalar do; keys never fold.
+func (e *emitter) scalar(s string, st style, value bool, cont int) {
+	if value {
+		e.put(' ')
+	}
+	spaces := false
+	switch st {
+	case plain:
+		for i := 0; i < len(s); i++ {
+			if s[i] == ' ' {
+				if value && !spaces && e.col > bestWidth && (i+1 >= len(s) || s[i+1] != ' ') {
+					e.indent(cont)
+				} else {
+					e.put(' ')
+				}
+				spaces = true
+				continue
+			}
+			e.put(s[i])
+			spaces = false
+		}
+	case singleQuoted:
+		e.put('\'')
+		for i := 0; i < len(s); i++ {
+			if s[i] == ' ' {
+				if value && !spaces && e.col > bestWidth && i > 0 && i < len(s)-1 && s[i+1] != ' ' {
+					e.indent(cont)
+				} else {
+					e.put(' ')
+				}
+				spaces = true
+				continue
+			}
+			if s[i] == '\'' {
+				e.put('\'')
+			}
+			e.put(s[i])
+			spaces = false
+		}
+		e.put('\'')
+	case doubleQuoted:
+		e.put('"')
+		for i := 0; i < len(s); i++ {
+			switch s[i] {
+			case '"', '\\':
+				e.put('\\')
+				e.put(s[i])
+				spaces = false
+			case ' ':
+				if value && !spaces && e.col > bestWidth && i > 0 && i < len(s)-1 {
+					e.indent(cont)
+					if s[i+1] == ' ' {
+						e.put('\\')
+					}
+				} else {
+					e.put(' ')
+				}
+				spaces = true
+			default:
+				e.put(s[i])
+				spaces = false
+			}
+		}
+		e.put('"')
+	}
+}
+
+// keyLess is go-yaml v2's order of string map keys (sorter.go): letters
+// before other characters, runs of digits compared as numbers.
+func keyLess(a, b string) bool {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] == b[i] {
+			continue
+		}
+		al, bl := isLetter(a[i]), isLetter(b[i])
+		if al && bl {
+			return a[i] < b[i]
+		}
+		if al || bl {
+			return bl
+		}
+		var ai, bi int
+		var an, bn int64
+		if a[i] == '0' || b[i] == '0' {
+			for j := i - 1; j >= 0 && isDigit(a[j]); j-- {
+				if a[j] != '0' {
+					an, bn = 1, 1
+					break
+				}
+			}
+		}
+		for ai = i; ai < len(a) && isDigit(a[ai]); ai++ {
+			an = an*10 + int64(a[ai]-'0')
+		}
+		for bi = i; bi < len(b) && isDigit(b[bi]); bi++ {
+			bn = bn*10 + int64(b[bi]-'0')
+		}
+		if an != bn {
+			return an < bn
+		}
+		if ai != bi {
+			return ai < bi
+		}
+		return a[i] < b[i]
+	}
+	return len(a) < len(b)
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+func isDigit(c byte) bool  { return c >= '0' && c <= '9' }
