@@ -1,6 +1,7 @@
 package printers
 
 import (
+	"bufio"
 	"io"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -11,19 +12,38 @@ import (
 // YAML writes objects as one YAML stream, documents separated by "---",
 // each exactly as its status file reads (status.Encode).
 func YAML(w io.Writer, objs ...runtime.Object) error {
-	for i, o := range objs {
-		data, err := status.Encode(o)
-		if err != nil {
-			return err
-		}
-		if i > 0 {
-			if _, err := io.WriteString(w, "---\n"); err != nil {
-				return err
-			}
-		}
-		if _, err := w.Write(data); err != nil {
+	s := NewYAMLStream(w)
+	for _, o := range objs {
+		if err := s.Write(o); err != nil {
 			return err
 		}
 	}
-	return nil
+	return s.Flush()
 }
+
+// YAMLStream writes a YAML stream one object at a time, straight to the
+// writer: printing a fleet never holds more than one object's document, and
+// callers can list and print kind by kind.
+type YAMLStream struct {
+	w *bufio.Writer
+	n int
+}
+
+// NewYAMLStream starts a stream on w; Flush ends it.
+func NewYAMLStream(w io.Writer) *YAMLStream {
+	return &YAMLStream{w: bufio.NewWriterSize(w, 32<<10)}
+}
+
+// Write appends obj as the next document.
+func (s *YAMLStream) Write(obj runtime.Object) error {
+	if s.n > 0 {
+		if _, err := s.w.WriteString("---\n"); err != nil {
+			return err
+		}
+	}
+	s.n++
+	return status.EncodeTo(s.w, obj)
+}
+
+// Flush writes what is buffered.
+func (s *YAMLStream) Flush() error { return s.w.Flush() }

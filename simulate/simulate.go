@@ -46,7 +46,13 @@ type Options struct {
 	Start time.Time
 	// StuckThreshold is the engine's stuck threshold (default 5m).
 	StuckThreshold time.Duration
-	Log            *slog.Logger
+	// NoTimeline skips recording Result.Timeline (`-o yaml` prints none),
+	// which saves two copies of every run on every pass.
+	NoTimeline bool
+	// Store is where the hub writes its objects through to (default:
+	// nowhere, embedded.DiscardStore; Result.Hub holds the final objects).
+	Store embedded.Store
+	Log   *slog.Logger
 }
 
 // Result is what a simulation leaves behind.
@@ -82,8 +88,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer cleanup()
 
+	if opts.Store == nil {
+		opts.Store = embedded.DiscardStore{}
+	}
 	clk := clock.NewFake(opts.Start)
-	h := embedded.New(clk, nil)
+	h := embedded.New(clk, opts.Store)
 	h.SetSelector(render.Select)
 
 	res := &Result{Hub: h, Commits: len(history)}
@@ -111,12 +120,14 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	ctrl := &reconciler.Controller{
 		Hub: h, Clock: clk, Runs: engine, Scheduler: sched, Committer: h, Log: opts.Log,
 		Status: func(ctx context.Context, key hub.Key) error { return placement.UpdateStatus(ctx, h, clk, key) },
-		Observer: func(before, after *fleet.UpdateRun) {
+	}
+	if !opts.NoTimeline {
+		ctrl.Observer = func(before, after *fleet.UpdateRun) {
 			name := nameOf(before, after)
 			for _, m := range diffRun(before, after) {
 				res.Timeline = append(res.Timeline, Event{At: clk.Now().Sub(opts.Start), Run: name, Message: m})
 			}
-		},
+		}
 	}
 	ctrl.EnqueueAll()
 	for ctx.Err() == nil {
@@ -127,6 +138,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 				return nil, err
 			}
 			for _, a := range names {
+				if opts.NoTimeline {
+					break
+				}
 				res.Timeline = append(res.Timeline, Event{At: clk.Now().Sub(opts.Start), Run: a[0], Message: "approved " + a[1] + " (--approve)"})
 			}
 			if len(names) > 0 {

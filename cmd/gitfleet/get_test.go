@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gitfleet/gitfleet/hub/embedded"
 	"github.com/gitfleet/gitfleet/internal/golden"
 	"github.com/gitfleet/gitfleet/simulate"
 	"github.com/gitfleet/gitfleet/status"
@@ -90,7 +91,7 @@ func demoRepo(t *testing.T) string {
 	t.Helper()
 	dir := quickstartRepo(t)
 	ctx := context.Background()
-	res, err := simulate.Run(ctx, simulate.Options{Repo: dir})
+	res, err := simulate.Run(ctx, simulate.Options{Repo: dir, Store: embedded.NewMemoryStore()})
 	if err != nil {
 		t.Fatal(err)
 	}

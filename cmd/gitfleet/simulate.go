@@ -38,6 +38,7 @@ annotations give. Nothing is written to the repository.`,
 			if output != "" && output != "yaml" {
 				return fmt.Errorf("--output must be empty or yaml, not %q", output)
 			}
+			opts.NoTimeline = output == "yaml"
 			res, err := simulate.Run(cmd.Context(), opts)
 			if err != nil {
 				return err

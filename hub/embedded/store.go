@@ -105,3 +105,20 @@ func (s *MemoryStore) Len() int {
 	defer s.mu.Unlock()
 	return len(s.objects)
 }
+
+// DiscardStore is a Store that keeps nothing: for `gitfleet simulate`,
+// whose hub never restarts, a write-through copy of every object would
+// double its memory.
+type DiscardStore struct{}
+
+// Load returns nothing.
+func (DiscardStore) Load(context.Context) ([]runtime.Object, error) { return nil, nil }
+
+// Put forgets obj.
+func (DiscardStore) Put(ObjectRef, runtime.Object) {}
+
+// Delete does nothing.
+func (DiscardStore) Delete(ObjectRef) {}
+
+// Flush has nothing to flush.
+func (DiscardStore) Flush(context.Context, bool) error { return nil }
