@@ -498,8 +498,14 @@ func (s *Source) initCache() error {
 	return nil
 }
 
+// objectCacheSize bounds go-git's cache of decoded objects. Its default,
+// 96 MiB, filled up with status blobs read back while packing pushes and
+// made the daemon's memory climb run after run; what the cache saves is
+// re-reading delta bases of the trees and blobs of the last few commits.
+const objectCacheSize = 8 * cache.MiByte
+
 func newStorage(dir string) *filesystem.Storage {
-	return filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
+	return filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(objectCacheSize))
 }
 
 // wipeDir empties dir but keeps it, as it may be a mount point.
