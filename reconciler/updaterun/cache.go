@@ -151,6 +151,12 @@ func (p *pass) keepPlan() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.entries[p.key()]
+	if e != nil && p.finished() {
+		// A finished run never reads its plan again (it ignores state
+		// changes); keeping it would hold every finished run's stages.
+		delete(c.entries, p.key())
+		return
+	}
 	if e == nil || e.revision != p.planRevision {
 		return
 	}
@@ -167,4 +173,10 @@ func (p *pass) keepPlan() {
 		return
 	}
 	delete(c.entries, p.key())
+}
+
+// finished reports whether the run has succeeded or failed.
+func (p *pass) finished() bool {
+	c := find(p.run.Status.Conditions, fleet.StagedUpdateRunConditionSucceeded)
+	return isTrue(c, p.gen) || isFalse(c, p.gen)
 }
