@@ -298,8 +298,14 @@ func (c *Controller) processRun(ctx context.Context, it item) {
 		c.Observer(before, after)
 	}
 	c.mu.Lock()
-	c.results[it.key] = res
-	c.errs[it.key] = err
+	if _, tracked := c.runs[it.key]; tracked {
+		c.results[it.key] = res
+		c.errs[it.key] = err
+	} else {
+		// A deleted run: its last result would stay forever.
+		delete(c.results, it.key)
+		delete(c.errs, it.key)
+	}
 	c.mu.Unlock()
 	switch {
 	case err != nil:

@@ -122,3 +122,29 @@ func TestQueueIsNotIdleWhileAnItemIsProcessed(t *testing.T) {
 		t.Fatal("not idle after the item was done")
 	}
 }
+
+// A deleted run's last result must not stay with the controller for good.
+func TestDeletedRunLeavesNoResultBehind(t *testing.T) {
+	clk := clock.NewFake(epoch)
+	f := newTestFleet(t, clk, 2, "1", "0s")
+	ctx := context.Background()
+	f.startRun()
+	f.ctrl.Drain(ctx)
+	if _, _, ok := f.ctrl.Result(f.run); !ok {
+		t.Fatal("the run's pass left no result; the test shows nothing")
+	}
+	f.hub.DeleteUpdateRun(f.run)
+	for i := 0; i < 10; i++ {
+		f.ctrl.Drain(ctx)
+		if _, err := f.hub.GetUpdateRun(ctx, f.run); err != nil {
+			break
+		}
+		clk.Step()
+	}
+	if _, err := f.hub.GetUpdateRun(ctx, f.run); err == nil {
+		t.Fatal("the run was not deleted")
+	}
+	if _, _, ok := f.ctrl.Result(f.run); ok {
+		t.Fatal("the deleted run's last result is still kept")
+	}
+}
