@@ -40,6 +40,19 @@ func writeHeapProfile(b *testing.B, name string) {
 	}
 }
 
+// checkSnapshotHistory fails when a placement keeps more resource snapshots
+// than its default revisionHistoryLimit.
+func checkSnapshotHistory(b *testing.B, d *daemon, placement string) {
+	b.Helper()
+	snaps, err := d.Hub.ListResourceSnapshots(context.Background(), hub.Key{Name: placement})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(snaps) > fleet.DefaultRevisionHistoryLimit {
+		b.Errorf("%d resource snapshots kept, want at most the history limit %d", len(snaps), fleet.DefaultRevisionHistoryLimit)
+	}
+}
+
 // BenchmarkHeapAcrossRuns rolls out ten consecutive runs, each with a new
 // resource snapshot (a changed workload and a new run file in one commit),
 // through the daemon and a file:// remote, and reports the heap in use
@@ -78,13 +91,7 @@ func BenchmarkHeapAcrossRuns(b *testing.B) {
 				b.ReportMetric(heaps[0], "heap-MiB-run1")
 				b.ReportMetric(heaps[len(heaps)-1], "heap-MiB-run10")
 				b.ReportMetric(heaps[len(heaps)-1]-heaps[0], "growth-MiB")
-				snaps, err := d.Hub.ListResourceSnapshots(context.Background(), hub.Key{Name: "app"})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(snaps) > fleet.DefaultRevisionHistoryLimit {
-					b.Errorf("%d resource snapshots kept, want at most the history limit %d", len(snaps), fleet.DefaultRevisionHistoryLimit)
-				}
+				checkSnapshotHistory(b, d, "app")
 				d.stop(b)
 			}
 		})
@@ -121,13 +128,7 @@ func BenchmarkHeapAcrossCommits(b *testing.B) {
 		b.ReportMetric(heaps[9], "heap-MiB-commit10")
 		b.ReportMetric(heaps[14], "heap-MiB-commit15")
 		b.ReportMetric(heaps[14]-heaps[9], "growth-after-limit-MiB")
-		snaps, err := d.Hub.ListResourceSnapshots(context.Background(), hub.Key{Name: "bench"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(snaps) > fleet.DefaultRevisionHistoryLimit {
-			b.Errorf("%d resource snapshots kept, want at most the history limit %d", len(snaps), fleet.DefaultRevisionHistoryLimit)
-		}
+		checkSnapshotHistory(b, d, "bench")
 		d.stop(b)
 	}
 }

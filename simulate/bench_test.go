@@ -140,34 +140,38 @@ func (p *peakHeap) MiB() float64 {
 // render, scheduler, engine, simulated delivery and placement status, in
 // virtual time, from the commit to a Succeeded run.
 func BenchmarkSimulateFleet(b *testing.B) {
-	for _, n := range []int{1000, 10000} {
-		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
-			repo := newRepo(b, fleetOf(n))
-			b.ReportAllocs()
-			b.ResetTimer()
-			peak := watchPeakHeap()
-			for i := 0; i < b.N; i++ {
-				res, err := Run(context.Background(), Options{Repo: repo})
-				if err != nil {
-					b.Fatal(err)
-				}
-				run, err := res.Hub.GetUpdateRun(context.Background(), keyOf("rollout"))
-				if err != nil || run.Phase() != "Succeeded" {
-					b.Fatalf("run did not succeed: %v %v", err, run.Status.Conditions)
-				}
-			}
-			b.StopTimer()
-			b.ReportMetric(peak.MiB(), "peak-heap-MiB")
-		})
-	}
+	benchmarkFleets(b, func(b *testing.B, repo string) {
+		res, err := Run(context.Background(), Options{Repo: repo})
+		if err != nil {
+			b.Fatal(err)
+		}
+		run, err := res.Hub.GetUpdateRun(context.Background(), keyOf("rollout"))
+		if err != nil || run.Phase() != "Succeeded" {
+			b.Fatalf("run did not succeed: %v %v", err, run.Status.Conditions)
+		}
+	})
 }
 
 // BenchmarkSimulateFleetYAML is `gitfleet simulate -o yaml` on a fleet:
 // the simulation and the YAML stream of the final objects, written to
-// io.Discard; peak-heap-MiB is the largest live heap seen while it ran.
+// io.Discard.
 //
 //	go test ./simulate -run '^$' -bench SimulateFleetYAML -benchtime 1x
 func BenchmarkSimulateFleetYAML(b *testing.B) {
+	benchmarkFleets(b, func(b *testing.B, repo string) {
+		res, err := Run(context.Background(), Options{Repo: repo, NoTimeline: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := WriteObjects(context.Background(), io.Discard, res.Hub); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// benchmarkFleets runs op on fleets of 1,000 and 10,000 clusters and
+// reports the peak heap (peak-heap-MiB) besides time and allocations.
+func benchmarkFleets(b *testing.B, op func(b *testing.B, repo string)) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
 			repo := newRepo(b, fleetOf(n))
@@ -175,13 +179,7 @@ func BenchmarkSimulateFleetYAML(b *testing.B) {
 			b.ResetTimer()
 			peak := watchPeakHeap()
 			for i := 0; i < b.N; i++ {
-				res, err := Run(context.Background(), Options{Repo: repo, NoTimeline: true})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := WriteObjects(context.Background(), io.Discard, res.Hub); err != nil {
-					b.Fatal(err)
-				}
+				op(b, repo)
 			}
 			b.StopTimer()
 			b.ReportMetric(peak.MiB(), "peak-heap-MiB")
