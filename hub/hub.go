@@ -1,8 +1,8 @@
 // Package hub defines what the engine reads from and writes to the hub: the
 // seam between gitfleet's reconcilers and where fleet state lives. The
 // embedded hub (hub/embedded) keeps the state itself and persists it through
-// the Git status tree; a Kubernetes-backed hub (hub/kube, next) will serve
-// the same interfaces from a real KubeFleet hub through client-go.
+// the Git status tree; hub/kube serves the same interfaces from a
+// Kubernetes API server through client-go.
 //
 // Keys are types.NamespacedName. An empty namespace addresses the
 // cluster-scoped family (ClusterResourcePlacement, ClusterStagedUpdateRun,
@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -40,14 +41,19 @@ func NotFound(kind string, key Key) error {
 	return fmt.Errorf("%s %q: %w", kind, keyString(key), ErrNotFound)
 }
 
-// IsNotFound reports whether err is (or wraps) ErrNotFound.
-func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+// IsNotFound reports whether err is (or wraps) ErrNotFound or an API
+// server's NotFound (hub/kube).
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) || apierrors.IsNotFound(err) }
 
-// IsConflict reports whether err is (or wraps) ErrConflict.
-func IsConflict(err error) bool { return errors.Is(err, ErrConflict) }
+// IsConflict reports whether err is (or wraps) ErrConflict or an API
+// server's Conflict: a stale resourceVersion.
+func IsConflict(err error) bool { return errors.Is(err, ErrConflict) || apierrors.IsConflict(err) }
 
-// IsAlreadyExists reports whether err is (or wraps) ErrAlreadyExists.
-func IsAlreadyExists(err error) bool { return errors.Is(err, ErrAlreadyExists) }
+// IsAlreadyExists reports whether err is (or wraps) ErrAlreadyExists or an
+// API server's AlreadyExists.
+func IsAlreadyExists(err error) bool {
+	return errors.Is(err, ErrAlreadyExists) || apierrors.IsAlreadyExists(err)
+}
 
 func keyString(k Key) string {
 	if k.Namespace == "" {
