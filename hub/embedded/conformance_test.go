@@ -1,0 +1,39 @@
+package embedded_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/clock"
+	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/hub/embedded"
+	"github.com/gitfleet/gitfleet/hub/hubtest"
+)
+
+// TestConformance runs the hub conformance suite on the embedded hub; the
+// Apply* inputs play the person pushing objects to Git.
+func TestConformance(t *testing.T) {
+	hubtest.Run(t, func(t *testing.T) hubtest.Subject {
+		h := embedded.New(clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), nil)
+		return hubtest.Subject{
+			Hub: h,
+			Apply: func(t testing.TB, obj hubtest.Object) {
+				switch o := obj.(type) {
+				case *fleet.Placement:
+					h.ApplyPlacement(o.DeepCopy())
+				case *fleet.MemberCluster:
+					h.ApplyMemberCluster(o.DeepCopy())
+				case *fleet.UpdateStrategy:
+					h.ApplyUpdateStrategy(o.DeepCopy())
+				case *fleet.UpdateRun:
+					h.ApplyUpdateRun(o.DeepCopy())
+				default:
+					t.Fatal(fmt.Sprintf("the embedded hub takes no %T from people", obj))
+				}
+			},
+			DeleteRun: func(_ testing.TB, key hub.Key) { h.DeleteUpdateRun(key) },
+		}
+	})
+}

@@ -1,0 +1,406 @@
+// Package kube is the hub on a Kubernetes API server: the fleet objects are
+// custom resources (config/crd), read from client-go shared informers and
+// written with the dynamic client, so the engine runs unchanged on a hub
+// cluster that people also use with kubectl.
+//
+// Reads come from the informers' caches. Every write waits until the
+// hub's own informer has caught up with it (the written resourceVersion, or
+// the deletion), bounded by the caller's context, so a pass that writes and
+// then reads sees its write, as with the embedded hub. Writes of other
+// clients (a member agent's binding status, a person's approval) show up
+// when the watch delivers them, and wake the engine through Subscribe.
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/hub"
+)
+
+// FieldManager names gitfleet's writes in managedFields.
+const FieldManager = "gitfleet"
+
+// Config says how to reach the hub and where its workload resources come
+// from.
+type Config struct {
+	// Rest reaches the hub's API server. Its QPS and Burst are raised to
+	// DefaultQPS and DefaultBurst when unset: the engine's writes are
+	// O(1) per cluster started, and client-go's defaults (5 QPS, burst 10)
+	// would make a 100-cluster stage wait on the client's own limiter, not
+	// on the API server.
+	Rest *rest.Config
+	// Resources returns, sorted, the workload resources a placement selects
+	// now. The hub cluster does not hold them: gitfleet renders them from
+	// the tracked commit (render.Select over the rendered content), and the
+	// engine snapshots them for runs without a resourceSnapshotIndex. Nil:
+	// SelectResources fails, and runs need an explicit snapshot index.
+	Resources func(ctx context.Context, p *fleet.Placement) ([]*unstructured.Unstructured, error)
+	Log       *slog.Logger
+}
+
+// Client-side rate limits used when Config.Rest sets none.
+const (
+	DefaultQPS   = 500
+	DefaultBurst = 1000
+)
+
+// Hub implements hub.Hub and hub.Notifier over a Kubernetes API server.
+type Hub struct {
+	cfg       Config
+	client    dynamic.Interface
+	informers map[string]*informer // by kind
+	log       *slog.Logger
+
+	mu          sync.Mutex
+	subscribers []func(hub.Event)
+}
+
+var _ hub.Hub = (*Hub)(nil)
+var _ hub.Notifier = (*Hub)(nil)
+
+// informer is the shared informer of one kind, with a signal that fires
+// after each event it handled (its cache is updated by then), for writers
+// waiting to read their own write.
+type informer struct {
+	kind string
+	gvr  schema.GroupVersionResource
+	inf  cache.SharedIndexInformer
+
+	mu      sync.Mutex
+	changed chan struct{}
+	// seen is the highest resourceVersion the informer delivered: a watch
+	// delivers one resource's changes in resourceVersion order, so once
+	// seen reaches a write's version the cache holds that write or newer.
+	seen string
+}
+
+// New connects to the hub, checks that the fleet CRDs are served, starts
+// an informer per kind and waits for their caches. The informers stop when
+// ctx ends.
+func New(ctx context.Context, cfg Config) (*Hub, error) {
+	rc := rest.CopyConfig(cfg.Rest)
+	if rc.QPS == 0 {
+		rc.QPS = DefaultQPS
+	}
+	if rc.Burst == 0 {
+		rc.Burst = DefaultBurst
+	}
+	if err := checkServed(rc); err != nil {
+		return nil, err
+	}
+	client, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	h := &Hub{cfg: cfg, client: client, informers: map[string]*informer{}, log: cfg.Log}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	// No periodic resync: the engine has its own safety poll, and a resync
+	// would wake every run for nothing.
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(client, 0)
+	for kind, gvr := range resources {
+		in := &informer{kind: kind, gvr: gvr, inf: factory.ForResource(gvr).Informer(), changed: make(chan struct{})}
+		if _, err := in.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { h.handle(in, nil, obj) },
+			UpdateFunc: func(old, obj any) { h.handle(in, old, obj) },
+			DeleteFunc: func(obj any) { h.handle(in, nil, obj) },
+		}); err != nil {
+			return nil, err
+		}
+		h.informers[kind] = in
+	}
+	factory.Start(ctx.Done())
+	go func() {
+		<-ctx.Done()
+		factory.Shutdown()
+	}()
+	for gvr, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("the cache of %s did not sync: %w", gvr.Resource, context.Cause(ctx))
+		}
+	}
+	return h, nil
+}
+
+// checkServed fails with the fix when the hub lacks gitfleet's CRDs, rather
+// than letting the informers wait for resources that never come.
+func checkServed(rc *rest.Config) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		return err
+	}
+	served := map[schema.GroupVersionResource]bool{}
+	for _, gv := range []string{fleet.PlacementAPIVersion, fleet.ClusterAPIVersion} {
+		list, err := dc.ServerResourcesForGroupVersion(gv)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("discovering %s on the hub: %w", gv, err)
+		}
+		if list == nil {
+			continue
+		}
+		for _, r := range list.APIResources {
+			served[schema.FromAPIVersionAndKind(gv, r.Kind).GroupVersion().WithResource(r.Name)] = true
+		}
+	}
+	var missing []string
+	for _, gvr := range resources {
+		if !served[gvr] {
+			missing = append(missing, gvr.Resource+"."+gvr.Group)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return fmt.Errorf("the hub does not serve %v; install gitfleet's CRDs: kubectl apply --server-side -R -f config/crd/", missing)
+	}
+	return nil
+}
+
+// Subscribe implements hub.Notifier. f runs on an informer's goroutine,
+// after the hub's cache holds the change.
+func (h *Hub) Subscribe(f func(hub.Event)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.subscribers = append(h.subscribers, f)
+}
+
+// handle turns an informer event into the hub.Event the embedded hub emits
+// for the same change, and wakes writers waiting for the cache.
+func (h *Hub) handle(in *informer, old, obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	in.observed(u.GetResourceVersion())
+	var prev *unstructured.Unstructured
+	if old != nil {
+		prev, _ = old.(*unstructured.Unstructured)
+	}
+	e, ok := eventOf(in.kind, prev, u)
+	if !ok {
+		return
+	}
+	h.mu.Lock()
+	subs := h.subscribers
+	h.mu.Unlock()
+	for _, s := range subs {
+		s(e)
+	}
+}
+
+// eventOf maps a change to the event the embedded hub emits for it. The
+// embedded hub emits nothing for the engine's own status writes on
+// placements and runs (the engine wrote them; waking it again only costs a
+// pass), nor for strategies; the same changes are dropped here.
+func eventOf(kind string, old, u *unstructured.Unstructured) (hub.Event, bool) {
+	key := hub.Key{Namespace: u.GetNamespace(), Name: u.GetName()}
+	placement := hub.Key{Namespace: u.GetNamespace(), Name: u.GetLabels()[fleet.PlacementTrackingLabel]}
+	switch kind {
+	case fleet.KindClusterResourcePlacement, fleet.KindResourcePlacement:
+		if statusOnly(old, u) {
+			return hub.Event{}, false
+		}
+		return hub.Event{Kind: hub.EventPlacement, Key: key, Placement: key}, true
+	case fleet.KindClusterStagedUpdateRun, fleet.KindStagedUpdateRun:
+		if statusOnly(old, u) {
+			return hub.Event{}, false
+		}
+		return hub.Event{Kind: hub.EventUpdateRun, Key: key, Run: key}, true
+	case fleet.KindClusterResourceBinding, fleet.KindResourceBinding:
+		return hub.Event{Kind: hub.EventBinding, Key: key, Placement: placement}, true
+	case fleet.KindClusterResourceSnapshot, fleet.KindResourceSnapshot:
+		return hub.Event{Kind: hub.EventResourceSnapshot, Key: key, Placement: placement}, true
+	case fleet.KindClusterSchedulingPolicySnapshot, fleet.KindSchedulingPolicySnapshot:
+		return hub.Event{Kind: hub.EventPolicySnapshot, Key: key, Placement: placement}, true
+	case fleet.KindMemberCluster:
+		return hub.Event{Kind: hub.EventMemberCluster, Key: key}, true
+	case fleet.KindClusterApprovalRequest, fleet.KindApprovalRequest:
+		run, _, _ := unstructured.NestedString(u.Object, "spec", "parentStageRollout")
+		return hub.Event{Kind: hub.EventApprovalRequest, Key: key, Run: hub.Key{Namespace: u.GetNamespace(), Name: run}}, true
+	}
+	return hub.Event{}, false
+}
+
+// statusOnly reports whether an update changed nothing a person writes:
+// spec (the generation), labels, annotations, the deletion. Finalizer
+// changes are the engine's own too.
+func statusOnly(old, u *unstructured.Unstructured) bool {
+	if old == nil {
+		return false
+	}
+	return old.GetGeneration() == u.GetGeneration() &&
+		labels.Equals(old.GetLabels(), u.GetLabels()) &&
+		labels.Equals(old.GetAnnotations(), u.GetAnnotations()) &&
+		(old.GetDeletionTimestamp() == nil) == (u.GetDeletionTimestamp() == nil)
+}
+
+func (in *informer) observed(rv string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if c, err := resourceversion.CompareResourceVersion(rv, in.seen); err == nil && c > 0 || in.seen == "" {
+		in.seen = rv
+	}
+	close(in.changed)
+	in.changed = make(chan struct{})
+}
+
+// waitFor blocks until done holds for the cache of in, rechecking after
+// every event the informer handles, or until ctx ends.
+func (in *informer) waitFor(ctx context.Context, done func(seen string) bool) error {
+	for {
+		in.mu.Lock()
+		ch, seen := in.changed, in.seen
+		in.mu.Unlock()
+		if done(seen) {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the hub's %s cache: %w", in.gvr.Resource, context.Cause(ctx))
+		}
+	}
+}
+
+// caughtUp waits until the cache holds the write that returned u (or a
+// newer state of the object's resource).
+func (in *informer) caughtUp(ctx context.Context, u *unstructured.Unstructured) error {
+	rv := u.GetResourceVersion()
+	key := cacheKey(u.GetNamespace(), u.GetName())
+	return in.waitFor(ctx, func(seen string) bool {
+		if atLeast(seen, rv) {
+			return true
+		}
+		cur, ok, _ := in.inf.GetStore().GetByKey(key)
+		return ok && atLeast(cur.(*unstructured.Unstructured).GetResourceVersion(), rv)
+	})
+}
+
+// gone waits until the cache no longer holds key, or holds it terminating
+// (a finalizer keeps it).
+func (in *informer) gone(ctx context.Context, key hub.Key) error {
+	return in.waitFor(ctx, func(string) bool {
+		cur, ok, _ := in.inf.GetStore().GetByKey(cacheKey(key.Namespace, key.Name))
+		return !ok || cur.(*unstructured.Unstructured).GetDeletionTimestamp() != nil
+	})
+}
+
+// atLeast compares resourceVersions as the API server defines them
+// (comparable integers); an unparsable one only matches itself.
+func atLeast(have, want string) bool {
+	c, err := resourceversion.CompareResourceVersion(have, want)
+	if err != nil {
+		return have == want
+	}
+	return c >= 0
+}
+
+func cacheKey(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// ---- reading ----
+
+// get reads one object of kind from the cache into out.
+func (h *Hub) get(kind string, key hub.Key, out runtime.Object) error {
+	in := h.informers[kind]
+	obj, ok, err := in.inf.GetStore().GetByKey(cacheKey(key.Namespace, key.Name))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%s %q: %w", kind, keyString(key), apierrors.NewNotFound(in.gvr.GroupResource(), key.Name))
+	}
+	return fromUnstructured(obj.(*unstructured.Unstructured), out)
+}
+
+// list returns the cached objects of kind in namespace (every namespace
+// when all) that carry sel, converted by newT and sorted by namespace and
+// name.
+func list[T object](h *Hub, kind, namespace string, all bool, sel labels.Selector, newT func() T) ([]T, error) {
+	in := h.informers[kind]
+	lister := cache.NewGenericLister(in.inf.GetIndexer(), in.gvr.GroupResource())
+	var objs []runtime.Object
+	var err error
+	if all || namespace == "" {
+		objs, err = lister.List(sel)
+	} else {
+		objs, err = lister.ByNamespace(namespace).List(sel)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		t := newT()
+		if err := fromUnstructured(o.(*unstructured.Unstructured), t); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.GetNamespace() != b.GetNamespace() {
+			return a.GetNamespace() < b.GetNamespace()
+		}
+		return a.GetName() < b.GetName()
+	})
+	return out, nil
+}
+
+// listBoth lists the cluster-scoped and the namespaced kind of a family.
+func listBoth[T object](h *Hub, clusterKind, namespacedKind string, newT func() T) ([]T, error) {
+	a, err := list(h, clusterKind, "", true, labels.Everything(), newT)
+	if err != nil {
+		return nil, err
+	}
+	b, err := list(h, namespacedKind, "", true, labels.Everything(), newT)
+	if err != nil {
+		return nil, err
+	}
+	return append(a, b...), nil
+}
+
+func ofPlacement(placement hub.Key) labels.Selector {
+	return labels.SelectorFromSet(labels.Set{fleet.PlacementTrackingLabel: placement.Name})
+}
+
+func fromUnstructured(u *unstructured.Unstructured, out runtime.Object) error {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+		return fmt.Errorf("converting %s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	return nil
+}
+
+var errNoResources = errors.New("the kube hub has no workload resources configured (Config.Resources): runs need a resourceSnapshotIndex")
+
+func keyString(k hub.Key) string {
+	if k.Namespace == "" {
+		return k.Name
+	}
+	return k.Namespace + "/" + k.Name
+}

@@ -1,0 +1,200 @@
+package kube
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/hub/hubtest"
+	"github.com/gitfleet/gitfleet/internal/await"
+	"github.com/gitfleet/gitfleet/internal/kubetest"
+)
+
+// testHub is a real kube-apiserver with gitfleet's CRDs installed, and an
+// admin client that plays the people and agents around the hub.
+type testHub struct {
+	rest   *rest.Config
+	client dynamic.Interface
+}
+
+// startHub starts a kube-apiserver (skipped without the test binaries),
+// installs config/crd as `kubectl apply --server-side -R -f config/crd/`
+// does, waits until every kind is served and creates hubtest.Namespace.
+func startHub(t testing.TB) *testHub {
+	t.Helper()
+	c := kubetest.Start(t, "hub")[0]
+	rc := &rest.Config{Host: c.Server, BearerToken: c.AdminToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true},
+		QPS: DefaultQPS, Burst: DefaultBurst}
+	th := &testHub{rest: rc, client: dynamic.NewForConfigOrDie(rc)}
+	ctx := await.Context(t)
+	files, err := filepath.Glob(filepath.Join("..", "..", "config", "crd", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs in config/crd: %v", err)
+	}
+	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(b, &u.Object); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		data, err := u.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		force := true
+		if _, err := th.client.Resource(crds).Patch(ctx, u.GetName(), types.ApplyPatchType, data,
+			metav1.PatchOptions{FieldManager: "kubectl", Force: &force}); err != nil {
+			t.Fatalf("installing %s: %v", f, err)
+		}
+	}
+	await.Until(t, "the fleet CRDs to be served", func() bool { return checkServed(rc) == nil })
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName(hubtest.Namespace)
+	if _, err := th.client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).
+		Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return th
+}
+
+// newHub returns a kube hub on th whose informers stop with t.
+func (th *testHub) newHub(t testing.TB, cfg Config) *Hub {
+	t.Helper()
+	ctx, cancel := context.WithCancel(await.Context(t))
+	t.Cleanup(cancel)
+	cfg.Rest = th.rest
+	h, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// reset deletes every fleet object, finalizers and all, so each test
+// starts on an empty hub without paying for a new API server.
+func (th *testHub) reset(t testing.TB) {
+	t.Helper()
+	ctx := await.Context(t)
+	for _, gvr := range resources {
+		list, err := th.client.Resource(gvr).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range list.Items {
+			r := th.resource(gvr, u.GetNamespace())
+			if len(u.GetFinalizers()) > 0 {
+				if _, err := r.Patch(ctx, u.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`),
+					metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					t.Fatal(err)
+				}
+			}
+			if err := r.Delete(ctx, u.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Fatal(err)
+			}
+		}
+	}
+	await.Until(t, "the hub to be empty", func() bool {
+		for _, gvr := range resources {
+			list, err := th.client.Resource(gvr).List(ctx, metav1.ListOptions{})
+			if err != nil || len(list.Items) > 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func (th *testHub) resource(gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface {
+	if namespace == "" {
+		return th.client.Resource(gvr)
+	}
+	return th.client.Resource(gvr).Namespace(namespace)
+}
+
+// kindOf is the kind of a person's object.
+func kindOf(t testing.TB, obj hubtest.Object) string {
+	switch o := obj.(type) {
+	case *fleet.Placement:
+		return fleet.PlacementKind(o.Namespace)
+	case *fleet.MemberCluster:
+		return fleet.KindMemberCluster
+	case *fleet.UpdateStrategy:
+		return fleet.UpdateStrategyKind(o.Namespace)
+	case *fleet.UpdateRun:
+		return fleet.UpdateRunKind(o.Namespace)
+	}
+	t.Fatalf("no person writes a %T", obj)
+	return ""
+}
+
+// apply plays `kubectl apply --server-side` of a person's object (what
+// `serve --hub kube` will do with the objects of the tracked branch), and
+// returns once h shows it.
+func (th *testHub) apply(t testing.TB, h *Hub, obj hubtest.Object) {
+	t.Helper()
+	kind := kindOf(t, obj)
+	u, err := toUnstructured(kind, obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	data, err := u.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	force := true
+	written, err := th.resource(resources[kind], u.GetNamespace()).Patch(await.Context(t), u.GetName(), types.ApplyPatchType, data,
+		metav1.PatchOptions{FieldManager: "person", Force: &force})
+	if err != nil {
+		t.Fatalf("applying %s %s: %v", kind, u.GetName(), err)
+	}
+	if err := h.informers[kind].caughtUp(await.Context(t), written); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deleteRun plays `kubectl delete` of a run, and returns once h shows it.
+func (th *testHub) deleteRun(t testing.TB, h *Hub, key hub.Key) {
+	t.Helper()
+	kind := fleet.UpdateRunKind(key.Namespace)
+	if err := th.resource(resources[kind], key.Namespace).Delete(await.Context(t), key.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.informers[kind].gone(await.Context(t), key); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConformance runs the hub conformance suite on a real kube-apiserver.
+func TestConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a kube-apiserver")
+	}
+	th := startHub(t)
+	hubtest.Run(t, func(t *testing.T) hubtest.Subject {
+		th.reset(t)
+		h := th.newHub(t, Config{})
+		return hubtest.Subject{Hub: h,
+			Apply:     func(t testing.TB, obj hubtest.Object) { th.apply(t, h, obj) },
+			DeleteRun: func(t testing.TB, key hub.Key) { th.deleteRun(t, h, key) }}
+	})
+}

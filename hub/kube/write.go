@@ -1,0 +1,246 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/gitfleet/gitfleet/hub"
+)
+
+// object is a fleet object of api/v1beta1.
+type object interface {
+	metav1.Object
+	runtime.Object
+}
+
+func keyOf(o metav1.Object) hub.Key { return hub.Key{Namespace: o.GetNamespace(), Name: o.GetName()} }
+
+func (h *Hub) resource(kind, namespace string) dynamic.ResourceInterface {
+	r := h.client.Resource(resources[kind])
+	if namespace == "" {
+		return r
+	}
+	return r.Namespace(namespace)
+}
+
+// toUnstructured converts a fleet object for the API server, with the
+// apiVersion and kind of its family (callers may leave TypeMeta empty).
+func toUnstructured(kind string, o object) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return nil, fmt.Errorf("converting %s %s: %w", kind, o.GetName(), err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion(apiVersionOf(kind))
+	u.SetKind(kind)
+	return u, nil
+}
+
+// normalized is the cached object as the engine would write it back: the
+// typed round trip drops what api/v1beta1 does not model, so a comparison
+// with a converted caller's object sees only real changes.
+func normalized(kind string, u *unstructured.Unstructured, newT func() object) (*unstructured.Unstructured, error) {
+	t := newT()
+	if err := fromUnstructured(u, t); err != nil {
+		return nil, err
+	}
+	return toUnstructured(kind, t)
+}
+
+// cached returns the cache's copy of key, nil when absent.
+func (h *Hub) cached(kind string, key hub.Key) *unstructured.Unstructured {
+	obj, ok, _ := h.informers[kind].inf.GetStore().GetByKey(cacheKey(key.Namespace, key.Name))
+	if !ok {
+		return nil
+	}
+	return obj.(*unstructured.Unstructured)
+}
+
+// wrap names the object in an API error; hub.IsNotFound and friends see
+// through it.
+func wrap(kind string, key hub.Key, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s %q: %w", kind, keyString(key), err)
+}
+
+// stamped copies what the API server assigned on a write into the caller's
+// object, as the embedded hub stamps it: kind, resourceVersion,
+// generation, uid and creation time. The rest (an in-memory defaulted
+// spec, say) stays the caller's.
+func stamped(o object, kind string, written *unstructured.Unstructured) {
+	o.GetObjectKind().SetGroupVersionKind(resources[kind].GroupVersion().WithKind(kind))
+	o.SetResourceVersion(written.GetResourceVersion())
+	o.SetGeneration(written.GetGeneration())
+	o.SetUID(written.GetUID())
+	o.SetCreationTimestamp(written.GetCreationTimestamp())
+}
+
+// create creates o; a status it carries is written through the status
+// subresource right after, as creation ignores it.
+func (h *Hub) create(ctx context.Context, kind string, o object) error {
+	key := keyOf(o)
+	u, err := toUnstructured(kind, o)
+	if err != nil {
+		return err
+	}
+	u.SetResourceVersion("")
+	status, hasStatus := u.Object["status"].(map[string]any)
+	res := h.resource(kind, key.Namespace)
+	written, err := res.Create(ctx, u, metav1.CreateOptions{FieldManager: FieldManager})
+	if err != nil {
+		return wrap(kind, key, err)
+	}
+	if hasStatus && len(status) > 0 {
+		written.Object["status"] = status
+		if written, err = res.UpdateStatus(ctx, written, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+			return wrap(kind, key, err)
+		}
+	}
+	stamped(o, kind, written)
+	return h.informers[kind].caughtUp(ctx, written)
+}
+
+// update writes o's metadata and spec, then its status: two requests
+// where the embedded hub makes one write. The object goes first because
+// the status the engine writes after a spec change (RolloutStarted at the
+// new generation) is about that spec: were the status first, a crash in
+// between would leave a condition claiming a generation the spec write
+// then bumps past, which every reader ignores — harmless but a wasted
+// write; object first leaves, at worst, the new spec with conditions of
+// the old generation, which readers evaluate as "not yet" and the engine
+// re-marks. The status write carries the resourceVersion the first write
+// returned, so nobody's write in between is lost (it is a Conflict).
+// Parts equal to the cached object are not written.
+func (h *Hub) update(ctx context.Context, kind string, o object, newT func() object) error {
+	key := keyOf(o)
+	u, err := toUnstructured(kind, o)
+	if err != nil {
+		return err
+	}
+	cur := h.cached(kind, key)
+	if cur == nil {
+		return wrap(kind, key, apierrors.NewNotFound(resources[kind].GroupResource(), key.Name))
+	}
+	if u.GetResourceVersion() == "" {
+		u.SetResourceVersion(cur.GetResourceVersion())
+	}
+	was, err := normalized(kind, cur, newT)
+	if err != nil {
+		return err
+	}
+	stale := u.GetResourceVersion() != cur.GetResourceVersion()
+	objectChanged := stale || !sameObject(was, u)
+	statusChanged := !equality.Semantic.DeepEqual(was.Object["status"], u.Object["status"])
+	if !objectChanged && !statusChanged {
+		return nil
+	}
+	res := h.resource(kind, key.Namespace)
+	var written *unstructured.Unstructured
+	if objectChanged {
+		if written, err = res.Update(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+			return wrap(kind, key, err)
+		}
+		if written.GetDeletionTimestamp() != nil && len(written.GetFinalizers()) == 0 {
+			// The last finalizer is gone: so is the object.
+			return h.informers[kind].absent(ctx, key)
+		}
+		u.SetResourceVersion(written.GetResourceVersion())
+	}
+	if statusChanged {
+		if written, err = res.UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+			return wrap(kind, key, err)
+		}
+	}
+	stamped(o, kind, written)
+	return h.informers[kind].caughtUp(ctx, written)
+}
+
+// sameObject compares everything but the status and the server-owned
+// metadata.
+func sameObject(a, b *unstructured.Unstructured) bool {
+	return equality.Semantic.DeepEqual(a.Object["spec"], b.Object["spec"]) &&
+		equality.Semantic.DeepEqual(a.GetLabels(), b.GetLabels()) &&
+		equality.Semantic.DeepEqual(a.GetAnnotations(), b.GetAnnotations()) &&
+		equality.Semantic.DeepEqual(a.GetFinalizers(), b.GetFinalizers()) &&
+		equality.Semantic.DeepEqual(a.GetOwnerReferences(), b.GetOwnerReferences())
+}
+
+// updateStatus writes o's status through the status subresource; the
+// API server keeps everything else as stored.
+func (h *Hub) updateStatus(ctx context.Context, kind string, o object) error {
+	key := keyOf(o)
+	u, err := toUnstructured(kind, o)
+	if err != nil {
+		return err
+	}
+	if u.GetResourceVersion() == "" {
+		cur := h.cached(kind, key)
+		if cur == nil {
+			return wrap(kind, key, apierrors.NewNotFound(resources[kind].GroupResource(), key.Name))
+		}
+		u.SetResourceVersion(cur.GetResourceVersion())
+	}
+	written, err := h.resource(kind, key.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
+	if err != nil {
+		return wrap(kind, key, err)
+	}
+	stamped(o, kind, written)
+	return h.informers[kind].caughtUp(ctx, written)
+}
+
+// patchFinalizers replaces the finalizers of the object at resourceVersion
+// rv (a stale rv is a Conflict) and returns the written object.
+func (h *Hub) patchFinalizers(ctx context.Context, kind string, key hub.Key, rv string, finalizers []string) (*unstructured.Unstructured, error) {
+	if finalizers == nil {
+		finalizers = []string{}
+	}
+	meta := map[string]any{"finalizers": finalizers}
+	if rv != "" {
+		meta["resourceVersion"] = rv
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return nil, err
+	}
+	written, err := h.resource(kind, key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager})
+	return written, wrap(kind, key, err)
+}
+
+// remove deletes key; a finalizer may keep it, terminating.
+func (h *Hub) remove(ctx context.Context, kind string, key hub.Key) error {
+	if err := h.resource(kind, key.Namespace).Delete(ctx, key.Name, metav1.DeleteOptions{}); err != nil {
+		return wrap(kind, key, err)
+	}
+	return h.informers[kind].gone(ctx, key)
+}
+
+// absent waits until the cache no longer holds key.
+func (in *informer) absent(ctx context.Context, key hub.Key) error {
+	return in.waitFor(ctx, func(string) bool {
+		_, ok, _ := in.inf.GetStore().GetByKey(cacheKey(key.Namespace, key.Name))
+		return !ok
+	})
+}
+
+// addsFinalizers reports whether next has a finalizer cur lacks.
+func addsFinalizers(cur, next []string) bool {
+	for _, f := range next {
+		if !slices.Contains(cur, f) {
+			return true
+		}
+	}
+	return false
+}
