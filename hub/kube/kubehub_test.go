@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -197,4 +198,10 @@ func TestConformance(t *testing.T) {
 			Apply:     func(t testing.TB, obj hubtest.Object) { th.apply(t, h, obj) },
 			DeleteRun: func(t testing.TB, key hub.Key) { th.deleteRun(t, h, key) }}
 	})
+}
+
+func TestMain(m *testing.M) {
+	// The scheduler logs to the default logger; keep test output readable.
+	slog.SetDefault(slog.New(slog.DiscardHandler))
+	os.Exit(m.Run())
 }

@@ -1,0 +1,278 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/clock"
+	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/internal/await"
+	"github.com/gitfleet/gitfleet/reconciler"
+	"github.com/gitfleet/gitfleet/reconciler/placement"
+	"github.com/gitfleet/gitfleet/reconciler/scheduler"
+	"github.com/gitfleet/gitfleet/reconciler/updaterun"
+)
+
+// workload is what the test placement selects (gitfleet would render it
+// from Git; the kube hub takes it from Config.Resources).
+var workload = &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+	"metadata": map[string]any{"name": "app", "namespace": "default"}, "data": map[string]any{"k": "v"}}}
+
+func selectWorkload(context.Context, *fleet.Placement) ([]*unstructured.Unstructured, error) {
+	return []*unstructured.Unstructured{workload.DeepCopy()}, nil
+}
+
+// engineFleet is the engine wired on a kube hub as serve wires it on the
+// embedded one (scheduler, update-run engine, placement status on one
+// controller), with a PickAll placement "app" and its snapshot 0.
+type engineFleet struct {
+	th   *testHub
+	h    *Hub
+	ctrl *reconciler.Controller
+}
+
+func newEngineFleet(tb testing.TB, th *testHub, h *Hub, members map[string]map[string]string, strategy *fleet.UpdateStrategy) *engineFleet {
+	tb.Helper()
+	ctx := await.Context(tb)
+	clk := clock.Real{}
+	for name, labels := range members {
+		th.apply(tb, h, &fleet.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})
+	}
+	p := &fleet.Placement{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: fleet.PlacementSpec{
+		ResourceSelectors: []fleet.ResourceSelectorTerm{{Version: "v1", Kind: "ConfigMap", Name: "app"}},
+		Policy:            &fleet.PlacementPolicy{PlacementType: fleet.PickAllPlacementType},
+		Strategy:          fleet.RolloutStrategy{Type: fleet.ExternalRolloutStrategyType}}}
+	fleet.SetDefaultsPlacement(p)
+	th.apply(tb, h, p)
+	th.apply(tb, h, strategy)
+	stored, err := h.GetPlacement(ctx, hub.Key{Name: "app"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, _, err := updaterun.EnsureLatestResourceSnapshot(ctx, h, stored, []*unstructured.Unstructured{workload}, ""); err != nil {
+		tb.Fatal(err)
+	}
+	ctrl := &reconciler.Controller{Hub: h, Clock: clk,
+		Runs:      &updaterun.Reconciler{Hub: h, Clock: clk},
+		Scheduler: &scheduler.Scheduler{Hub: h, Clock: clk},
+		Status:    func(ctx context.Context, key hub.Key) error { return placement.UpdateStatus(ctx, h, clk, key) },
+		OnError:   func(c string, err error) { tb.Logf("%s: %v", c, err) },
+	}
+	return &engineFleet{th: th, h: h, ctrl: ctrl}
+}
+
+// start runs the controller until the test ends.
+func (f *engineFleet) start(tb testing.TB) {
+	ctx, cancel := context.WithCancel(await.Context(tb))
+	done := make(chan struct{})
+	tb.Cleanup(func() { cancel(); <-done })
+	f.ctrl.EnqueueAll()
+	go func() { defer close(done); f.ctrl.Run(ctx) }()
+}
+
+// simulateMembers plays the member agents, as KubeFleet's integration
+// tests do: a binding whose rollout started (RolloutStarted at its
+// generation) is reported Applied and Available at once. Reports go
+// through a hub of their own, as a member agent is another client.
+func simulateMembers(tb testing.TB, h *Hub) {
+	ctx := await.Context(tb)
+	keys := make(chan hub.Key, 1024)
+	h.Subscribe(func(e hub.Event) {
+		if e.Kind == hub.EventBinding {
+			select {
+			case keys <- e.Key:
+			case <-ctx.Done():
+			}
+		}
+	})
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case key := <-keys:
+				for reportAvailable(ctx, h, key) {
+				}
+			}
+		}
+	}()
+}
+
+// reportAvailable marks the binding at key Applied and Available if its
+// rollout started; it reports whether to try again (a Conflict).
+func reportAvailable(ctx context.Context, h *Hub, key hub.Key) bool {
+	b, err := h.GetBinding(ctx, key)
+	if err != nil || b.DeletionTimestamp != nil || b.Spec.State != fleet.BindingStateBound {
+		return false
+	}
+	if !conditionTrue(b.Status.Conditions, fleet.ResourceBindingRolloutStarted, b.Generation) ||
+		conditionTrue(b.Status.Conditions, fleet.ResourceBindingAvailable, b.Generation) {
+		return false
+	}
+	now := metav1.Now()
+	for _, t := range []string{fleet.ResourceBindingApplied, fleet.ResourceBindingAvailable} {
+		meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue,
+			ObservedGeneration: b.Generation, Reason: t, Message: "reported by the simulated member", LastTransitionTime: now})
+	}
+	return hub.IsConflict(h.UpdateBinding(ctx, b))
+}
+
+func conditionTrue(conds []metav1.Condition, typ string, gen int64) bool {
+	c := meta.FindStatusCondition(conds, typ)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen
+}
+
+// runWatch checks every pass of the engine: clusters start stage by stage
+// (none of a stage before every cluster of the previous one succeeded),
+// never more in flight than the stage's maxConcurrency allows, and records
+// the order clusters started in.
+type runWatch struct {
+	mu      sync.Mutex
+	started []string
+	errs    []string
+}
+
+func (w *runWatch) observe(maxConcurrency map[string]int) reconciler.PassObserver {
+	return func(_, after *fleet.UpdateRun) {
+		if after == nil {
+			return
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for i, st := range after.Status.StagesStatus {
+			inFlight := 0
+			for _, c := range st.Clusters {
+				started := meta.IsStatusConditionTrue(c.Conditions, fleet.ClusterUpdatingConditionStarted)
+				succeeded := meta.IsStatusConditionTrue(c.Conditions, fleet.ClusterUpdatingConditionSucceeded)
+				if started && !slices.Contains(w.started, c.ClusterName) {
+					w.started = append(w.started, c.ClusterName)
+					if i > 0 && !stageSucceeded(after.Status.StagesStatus[i-1]) {
+						w.errs = append(w.errs, fmt.Sprintf("%s of stage %s started before stage %s finished",
+							c.ClusterName, st.StageName, after.Status.StagesStatus[i-1].StageName))
+					}
+				}
+				if started && !succeeded {
+					inFlight++
+				}
+			}
+			if max, ok := maxConcurrency[st.StageName]; ok && inFlight > max {
+				w.errs = append(w.errs, fmt.Sprintf("stage %s had %d clusters in flight; maxConcurrency is %d", st.StageName, inFlight, max))
+			}
+		}
+	}
+}
+
+func stageSucceeded(st fleet.StageUpdatingStatus) bool {
+	for _, c := range st.Clusters {
+		if !meta.IsStatusConditionTrue(c.Conditions, fleet.ClusterUpdatingConditionSucceeded) {
+			return false
+		}
+	}
+	return true
+}
+
+func maxConcurrency(s string) *intstr.IntOrString {
+	v := intstr.Parse(s)
+	return &v
+}
+
+// TestEngineOnKubeHub runs a quickstart-like run on a real API server:
+// staging, canary (sorted by the order label) behind an approval, and prod
+// two at a time; members are simulated, the approval is given on the hub.
+func TestEngineOnKubeHub(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a kube-apiserver")
+	}
+	th := startHub(t)
+	h := th.newHub(t, Config{Resources: selectWorkload})
+	members := map[string]map[string]string{
+		"member1": {"environment": "canary", "order": "2"},
+		"member2": {"environment": "staging"},
+		"member3": {"environment": "canary", "order": "1"},
+	}
+	for i := 1; i <= 5; i++ {
+		members[fmt.Sprintf("prod-%d", i)] = map[string]string{"environment": "prod"}
+	}
+	strategy := &fleet.UpdateStrategy{ObjectMeta: metav1.ObjectMeta{Name: "example-strategy"}, Spec: fleet.UpdateStrategySpec{
+		Stages: []fleet.StageConfig{
+			{Name: "staging", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"environment": "staging"}}},
+			{Name: "canary", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"environment": "canary"}},
+				SortingLabelKey: ptrTo("order"), AfterStageTasks: []fleet.StageTask{{Type: fleet.StageTaskTypeApproval}}},
+			{Name: "prod", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"environment": "prod"}},
+				MaxConcurrency: maxConcurrency("2")},
+		}}}
+	f := newEngineFleet(t, th, h, members, strategy)
+	watch := &runWatch{}
+	f.ctrl.Observer = watch.observe(map[string]int{"staging": 1, "canary": 1, "prod": 2})
+	simulateMembers(t, th.newHub(t, Config{}))
+	f.start(t)
+
+	ctx := await.Context(t)
+	run := hub.Key{Name: "example-run"}
+	th.apply(t, h, &fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: run.Name}, Spec: fleet.UpdateRunSpec{
+		PlacementName: "app", StagedUpdateStrategyName: strategy.Name, State: fleet.StateRun}})
+
+	approval := hub.Key{Name: "example-run-after-canary"}
+	await.Until(t, "the run to ask for the canary approval", func() bool {
+		_, err := h.GetApprovalRequest(ctx, approval)
+		return err == nil
+	})
+	r, err := h.GetUpdateRun(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Phase(); got != fleet.PhaseWaiting {
+		t.Errorf("run phase while the approval is pending = %s; want %s", got, fleet.PhaseWaiting)
+	}
+	watch.mu.Lock()
+	if slices.ContainsFunc(watch.started, func(c string) bool { return members[c]["environment"] == "prod" }) {
+		t.Errorf("prod started before the canary approval: %v", watch.started)
+	}
+	watch.mu.Unlock()
+
+	a, err := h.GetApprovalRequest(ctx, approval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta.SetStatusCondition(&a.Status.Conditions, metav1.Condition{Type: fleet.ApprovalRequestConditionApproved,
+		Status: metav1.ConditionTrue, ObservedGeneration: a.Generation, Reason: "testPassed", Message: "approved"})
+	if err := h.UpdateApprovalRequestStatus(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	await.Until(t, "the run to succeed", func() bool {
+		r, err := h.GetUpdateRun(ctx, run)
+		return err == nil && r.Phase() == fleet.PhaseSucceeded
+	})
+
+	watch.mu.Lock()
+	defer watch.mu.Unlock()
+	for _, e := range watch.errs {
+		t.Error(e)
+	}
+	if got, want := watch.started[:3], []string{"member2", "member3", "member1"}; !slices.Equal(got, want) {
+		t.Errorf("clusters started in order %v; want %v first (staging, then canary by order)", watch.started, want)
+	}
+	if len(watch.started) != len(members) {
+		t.Errorf("%d clusters started; want %d", len(watch.started), len(members))
+	}
+	bindings, err := h.ListBindings(ctx, hub.Key{Name: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bindings {
+		if b.Spec.State != fleet.BindingStateBound || !conditionTrue(b.Status.Conditions, fleet.ResourceBindingAvailable, b.Generation) {
+			t.Errorf("binding %s: state %s, conditions %+v; want Bound and Available", b.Name, b.Spec.State, b.Status.Conditions)
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
