@@ -76,12 +76,15 @@ func startHub(t testing.TB) *testHub {
 	return th
 }
 
-// newHub returns a kube hub on th whose informers stop with t.
+// newHub returns a kube hub on th (through cfg.Rest when set) whose
+// informers stop with t.
 func (th *testHub) newHub(t testing.TB, cfg Config) *Hub {
 	t.Helper()
 	ctx, cancel := context.WithCancel(await.Context(t))
 	t.Cleanup(cancel)
-	cfg.Rest = th.rest
+	if cfg.Rest == nil {
+		cfg.Rest = th.rest
+	}
 	h, err := New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
