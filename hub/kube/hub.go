@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -62,12 +63,15 @@ const (
 	DefaultBurst = 1000
 )
 
-// Hub implements hub.Hub and hub.Notifier over a Kubernetes API server.
+// Hub implements hub.Hub, hub.Notifier and hub.Revisioner over a
+// Kubernetes API server.
 type Hub struct {
 	cfg       Config
 	client    dynamic.Interface
 	informers map[string]*informer // by kind
 	log       *slog.Logger
+
+	planRevision atomic.Uint64
 
 	mu          sync.Mutex
 	subscribers []func(hub.Event)
@@ -75,6 +79,7 @@ type Hub struct {
 
 var _ hub.Hub = (*Hub)(nil)
 var _ hub.Notifier = (*Hub)(nil)
+var _ hub.Revisioner = (*Hub)(nil)
 
 // informer is the shared informer of one kind, with a signal that fires
 // after each event it handled (its cache is updated by then), for writers
@@ -86,10 +91,20 @@ type informer struct {
 
 	mu      sync.Mutex
 	changed chan struct{}
-	// seen is the highest resourceVersion the informer delivered: a watch
+	// seen is the highest resourceVersion the hub handled: a watch
 	// delivers one resource's changes in resourceVersion order, so once
-	// seen reaches a write's version the cache holds that write or newer.
+	// seen reaches a write's version the hub has handled that write.
 	seen string
+	// handled is each object's state as the hub last handled it. Writers
+	// wait on this, not on the cache: the cache runs ahead of the event
+	// handlers, and a write must return only once its event was handled
+	// (its plan revision counted, see PlanRevision).
+	handled map[string]handledState
+}
+
+type handledState struct {
+	resourceVersion string
+	terminating     bool
 }
 
 // New connects to the hub, checks that the fleet CRDs are served, starts
@@ -118,11 +133,12 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 	// would wake every run for nothing.
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(client, 0)
 	for kind, gvr := range resources {
-		in := &informer{kind: kind, gvr: gvr, inf: factory.ForResource(gvr).Informer(), changed: make(chan struct{})}
+		in := &informer{kind: kind, gvr: gvr, inf: factory.ForResource(gvr).Informer(),
+			changed: make(chan struct{}), handled: map[string]handledState{}}
 		if _, err := in.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { h.handle(in, nil, obj) },
-			UpdateFunc: func(old, obj any) { h.handle(in, old, obj) },
-			DeleteFunc: func(obj any) { h.handle(in, nil, obj) },
+			AddFunc:    func(obj any) { h.handle(in, nil, obj, false) },
+			UpdateFunc: func(old, obj any) { h.handle(in, old, obj, false) },
+			DeleteFunc: func(obj any) { h.handle(in, nil, obj, true) },
 		}); err != nil {
 			return nil, err
 		}
@@ -183,8 +199,9 @@ func (h *Hub) Subscribe(f func(hub.Event)) {
 }
 
 // handle turns an informer event into the hub.Event the embedded hub emits
-// for the same change, and wakes writers waiting for the cache.
-func (h *Hub) handle(in *informer, old, obj any) {
+// for the same change, counts plan revisions, and then wakes writers
+// waiting for their write.
+func (h *Hub) handle(in *informer, old, obj any, deleted bool) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
@@ -192,11 +209,14 @@ func (h *Hub) handle(in *informer, old, obj any) {
 	if !ok {
 		return
 	}
-	in.observed(u.GetResourceVersion())
 	var prev *unstructured.Unstructured
 	if old != nil {
 		prev, _ = old.(*unstructured.Unstructured)
 	}
+	if changesPlan(in.kind, prev, u, deleted) {
+		h.planRevision.Add(1)
+	}
+	in.observed(u, deleted)
 	e, ok := eventOf(in.kind, prev, u)
 	if !ok {
 		return
@@ -207,6 +227,35 @@ func (h *Hub) handle(in *informer, old, obj any) {
 	for _, s := range subs {
 		s(e)
 	}
+}
+
+// PlanRevision implements hub.Revisioner: it moves, as the embedded
+// hub's does, when a placement's spec, a policy snapshot, a member
+// cluster, or a binding's state, policy snapshot or deletion changes. It
+// moves when the hub handles the change, before a write of the hub
+// returns, so the engine sees its own binding writes counted as it
+// expects.
+func (h *Hub) PlanRevision() uint64 { return h.planRevision.Load() }
+
+func changesPlan(kind string, old, u *unstructured.Unstructured, deleted bool) bool {
+	switch kind {
+	case fleet.KindClusterResourcePlacement, fleet.KindResourcePlacement:
+		return deleted || !statusOnly(old, u)
+	case fleet.KindClusterSchedulingPolicySnapshot, fleet.KindSchedulingPolicySnapshot, fleet.KindMemberCluster:
+		return true
+	case fleet.KindClusterResourceBinding, fleet.KindResourceBinding:
+		if deleted || old == nil {
+			return true
+		}
+		field := func(o *unstructured.Unstructured, f string) string {
+			v, _, _ := unstructured.NestedString(o.Object, "spec", f)
+			return v
+		}
+		return field(old, "state") != field(u, "state") ||
+			field(old, "schedulingPolicySnapshotName") != field(u, "schedulingPolicySnapshotName") ||
+			(old.GetDeletionTimestamp() == nil) != (u.GetDeletionTimestamp() == nil)
+	}
+	return false
 }
 
 // eventOf maps a change to the event the embedded hub emits for it. The
@@ -255,24 +304,32 @@ func statusOnly(old, u *unstructured.Unstructured) bool {
 		(old.GetDeletionTimestamp() == nil) == (u.GetDeletionTimestamp() == nil)
 }
 
-func (in *informer) observed(rv string) {
+func (in *informer) observed(u *unstructured.Unstructured, deleted bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if c, err := resourceversion.CompareResourceVersion(rv, in.seen); err == nil && c > 0 || in.seen == "" {
+	rv := u.GetResourceVersion()
+	if in.seen == "" || !atLeast(in.seen, rv) {
 		in.seen = rv
+	}
+	key := cacheKey(u.GetNamespace(), u.GetName())
+	if deleted {
+		delete(in.handled, key)
+	} else {
+		in.handled[key] = handledState{resourceVersion: rv, terminating: u.GetDeletionTimestamp() != nil}
 	}
 	close(in.changed)
 	in.changed = make(chan struct{})
 }
 
-// waitFor blocks until done holds for the cache of in, rechecking after
-// every event the informer handles, or until ctx ends.
-func (in *informer) waitFor(ctx context.Context, done func(seen string) bool) error {
+// waitFor blocks until done holds for what the hub handled, rechecking
+// after every event, or until ctx ends.
+func (in *informer) waitFor(ctx context.Context, done func(seen string, handled map[string]handledState) bool) error {
 	for {
 		in.mu.Lock()
-		ch, seen := in.changed, in.seen
+		ch := in.changed
+		ok := done(in.seen, in.handled)
 		in.mu.Unlock()
-		if done(seen) {
+		if ok {
 			return nil
 		}
 		select {
@@ -283,26 +340,30 @@ func (in *informer) waitFor(ctx context.Context, done func(seen string) bool) er
 	}
 }
 
-// caughtUp waits until the cache holds the write that returned u (or a
+// caughtUp waits until the hub handled the write that returned u (or a
 // newer state of the object's resource).
 func (in *informer) caughtUp(ctx context.Context, u *unstructured.Unstructured) error {
 	rv := u.GetResourceVersion()
 	key := cacheKey(u.GetNamespace(), u.GetName())
-	return in.waitFor(ctx, func(seen string) bool {
-		if atLeast(seen, rv) {
-			return true
-		}
-		cur, ok, _ := in.inf.GetStore().GetByKey(key)
-		return ok && atLeast(cur.(*unstructured.Unstructured).GetResourceVersion(), rv)
+	return in.waitFor(ctx, func(seen string, handled map[string]handledState) bool {
+		return atLeast(seen, rv) || atLeast(handled[key].resourceVersion, rv)
 	})
 }
 
-// gone waits until the cache no longer holds key, or holds it terminating
-// (a finalizer keeps it).
+// gone waits until the hub handled the deletion of key: it is absent, or
+// terminating (a finalizer keeps it).
 func (in *informer) gone(ctx context.Context, key hub.Key) error {
-	return in.waitFor(ctx, func(string) bool {
-		cur, ok, _ := in.inf.GetStore().GetByKey(cacheKey(key.Namespace, key.Name))
-		return !ok || cur.(*unstructured.Unstructured).GetDeletionTimestamp() != nil
+	return in.waitFor(ctx, func(_ string, handled map[string]handledState) bool {
+		st, ok := handled[cacheKey(key.Namespace, key.Name)]
+		return !ok || st.terminating
+	})
+}
+
+// absent waits until the hub handled the removal of key.
+func (in *informer) absent(ctx context.Context, key hub.Key) error {
+	return in.waitFor(ctx, func(_ string, handled map[string]handledState) bool {
+		_, ok := handled[cacheKey(key.Namespace, key.Name)]
+		return !ok
 	})
 }
 

@@ -227,14 +227,6 @@ func (h *Hub) remove(ctx context.Context, kind string, key hub.Key) error {
 	return h.informers[kind].gone(ctx, key)
 }
 
-// absent waits until the cache no longer holds key.
-func (in *informer) absent(ctx context.Context, key hub.Key) error {
-	return in.waitFor(ctx, func(string) bool {
-		_, ok, _ := in.inf.GetStore().GetByKey(cacheKey(key.Namespace, key.Name))
-		return !ok
-	})
-}
-
 // addsFinalizers reports whether next has a finalizer cur lacks.
 func addsFinalizers(cur, next []string) bool {
 	for _, f := range next {
