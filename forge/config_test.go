@@ -140,3 +140,41 @@ func TestErrorsNeverCarryTheToken(t *testing.T) {
 		})
 	}
 }
+
+func TestNewFindsTheAPI(t *testing.T) {
+	t.Setenv("FORGE_TOKEN", "t0k3n")
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"github.com", Config{Remote: "https://github.com/o/fleet"}, "https://api.github.com/"},
+		{"--forge-url of github.com itself", Config{Kind: "github", URL: "https://github.com", Remote: "https://github.com/o/fleet"}, "https://api.github.com/"},
+		{"GitHub Enterprise", Config{Kind: "github", URL: "https://ghe.example.com", Remote: "git@ghe.example.com:o/fleet.git"}, "https://ghe.example.com/api/v3/"},
+		{"gitlab.com", Config{Remote: "git@gitlab.com:o/fleet.git"}, "https://gitlab.com/api/v4/"},
+		{"self-hosted GitLab", Config{Kind: "gitlab", URL: "https://git.example.com/", Remote: "git@git.example.com:o/fleet.git"}, "https://git.example.com/api/v4/"},
+		{"self-hosted GitLab given its API", Config{Kind: "gitlab", URL: "https://git.example.com/api/v4", Remote: "git@git.example.com:o/fleet.git"}, "https://git.example.com/api/v4/"},
+		{"Gitea from the remote", Config{Kind: "gitea", Remote: "http://127.0.0.1:3000/o/fleet.git"}, "http://127.0.0.1:3000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.TokenEnv = "FORGE_TOKEN"
+			f, err := New(tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			switch f := f.(type) {
+			case *gitHubForge:
+				got = f.c.BaseURL()
+			case *gitLabForge:
+				got = f.c.BaseURL().String()
+			case *giteaForge:
+				got = f.url
+			}
+			if got != tt.want {
+				t.Errorf("API at %q; want %q", got, tt.want)
+			}
+		})
+	}
+}

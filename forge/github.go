@@ -22,7 +22,7 @@ func newGitHub(baseURL, repoPath, token string, hc *http.Client) (Forge, error) 
 		return nil, fmt.Errorf("github: repository %q is not owner/name", repoPath)
 	}
 	opts := []github.ClientOptionsFunc{github.WithHTTPClient(hc), github.WithAuthToken(token)}
-	if baseURL != "" {
+	if baseURL != "" && webRoot(baseURL) != "https://github.com" {
 		// GitHub Enterprise: https://ghe.example.com serves the API under
 		// /api/v3/.
 		base := strings.TrimSuffix(baseURL, "/") + "/"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 
 	gitlab "gitlab.com/gitlab-org/api/client-go/v2"
 )
@@ -22,7 +21,8 @@ func newGitLab(baseURL, repoPath, token string, hc *http.Client) (Forge, error) 
 	// rollout); the client's own retries would only hide the failures.
 	opts := []gitlab.ClientOptionFunc{gitlab.WithHTTPClient(hc), gitlab.WithoutRetries()}
 	if baseURL != "" {
-		opts = append(opts, gitlab.WithBaseURL(strings.TrimSuffix(baseURL, "/")+"/api/v4"))
+		// The client adds /api/v4/ unless the URL ends with it.
+		opts = append(opts, gitlab.WithBaseURL(baseURL))
 	}
 	c, err := gitlab.NewClient(token, opts...)
 	if err != nil {
