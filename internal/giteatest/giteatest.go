@@ -49,7 +49,7 @@ func Bin(t testing.TB) string {
 		bin = filepath.Join(cache, "gitfleet", "gitea", Version, "gitea")
 	}
 	if _, err := os.Stat(bin); err != nil {
-		gittest.Missing(t, fmt.Sprintf("no Gitea at %s: run hack/gitea.sh to build it (about 7 minutes cold)", bin))
+		gittest.Missing(t, fmt.Sprintf("no Gitea at %s: run hack/gitea.sh to build it (about 10 minutes cold)", bin))
 	}
 	return bin
 }
