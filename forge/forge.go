@@ -34,6 +34,9 @@ type Forge interface {
 	EditComment(ctx context.Context, n int, id int64, body string) error
 	// DeleteBranch deletes a branch of the repository.
 	DeleteBranch(ctx context.Context, branch string) error
+	// Login is the account name of the token's user: gitfleet's own
+	// comments are the ones it wrote.
+	Login(ctx context.Context) (string, error)
 	// SetStatus sets a commit status on the commit sha; a later status
 	// with the same context replaces it.
 	SetStatus(ctx context.Context, sha string, s Status) error
@@ -52,8 +55,9 @@ type PR struct {
 
 // Comment is a comment on a pull request.
 type Comment struct {
-	ID   int64
-	Body string
+	ID     int64
+	Author string // account name
+	Body   string
 }
 
 // State is a commit status's state. GitLab has no "error": it is reported
@@ -109,16 +113,22 @@ func FindPR(ctx context.Context, f Forge, head, base string) (PR, bool, error) {
 
 // UpsertComment makes the comment on pull request n that carries marker
 // say body: it edits gitfleet's earlier comment (the first one with the
-// marker) or adds one. The marker is an HTML comment, invisible on the
-// forge; it is put on the first line of the text.
+// marker written by gitfleet's account) or adds one. Anyone may quote the
+// marker; their comments are left alone, never taken for gitfleet's. The
+// marker is an HTML comment, invisible on the forge; it is put on the
+// first line of the text.
 func UpsertComment(ctx context.Context, f Forge, n int, marker, body string) error {
 	text := marker + "\n" + body
+	login, err := f.Login(ctx)
+	if err != nil {
+		return fmt.Errorf("who the forge token belongs to: %w", err)
+	}
 	comments, err := f.Comments(ctx, n)
 	if err != nil {
 		return fmt.Errorf("list comments of pull request %d: %w", n, err)
 	}
 	for _, c := range comments {
-		if !strings.Contains(c.Body, marker) {
+		if c.Author != login || !strings.Contains(c.Body, marker) {
 			continue
 		}
 		if c.Body == text {

@@ -119,7 +119,11 @@ func (g *giteaForge) Comments(ctx context.Context, n int) ([]Comment, error) {
 				return err
 			}
 			for _, cm := range cs {
-				out = append(out, Comment{ID: cm.ID, Body: cm.Body})
+				cmt := Comment{ID: cm.ID, Body: cm.Body}
+				if cm.Poster != nil {
+					cmt.Author = cm.Poster.UserName
+				}
+				out = append(out, cmt)
 			}
 			if resp == nil || resp.NextPage == 0 {
 				return nil
@@ -152,6 +156,18 @@ func (g *giteaForge) DeleteBranch(ctx context.Context, branch string) error {
 		}
 		return err
 	})
+}
+
+func (g *giteaForge) Login(ctx context.Context) (string, error) {
+	var login string
+	err := g.do(ctx, func(c *gitea.Client) error {
+		u, _, err := c.GetMyUserInfo()
+		if err == nil {
+			login = u.UserName
+		}
+		return err
+	})
+	return login, err
 }
 
 func (g *giteaForge) SetStatus(ctx context.Context, sha string, s Status) error {

@@ -99,10 +99,13 @@ func TestGiteaApprovalPullRequest(t *testing.T) {
 		t.Fatalf("after EditPR Gitea has %q / %q (%v)", got.Title, got.Body, err)
 	}
 
-	// A person's comment stays; gitfleet's marked comment is updated, not
-	// repeated.
-	if _, _, err := r.srv.Client(r.reviewer).CreateIssueComment(r.owner.Name, r.name, int64(pr.Number), gitea.CreateIssueCommentOption{Body: "looks good"}); err != nil {
-		t.Fatal(err)
+	// People's comments stay, even one quoting the marker; gitfleet's
+	// marked comment is updated, not repeated.
+	quote := "gitfleet finds its comment by " + forge.PlanMarker
+	for _, body := range []string{"looks good", quote} {
+		if _, _, err := r.srv.Client(r.reviewer).CreateIssueComment(r.owner.Name, r.name, int64(pr.Number), gitea.CreateIssueCommentOption{Body: body}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, body := range []string{"plan v1", "plan v2", "plan v2"} {
 		if err := forge.UpsertComment(ctx, r.forge, pr.Number, forge.PlanMarker, body); err != nil {
@@ -117,7 +120,7 @@ func TestGiteaApprovalPullRequest(t *testing.T) {
 	for _, c := range comments {
 		bodies = append(bodies, c.Poster.UserName+": "+c.Body)
 	}
-	want := []string{"alice: looks good", "gitfleet: " + forge.PlanMarker + "\nplan v2"}
+	want := []string{"alice: looks good", "alice: " + quote, "gitfleet: " + forge.PlanMarker + "\nplan v2"}
 	if strings.Join(bodies, "|") != strings.Join(want, "|") {
 		t.Errorf("comments = %q; want %q", bodies, want)
 	}

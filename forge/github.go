@@ -92,7 +92,7 @@ func (g *gitHubForge) Comments(ctx context.Context, n int) ([]Comment, error) {
 			return nil, g.token.clean(err)
 		}
 		for _, c := range cs {
-			out = append(out, Comment{ID: c.GetID(), Body: c.GetBody()})
+			out = append(out, Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), Body: c.GetBody()})
 		}
 		if resp.NextPage == 0 {
 			return out, nil
@@ -114,6 +114,14 @@ func (g *gitHubForge) EditComment(ctx context.Context, _ int, id int64, body str
 func (g *gitHubForge) DeleteBranch(ctx context.Context, branch string) error {
 	_, err := g.c.Git.DeleteRef(ctx, g.owner, g.repo, "heads/"+branch)
 	return g.token.clean(err)
+}
+
+func (g *gitHubForge) Login(ctx context.Context) (string, error) {
+	u, _, err := g.c.Users.Get(ctx, "")
+	if err != nil {
+		return "", g.token.clean(err)
+	}
+	return u.GetLogin(), nil
 }
 
 func (g *gitHubForge) SetStatus(ctx context.Context, sha string, s Status) error {

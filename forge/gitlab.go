@@ -93,7 +93,7 @@ func (g *gitLabForge) Comments(ctx context.Context, n int) ([]Comment, error) {
 		}
 		for _, note := range notes {
 			if !note.System {
-				out = append(out, Comment{ID: note.ID, Body: note.Body})
+				out = append(out, Comment{ID: note.ID, Author: note.Author.Username, Body: note.Body})
 			}
 		}
 		if resp.NextPage == 0 {
@@ -118,6 +118,14 @@ func (g *gitLabForge) EditComment(ctx context.Context, n int, id int64, body str
 func (g *gitLabForge) DeleteBranch(ctx context.Context, branch string) error {
 	_, err := g.c.Branches.DeleteBranch(g.project, branch, gitlab.WithContext(ctx))
 	return g.token.clean(err)
+}
+
+func (g *gitLabForge) Login(ctx context.Context) (string, error) {
+	u, _, err := g.c.Users.CurrentUser(gitlab.WithContext(ctx))
+	if err != nil {
+		return "", g.token.clean(err)
+	}
+	return u.Username, nil
 }
 
 // gitLabStates maps commit status states: GitLab has no "error".
