@@ -51,6 +51,9 @@ type PR struct {
 	Title   string
 	Body    string
 	URL     string // the page people open
+	// Fork: Head is a branch of another repository. gitfleet's pull
+	// requests never are; someone's fork may have a branch of the same name.
+	Fork bool
 }
 
 // Comment is a comment on a pull request.
@@ -97,14 +100,15 @@ func EnsurePR(ctx context.Context, f Forge, head, base, title, body string) (pr 
 	return pr, true, nil
 }
 
-// FindPR finds the open pull request from head into base.
+// FindPR finds the open pull request from the repository's branch head
+// into base.
 func FindPR(ctx context.Context, f Forge, head, base string) (PR, bool, error) {
 	prs, err := f.OpenPRs(ctx)
 	if err != nil {
 		return PR{}, false, fmt.Errorf("list open pull requests: %w", err)
 	}
 	for _, pr := range prs {
-		if pr.Head == head && pr.Base == base {
+		if pr.Head == head && pr.Base == base && !pr.Fork {
 			return pr, true, nil
 		}
 	}

@@ -69,6 +69,7 @@ func giteaPR(p *gitea.PullRequest) PR {
 	if p.Base != nil {
 		pr.Base = p.Base.Ref
 	}
+	pr.Fork = p.Head == nil || p.Base == nil || p.Head.RepoID != p.Base.RepoID
 	return pr
 }
 

@@ -3,6 +3,7 @@ package forge_test
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -73,8 +74,23 @@ func TestGiteaApprovalPullRequest(t *testing.T) {
 	ctx := await.Context(t)
 	r := newGiteaRepo(t)
 	head := "gitfleet/approve/web-canary"
-	sha := r.pushBranch(t, head, "approvals/web-canary.yaml")
+	// alice's fork has a branch of the same name, with a pull request open
+	// into main: it is not gitfleet's.
+	alice := r.srv.Client(r.reviewer)
+	if _, _, err := alice.CreateFork(r.owner.Name, r.name, gitea.CreateForkOption{}); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Must(t, r.work, "checkout", "-q", "-b", "fork-"+head, "main")
+	r.commit(t, "approvals/web-canary.yaml", "alice's own\n")
+	gittest.Must(t, r.work, "push", "-q", r.srv.PushURL(r.reviewer, r.reviewer.Name, r.name), "HEAD:refs/heads/"+head)
+	gittest.Must(t, r.work, "checkout", "-q", "main")
+	forkPR, _, err := alice.CreatePullRequest(r.owner.Name, r.name, gitea.CreatePullRequestOption{
+		Head: r.reviewer.Name + ":" + head, Base: "main", Title: "my own approval"})
+	if err != nil {
+		t.Fatal(err)
+	}
 
+	sha := r.pushBranch(t, head, "approvals/web-canary.yaml")
 	pr, created, err := forge.EnsurePR(ctx, r.forge, head, "main", "Approve web: stage canary", "first body")
 	if err != nil || !created {
 		t.Fatalf("EnsurePR = %+v, created %v, %v; want a new pull request", pr, created, err)
@@ -87,8 +103,15 @@ func TestGiteaApprovalPullRequest(t *testing.T) {
 		t.Fatalf("EnsurePR again = #%d created %v, %v; want #%d found, not opened", again.Number, created, err, pr.Number)
 	}
 	prs, err := r.forge.OpenPRs(ctx)
-	if err != nil || len(prs) != 1 {
-		t.Fatalf("OpenPRs = %+v, %v; want exactly the one pull request", prs, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forks := map[int]bool{}
+	for _, p := range prs {
+		forks[p.Number] = p.Fork
+	}
+	if want := map[int]bool{int(forkPR.Index): true, pr.Number: false}; !reflect.DeepEqual(forks, want) {
+		t.Fatalf("open pull requests (number: from a fork) = %v; want %v", forks, want)
 	}
 
 	if err := r.forge.EditPR(ctx, pr.Number, "Approve web: stage canary (2 clusters)", "new body"); err != nil {

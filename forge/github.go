@@ -55,7 +55,9 @@ func (g *gitHubForge) OpenPRs(ctx context.Context) ([]PR, error) {
 
 func gitHubPR(p *github.PullRequest) PR {
 	return PR{Number: p.GetNumber(), Head: p.GetHead().GetRef(), HeadSHA: p.GetHead().GetSHA(),
-		Base: p.GetBase().GetRef(), Title: p.GetTitle(), Body: p.GetBody(), URL: p.GetHTMLURL()}
+		Base: p.GetBase().GetRef(), Title: p.GetTitle(), Body: p.GetBody(), URL: p.GetHTMLURL(),
+		// A deleted fork leaves no head repository: still not ours.
+		Fork: p.GetHead().GetRepo().GetID() != p.GetBase().GetRepo().GetID()}
 }
 
 func (g *gitHubForge) CreatePR(ctx context.Context, head, base, title, body string) (PR, error) {

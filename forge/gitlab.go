@@ -41,7 +41,7 @@ func (g *gitLabForge) OpenPRs(ctx context.Context) ([]PR, error) {
 		}
 		for _, m := range mrs {
 			out = append(out, PR{Number: int(m.IID), Head: m.SourceBranch, HeadSHA: m.SHA, Base: m.TargetBranch,
-				Title: m.Title, Body: m.Description, URL: m.WebURL})
+				Title: m.Title, Body: m.Description, URL: m.WebURL, Fork: m.SourceProjectID != m.TargetProjectID})
 		}
 		if resp.NextPage == 0 {
 			return out, nil
@@ -57,7 +57,7 @@ func (g *gitLabForge) CreatePR(ctx context.Context, head, base, title, body stri
 		return PR{}, g.token.clean(err)
 	}
 	return PR{Number: int(m.IID), Head: m.SourceBranch, HeadSHA: m.SHA, Base: m.TargetBranch,
-		Title: m.Title, Body: m.Description, URL: m.WebURL}, nil
+		Title: m.Title, Body: m.Description, URL: m.WebURL, Fork: m.SourceProjectID != m.TargetProjectID}, nil
 }
 
 func (g *gitLabForge) EditPR(ctx context.Context, n int, title, body string) error {
