@@ -1,13 +1,17 @@
 package gitsource
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/gitfleet/gitfleet/internal/await"
 )
 
 func TestApply(t *testing.T) {
@@ -385,5 +389,56 @@ if [ -e took-the-lock ]; then rm -f refs/heads/main.lock; else touch took-the-lo
 	}
 	if res.Attempts != 2 || f.remoteTip(t, "main") != res.Commit {
 		t.Errorf("Apply = %+v, remote tip %s; want the commit pushed on the second attempt", res, f.remoteTip(t, "main"))
+	}
+}
+
+// Stopping gitfleet while a push is updating the remote's ref must not kill
+// git-receive-pack halfway: on a local remote that leaves refs/heads/main.lock
+// behind, and every later push fails. The hook holds the ref transaction
+// open (the ref is locked) until the test has cancelled the push.
+func TestACancelledPushLeavesNoLockBehind(t *testing.T) {
+	f := newFixture(t)
+	s := f.open(t)
+	hook := filepath.Join(f.bare, "hooks", "reference-transaction")
+	script := `#!/bin/sh
+if [ "$1" = prepared ] && [ ! -e released ]; then
+  touch holding
+  while [ ! -e released ]; do sleep 0.02; done
+fi
+`
+	if err := os.WriteFile(hook, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctxT(t))
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Apply(ctx, Change{Writes: map[string][]byte{"status/a": []byte("a")}})
+		done <- err
+	}()
+	await.Until(t, "the push to hold main's lock", func() bool {
+		_, err := os.Stat(filepath.Join(f.bare, "holding"))
+		return err == nil
+	})
+	cancel()
+	// A push that gives up on cancellation returns at once, with the lock
+	// still held by the killed receive-pack; one that finishes its update
+	// returns only after the hook lets go. Either way the hook is released
+	// after a moment: the bound only decides how surely the test catches a
+	// killed push, never whether a correct one passes.
+	select {
+	case err := <-done:
+		done <- err
+	case <-time.After(2 * time.Second):
+	}
+	if err := os.WriteFile(filepath.Join(f.bare, "released"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	res, err := s.Apply(ctxT(t), Change{Writes: map[string][]byte{"status/b": []byte("b")}})
+	if err != nil {
+		t.Fatalf("the push after a cancelled one failed: %v", err)
+	}
+	if tip := f.remoteTip(t, "main"); tip != res.Commit {
+		t.Errorf("remote main is %s, want the second push's %s", tip, res.Commit)
 	}
 }

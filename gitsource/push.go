@@ -24,6 +24,19 @@ var errBranchMoved = errors.New("rejected: the remote branch moved (fetch first)
 // packWindow is the delta window of pushed packs (go-git's default).
 const packWindow = 10
 
+// pushContext bounds a push by the network timeout alone: a caller that
+// gives up (serve stopping) stops a push from starting, but never one that
+// has started. go-git kills git-receive-pack when the context ends, and one
+// killed while it updates a local remote's ref leaves the ref's lock file
+// behind, which fails every later push to that branch.
+func (s *Source) pushContext(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Timeout)
+	return ctx, cancel, nil
+}
+
 // push updates branch on the remote from parent to commit, as a
 // compare-and-swap: it is sent only if the remote branch is at parent (or
 // does not exist), with parent as the expected old value, which the
@@ -38,7 +51,10 @@ const packWindow = 10
 // commit that differ from parent's are sent: the cost follows the size of
 // the change, not of the history.
 func (s *Source) push(ctx context.Context, branch string, commit, parent plumbing.Hash) (err error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	ctx, cancel, err := s.pushContext(ctx)
+	if err != nil {
+		return err
+	}
 	defer cancel()
 	sess, err := s.receivePackSession()
 	if err != nil {
@@ -203,7 +219,10 @@ func (s *Source) DeleteBranch(ctx context.Context, name string) error {
 		return s.wrap("delete-branch", err)
 	}
 	defer s.unlock()
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	ctx, cancel, err := s.pushContext(ctx)
+	if err != nil {
+		return s.wrap("delete-branch", err)
+	}
 	defer cancel()
 	sess, err := s.receivePackSession()
 	if err != nil {
