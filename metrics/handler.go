@@ -25,6 +25,8 @@ type Endpoints struct {
 	reason string
 	// readyCheck and healthCheck, if set, are asked on every request.
 	readyCheck, healthCheck func() error
+	// leading, if set, says whether this replica leads and who does.
+	leading func() (bool, string)
 }
 
 // Handler returns the endpoints over the metrics gathered from g.
@@ -61,16 +63,42 @@ func (e *Endpoints) SetNotReady(reason string) {
 	e.ready, e.reason = false, reason
 }
 
+// SetLeader makes /readyz answer for one of several replicas: 503
+// "standby: the leader is <identity>" while this one does not lead (so a
+// Service sends webhooks to the leader only; /healthz stays 200), and
+// "ok: leading as <identity>" once it leads and is ready.
+func (e *Endpoints) SetLeader(leading func() (bool, string)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.leading = leading
+}
+
 func (e *Endpoints) readyz(w http.ResponseWriter, _ *http.Request) {
 	e.mu.Lock()
-	ready, reason, check := e.ready, e.reason, e.readyCheck
+	ready, reason, check, leading := e.ready, e.reason, e.readyCheck, e.leading
 	e.mu.Unlock()
+	ok := "ok"
+	if leading != nil {
+		me, leader := leading()
+		if !me {
+			if leader == "" {
+				leader = "not elected yet"
+			}
+			answer(w, false, "standby: the leader is "+leader)
+			return
+		}
+		ok = "ok: leading as " + leader
+	}
 	if ready && check != nil {
 		if err := check(); err != nil {
 			ready, reason = false, "not ready: "+err.Error()
 		}
 	}
-	answer(w, ready, reason)
+	if !ready {
+		answer(w, false, reason)
+		return
+	}
+	answerText(w, ok)
 }
 
 func (e *Endpoints) healthz(w http.ResponseWriter, _ *http.Request) {
@@ -95,4 +123,10 @@ func answer(w http.ResponseWriter, ok bool, reason string) {
 		return
 	}
 	_, _ = w.Write([]byte("ok\n"))
+}
+
+// answerText writes 200 with text.
+func answerText(w http.ResponseWriter, text string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte(text + "\n"))
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -84,5 +85,56 @@ func TestHandlerAsksTheChecks(t *testing.T) {
 		if code, body := get(t, srv, "/healthz"); code != tc.healthz || !strings.Contains(body, tc.healthIn) {
 			t.Errorf("%s: /healthz = %d %q", tc.name, code, body)
 		}
+	}
+}
+
+// One of several replicas: a standby's /readyz is 503 and names the
+// leader (the Service then sends webhooks to the leader only) while its
+// /healthz stays 200; the leader's says it leads once it is ready.
+func TestReadyzSaysWhichReplicaLeads(t *testing.T) {
+	_, reg, _ := newMetrics()
+	h := Handler(reg)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	var mu sync.Mutex // the handler reads them on the server's goroutine
+	me, leader := false, ""
+	h.SetLeader(func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return me, leader
+	})
+
+	tests := []struct {
+		name     string
+		me       bool
+		leader   string
+		ready    bool
+		check    error
+		wantCode int
+		wantBody string
+	}{
+		{"standby before any election", false, "", false, nil, http.StatusServiceUnavailable, "standby: the leader is not elected yet\n"},
+		{"standby of a leader", false, "pod-a_1234", true, nil, http.StatusServiceUnavailable, "standby: the leader is pod-a_1234\n"},
+		{"leader not synced yet", true, "pod-b_5678", false, nil, http.StatusServiceUnavailable, notReadyReason + "\n"},
+		{"leader whose check fails", true, "pod-b_5678", true, errors.New("last sync too old"), http.StatusServiceUnavailable, "not ready: last sync too old\n"},
+		{"ready leader", true, "pod-b_5678", true, nil, http.StatusOK, "ok: leading as pod-b_5678\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mu.Lock()
+			me, leader = tt.me, tt.leader
+			mu.Unlock()
+			h.SetNotReady(notReadyReason)
+			if tt.ready {
+				h.SetReady()
+			}
+			h.SetChecks(func() error { return tt.check }, nil)
+			if code, body := get(t, srv, "/readyz"); code != tt.wantCode || body != tt.wantBody {
+				t.Errorf("/readyz = %d %q, want %d %q", code, body, tt.wantCode, tt.wantBody)
+			}
+			if code, _ := get(t, srv, "/healthz"); code != http.StatusOK {
+				t.Errorf("/healthz = %d, want 200", code)
+			}
+		})
 	}
 }

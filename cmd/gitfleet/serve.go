@@ -20,6 +20,7 @@ import (
 	"github.com/gitfleet/gitfleet/gitops"
 	"github.com/gitfleet/gitfleet/gitsource"
 	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/internal/leader"
 	"github.com/gitfleet/gitfleet/member"
 	"github.com/gitfleet/gitfleet/member/kube"
 	"github.com/gitfleet/gitfleet/metrics"
@@ -37,8 +38,9 @@ type serveOptions struct {
 	untilIdle                                  bool
 	timeout                                    time.Duration
 	maxFileSize, maxTreeSize                   int64
-	kubeconfig                                 string
+	kubeconfig, hubKubeconfig                  string
 	auth                                       gitsource.Auth
+	leaderElection                             leader.Options
 }
 
 func newServeCommand() *cobra.Command {
@@ -117,6 +119,8 @@ repository, by filesystem notifications.`,
 	f.StringVar(&o.auth.SSHKeyPassphraseFile, "ssh-key-passphrase-file", "", "file holding the SSH key's passphrase")
 	f.StringVar(&o.auth.KnownHostsFile, "known-hosts-file", "", "known_hosts to verify SSH servers with")
 	f.StringVar(&o.auth.CAFile, "ca-file", "", "extra PEM CA bundle for https remotes")
+	f.StringVar(&o.hubKubeconfig, "hub-kubeconfig", "", "kubeconfig of the cluster that holds the leader election Lease (default: the pod's service account in a cluster, else KUBECONFIG or ~/.kube/config)")
+	o.leaderElection.AddFlags(f)
 	_ = cmd.MarkFlagRequired("repo")
 	return cmd
 }
@@ -153,13 +157,22 @@ func runServe(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.leaderElection.Enabled {
+		return runElected(ctx, o, log, endpoints, func(ctx context.Context) error { return serveFleet(ctx, o, log, m, endpoints, clusters) })
+	}
+	return serveFleet(ctx, o, log, m, endpoints, clusters)
+}
+
+// serveFleet runs the Git loop: the whole of serve once its endpoints
+// listen, and what only the leader does among several replicas.
+func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metrics.Metrics, endpoints *metrics.Endpoints, clusters *kube.Clusters) error {
 	var members member.Clusters // never a typed nil
 	if clusters != nil {
 		members = clusters
 	}
 	var src *gitsource.Source
 	var d *gitops.Daemon
-	err = retryStart(ctx, log, o.repo, func() (err error) {
+	err := retryStart(ctx, log, o.repo, func() (err error) {
 		src, err = gitsource.Open(ctx, gitsource.Config{URL: o.repo, Branch: o.branch, StatusBranch: o.statusBranch,
 			CacheDir: o.cacheDir, Auth: o.auth, AllowInsecureHTTP: o.allowInsecureHTTP, Logger: log.With("component", "gitsource"),
 			MaxFileSize: o.maxFileSize, MaxTotalSize: o.maxTreeSize})
@@ -240,6 +253,27 @@ func runServe(ctx context.Context, o serveOptions) error {
 		return &exitError{code: 1, err: fmt.Errorf("not idle after --timeout %s", o.timeout)}
 	}
 	return nil
+}
+
+// runElected runs lead only while this replica holds the leader election
+// Lease; a standby's /readyz names the leader. Losing the lease ends serve
+// with an error at once (the pod restarts as a standby), so that the next
+// leader is the only writer.
+func runElected(ctx context.Context, o serveOptions, log *slog.Logger, endpoints *metrics.Endpoints, lead func(context.Context) error) error {
+	rc, err := leader.RESTConfig(o.hubKubeconfig)
+	if err != nil {
+		return err
+	}
+	opts := o.leaderElection
+	if opts.Name == "" {
+		opts.Name = leader.DefaultName(o.repo, o.branch)
+	}
+	e, err := leader.New(leader.Config{Options: opts, REST: rc, Log: log})
+	if err != nil {
+		return err
+	}
+	endpoints.SetLeader(e.Leading)
+	return e.Run(ctx, lead)
 }
 
 // loadClusters reads the kubeconfig of the member clusters. Without
