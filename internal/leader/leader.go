@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -63,8 +64,9 @@ func (o *Options) AddFlags(f *pflag.FlagSet) {
 // every replica that follows them, different for another repository, and
 // independent of credentials written into the URL.
 func DefaultName(repo, branch string) string {
-	if i := strings.LastIndex(repo, "@"); i >= 0 {
-		repo = repo[i+1:]
+	if u, err := url.Parse(repo); err == nil && u.Scheme != "" && u.User != nil {
+		u.User = nil
+		repo = u.String()
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSuffix(repo, "/") + "\x00" + branch))
 	return "gitfleet-" + hex.EncodeToString(sum[:])[:10]
