@@ -5,6 +5,7 @@
 package deploy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -41,7 +42,7 @@ var contractFlags = []string{
 	"repo", "branch", "path", "interval", "webhook-addr", "webhook-secret-file",
 	"metrics-addr", "status-branch", "stuck-threshold", "until-idle", "timeout",
 	"username-file", "password-file", "token-file", "ssh-key-file", "known-hosts-file",
-	"cache-dir", "kubeconfig",
+	"cache-dir", "kubeconfig", "leader-elect", "leader-election-namespace",
 }
 
 // ---------------------------------------------------------------------------
@@ -74,7 +75,11 @@ type deployment struct {
 	Spec struct {
 		Replicas *int32 `json:"replicas"`
 		Strategy struct {
-			Type string `json:"type"`
+			Type          string `json:"type"`
+			RollingUpdate *struct {
+				MaxSurge       *intstr.IntOrString `json:"maxSurge"`
+				MaxUnavailable *intstr.IntOrString `json:"maxUnavailable"`
+			} `json:"rollingUpdate"`
 		} `json:"strategy"`
 		Selector struct {
 			MatchLabels map[string]string `json:"matchLabels"`
@@ -140,6 +145,9 @@ type container struct {
 		ValueFrom *struct {
 			ConfigMapKeyRef *keyRef `json:"configMapKeyRef"`
 			SecretKeyRef    *keyRef `json:"secretKeyRef"`
+			FieldRef        *struct {
+				FieldPath string `json:"fieldPath"`
+			} `json:"fieldRef"`
 		} `json:"valueFrom"`
 	} `json:"env"`
 	EnvFrom []struct {
@@ -335,7 +343,8 @@ func gitfleetDeployment(t *testing.T, objs map[string]object) (deployment, conta
 
 func TestBaseObjects(t *testing.T) {
 	objs := renderBase(t)
-	want := []string{"ConfigMap/gitfleet", "Deployment/gitfleet", "Namespace/gitfleet-system", "Service/gitfleet", "ServiceAccount/gitfleet"}
+	want := []string{"ConfigMap/gitfleet", "Deployment/gitfleet", "Namespace/gitfleet-system", "Role/gitfleet-leader-election",
+		"RoleBinding/gitfleet-leader-election", "Service/gitfleet", "ServiceAccount/gitfleet"}
 	if got := sortedKeys(objs); !slices.Equal(got, want) {
 		t.Errorf("rendered objects = %v, want %v", got, want)
 	}
@@ -358,11 +367,14 @@ func TestBaseObjects(t *testing.T) {
 func TestDeploymentShape(t *testing.T) {
 	objs := renderBase(t)
 	d, _ := gitfleetDeployment(t, objs)
-	if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
-		t.Errorf("replicas = %v, want exactly 1 (a single writer of the status tree)", d.Spec.Replicas)
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+		t.Errorf("replicas = %v, want 2 (a leader and a standby)", d.Spec.Replicas)
 	}
-	if d.Spec.Strategy.Type != "Recreate" {
-		t.Errorf("strategy = %q, want Recreate (never two gitfleets at once)", d.Spec.Strategy.Type)
+	// Leader election keeps one writer, so pods may overlap; a standby
+	// must stay while the old leader goes.
+	if ru := d.Spec.Strategy.RollingUpdate; d.Spec.Strategy.Type != "RollingUpdate" || ru == nil ||
+		ru.MaxUnavailable == nil || ru.MaxUnavailable.String() != "0" {
+		t.Errorf("strategy = %+v, want RollingUpdate with maxUnavailable 0", d.Spec.Strategy)
 	}
 	podLabels := d.Spec.Template.Metadata.Labels
 	if len(d.Spec.Selector.MatchLabels) == 0 || !subset(d.Spec.Selector.MatchLabels, podLabels) {
@@ -372,8 +384,8 @@ func TestDeploymentShape(t *testing.T) {
 	if _, ok := objs["ServiceAccount/"+pod.ServiceAccountName]; !ok {
 		t.Errorf("serviceAccountName %q is not rendered", pod.ServiceAccountName)
 	}
-	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
-		t.Error("automountServiceAccountToken must be false: gitfleet needs no in-cluster API token")
+	if !isTrue(pod.AutomountServiceAccountToken) {
+		t.Error("automountServiceAccountToken must be true: the leader election Lease is read and written with the pod's token")
 	}
 	if pod.HostNetwork || pod.HostPID || pod.HostIPC {
 		t.Error("the pod must not share host namespaces")
@@ -668,13 +680,21 @@ func parseArgs(t *testing.T, args []string) map[string]string {
 	return flags
 }
 
-// serveFlags returns the flag names cmd/gitfleet/serve.go defines, or nil if
-// that file is not there (the contract list is then the only check).
+// serveFlags returns the flag names cmd/gitfleet/serve.go defines (and
+// internal/leader, whose AddFlags it calls), or nil if serve.go is not
+// there (the contract list is then the only check).
 func serveFlags(t *testing.T) []string {
 	b, err := os.ReadFile(filepath.Join("..", "cmd", "gitfleet", "serve.go"))
 	if err != nil {
 		t.Logf("cmd/gitfleet/serve.go not readable (%v): checking against the contract only", err)
 		return nil
+	}
+	if bytes.Contains(b, []byte("leaderElection.AddFlags(f)")) {
+		l, err := os.ReadFile(filepath.Join("..", "internal", "leader", "leader.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(b, l...)
 	}
 	var names []string
 	for _, m := range regexp.MustCompile(`\bf\.\w+(?:Var)?P?\([^"\n]*"([a-z0-9-]+)"`).FindAllSubmatch(b, -1) {
@@ -777,6 +797,70 @@ func TestArgs(t *testing.T) {
 		if addr != "" && addr != ":"+strconv.Itoa(int(p.ContainerPort)) {
 			t.Errorf("port %s is %d but gitfleet listens on %q", p.Name, p.ContainerPort, addr)
 		}
+	}
+}
+
+type role struct {
+	Rules []struct {
+		APIGroups     []string `json:"apiGroups"`
+		Resources     []string `json:"resources"`
+		ResourceNames []string `json:"resourceNames"`
+		Verbs         []string `json:"verbs"`
+	} `json:"rules"`
+}
+
+type roleBinding struct {
+	RoleRef struct {
+		APIGroup string `json:"apiGroup"`
+		Kind     string `json:"kind"`
+		Name     string `json:"name"`
+	} `json:"roleRef"`
+	Subjects []struct {
+		Kind      string `json:"kind"`
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"subjects"`
+}
+
+// Two replicas elect a leader through a Lease in their own namespace: the
+// flag is on, the namespace comes from the downward API, and the pod's
+// service account may get, create and update leases there and nothing
+// else.
+func TestLeaderElection(t *testing.T) {
+	objs := renderBase(t)
+	d, c := gitfleetDeployment(t, objs)
+	flags := checkArgs(t, c, d.Spec.Template.Spec)
+	if flags["leader-elect"] != "true" {
+		t.Errorf("--leader-elect = %q, want true", flags["leader-elect"])
+	}
+	if flags["leader-election-namespace"] != "$(POD_NAMESPACE)" {
+		t.Errorf("--leader-election-namespace = %q, want $(POD_NAMESPACE)", flags["leader-election-namespace"])
+	}
+	for _, e := range c.Env {
+		if e.Name == "POD_NAMESPACE" && (e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "metadata.namespace") {
+			t.Error("POD_NAMESPACE must come from the downward API (fieldRef metadata.namespace)")
+		}
+	}
+
+	var r role
+	mustGet(t, objs, "Role/gitfleet-leader-election").decode(t, &r)
+	if len(r.Rules) != 1 {
+		t.Fatalf("Role rules = %+v, want one rule for leases", r.Rules)
+	}
+	rule := r.Rules[0]
+	if !slices.Equal(rule.APIGroups, []string{"coordination.k8s.io"}) || !slices.Equal(rule.Resources, []string{"leases"}) ||
+		!slices.Equal(slices.Sorted(slices.Values(rule.Verbs)), []string{"create", "get", "update"}) {
+		t.Errorf("Role rule = %+v, want get, create, update on coordination.k8s.io leases", rule)
+	}
+
+	var rb roleBinding
+	mustGet(t, objs, "RoleBinding/gitfleet-leader-election").decode(t, &rb)
+	if rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != "gitfleet-leader-election" || rb.RoleRef.APIGroup != "rbac.authorization.k8s.io" {
+		t.Errorf("RoleBinding roleRef = %+v", rb.RoleRef)
+	}
+	sa := d.Spec.Template.Spec.ServiceAccountName
+	if len(rb.Subjects) != 1 || rb.Subjects[0].Kind != "ServiceAccount" || rb.Subjects[0].Name != sa || rb.Subjects[0].Namespace != namespace {
+		t.Errorf("RoleBinding subjects = %+v, want the pod's ServiceAccount %s in %s", rb.Subjects, sa, namespace)
 	}
 }
 

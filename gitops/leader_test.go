@@ -108,7 +108,7 @@ func TestTwoReplicasOneLeadsAndTheStandbyFinishesTheRunWhenTheLeaderIsKilled(t *
 		for i := range replicas {
 			j := 1 - i
 			if codes[i] == http.StatusOK && bodies[i] == "ok: leading as "+holder &&
-				codes[j] == http.StatusServiceUnavailable && bodies[j] == "standby: the leader is "+holder {
+				codes[j] == http.StatusOK && bodies[j] == "ok: standby, the leader is "+holder {
 				first, standby = replicas[i], replicas[j]
 				return true
 			}

@@ -63,10 +63,15 @@ func (e *Endpoints) SetNotReady(reason string) {
 	e.ready, e.reason = false, reason
 }
 
-// SetLeader makes /readyz answer for one of several replicas: 503
-// "standby: the leader is <identity>" while this one does not lead (so a
-// Service sends webhooks to the leader only; /healthz stays 200), and
-// "ok: leading as <identity>" once it leads and is ready.
+// SetLeader makes /readyz answer for one of several replicas and say who
+// leads: "ok: standby, the leader is <identity>" while this one does not
+// lead, and "ok: leading as <identity>" once it leads and is ready (before
+// that, and when its sync is too old, 503 as without SetLeader).
+//
+// A standby is ready: it is what a Deployment's rollout waits for. Were it
+// 503, a Deployment of two replicas would never be fully available, and a
+// RollingUpdate would wait forever for new pods that stand by while the
+// old leader holds the lease.
 func (e *Endpoints) SetLeader(leading func() (bool, string)) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -84,7 +89,7 @@ func (e *Endpoints) readyz(w http.ResponseWriter, _ *http.Request) {
 			if leader == "" {
 				leader = "not elected yet"
 			}
-			answer(w, false, "standby: the leader is "+leader)
+			answerText(w, "ok: standby, the leader is "+leader)
 			return
 		}
 		ok = "ok: leading as " + leader

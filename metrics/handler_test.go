@@ -88,9 +88,9 @@ func TestHandlerAsksTheChecks(t *testing.T) {
 	}
 }
 
-// One of several replicas: a standby's /readyz is 503 and names the
-// leader (the Service then sends webhooks to the leader only) while its
-// /healthz stays 200; the leader's says it leads once it is ready.
+// One of several replicas: a standby is ready and names the leader (a
+// Deployment's rollout waits for readiness), the leader says it leads once
+// it is ready, and /healthz stays 200 on both.
 func TestReadyzSaysWhichReplicaLeads(t *testing.T) {
 	_, reg, _ := newMetrics()
 	h := Handler(reg)
@@ -113,8 +113,8 @@ func TestReadyzSaysWhichReplicaLeads(t *testing.T) {
 		wantCode int
 		wantBody string
 	}{
-		{"standby before any election", false, "", false, nil, http.StatusServiceUnavailable, "standby: the leader is not elected yet\n"},
-		{"standby of a leader", false, "pod-a_1234", true, nil, http.StatusServiceUnavailable, "standby: the leader is pod-a_1234\n"},
+		{"standby before any election", false, "", false, nil, http.StatusOK, "ok: standby, the leader is not elected yet\n"},
+		{"standby of a leader", false, "pod-a_1234", true, nil, http.StatusOK, "ok: standby, the leader is pod-a_1234\n"},
 		{"leader not synced yet", true, "pod-b_5678", false, nil, http.StatusServiceUnavailable, notReadyReason + "\n"},
 		{"leader whose check fails", true, "pod-b_5678", true, errors.New("last sync too old"), http.StatusServiceUnavailable, "not ready: last sync too old\n"},
 		{"ready leader", true, "pod-b_5678", true, nil, http.StatusOK, "ok: leading as pod-b_5678\n"},

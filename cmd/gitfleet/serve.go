@@ -157,15 +157,34 @@ func runServe(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.leaderElection.Enabled {
-		return runElected(ctx, o, log, endpoints, func(ctx context.Context) error { return serveFleet(ctx, o, log, m, endpoints, clusters) })
+	// Every replica takes webhooks: a standby's wakes it, so that right
+	// after a takeover it fetches at once.
+	watcher := gitsource.NewWatcher(log.With("component", "watcher"))
+	if o.webhookAddr != "" {
+		secret, err := os.ReadFile(o.webhookSecretFile)
+		if err != nil {
+			return fmt.Errorf("reading --webhook-secret-file: %w", err)
+		}
+		secret = []byte(strings.TrimSpace(string(secret)))
+		if len(secret) == 0 {
+			return fmt.Errorf("--webhook-secret-file %s is empty", o.webhookSecretFile)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/webhook", &gitsource.Webhook{Secret: secret, Notify: func() { watcher.Trigger("webhook") },
+			Branch: o.branch, Logger: log.With("server", "webhook")})
+		if err := listen(ctx, o.webhookAddr, mux, log.With("server", "webhook")); err != nil {
+			return err
+		}
 	}
-	return serveFleet(ctx, o, log, m, endpoints, clusters)
+	if o.leaderElection.Enabled {
+		return runElected(ctx, o, log, endpoints, func(ctx context.Context) error { return serveFleet(ctx, o, log, m, endpoints, clusters, watcher) })
+	}
+	return serveFleet(ctx, o, log, m, endpoints, clusters, watcher)
 }
 
 // serveFleet runs the Git loop: the whole of serve once its endpoints
 // listen, and what only the leader does among several replicas.
-func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metrics.Metrics, endpoints *metrics.Endpoints, clusters *kube.Clusters) error {
+func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metrics.Metrics, endpoints *metrics.Endpoints, clusters *kube.Clusters, watcher *gitsource.Watcher) error {
 	var members member.Clusters // never a typed nil
 	if clusters != nil {
 		members = clusters
@@ -209,30 +228,12 @@ func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metric
 	endpoints.SetChecks(func() error { return d.Ready(readyAge) }, func() error { return d.Healthy(o.maxSyncDuration) })
 	endpoints.SetReady()
 
-	watcher := gitsource.NewWatcher(log.With("component", "watcher"))
 	go watcher.Poll(ctx, o.interval)
 	if path, ok := src.LocalPath(); ok {
 		if err := watcher.WatchLocal(ctx, path); err != nil {
 			log.Warn("cannot watch the local repository; polling only", "err", err)
 		}
 	}
-	if o.webhookAddr != "" {
-		secret, err := os.ReadFile(o.webhookSecretFile)
-		if err != nil {
-			return fmt.Errorf("reading --webhook-secret-file: %w", err)
-		}
-		secret = []byte(strings.TrimSpace(string(secret)))
-		if len(secret) == 0 {
-			return fmt.Errorf("--webhook-secret-file %s is empty", o.webhookSecretFile)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/webhook", &gitsource.Webhook{Secret: secret, Notify: func() { watcher.Trigger("webhook") },
-			Branch: o.branch, Logger: log.With("server", "webhook")})
-		if err := listen(ctx, o.webhookAddr, mux, log.With("server", "webhook")); err != nil {
-			return err
-		}
-	}
-
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	idle := make(chan struct{})
