@@ -11,6 +11,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
@@ -149,5 +150,45 @@ func TestTwoReplicasOneLeadsAndTheStandbyFinishesTheRunWhenTheLeaderIsKilled(t *
 	case <-standby.done:
 		t.Errorf("the new leader exited: %v", standby.err)
 	default:
+	}
+}
+
+// A leader whose lease is taken (as when it could not renew in time and a
+// standby acquired it) exits non-zero at once, without waiting for its own
+// lease to expire: the new leader must be the only writer.
+func TestALeaderThatLosesItsLeaseExits(t *testing.T) {
+	hub := kubetest.Start(t, "hub")[0]
+	kubeconfig := kubetest.Kubeconfig(t, []*kubetest.Cluster{hub}, nil)
+	r := newFleetRepo(t, timedFleet(t, restartAvailableAfter, restartSoak))
+	p := startReplica(t, r, kubeconfig)
+	eventually(t, "the replica to lead", func() bool {
+		code, body := p.readyz()
+		return code == http.StatusOK && strings.HasPrefix(body, "ok: leading as ")
+	})
+
+	admin := hub.Client()
+	eventually(t, "another holder written into the lease", func() bool {
+		var lease coordinationv1.Lease
+		if err := admin.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: leaseName}, &lease); err != nil {
+			return false
+		}
+		other, forever := "other-replica", int32(3600)
+		now := metav1.NewMicroTime(time.Now())
+		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &other, &forever, &now
+		return admin.Update(context.Background(), &lease) == nil // a conflict with a renewal: again
+	})
+	eventually(t, "serve to exit after losing its lease", func() bool {
+		select {
+		case <-p.done:
+			return true
+		default:
+			return false
+		}
+	})
+	if code := p.cmd.ProcessState.ExitCode(); code == 0 {
+		t.Errorf("serve exited with %d after losing its lease, want non-zero", code)
+	}
+	if data, _ := os.ReadFile(p.log); !strings.Contains(string(data), "leader election lost") {
+		t.Errorf("serve's log does not say it lost the lease:\n%s", data)
 	}
 }

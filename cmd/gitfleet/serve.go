@@ -79,6 +79,9 @@ repository, by filesystem notifications.`,
   gitfleet serve --repo git@github.com:acme/fleet.git --ssh-key-file ~/.ssh/id_ed25519 \
     --known-hosts-file ~/.ssh/known_hosts --status-branch gitfleet-status
 
+  # One of two replicas in a pod: only the holder of the Lease runs the Git loop
+  gitfleet serve --repo https://github.com/acme/fleet.git --token-file /etc/gitfleet/token --leader-elect
+
   # CI: run until every rollout waits on a person, then exit 0
   gitfleet serve --repo ./fleet --until-idle --timeout 10m`,
 		Args: cobra.NoArgs,

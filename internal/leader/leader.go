@@ -52,7 +52,7 @@ type Options struct {
 
 // AddFlags registers the --leader-elect* flags.
 func (o *Options) AddFlags(f *pflag.FlagSet) {
-	f.BoolVar(&o.Enabled, "leader-elect", false, "run as one of several replicas: only the holder of a coordination.k8s.io Lease runs the Git loop, the others stand by (/readyz 503) and take over when its lease expires")
+	f.BoolVar(&o.Enabled, "leader-elect", false, "run as one of several replicas: only the holder of a coordination.k8s.io Lease runs the Git loop, the others stand by (ready, /readyz names the leader) and take over when its lease expires")
 	f.StringVar(&o.Namespace, "leader-election-namespace", "", "namespace of the Lease (default: the pod's own, from its service account)")
 	f.StringVar(&o.Name, "leader-election-id", "", "name of the Lease (default: gitfleet-<hash of --repo and --branch>, so replicas of one repository share it and gitfleets of other repositories do not)")
 	f.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a standby waits after the last renewal it saw before it takes the lease over")
