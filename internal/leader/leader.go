@@ -173,6 +173,9 @@ func (e *Elector) Leading() (bool, string) { return e.le.IsLeader(), e.le.GetLea
 //   - ctx's error when ctx ends before this replica leads;
 //   - ErrLost as soon as the lease could not be renewed, without waiting
 //     for lead: the caller must exit before another replica takes over.
+//
+// Run is called once per Elector (a process that lost the lease exits and
+// comes back as a new candidate).
 func (e *Elector) Run(ctx context.Context, lead func(context.Context) error) error {
 	e.lead, e.leadCtx, e.done = lead, ctx, make(chan struct{})
 	// The campaign outlives ctx: it ends (and releases the lease) when
