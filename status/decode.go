@@ -2,6 +2,7 @@ package status
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -49,23 +50,8 @@ func DecodeFile(name string, data []byte) (runtime.Object, error) {
 	if tm.APIVersion != apiVersion {
 		return nil, fail("apiVersion %q does not serve kind %s, want %s", tm.APIVersion, tm.Kind, apiVersion)
 	}
-	// YAML duplicates are caught converting to JSON; unknown and
-	// differently-cased fields by the Kubernetes strict decoder, which names
-	// the full field path ("spec.stat").
-	j, err := yaml.YAMLToJSONStrict(data)
-	if err != nil {
+	if err := strictUnmarshal(data, obj); err != nil {
 		return nil, fail("%v", err)
-	}
-	strict, err := kjson.UnmarshalStrict(j, obj, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
-	if err != nil {
-		return nil, fail("%v", err)
-	}
-	if len(strict) > 0 {
-		msgs := make([]string, len(strict))
-		for i, e := range strict {
-			msgs[i] = e.Error()
-		}
-		return nil, fail("%s", strings.Join(msgs, "; "))
 	}
 	if want := kindFor(obj); want != tm.Kind {
 		ns := obj.(metav1.Object).GetNamespace()
@@ -75,6 +61,28 @@ func DecodeFile(name string, data []byte) (runtime.Object, error) {
 		return nil, fail("kind %s is cluster-scoped but metadata.namespace is %q", tm.Kind, ns)
 	}
 	return obj, nil
+}
+
+// strictUnmarshal decodes YAML into v, refusing duplicate keys (caught
+// converting to JSON) and unknown or differently-cased fields (by the
+// Kubernetes strict decoder, which names the full field path "spec.stat").
+func strictUnmarshal(data []byte, v any) error {
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return err
+	}
+	strict, err := kjson.UnmarshalStrict(j, v, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil {
+		return err
+	}
+	if len(strict) > 0 {
+		msgs := make([]string, len(strict))
+		for i, e := range strict {
+			msgs[i] = e.Error()
+		}
+		return errors.New(strings.Join(msgs, "; "))
+	}
+	return nil
 }
 
 // multiDocument reports whether data holds a second YAML document: a "---"

@@ -28,17 +28,10 @@ func Encode(obj runtime.Object) ([]byte, error) {
 	if err := fillTypeMeta(obj); err != nil {
 		return nil, err
 	}
-	raw, err := json.Marshal(obj)
+	content, err := cleanMap(obj)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", describeObject(obj), err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber() // keep integers exact; float64 would round large ones
-	var content map[string]any
-	if err := dec.Decode(&content); err != nil {
-		return nil, fmt.Errorf("encode %s: %w", describeObject(obj), err)
-	}
-	dropNulls(content)
 	if md, ok := content["metadata"].(map[string]any); ok {
 		delete(md, "resourceVersion")
 	}
@@ -50,6 +43,31 @@ func Encode(obj runtime.Object) ([]byte, error) {
 		return nil, fmt.Errorf("encode %s: %w", describeObject(obj), err)
 	}
 	return out, nil
+}
+
+// marshalClean renders v as YAML with sorted keys and no null fields.
+func marshalClean(v any) ([]byte, error) {
+	content, err := cleanMap(v)
+	if err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(content)
+}
+
+// cleanMap is v as a JSON map without null fields.
+func cleanMap(v any) (map[string]any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // keep integers exact; float64 would round large ones
+	var content map[string]any
+	if err := dec.Decode(&content); err != nil {
+		return nil, err
+	}
+	dropNulls(content)
+	return content, nil
 }
 
 // dropNulls removes null map values at every depth. List elements are kept:

@@ -44,6 +44,9 @@ type Ref struct {
 	Placement string
 	// Cluster is set for bindings.
 	Cluster string
+	// Part is set for a part file of a split run or placement (see
+	// SplitThreshold): its path below the object's parts folder.
+	Part string
 }
 
 // PathFor is the slash-separated repository path of obj's file:
@@ -58,6 +61,9 @@ type Ref struct {
 //	status/commits/<sha>.yaml                           (commits that did not render)
 //	status/sources/<branch>.yaml                        (how serve follows the branch)
 //	approvals/[<ns>/]<name>.yaml
+//
+// A large run or placement also has part files next to its file (see
+// SplitThreshold); PathFor names the object's own file.
 //
 // Snapshot paths come from the snapshot's labels, so PathFor insists that the
 // name agrees with them: two objects must never share a file.
@@ -183,6 +189,21 @@ func RefFor(p string) (Ref, error) {
 	}
 	if parts[0] != StatusDir || len(parts) < 3 {
 		return bad("not in the status or approvals tree")
+	}
+	if main, rest, ok := partOf(p); ok {
+		ref, err := RefFor(main)
+		if err != nil {
+			return bad("part of " + main + ", which is not an object's file")
+		}
+		want := 2 // <stage>/<first>.yaml
+		if parts[1] == placementsDir {
+			want = 1
+		}
+		if strings.Count(rest, "/")+1 != want {
+			return bad("not where a part of " + main + " goes")
+		}
+		ref.Part = rest
+		return ref, nil
 	}
 	rest := parts[2:]
 	switch parts[1] {

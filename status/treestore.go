@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -51,8 +50,9 @@ type TreeStore struct {
 
 	mu      sync.Mutex
 	latest  map[embedded.ObjectRef]runtime.Object // Put objects (nil: deleted) not yet encoded
-	paths   map[embedded.ObjectRef]string         // where each known object lives
+	paths   map[embedded.ObjectRef][]string       // the files of each known object, its own file first
 	owners  map[string]embedded.ObjectRef         // inverse of paths
+	cache   map[embedded.ObjectRef]*encoding      // the last encoding of each object
 	stored  map[string][]byte                     // file content as last loaded or committed
 	desired map[string][]byte                     // encoded changes not yet committed; nil: delete
 	written map[string]runtime.Object             // the object behind each desired write
@@ -73,66 +73,53 @@ func NewTreeStore(files Files, committer Committer, clk clock.Clock) *TreeStore 
 
 func (s *TreeStore) reset() {
 	s.latest = map[embedded.ObjectRef]runtime.Object{}
-	s.paths = map[embedded.ObjectRef]string{}
+	s.paths = map[embedded.ObjectRef][]string{}
 	s.owners = map[string]embedded.ObjectRef{}
+	s.cache = map[embedded.ObjectRef]*encoding{}
 	s.stored = map[string][]byte{}
 	s.desired = map[string][]byte{}
 	s.written = map[string]runtime.Object{}
 	s.since = time.Time{}
 }
 
-// Load implements embedded.Store: it decodes every file of the status and
-// approvals trees (sorted by path) and forgets any unflushed change. A file
-// that does not decode, or that sits where its object does not belong, is an
-// error naming the file; the other objects are still returned.
+// Load implements embedded.Store: it reads every object of the status and
+// approvals trees (ReadObjects: sorted by path, split objects assembled) and
+// forgets any unflushed change. A file that does not decode, or that sits
+// where its object does not belong, is an error naming the file; the other
+// objects are still returned.
 func (s *TreeStore) Load(ctx context.Context) ([]runtime.Object, error) {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
-	var paths []string
+	var stored []StoredObject
+	var errs []error
 	for _, root := range []string{StatusDir, ApprovalsDir} {
-		ps, err := s.files.List(root)
-		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", root, err)
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
-		for _, p := range ps {
-			if strings.HasSuffix(p, ".yaml") {
-				paths = append(paths, p)
-			}
-		}
+		got, rerrs := ReadObjects(s.files, root)
+		stored = append(stored, got...)
+		errs = append(errs, rerrs...)
 	}
-	sort.Strings(paths)
+	sort.Slice(stored, func(i, j int) bool { return stored[i].Path < stored[j].Path })
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stopTimerLocked()
 	s.reset()
-	var objs []runtime.Object
-	var errs []error
-	for _, p := range paths {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	objs := make([]runtime.Object, 0, len(stored))
+	for _, so := range stored {
+		ref := refOf(so.Object)
+		paths := []string{so.Path}
+		for p, data := range so.Files {
+			s.stored[p] = data
+			s.owners[p] = ref
+			if p != so.Path {
+				paths = append(paths, p)
+			}
 		}
-		data, err := s.files.Read(p)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", p, err))
-			continue
-		}
-		s.stored[p] = data
-		obj, err := DecodeFile(p, data)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if want, err := PathFor(obj); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", p, err))
-			continue
-		} else if want != p {
-			errs = append(errs, fmt.Errorf("%s: holds %s, which belongs in %s", p, describeObject(obj), want))
-			continue
-		}
-		ref := refOf(obj)
-		s.paths[ref], s.owners[p] = p, ref
-		objs = append(objs, obj)
+		sort.Strings(paths[1:])
+		s.paths[ref] = paths
+		objs = append(objs, so.Object)
 	}
 	return objs, errors.Join(errs...)
 }
@@ -237,7 +224,7 @@ func (s *TreeStore) flush(ctx context.Context, urgent, now bool) error {
 	s.since = time.Time{}
 	s.mu.Unlock()
 
-	err := s.committer.Commit(ctx, changes, Summarize(changes, objects), urgent)
+	err := s.committer.Commit(ctx, changes, Summarize(wholeObjects(changes, objects)), urgent)
 	end := s.clock.Now()
 	if s.OnCommit != nil {
 		s.OnCommit(changes, end.Sub(since), err)
@@ -272,38 +259,50 @@ func (s *TreeStore) encodeLocked() error {
 	var errs []error
 	for _, ref := range refs {
 		obj := s.latest[ref]
-		old, known := s.paths[ref]
+		old := s.paths[ref]
 		if obj == nil {
-			if known {
-				s.desired[old] = nil
-				delete(s.written, old)
-				delete(s.paths, ref)
-				delete(s.owners, old)
+			for _, p := range old {
+				s.desired[p] = nil
+				delete(s.written, p)
+				delete(s.owners, p)
 			}
+			delete(s.paths, ref)
+			delete(s.cache, ref)
 			delete(s.latest, ref)
 			continue
 		}
-		p, err := PathFor(obj)
-		if err == nil {
+		enc, err := s.encodeObject(ref, obj)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, p := range enc.paths {
 			if owner, taken := s.owners[p]; taken && owner != ref {
 				err = fmt.Errorf("%s and %s/%s both belong in %s", describeObject(obj), owner.Kind, owner.Key, p)
+				break
 			}
-		}
-		var data []byte
-		if err == nil {
-			data, err = Encode(obj)
 		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if known && old != p {
-			s.desired[old] = nil
-			delete(s.written, old)
-			delete(s.owners, old)
+		keep := make(map[string]bool, len(enc.paths))
+		for _, p := range enc.paths {
+			keep[p] = true
 		}
-		s.desired[p], s.written[p] = data, obj
-		s.paths[ref], s.owners[p] = p, ref
+		for _, p := range old {
+			if !keep[p] {
+				s.desired[p] = nil
+				delete(s.written, p)
+				delete(s.owners, p)
+			}
+		}
+		for i, p := range enc.paths {
+			s.desired[p], s.written[p] = enc.data[i], obj
+			s.owners[p] = ref
+		}
+		s.paths[ref] = enc.paths
+		s.cache[ref] = enc
 		delete(s.latest, ref)
 	}
 	return errors.Join(errs...)

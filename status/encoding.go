@@ -1,0 +1,97 @@
+package status
+
+import (
+	"reflect"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/gitfleet/gitfleet/hub/embedded"
+)
+
+// encoding is an object's files as last encoded, kept so that the next
+// encoding of the object renders only the files whose content changed: a
+// run of 10,000 clusters that advanced one batch re-encodes its own file
+// and the few parts of that batch, not 5 MB of YAML. The change detector
+// is a deep comparison of the Go values behind each file, far cheaper than
+// encoding them.
+type encoding struct {
+	paths []string // its own file first, then the parts in order
+	data  [][]byte // content, by index of paths
+	// values are what each file was encoded from: the main object (its
+	// lists cut when split) and the part values.
+	values []any
+}
+
+// encodeObject returns obj's files, re-encoding only those whose values
+// differ from the cached encoding of ref.
+func (s *TreeStore) encodeObject(ref embedded.ObjectRef, obj runtime.Object) (*encoding, error) {
+	mainPath, err := PathFor(obj)
+	if err != nil {
+		return nil, err
+	}
+	main, parts, err := split(obj, mainPath)
+	if err != nil {
+		return nil, err
+	}
+	prev := map[string]int{}
+	old := s.cache[ref]
+	if old != nil {
+		for i, p := range old.paths {
+			prev[p] = i
+		}
+	}
+	reuse := func(p string, v any) []byte {
+		if i, ok := prev[p]; ok && reflect.DeepEqual(old.values[i], v) {
+			return old.data[i]
+		}
+		return nil
+	}
+	enc := &encoding{paths: make([]string, 0, 1+len(parts)), data: make([][]byte, 0, 1+len(parts)), values: make([]any, 0, 1+len(parts))}
+	data := reuse(mainPath, main)
+	if data == nil {
+		if data, err = Encode(main); err != nil {
+			return nil, err
+		}
+		if len(parts) > 0 {
+			data = append(splitHeader(obj, mainPath), data...)
+		}
+	}
+	enc.paths, enc.data, enc.values = append(enc.paths, mainPath), append(enc.data, data), append(enc.values, main)
+	for _, p := range parts {
+		data := reuse(p.path, p.value)
+		if data == nil {
+			if data, err = encodePart(mainPath, p); err != nil {
+				return nil, err
+			}
+		}
+		enc.paths, enc.data, enc.values = append(enc.paths, p.path), append(enc.data, data), append(enc.values, p.value)
+	}
+	return enc, nil
+}
+
+// wholeObjects is the changeset as Summarize reads it, one path per
+// object: the writes of a split object's parts count as a write of its own
+// file, and parts deleted with no deletion of the object are left out.
+func wholeObjects(changes Changeset, objects map[string]runtime.Object) (Changeset, map[string]runtime.Object) {
+	ch := Changeset{Writes: make(map[string][]byte, len(changes.Writes))}
+	objs := make(map[string]runtime.Object, len(objects))
+	for p, data := range changes.Writes {
+		if main, _, ok := partOf(p); ok {
+			if _, own := changes.Writes[main]; !own {
+				ch.Writes[main] = nil
+				objs[main] = objects[p]
+			}
+			continue
+		}
+		ch.Writes[p] = data
+		objs[p] = objects[p]
+	}
+	for _, p := range changes.Deletes {
+		if _, _, ok := partOf(p); !ok {
+			ch.Deletes = append(ch.Deletes, p)
+		}
+	}
+	sort.Strings(ch.Deletes)
+	return ch, objs
+}

@@ -1,0 +1,254 @@
+package status
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/clock"
+)
+
+// bigRun is the waiting run with stages of the given sizes (a size of -1
+// is an empty list) and a deletion stage of del clusters.
+func bigRun(ns string, del int, sizes ...int) *fleet.UpdateRun {
+	r := waitingRun(ns)
+	tmpl := r.Status.StagesStatus[0]
+	r.Status.StagesStatus = nil
+	n := 0
+	clusters := func(k int) []fleet.ClusterUpdatingStatus {
+		out := []fleet.ClusterUpdatingStatus{}
+		for range k {
+			c := tmpl.Clusters[0]
+			c.ClusterName = fmt.Sprintf("member-%05d", n)
+			c.Conditions = slices.Clone(c.Conditions)
+			c.Conditions[0].Message = fmt.Sprintf("Cluster update started (%d)", n)
+			out = append(out, c)
+			n++
+		}
+		return out
+	}
+	for i, k := range sizes {
+		st := tmpl
+		st.StageName = fmt.Sprintf("stage-%d", i)
+		st.Clusters = clusters(max(k, 0))
+		r.Status.StagesStatus = append(r.Status.StagesStatus, st)
+	}
+	r.Status.DeletionStageStatus.Clusters = clusters(del)
+	return r
+}
+
+func bigPlacement(ns string, n int) *fleet.Placement {
+	p := placement(ns)
+	for i := range n {
+		p.Status.PlacementStatuses = append(p.Status.PlacementStatuses, fleet.PerClusterPlacementStatus{
+			ClusterName: fmt.Sprintf("member-%05d", i), ObservedResourceIndex: "1",
+			Conditions: []metav1.Condition{cond("ClusterResourcePlacementAvailable", "True", "AllWorkAreAvailable", "All corresponding work objects are available", time.Minute)}})
+	}
+	return p
+}
+
+func files(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestSplitObjectsRoundTripExactly(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		obj  runtime.Object
+		// files below status/ the object is stored in
+		files []string
+	}{
+		{"a run at the threshold stays whole", bigRun("", 0, 30, 20), []string{"runs/example-run.yaml"}},
+		{"a placement at the threshold stays whole", bigPlacement("", SplitThreshold), []string{"placements/example-placement.yaml"}},
+		{"a large run lists its clusters by stage, in parts of ten", bigRun("", 3, 12, -1, 40), []string{
+			"runs/example-run.clusters/deletionStage/00000.yaml",
+			"runs/example-run.clusters/stage-0/00000.yaml", "runs/example-run.clusters/stage-0/00010.yaml",
+			"runs/example-run.clusters/stage-2/00000.yaml", "runs/example-run.clusters/stage-2/00010.yaml",
+			"runs/example-run.clusters/stage-2/00020.yaml", "runs/example-run.clusters/stage-2/00030.yaml",
+			"runs/example-run.yaml"}},
+		{"a namespaced run", bigRun("team-a", 0, 51), []string{
+			"runs/team-a/example-run.clusters/stage-0/00000.yaml", "runs/team-a/example-run.clusters/stage-0/00010.yaml",
+			"runs/team-a/example-run.clusters/stage-0/00020.yaml", "runs/team-a/example-run.clusters/stage-0/00030.yaml",
+			"runs/team-a/example-run.clusters/stage-0/00040.yaml", "runs/team-a/example-run.clusters/stage-0/00050.yaml",
+			"runs/team-a/example-run.yaml"}},
+		{"a large placement", bigPlacement("team-a", 61), []string{
+			"placements/team-a/example-placement.clusters/00000.yaml", "placements/team-a/example-placement.clusters/00010.yaml",
+			"placements/team-a/example-placement.clusters/00020.yaml", "placements/team-a/example-placement.clusters/00030.yaml",
+			"placements/team-a/example-placement.clusters/00040.yaml", "placements/team-a/example-placement.clusters/00050.yaml",
+			"placements/team-a/example-placement.clusters/00060.yaml",
+			"placements/team-a/example-placement.yaml"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			r := newRepo(t)
+			s, _ := newStore(r)
+			obj := withKind([]runtime.Object{tc.obj})[0]
+			s.Put(refOfObj(obj), obj)
+			if err := s.Flush(ctx, true); err != nil {
+				t.Fatal(err)
+			}
+			if got := files(t, filepath.Join(string(r.Dir), StatusDir)); !slices.Equal(got, tc.files) {
+				t.Fatalf("files:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.files, "\n"))
+			}
+			want, err := Encode(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			loaded, err := NewTreeStore(r, r, clock.NewFake(t0)).Load(ctx)
+			if err != nil || len(loaded) != 1 {
+				t.Fatalf("load: %d objects, %v", len(loaded), err)
+			}
+			got, err := Encode(loaded[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("assembled object differs from the one stored:\n%s\nwant:\n%s", got, want)
+			}
+			if len(tc.files) > 1 {
+				main, _ := r.Read(StatusDir + "/" + tc.files[len(tc.files)-1])
+				if bytes.Contains(main, []byte("clusterName")) || !bytes.HasPrefix(main, []byte("# This file lists no clusters")) {
+					t.Errorf("a split object's file lists clusters or does not say where they are:\n%s", main)
+				}
+			}
+		})
+	}
+}
+
+func TestSplitRunWritesOnlyTheChangedParts(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	s, _ := newStore(r)
+	s.Interval = 0
+	run := withKind([]runtime.Object{bigRun("", 0, 1000, 1000)})[0].(*fleet.UpdateRun)
+	s.Put(refOfObj(run), run)
+	if err := s.Flush(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+
+	// One cluster of the second stage changes.
+	run.Status.StagesStatus[1].Clusters[523].Conditions[1].Message = "changed"
+	s.Put(refOfObj(run), run)
+	if err := s.Flush(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	c := r.lastCommit(t)
+	if got, want := c.changes.WritePaths(), []string{"status/runs/example-run.clusters/stage-1/00520.yaml"}; !slices.Equal(got, want) || len(c.changes.Deletes) > 0 {
+		t.Errorf("commit wrote %v and deleted %v, want only %v", got, c.changes.Deletes, want)
+	}
+	if !strings.HasPrefix(c.message, "status: example-run ") {
+		t.Errorf("the commit message does not name the run: %q", c.message)
+	}
+
+	// The run shrinks below the threshold: the parts go, the file is whole.
+	run.Status.StagesStatus = run.Status.StagesStatus[:1]
+	run.Status.StagesStatus[0].Clusters = run.Status.StagesStatus[0].Clusters[:5]
+	s.Put(refOfObj(run), run)
+	if err := s.Flush(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := files(t, filepath.Join(string(r.Dir), StatusDir)); !slices.Equal(got, []string{"runs/example-run.yaml"}) {
+		t.Errorf("after shrinking, files are %v", got)
+	}
+
+	// Deleting the object deletes every file it had.
+	s.Put(refOfObj(run), bigRun("", 0, 60))
+	if err := s.Flush(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	s.Delete(refOfObj(run))
+	if err := s.Flush(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := files(t, filepath.Join(string(r.Dir), StatusDir)); len(got) != 0 {
+		t.Errorf("after deleting, files are %v", got)
+	}
+}
+
+func TestReadObjectsRefusesIncompleteOrForeignParts(t *testing.T) {
+	stored := func(t *testing.T) Dir {
+		r := newRepo(t)
+		s, _ := newStore(r)
+		obj := withKind([]runtime.Object{bigRun("", 0, 25, 30)})[0]
+		s.Put(refOfObj(obj), obj)
+		if err := s.Flush(context.Background(), true); err != nil {
+			t.Fatal(err)
+		}
+		return r.Dir
+	}
+	const parts = "status/runs/example-run.clusters/"
+	for _, tc := range []struct {
+		name   string
+		change func(d Dir) error
+		want   string
+	}{
+		{"a missing part", func(d Dir) error { return os.Remove(d.join(parts + "stage-0/00010.yaml")) },
+			parts + "stage-0/00020.yaml: starts at entry 20, but the parts before it hold 10"},
+		{"a part of a stage the run does not have", func(d Dir) error {
+			return os.Rename(d.join(parts+"stage-1"), d.join(parts+"stage-9"))
+		}, parts + "stage-9/00000.yaml: status/runs/example-run.yaml has no stage \"stage-9\""},
+		{"a part of another stage", func(d Dir) error {
+			return os.Rename(d.join(parts+"stage-0/00020.yaml"), d.join(parts+"stage-1/00030.yaml"))
+		}, parts + "stage-1/00030.yaml: holds clusters of stage \"stage-0\", not \"stage-1\""},
+		{"a part with a typo", func(d Dir) error {
+			return os.WriteFile(d.join(parts+"stage-0/00020.yaml"), []byte("stageName: stage-0\nclusterz: []\n"), 0o644)
+		}, parts + "stage-0/00020.yaml: unknown field \"clusterz\""},
+		{"parts without their run", func(d Dir) error { return os.Remove(d.join("status/runs/example-run.yaml")) },
+			parts + "stage-0/00000.yaml: part of status/runs/example-run.yaml, which does not exist"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := stored(t)
+			if err := tc.change(d); err != nil {
+				t.Fatal(err)
+			}
+			objs, errs := ReadObjects(d, StatusDir)
+			if len(objs) != 0 || len(errs) == 0 || errs[0].Error() != tc.want {
+				t.Errorf("got %d objects, errors %v; want none and %q", len(objs), errs, tc.want)
+			}
+		})
+	}
+}
+
+func TestRefForNamesThePartsOfSplitObjects(t *testing.T) {
+	for p, want := range map[string]Ref{
+		"status/runs/example-run.clusters/canary/00010.yaml":           {Kind: fleet.KindClusterStagedUpdateRun, Name: "example-run", Part: "canary/00010.yaml"},
+		"status/runs/ns/example-run.clusters/deletionStage/00000.yaml": {Kind: fleet.KindStagedUpdateRun, Namespace: "ns", Name: "example-run", Part: "deletionStage/00000.yaml"},
+		"status/placements/p.v2.clusters/00000.yaml":                   {Kind: fleet.KindClusterResourcePlacement, Name: "p.v2", Part: "00000.yaml"},
+	} {
+		got, err := RefFor(p)
+		if err != nil || got != want {
+			t.Errorf("RefFor(%s) = %+v, %v; want %+v", p, got, err, want)
+		}
+	}
+	for _, p := range []string{
+		"status/runs/example-run.clusters/00010.yaml",
+		"status/placements/p.clusters/canary/00000.yaml",
+		"status/runs/a/b/c.clusters/s/00000.yaml",
+	} {
+		if ref, err := RefFor(p); err == nil {
+			t.Errorf("RefFor(%s) = %+v, want an error", p, ref)
+		}
+	}
+}
