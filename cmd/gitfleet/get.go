@@ -524,46 +524,30 @@ func (q *query) where(k kindRef) string {
 	return s
 }
 
-// readFamily decodes every .yaml file below dir of the repository, in file
-// order with numbers compared as numbers (snapshot 10 after 9). As the hub
-// does when it loads the tree, it refuses a file whose object belongs
-// elsewhere: the path is part of what gitfleet records. Problems name the
-// file; the other files are still read.
+// readFamily decodes every object stored below dir of the repository, in
+// file order with numbers compared as numbers (snapshot 10 after 9). A run
+// or placement too large for one file is assembled from its parts
+// (status.ReadObjects), so it prints whole. As the hub does when it loads
+// the tree, it refuses a file whose object belongs elsewhere: the path is
+// part of what gitfleet records. Problems name the file; the other files
+// are still read.
 func readFamily(repo, dir string) ([]runtime.Object, []render.ManifestError) {
-	files := status.Dir(repo)
-	paths, err := files.List(dir)
-	if err != nil {
-		return nil, []render.ManifestError{{File: dir, Message: fmt.Sprintf("cannot list: %v", err)}}
+	stored, errs := status.ReadObjects(status.Dir(repo), dir)
+	slices.SortFunc(stored, func(a, b status.StoredObject) int { return naturalCompare(a.Path, b.Path) })
+	objs := make([]runtime.Object, len(stored))
+	for i, so := range stored {
+		objs[i] = so.Object
 	}
-	slices.SortFunc(paths, naturalCompare)
-	var objs []runtime.Object
 	var problems []render.ManifestError
-	for _, p := range paths {
-		if !strings.HasSuffix(p, ".yaml") {
-			continue
+	for _, err := range errs {
+		var fe *status.FileError
+		if errors.As(err, &fe) {
+			problems = append(problems, render.ManifestError{File: fe.File, Message: fe.Err.Error()})
+		} else {
+			problems = append(problems, render.ManifestError{File: dir, Message: err.Error()})
 		}
-		problem := func(format string, args ...any) {
-			problems = append(problems, render.ManifestError{File: p, Message: fmt.Sprintf(format, args...)})
-		}
-		data, err := files.Read(p)
-		if err != nil {
-			problem("%v", err)
-			continue
-		}
-		obj, err := status.DecodeFile(p, data)
-		if err != nil {
-			problem("%s", strings.TrimPrefix(err.Error(), p+": "))
-			continue
-		}
-		if want, err := status.PathFor(obj); err != nil {
-			problem("%v", err)
-			continue
-		} else if want != p {
-			problem("holds %s %s, which belongs in %s", obj.GetObjectKind().GroupVersionKind().Kind, objectName(obj), want)
-			continue
-		}
-		objs = append(objs, obj)
 	}
+	slices.SortStableFunc(problems, func(a, b render.ManifestError) int { return naturalCompare(a.File, b.File) })
 	return objs, problems
 }
 

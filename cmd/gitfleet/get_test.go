@@ -13,6 +13,11 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/clock"
 	"github.com/gitfleet/gitfleet/hub/embedded"
 	"github.com/gitfleet/gitfleet/internal/golden"
 	"github.com/gitfleet/gitfleet/simulate"
@@ -336,5 +341,40 @@ func TestGetFromASubfolderAndBindingsByCluster(t *testing.T) {
 	}
 	if out, _, code := gitfleet(t, "get"); code != 0 || !strings.Contains(out, "SHORTNAMES") || !strings.Contains(out, "csur") {
 		t.Errorf("get with no kind: exit %d\n%s", code, out)
+	}
+}
+
+// A run too large for one file is stored split (status.SplitThreshold);
+// get prints it whole, as KubeFleet would, and tables count its clusters.
+func TestGetAssemblesASplitRun(t *testing.T) {
+	repo := t.TempDir()
+	run := &fleet.UpdateRun{
+		ObjectMeta: metav1.ObjectMeta{Name: "big-run", Generation: 1},
+		Spec:       fleet.UpdateRunSpec{PlacementName: "app", StagedUpdateStrategyName: "s", State: fleet.StateRun},
+	}
+	for s, n := range []int{3, 70} {
+		st := fleet.StageUpdatingStatus{StageName: fmt.Sprintf("stage-%d", s)}
+		for i := range n {
+			st.Clusters = append(st.Clusters, fleet.ClusterUpdatingStatus{ClusterName: fmt.Sprintf("member-%d-%03d", s, i),
+				Conditions: []metav1.Condition{{Type: "Started", Status: "True", Reason: "ClusterUpdatingStarted",
+					Message: "Cluster update started", ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(testNow)}}})
+		}
+		run.Status.StagesStatus = append(run.Status.StagesStatus, st)
+	}
+	store := status.NewTreeStore(status.Dir(repo), status.Dir(repo), clock.NewFake(testNow))
+	store.Put(embedded.ObjectRef{Kind: fleet.KindClusterStagedUpdateRun, Key: types.NamespacedName{Name: run.Name}}, run)
+	if err := store.Flush(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "status", "runs", "big-run.clusters", "stage-1", "00060.yaml")); err != nil {
+		t.Fatalf("the run was not stored split: %v", err)
+	}
+	want, err := status.Encode(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := gitfleet(t, "get", "run", "big-run", "--repo", repo, "-o", "yaml")
+	if code != 0 || out != string(want) {
+		t.Errorf("exit %d, stderr %q, printed:\n%s\nwant:\n%s", code, errOut, out, want)
 	}
 }
