@@ -3,16 +3,20 @@ package gitops_test
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"runtime"
+	"runtime/metrics"
 	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +27,8 @@ import (
 	"github.com/gitfleet/gitfleet/gitops"
 	"github.com/gitfleet/gitfleet/gitsource"
 	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/simulate"
+	"github.com/gitfleet/gitfleet/status"
 )
 
 // syncObserver tells a benchmark when the daemon processed a commit.
@@ -189,6 +195,12 @@ func BenchmarkCommitToSnapshot(b *testing.B) {
 // stagedFleet is n simulated members, available at once, rolled out in one
 // stage at maxConcurrency; no run yet.
 func stagedFleet(n int, maxConcurrency string) map[string][]byte {
+	return stagedFleetStages(n, 1, maxConcurrency)
+}
+
+// stagedFleetStages is stagedFleet in the given number of stages: member i
+// goes to stage i%stages, by its label "stage".
+func stagedFleetStages(n, stages int, maxConcurrency string) map[string][]byte {
 	var members bytes.Buffer
 	for i := range n {
 		fmt.Fprintf(&members, `---
@@ -198,6 +210,7 @@ metadata:
   name: member-%04d
   labels:
     environment: prod
+    stage: s%d
   annotations:
     gitfleet.io/driver: simulated
     gitfleet.io/sim-available-after: 0s
@@ -206,7 +219,27 @@ spec:
     kind: ServiceAccount
     name: fleet-member-agent-member-%04d
     namespace: fleet-system
-`, i, i)
+`, i, i%stages, i)
+	}
+	var strategy bytes.Buffer
+	strategy.WriteString(`apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ClusterStagedUpdateStrategy
+metadata:
+  name: all-at-once
+spec:
+  stages:
+`)
+	for s := range stages {
+		selector := "environment: prod"
+		if stages > 1 {
+			selector = fmt.Sprintf("stage: s%d", s)
+		}
+		fmt.Fprintf(&strategy, `    - name: prod%s
+      maxConcurrency: %s
+      labelSelector:
+        matchLabels:
+          %s
+`, strings.Repeat("-"+strconv.Itoa(s), min(stages-1, 1)), maxConcurrency, selector)
 	}
 	return map[string][]byte{
 		"members.yaml": members.Bytes(),
@@ -227,18 +260,7 @@ spec:
   strategy:
     type: External
 `),
-		"strategy.yaml": fmt.Appendf(nil, `apiVersion: placement.kubernetes-fleet.io/v1beta1
-kind: ClusterStagedUpdateStrategy
-metadata:
-  name: all-at-once
-spec:
-  stages:
-    - name: prod
-      maxConcurrency: %s
-      labelSelector:
-        matchLabels:
-          environment: prod
-`, maxConcurrency),
+		"strategy.yaml": strategy.Bytes(),
 	}
 }
 
@@ -335,47 +357,185 @@ func BenchmarkWebhookToFirstClusterStarted(b *testing.B) {
 	}
 }
 
-// BenchmarkStatusCommitsPerRun rolls one run out to 100 and to 1,000
-// simulated clusters in one stage at maxConcurrency 10% and counts what
-// gitfleet wrote to the remote for it: commits and bytes of new status
-// blobs. Commits follow the passes that start work (10 batches either way),
-// not the number of clusters.
+// benchClusters are the fleet sizes of the Git-scale benchmarks. 10,000
+// takes minutes, so it runs only when asked for:
+//
+//	go test ./gitops/ -run '^$' -bench StatusCommitsPerRun -benchtime 1x -args -bench-clusters 1000,10000
+var benchClusters = flag.String("bench-clusters", "100,1000", "comma-separated fleet sizes of BenchmarkStatusCommitsPerRun")
+
+// BenchmarkStatusCommitsPerRun rolls one run out to simulated clusters in
+// 1 and in 10 stages at maxConcurrency 10% and measures what it cost:
+// commits and bytes that gitfleet added to the remote (new status blobs, by
+// folder, and the remote's growth by git count-objects), the CPU of the
+// serve loop against that of `simulate` of the same repository, and the
+// peak heap. Commits follow the passes that start work, not the number of
+// clusters; bytes follow what changed.
 //
 //	go test ./gitops/ -run '^$' -bench StatusCommitsPerRun -benchtime 1x
 func BenchmarkStatusCommitsPerRun(b *testing.B) {
-	for _, n := range []int{100, 1000} {
-		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
-			var commits int
-			written := map[string]int{}
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				r := newFleetRepo(b, stagedFleet(n, `"10%"`))
-				d := startDaemon(b, "file://"+r.remote, b.TempDir(), 50*time.Millisecond)
-				eventually(b, "the placement's snapshot and bindings", func() bool {
-					bs, err := d.Hub.ListBindings(context.Background(), hub.Key{Name: "app"})
-					return err == nil && len(bs) == n && !d.Store.Pending()
-				})
-				waitFlushed(b, d)
-				b.StartTimer()
-				runCommit := r.commit("run", map[string][]byte{"run.yaml": runFile("run")})
-				r.waitPhase("run", fleet.PhaseSucceeded)
-				b.StopTimer()
-				waitFlushed(b, d)
-				d.stop(b)
-				own := ownCommits(b, r, runCommit+"..main")
-				commits += len(own)
-				for k, v := range newBlobBytes(b, r, own) {
-					written[k] += v
+	for _, size := range strings.Split(*benchClusters, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(size))
+		if err != nil {
+			b.Fatalf("-bench-clusters: %v", err)
+		}
+		for _, stages := range []int{1, 10} {
+			b.Run(fmt.Sprintf("clusters=%d/stages=%d", n, stages), func(b *testing.B) {
+				var commits, remoteBytes int
+				var serveCPU, gitCPU, simCPU time.Duration
+				var peak uint64
+				written := map[string]int{}
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					r := newFleetRepo(b, stagedFleetStages(n, stages, `"10%"`))
+					d := startDaemon(b, "file://"+r.remote, b.TempDir(), 50*time.Millisecond)
+					eventually(b, "the placement's snapshot and bindings", func() bool {
+						bs, err := d.Hub.ListBindings(context.Background(), hub.Key{Name: "app"})
+						return err == nil && len(bs) == n && !d.Store.Pending()
+					})
+					waitFlushed(b, d)
+					before := remoteSize(b, r)
+					runtime.GC()
+					heap := watchHeap()
+					self, children := cpuTimes()
+					b.StartTimer()
+					runCommit := r.commit("run", map[string][]byte{"run.yaml": runFile("run")})
+					d.poke()
+					eventually(b, "the run to succeed", func() bool {
+						run, err := d.Hub.GetUpdateRun(context.Background(), hub.Key{Name: "run"})
+						return err == nil && run.Phase() == fleet.PhaseSucceeded
+					})
+					waitFlushed(b, d)
+					b.StopTimer()
+					self2, children2 := cpuTimes()
+					serveCPU += self2 - self
+					gitCPU += children2 - children
+					peak = max(peak, heap())
+					d.stop(b)
+					remoteBytes += remoteSize(b, r) - before
+					if run := r.waitPhase("run", fleet.PhaseSucceeded); run == nil {
+						b.Fatal("the run did not succeed in Git")
+					}
+					own := ownCommits(b, r, runCommit+"..main")
+					commits += len(own)
+					for k, v := range newBlobBytes(b, r, own) {
+						written[k] += v
+					}
+					self, _ = cpuTimes()
+					if _, err := simulate.Run(context.Background(), simulate.Options{Repo: r.work, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}); err != nil {
+						b.Fatal(err)
+					}
+					self2, _ = cpuTimes()
+					simCPU += self2 - self
 				}
-			}
-			per := func(v int) float64 { return float64(v) / float64(b.N) }
-			b.ReportMetric(per(commits), "commits/run")
-			b.ReportMetric(per(written[""]), "status-bytes/run")
-			b.ReportMetric(per(written[""])/float64(n), "status-bytes/cluster")
-			b.ReportMetric(per(written["status/runs"]), "run-file-bytes/run")
-			b.ReportMetric(per(written["status/bindings"]), "binding-bytes/run")
-			b.ReportMetric(per(written["status/placements"]), "placement-bytes/run")
+				per := func(v int) float64 { return float64(v) / float64(b.N) }
+				b.ReportMetric(per(commits), "commits/run")
+				b.ReportMetric(per(written[""])/float64(n), "status-bytes/cluster")
+				b.ReportMetric(per(remoteBytes)/float64(n), "remote-bytes/cluster")
+				b.ReportMetric(per(written["status/runs"]), "run-file-bytes/run")
+				b.ReportMetric(per(written["status/bindings"]), "binding-bytes/run")
+				b.ReportMetric(per(written["status/placements"]), "placement-bytes/run")
+				b.ReportMetric(serveCPU.Seconds()/float64(b.N), "serve-cpu-s")
+				b.ReportMetric(gitCPU.Seconds()/float64(b.N), "git-cpu-s")
+				b.ReportMetric(simCPU.Seconds()/float64(b.N), "simulate-cpu-s")
+				b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+			})
+		}
+	}
+}
+
+// BenchmarkSerialStage measures a stage of 100 instantly available
+// clusters at maxConcurrency 1 through Git, from the run's push to
+// Succeeded pushed: one guarded commit and push per cluster, with serve's
+// default status batching.
+//
+//	go test ./gitops/ -run '^$' -bench SerialStage -benchtime 1x
+func BenchmarkSerialStage(b *testing.B) {
+	const n = 100
+	var took time.Duration
+	var commits int
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		r := newFleetRepo(b, stagedFleet(n, "1"))
+		d := startDaemonWith(b, "file://"+r.remote, b.TempDir(), 50*time.Millisecond, func(c *gitops.Config) { c.StatusInterval = status.DefaultInterval })
+		eventually(b, "the placement's snapshot and bindings", func() bool {
+			bs, err := d.Hub.ListBindings(context.Background(), hub.Key{Name: "app"})
+			return err == nil && len(bs) == n && !d.Store.Pending()
 		})
+		waitFlushed(b, d)
+		b.StartTimer()
+		start := time.Now()
+		runCommit := r.commit("run", map[string][]byte{"run.yaml": runFile("run")})
+		d.poke()
+		eventually(b, "the run to succeed", func() bool {
+			run, err := d.Hub.GetUpdateRun(context.Background(), hub.Key{Name: "run"})
+			return err == nil && run.Phase() == fleet.PhaseSucceeded
+		})
+		waitFlushed(b, d)
+		took += time.Since(start)
+		b.StopTimer()
+		d.stop(b)
+		commits += len(ownCommits(b, r, runCommit+"..main"))
+	}
+	b.ReportMetric(took.Seconds()/float64(b.N), "push-to-succeeded-s")
+	b.ReportMetric(float64(took.Milliseconds())/float64(b.N)/n, "ms/cluster")
+	b.ReportMetric(float64(commits)/float64(b.N), "commits/run")
+}
+
+// remoteSize is what git count-objects says the remote takes on disk, in
+// bytes: loose objects and packs.
+func remoteSize(b testing.TB, r *fleetRepo) int {
+	b.Helper()
+	total := 0
+	for _, line := range strings.Split(r.git("count-objects", "-v"), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		if k == "size" || k == "size-pack" {
+			kib, _ := strconv.Atoi(strings.TrimSpace(v))
+			total += kib << 10
+		}
+	}
+	return total
+}
+
+// cpuTimes is the CPU time (user and system) of this process and of its
+// waited-for children (git receive-pack and upload-pack).
+func cpuTimes() (self, children time.Duration) {
+	var ru syscall.Rusage
+	cpu := func(who int) time.Duration {
+		if err := syscall.Getrusage(who, &ru); err != nil {
+			return 0
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return cpu(syscall.RUSAGE_SELF), cpu(syscall.RUSAGE_CHILDREN)
+}
+
+// watchHeap samples the heap in use until the returned function is called,
+// which stops and returns the peak.
+func watchHeap() func() uint64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(sample)
+			if v := sample[0].Value.Uint64(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(stop)
+		<-done
+		return peak.Load()
 	}
 }
 
