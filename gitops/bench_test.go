@@ -92,7 +92,7 @@ func (o *syncObserver) drain() {
 }
 
 // waitFlushed waits until the daemon has no status left to push.
-func waitFlushed(b *testing.B, d *daemon) {
+func waitFlushed(b testing.TB, d *daemon) {
 	b.Helper()
 	eventually(b, "status to be pushed", func() bool { return !d.Store.Pending() })
 }

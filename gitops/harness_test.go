@@ -165,13 +165,42 @@ func (r *fleetRepo) object(path string) runtime.Object {
 	return obj
 }
 
-// run returns a run's status file from the remote, or nil.
+// run returns a run from the remote's status tree, or nil; a run too
+// large for one file is assembled from its parts, as gitfleet reads it.
 func (r *fleetRepo) run(name string) *fleet.UpdateRun {
-	o := r.object("status/runs/" + name + ".yaml")
-	if o == nil {
+	p := "status/runs/" + name + ".yaml"
+	data := r.file(p)
+	if data == nil {
 		return nil
 	}
-	return o.(*fleet.UpdateRun)
+	if !strings.HasPrefix(string(data), "# This file lists no clusters") {
+		return r.object(p).(*fleet.UpdateRun)
+	}
+	objs, errs := status.ReadObjects(remoteFiles{r}, "status/runs")
+	if len(errs) > 0 {
+		r.t.Fatalf("reading the runs: %v", errs)
+	}
+	for _, o := range objs {
+		if o.Path == p {
+			return o.Object.(*fleet.UpdateRun)
+		}
+	}
+	return nil
+}
+
+// remoteFiles reads the remote's main branch as status.Files.
+type remoteFiles struct{ r *fleetRepo }
+
+func (f remoteFiles) Read(p string) ([]byte, error) {
+	if data := f.r.file(p); data != nil {
+		return data, nil
+	}
+	return nil, os.ErrNotExist
+}
+
+func (f remoteFiles) List(prefix string) ([]string, error) {
+	out, err := gitRun(f.r.remote, "ls-tree", "-r", "--name-only", "main", "--", prefix)
+	return strings.Fields(out), err
 }
 
 func (r *fleetRepo) approval(name string) *fleet.ApprovalRequest {
