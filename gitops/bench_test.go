@@ -398,13 +398,7 @@ func BenchmarkStatusCommitsPerRun(b *testing.B) {
 					heap := watchHeap()
 					self, children := cpuTimes()
 					b.StartTimer()
-					runCommit := r.commit("run", map[string][]byte{"run.yaml": runFile("run")})
-					d.poke()
-					eventually(b, "the run to succeed", func() bool {
-						run, err := d.Hub.GetUpdateRun(context.Background(), hub.Key{Name: "run"})
-						return err == nil && run.Phase() == fleet.PhaseSucceeded
-					})
-					waitFlushed(b, d)
+					runCommit := pushRunUntilSucceeded(b, r, d)
 					b.StopTimer()
 					self2, children2 := cpuTimes()
 					serveCPU += self2 - self
@@ -464,13 +458,7 @@ func BenchmarkSerialStage(b *testing.B) {
 		waitFlushed(b, d)
 		b.StartTimer()
 		start := time.Now()
-		runCommit := r.commit("run", map[string][]byte{"run.yaml": runFile("run")})
-		d.poke()
-		eventually(b, "the run to succeed", func() bool {
-			run, err := d.Hub.GetUpdateRun(context.Background(), hub.Key{Name: "run"})
-			return err == nil && run.Phase() == fleet.PhaseSucceeded
-		})
-		waitFlushed(b, d)
+		runCommit := pushRunUntilSucceeded(b, r, d)
 		took += time.Since(start)
 		b.StopTimer()
 		d.stop(b)
@@ -479,6 +467,20 @@ func BenchmarkSerialStage(b *testing.B) {
 	b.ReportMetric(took.Seconds()/float64(b.N), "push-to-succeeded-s")
 	b.ReportMetric(float64(took.Milliseconds())/float64(b.N)/n, "ms/cluster")
 	b.ReportMetric(float64(commits)/float64(b.N), "commits/run")
+}
+
+// pushRunUntilSucceeded pushes a run file and waits until the run has
+// succeeded and its status is pushed; it returns the run's commit.
+func pushRunUntilSucceeded(b testing.TB, r *fleetRepo, d *daemon) string {
+	b.Helper()
+	runCommit := r.commit("run", map[string][]byte{"run.yaml": runFile("run")})
+	d.poke()
+	eventually(b, "the run to succeed", func() bool {
+		run, err := d.Hub.GetUpdateRun(context.Background(), hub.Key{Name: "run"})
+		return err == nil && run.Phase() == fleet.PhaseSucceeded
+	})
+	waitFlushed(b, d)
+	return runCommit
 }
 
 // remoteSize is what git count-objects says the remote takes on disk, in

@@ -172,11 +172,7 @@ func assemble(obj runtime.Object, mainPath string, parts map[string][]byte) erro
 		return nil
 	}
 	// Group the parts by folder (stage), in order of their first entry.
-	type file struct {
-		path  string
-		first int
-	}
-	groups := map[string][]file{}
+	groups := map[string][]partFile{}
 	for p := range parts {
 		_, rest, _ := partOf(p)
 		dir, name := path.Split(rest)
@@ -185,20 +181,18 @@ func assemble(obj runtime.Object, mainPath string, parts map[string][]byte) erro
 			return fmt.Errorf("%s: file name is not the position of its first entry", p)
 		}
 		dir = strings.TrimSuffix(dir, "/")
-		groups[dir] = append(groups[dir], file{p, first})
+		groups[dir] = append(groups[dir], partFile{p, first})
 	}
-	next := func(fs []file, i, have int) error {
-		if fs[i].first != have {
-			return fmt.Errorf("%s: starts at entry %d, but the parts before it hold %d", fs[i].path, fs[i].first, have)
-		}
-		return nil
-	}
-	for _, fs := range groups {
+	dirs := make([]string, 0, len(groups))
+	for dir, fs := range groups {
 		sort.Slice(fs, func(i, j int) bool { return fs[i].first < fs[j].first })
+		dirs = append(dirs, dir)
 	}
+	sort.Strings(dirs)
 	switch o := obj.(type) {
 	case *fleet.UpdateRun:
-		for dir, fs := range groups {
+		for _, dir := range dirs {
+			fs := groups[dir]
 			stage := stageFor(o, dir)
 			if stage == nil {
 				return fmt.Errorf("%s: %s has no stage %q", fs[0].path, mainPath, dir)
@@ -206,22 +200,18 @@ func assemble(obj runtime.Object, mainPath string, parts map[string][]byte) erro
 			if len(stage.Clusters) > 0 {
 				return fmt.Errorf("%s: stage %q of %s already lists its clusters", fs[0].path, stage.StageName, mainPath)
 			}
-			var all []fleet.ClusterUpdatingStatus
-			for i, f := range fs {
-				if err := next(fs, i, len(all)); err != nil {
-					return err
-				}
+			all, err := concat(fs, parts, func(p string, data []byte) ([]fleet.ClusterUpdatingStatus, error) {
 				var rp runPart
-				if err := strictUnmarshal(parts[f.path], &rp); err != nil {
-					return fmt.Errorf("%s: %w", f.path, err)
+				if err := strictUnmarshal(data, &rp); err != nil {
+					return nil, err
 				}
 				if rp.StageName != stage.StageName {
-					return fmt.Errorf("%s: holds clusters of stage %q, not %q", f.path, rp.StageName, stage.StageName)
+					return nil, fmt.Errorf("holds clusters of stage %q, not %q", rp.StageName, stage.StageName)
 				}
-				if len(rp.Clusters) == 0 {
-					return fmt.Errorf("%s: lists no clusters", f.path)
-				}
-				all = append(all, rp.Clusters...)
+				return rp.Clusters, nil
+			})
+			if err != nil {
+				return err
 			}
 			stage.Clusters = all
 		}
@@ -233,25 +223,45 @@ func assemble(obj runtime.Object, mainPath string, parts map[string][]byte) erro
 		if !ok || len(groups) > 1 {
 			return fmt.Errorf("%s: placements have no folders of parts", firstKey(parts))
 		}
-		var all []fleet.PerClusterPlacementStatus
-		for i, f := range fs {
-			if err := next(fs, i, len(all)); err != nil {
-				return err
-			}
+		all, err := concat(fs, parts, func(p string, data []byte) ([]fleet.PerClusterPlacementStatus, error) {
 			var pp placementPart
-			if err := strictUnmarshal(parts[f.path], &pp); err != nil {
-				return fmt.Errorf("%s: %w", f.path, err)
-			}
-			if len(pp.PlacementStatuses) == 0 {
-				return fmt.Errorf("%s: lists no placementStatuses", f.path)
-			}
-			all = append(all, pp.PlacementStatuses...)
+			err := strictUnmarshal(data, &pp)
+			return pp.PlacementStatuses, err
+		})
+		if err != nil {
+			return err
 		}
 		o.Status.PlacementStatuses = all
 	default:
 		return fmt.Errorf("%s: %s is not split", firstKey(parts), mainPath)
 	}
 	return nil
+}
+
+// partFile is a part file and the position of its first entry.
+type partFile struct {
+	path  string
+	first int
+}
+
+// concat reads a folder's parts, sorted, and joins their entries, checking
+// that each starts where the ones before it ended; read decodes one part.
+func concat[T any](fs []partFile, parts map[string][]byte, read func(p string, data []byte) ([]T, error)) ([]T, error) {
+	var all []T
+	for _, f := range fs {
+		if f.first != len(all) {
+			return nil, fmt.Errorf("%s: starts at entry %d, but the parts before it hold %d", f.path, f.first, len(all))
+		}
+		entries, err := read(f.path, parts[f.path])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.path, err)
+		}
+		if len(entries) == 0 {
+			return nil, fmt.Errorf("%s: lists no entries", f.path)
+		}
+		all = append(all, entries...)
+	}
+	return all, nil
 }
 
 // stageFor finds the stage whose parts are in folder dir.
