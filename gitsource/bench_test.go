@@ -119,3 +119,27 @@ func BenchmarkApplyWhilePeoplePush(b *testing.B) {
 	b.ReportMetric(float64(lat[(len(lat)*99)/100].Milliseconds()), "p99-ms")
 	b.ReportMetric(float64(retries)/float64(len(lat)), "reapplies/op")
 }
+
+// BenchmarkApplyGuarded measures the guarded write of one cluster in a
+// serial stage: three small status files (a part of the run, the binding,
+// a part of the placement) committed and pushed over file://.
+//
+//	go test ./gitsource/ -run '^$' -bench ApplyGuarded -cpuprofile cpu.out
+func BenchmarkApplyGuarded(b *testing.B) {
+	f := newFixture(b)
+	s := f.open(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		ch := Change{Message: "status: run stage prod 1 cluster updating", Writes: map[string][]byte{
+			fmt.Sprintf("status/runs/r.clusters/prod/%05d.yaml", i/10*10):  fmt.Appendf(nil, "cluster: %d\n", i),
+			fmt.Sprintf("status/bindings/p/cluster-%03d.yaml", i%100):      fmt.Appendf(nil, "pass: %d\n", i),
+			fmt.Sprintf("status/placements/p.clusters/%05d.yaml", i/10*10): fmt.Appendf(nil, "cluster: %d\n", i),
+		}}
+		if _, err := s.Apply(ctx, ch); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
