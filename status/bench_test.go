@@ -1,0 +1,67 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/clock"
+)
+
+// BenchmarkFlushOneBatch measures what one status commit of a 10-stage run
+// of 10,000 clusters costs the store: a batch of 100 clusters of one stage
+// changes, and the store encodes and hands over the changed files. The
+// "whole-file" case is the cost of encoding the run as one file, which is
+// what every commit paid before runs were split.
+//
+//	go test ./status/ -run '^$' -bench FlushOneBatch
+func BenchmarkFlushOneBatch(b *testing.B) {
+	run := withKind([]runtime.Object{bigRun("", 0, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000)})[0].(*fleet.UpdateRun)
+	b.Run("whole-file", func(b *testing.B) {
+		b.ReportAllocs()
+		bytes := 0
+		for b.Loop() {
+			data, err := Encode(run)
+			if err != nil {
+				b.Fatal(err)
+			}
+			bytes = len(data)
+		}
+		b.ReportMetric(float64(bytes), "bytes/commit")
+	})
+	b.Run("split", func(b *testing.B) {
+		written := 0
+		commits := 0
+		s := NewTreeStore(Dir(b.TempDir()), CommitterFunc(func(_ context.Context, ch Changeset, _ string, _ bool) error {
+			for _, data := range ch.Writes {
+				written += len(data)
+			}
+			commits++
+			return nil
+		}), clock.NewFake(t0))
+		s.Interval = 0
+		ref := refOfObj(run)
+		s.Put(ref, run)
+		if err := s.Flush(context.Background(), true); err != nil {
+			b.Fatal(err)
+		}
+		written, commits = 0, 0
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			stage := &run.Status.StagesStatus[i/10%10]
+			for c := range 100 {
+				stage.Clusters[(i%10)*100+c].Conditions[1].Message = fmt.Sprintf("pass %d", i)
+			}
+			s.Put(ref, run)
+			if err := s.Flush(context.Background(), true); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+		b.ReportMetric(float64(written)/float64(commits), "bytes/commit")
+	})
+}
