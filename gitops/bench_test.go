@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"sort"
@@ -198,8 +200,8 @@ func stagedFleet(n int, maxConcurrency string) map[string][]byte {
 	return stagedFleetStages(n, 1, maxConcurrency)
 }
 
-// stagedFleetStages is stagedFleet in the given number of stages: member i
-// goes to stage i%stages, by its label "stage".
+// stagedFleetStages is stagedFleet in the given number of stages (prod0,
+// prod1, ...): member i goes to stage i%stages, by its label "stage".
 func stagedFleetStages(n, stages int, maxConcurrency string) map[string][]byte {
 	var members bytes.Buffer
 	for i := range n {
@@ -239,7 +241,7 @@ spec:
       labelSelector:
         matchLabels:
           %s
-`, strings.Repeat("-"+strconv.Itoa(s), min(stages-1, 1)), maxConcurrency, selector)
+`, strings.Repeat(strconv.Itoa(s), min(stages-1, 1)), maxConcurrency, selector)
 	}
 	return map[string][]byte{
 		"members.yaml": members.Bytes(),
@@ -366,7 +368,7 @@ var benchClusters = flag.String("bench-clusters", "100,1000", "comma-separated f
 // BenchmarkStatusCommitsPerRun rolls one run out to simulated clusters in
 // 1 and in 10 stages at maxConcurrency 10% and measures what it cost:
 // commits and bytes that gitfleet added to the remote (new status blobs, by
-// folder, and the remote's growth by git count-objects), the CPU of the
+// folder, uncompressed; and the remote's object files, compressed), the CPU of the
 // serve loop against that of `simulate` of the same repository, and the
 // peak heap. Commits follow the passes that start work, not the number of
 // clusters; bytes follow what changed.
@@ -477,23 +479,34 @@ func pushRunUntilSucceeded(b testing.TB, r *fleetRepo, d *daemon) string {
 	d.poke()
 	eventually(b, "the run to succeed", func() bool {
 		run, err := d.Hub.GetUpdateRun(context.Background(), hub.Key{Name: "run"})
+		if err == nil && run.Phase() == fleet.PhaseFailed {
+			b.Fatalf("the run failed:\n%s", encode(b, run))
+		}
 		return err == nil && run.Phase() == fleet.PhaseSucceeded
 	})
 	waitFlushed(b, d)
 	return runCommit
 }
 
-// remoteSize is what git count-objects says the remote takes on disk, in
-// bytes: loose objects and packs.
+// remoteSize is the size of the remote's object files, loose and packed:
+// what git count-objects -v reports, but in bytes rather than disk blocks
+// (it rounds every loose object up to 4 KiB, which would count a small
+// status commit as 50 KiB).
 func remoteSize(b testing.TB, r *fleetRepo) int {
 	b.Helper()
 	total := 0
-	for _, line := range strings.Split(r.git("count-objects", "-v"), "\n") {
-		k, v, _ := strings.Cut(line, ": ")
-		if k == "size" || k == "size-pack" {
-			kib, _ := strconv.Atoi(strings.TrimSpace(v))
-			total += kib << 10
+	err := filepath.WalkDir(filepath.Join(r.remote, "objects"), func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || strings.HasSuffix(p, ".idx") || strings.Contains(p, "/info/") {
+			return err
 		}
+		fi, err := e.Info()
+		if err == nil {
+			total += int(fi.Size())
+		}
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
 	return total
 }
