@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/golden"
@@ -195,5 +196,33 @@ func TestDecodeAcceptsLeadingDocumentMarker(t *testing.T) {
 	doc := "---\napiVersion: cluster.kubernetes-fleet.io/v1beta1\nkind: MemberCluster\nmetadata:\n  name: member1\n"
 	if _, err := Decode([]byte(doc)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestToYAMLWritesWhatSigsYAMLWrites(t *testing.T) {
+	tricky := snapshot("", 2, -1)
+	tricky.Spec.SelectedResources = append(tricky.Spec.SelectedResources, runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap",
+		"metadata":{"name":"numbers","namespace":"n","labels":{"a":"1","b":"yes","c":"null","d":"1e3"}},
+		"data":{"x":"é\u00e9 \"q\" \n line","empty":""},
+		"spec":{"ints":[0,1,-7,9223372036854775807,-9223372036854775808,18446744073709551615,18446744073709551616],
+		"floats":[1.0,1.5,1e3,0.1,1e-7,-2.5e10,1e300,123456789012345678901234567890],
+		"mixed":[true,false,null,"",[],{},[null],{"k":null}],"nested":{"b":{"a":[{"z":1,"y":[2]}]}}}}`)})
+	objs := append(allKinds(), tricky, bigRun("", 2, 60, 3), bigPlacement("team-a", 70))
+	for _, obj := range withKind(objs) {
+		content, err := cleanMap(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := yaml.Marshal(content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := toYAML(content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s:\ngot\n%s\nwant (sigs.k8s.io/yaml)\n%s", describeObject(obj), got, want)
+		}
 	}
 }
