@@ -54,7 +54,7 @@ func Supported(doc []byte) bool {
 			n := 0 // characters
 			for i++; i < len(doc) && doc[i] != '"'; i++ {
 				n++
-				if doc[i] >= 0x80 {
+				if doc[i] >= 0x7f { // DEL and beyond: not printable ASCII
 					return false
 				}
 				if doc[i] == '\\' {
