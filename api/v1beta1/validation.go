@@ -67,7 +67,7 @@ func patternMsg(p *field.Path, pattern string) string {
 var namespacedKinds = map[string]bool{
 	KindResourcePlacement: true, KindStagedUpdateStrategy: true, KindStagedUpdateRun: true,
 	KindApprovalRequest: true, KindResourceSnapshot: true, KindSchedulingPolicySnapshot: true,
-	KindResourceBinding: true,
+	KindResourceBinding: true, KindResourceOverride: true, KindResourceOverrideSnapshot: true,
 }
 
 // ValidateObjectMeta checks name and namespace the way the API server does
