@@ -37,8 +37,19 @@ func TestRenderReportsBrokenObjectsAndKeepsTheRest(t *testing.T) {
 		want []wantErr
 	}{
 		{"yaml-syntax", Options{}, []wantErr{{File: "bad.yaml", Line: 7, Message: "YAML syntax error: did not find expected key"}}},
-		{"unknown-kind", Options{}, []wantErr{{File: "override.yaml", Line: 2, Field: "kind", Kind: "ClusterResourceOverride", Name: "example-cro",
-			Message: "kind ClusterResourceOverride is not supported by gitfleet"}}},
+		{"unknown-kind", Options{}, []wantErr{{File: "eviction.yaml", Line: 2, Field: "kind", Kind: "ClusterResourcePlacementEviction", Name: "example-eviction",
+			Message: "kind ClusterResourcePlacementEviction is not supported by gitfleet"}}},
+		{"override-unknown-field", Options{}, []wantErr{{File: "cro.yaml", Line: 15, Field: "spec.policy.overrideRules[0].jsonPatchOverride",
+			Kind: "ClusterResourceOverride", Name: "example-cro", Message: "unknown field"}}},
+		{"override-forbidden-path", Options{}, []wantErr{{File: "ro.yaml", Line: 21, Field: "spec.policy.overrideRules[0].jsonPatchOverrides[0].path",
+			Kind: "ResourceOverride", Name: "example-ro",
+			Message: `Invalid value: invalid JSONPatchOverride {replace /metadata/name {"renamed"}}: cannot override metadata fields except annotations and labels`}}},
+		{"override-selected-twice", Options{}, []wantErr{
+			{File: "a.yaml", Line: 1, Field: "spec.clusterResourceSelectors[0]", Kind: "ClusterResourceOverride", Name: "cro-a",
+				Message: "invalid resource selector {Group: Version:v1 Kind:Namespace Name:test-namespace LabelSelector:nil SelectionScope:NamespaceWithResources}: the resource has been selected by both cro-a and cro-b, which is not supported"},
+			{File: "b.yaml", Line: 1, Field: "spec.clusterResourceSelectors[0]", Kind: "ClusterResourceOverride", Name: "cro-b",
+				Message: "the resource has been selected by both cro-b and cro-a, which is not supported"},
+		}},
 		{"missing-field", Options{}, []wantErr{
 			{File: "nokind.yaml", Line: 1, Field: "kind", Name: "what-am-i", Message: "required field is missing"},
 			{File: "noname.yaml", Line: 3, Field: "metadata.name", Kind: "ConfigMap", Message: "required field is missing"},
@@ -77,7 +88,7 @@ func TestRenderReportsBrokenObjectsAndKeepsTheRest(t *testing.T) {
 			if got := resourceKeys(c.Resources); !reflect.DeepEqual(got, []string{"ConfigMap test-namespace/still-here"}) {
 				t.Errorf("resources = %v, want only the good ConfigMap", got)
 			}
-			if n := len(c.Members) + len(c.Placements) + len(c.Strategies) + len(c.Runs); n != 0 {
+			if n := len(c.Members) + len(c.Placements) + len(c.Strategies) + len(c.Runs) + len(c.ClusterResourceOverrides) + len(c.ResourceOverrides); n != 0 {
 				t.Errorf("%d invalid fleet objects reached the content", n)
 			}
 		})

@@ -14,6 +14,11 @@ type Content struct {
 	Placements []*fleet.Placement // ClusterResourcePlacements and ResourcePlacements
 	Strategies []*fleet.UpdateStrategy
 	Runs       []*fleet.UpdateRun
+	// ClusterResourceOverrides and ResourceOverrides change the selected
+	// resources per member cluster (decoded and validated; not yet
+	// snapshotted or applied).
+	ClusterResourceOverrides []*fleet.ClusterResourceOverride
+	ResourceOverrides        []*fleet.ResourceOverride
 	// Resources are the workload resources, in SortResources order.
 	Resources []*unstructured.Unstructured
 	// Sources says where each rendered object came from.

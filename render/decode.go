@@ -19,6 +19,14 @@ import (
 // both decode into the same Go types (v1 is v1beta1's stable twin).
 var fleetVersions = map[string]bool{"v1beta1": true, "v1": true}
 
+// overrideKinds are also read in v1alpha1, the version KubeFleet's override
+// examples still use; its fields are v1beta1's.
+var overrideKinds = map[string]bool{fleet.KindClusterResourceOverride: true, fleet.KindResourceOverride: true}
+
+func supportedVersion(gvk schema.GroupVersionKind) bool {
+	return fleetVersions[gvk.Version] || gvk.Version == "v1alpha1" && overrideKinds[gvk.Kind] && gvk.Group == fleet.PlacementGroup
+}
+
 func isFleetGroup(group string) bool {
 	return group == fleet.PlacementGroup || group == fleet.ClusterGroup
 }
@@ -34,6 +42,8 @@ var supportedKinds = map[string]string{
 	fleet.KindStagedUpdateRun:             fleet.PlacementGroup,
 	fleet.KindClusterApprovalRequest:      fleet.PlacementGroup,
 	fleet.KindApprovalRequest:             fleet.PlacementGroup,
+	fleet.KindClusterResourceOverride:     fleet.PlacementGroup,
+	fleet.KindResourceOverride:            fleet.PlacementGroup,
 }
 
 // identify checks apiVersion, kind and metadata.name (which every manifest
@@ -82,6 +92,8 @@ type decoded struct {
 	strategy *fleet.UpdateStrategy
 	run      *fleet.UpdateRun
 	approval *fleet.ApprovalRequest
+	cro      *fleet.ClusterResourceOverride
+	ro       *fleet.ResourceOverride
 	resource *unstructured.Unstructured
 }
 
@@ -110,7 +122,7 @@ func decodeDocument(d document, inApprovals bool) (*decoded, []ManifestError) {
 		out.resource = res
 		return out, nil
 	}
-	if !fleetVersions[gvk.Version] {
+	if !supportedVersion(gvk) {
 		return nil, []ManifestError{mk("apiVersion", fmt.Sprintf("%s is not supported by gitfleet (use %s/v1beta1 or %s/v1)", gvk.GroupVersion(), gvk.Group, gvk.Group))}
 	}
 	if group, ok := supportedKinds[gvk.Kind]; !ok || group != gvk.Group {
@@ -185,6 +197,26 @@ func decodeDocument(d document, inApprovals bool) (*decoded, []ManifestError) {
 		o.TypeMeta = typeMeta
 		errs = fleet.ValidateApprovalRequest(o)
 		out.approval = o
+	case fleet.KindClusterResourceOverride:
+		o := &fleet.ClusterResourceOverride{}
+		if e := strictDecode(data, o, mk); len(e) > 0 {
+			return nil, e
+		}
+		o.TypeMeta = typeMeta
+		clearServerMeta(&o.ObjectMeta)
+		fleet.SetDefaultsClusterResourceOverride(o)
+		errs = fleet.ValidateClusterResourceOverride(o)
+		out.cro = o
+	case fleet.KindResourceOverride:
+		o := &fleet.ResourceOverride{}
+		if e := strictDecode(data, o, mk); len(e) > 0 {
+			return nil, e
+		}
+		o.TypeMeta = typeMeta
+		clearServerMeta(&o.ObjectMeta)
+		fleet.SetDefaultsResourceOverride(o)
+		errs = fleet.ValidateResourceOverride(o)
+		out.ro = o
 	}
 	if len(errs) > 0 {
 		return nil, fieldErrors(errs, mk)

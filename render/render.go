@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 )
 
@@ -242,9 +244,14 @@ func assemble(docs []document, fileErrs []ManifestError, inApprovals bool) (*Con
 			c.Resources = append(c.Resources, o.resource)
 		case o.approval != nil:
 			approvals = append(approvals, o.approval)
+		case o.cro != nil:
+			c.ClusterResourceOverrides = append(c.ClusterResourceOverrides, o.cro)
+		case o.ro != nil:
+			c.ResourceOverrides = append(c.ResourceOverrides, o.ro)
 		}
 	}
 	c.sort()
+	c.checkOverrideSelections()
 	sort.Slice(approvals, func(i, j int) bool {
 		if approvals[i].Namespace != approvals[j].Namespace {
 			return approvals[i].Namespace < approvals[j].Namespace
@@ -280,11 +287,60 @@ func (c *Content) sort() {
 	sort.Slice(c.Runs, func(i, j int) bool {
 		return byKey(c.Runs[i].Namespace, c.Runs[i].Name, c.Runs[j].Namespace, c.Runs[j].Name)
 	})
-	SortResources(c.Resources)
-	sort.SliceStable(c.Errors, func(i, j int) bool {
-		if c.Errors[i].File != c.Errors[j].File {
-			return c.Errors[i].File < c.Errors[j].File
-		}
-		return c.Errors[i].Line < c.Errors[j].Line
+	sort.Slice(c.ClusterResourceOverrides, func(i, j int) bool {
+		return c.ClusterResourceOverrides[i].Name < c.ClusterResourceOverrides[j].Name
 	})
+	sort.Slice(c.ResourceOverrides, func(i, j int) bool {
+		return byKey(c.ResourceOverrides[i].Namespace, c.ResourceOverrides[i].Name, c.ResourceOverrides[j].Namespace, c.ResourceOverrides[j].Name)
+	})
+	SortResources(c.Resources)
+	sortErrors(c.Errors)
+}
+
+// sortErrors orders errors by file and line.
+func sortErrors(errs []ManifestError) {
+	sort.SliceStable(errs, func(i, j int) bool {
+		if errs[i].File != errs[j].File {
+			return errs[i].File < errs[j].File
+		}
+		return errs[i].Line < errs[j].Line
+	})
+}
+
+// checkOverrideSelections applies the override webhooks' checks across
+// objects (a resource selected by two overrides, the count limits) and
+// takes the overrides concerned out, as the API server would have refused
+// them; callers keep a refused override's last accepted version (Withheld).
+func (c *Content) checkOverrideSelections() {
+	croErrs, roErrs := fleet.ValidateOverrideSelections(c.ClusterResourceOverrides, c.ResourceOverrides)
+	if len(croErrs) == 0 && len(roErrs) == 0 {
+		return
+	}
+	refuse := func(kind, namespace, name string, errs field.ErrorList) {
+		ref := ObjectRef{Group: fleet.PlacementGroup, Kind: kind, Namespace: namespace, Name: name}
+		src := c.Sources[ref]
+		for _, e := range errs {
+			c.Errors = append(c.Errors, ManifestError{File: src.File, Line: src.Line, Kind: kind, Namespace: namespace,
+				Name: name, Field: e.Field, Message: e.ErrorBody()})
+		}
+		delete(c.Sources, ref)
+	}
+	cros := c.ClusterResourceOverrides[:0:0]
+	for i, o := range c.ClusterResourceOverrides {
+		if errs := croErrs[i]; len(errs) > 0 {
+			refuse(o.Kind, "", o.Name, errs)
+			continue
+		}
+		cros = append(cros, o)
+	}
+	ros := c.ResourceOverrides[:0:0]
+	for i, o := range c.ResourceOverrides {
+		if errs := roErrs[i]; len(errs) > 0 {
+			refuse(o.Kind, o.Namespace, o.Name, errs)
+			continue
+		}
+		ros = append(ros, o)
+	}
+	c.ClusterResourceOverrides, c.ResourceOverrides = cros, ros
+	sortErrors(c.Errors)
 }

@@ -21,7 +21,7 @@ func TestValidateReportsEveryBrokenRepository(t *testing.T) {
 		args  []string
 	}{
 		{dir: "yaml-syntax", files: []string{"bad.yaml:7"}},
-		{dir: "unknown-kind", files: []string{"override.yaml:2"}},
+		{dir: "unknown-kind", files: []string{"eviction.yaml:2"}},
 		{dir: "missing-field", files: []string{"nokind.yaml:1", "noname.yaml:3", "run.yaml:5"}},
 		{dir: "invalid-strategy", files: []string{"strategy.yaml:11", "waittime.yaml:11"}},
 		{dir: "invalid-state", files: []string{"run.yaml:8"}},
