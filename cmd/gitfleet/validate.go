@@ -41,11 +41,16 @@ every problem gitfleet would report after the push, before you push:
   - runs whose placementName or stagedRolloutStrategyName names no object in
     the repository (a namespaced run looks in its namespace): such a run
     fails its initialization, and both fields are immutable;
+  - ClusterResourceOverrides and ResourceOverrides (v1beta1 or v1alpha1):
+    the KubeFleet webhook's rules and messages (patch paths such as /kind,
+    /metadata/name or /status, label selectors, Delete with patches), and
+    a resource selected by two overrides;
   - approval request files (approvals/) and status files (status/) that do
     not decode.
 
 It warns about a run whose resourceSnapshotIndex no snapshot recorded in
-status/ has (other than the next index, which the push may record). With
+status/ has (other than the next index, which the push may record), and
+about an override whose spec.placement names no placement in the tree. With
 --kubeconfig it also warns about every MemberCluster whose gitfleet.io/driver
 names a kubeconfig context that file does not have. Warnings do not change
 the exit code: status/ may lag the remote, and the kubeconfig of the machine
@@ -96,7 +101,8 @@ func validate(out io.Writer, repo, hubPath, kubeconfig string) error {
 		return err
 	default:
 		problems = append(problems, c.Errors...)
-		manifests += len(c.Members) + len(c.Placements) + len(c.Strategies) + len(c.Runs) + len(c.Resources)
+		manifests += len(c.Members) + len(c.Placements) + len(c.Strategies) + len(c.Runs) + len(c.Resources) +
+			len(c.ClusterResourceOverrides) + len(c.ResourceOverrides)
 	}
 	approvals, errs := render.ReadApprovals(fsys, render.ApprovalsDir)
 	problems = append(problems, errs...)
@@ -109,6 +115,7 @@ func validate(out io.Writer, repo, hubPath, kubeconfig string) error {
 		problems = append(problems, runIndexes(c)...)
 		problems = append(problems, runReferences(c)...)
 		warnings = append(warnings, runSnapshotIndexes(c, recorded)...)
+		warnings = append(warnings, overridePlacements(c)...)
 	}
 	if kubeconfig != "" && c != nil {
 		missing, err := missingContexts(c, kubeconfig)

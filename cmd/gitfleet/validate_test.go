@@ -22,6 +22,9 @@ func TestValidateReportsEveryBrokenRepository(t *testing.T) {
 	}{
 		{dir: "yaml-syntax", files: []string{"bad.yaml:7"}},
 		{dir: "unknown-kind", files: []string{"eviction.yaml:2"}},
+		{dir: "override-unknown-field", files: []string{"cro.yaml:15"}},
+		{dir: "override-forbidden-path", files: []string{"ro.yaml:21"}},
+		{dir: "override-selected-twice", files: []string{"a.yaml:1", "b.yaml:1"}},
 		{dir: "missing-field", files: []string{"nokind.yaml:1", "noname.yaml:3", "run.yaml:5"}},
 		{dir: "invalid-strategy", files: []string{"strategy.yaml:11", "waittime.yaml:11"}},
 		{dir: "invalid-state", files: []string{"run.yaml:8"}},
@@ -280,5 +283,47 @@ spec: {placementName: example-placement, resourceSnapshotIndex: "%s", stagedRoll
 		if out, errOut, code := gitfleet(t, "validate", "--repo", repo); code != 0 || out != tc.want {
 			t.Errorf("index %s: exit %d, stderr %q, output:\n%s\nwant:\n%s", tc.index, code, errOut, out, tc.want)
 		}
+	}
+}
+
+// Overrides are checked like every fleet object; one limited to a placement
+// the tree does not have is a warning (it would apply nowhere), and the
+// exit code stays 0.
+func TestValidateChecksOverridesAndWarnsAboutTheirPlacement(t *testing.T) {
+	good := "../../render/testdata/overrides"
+	if out, errOut, code := gitfleet(t, "validate", "--repo", good); code != 0 || out != "5 manifests OK\n" {
+		t.Errorf("exit %d, stderr %q, output %q; want 5 manifests OK", code, errOut, out)
+	}
+	repo := t.TempDir()
+	copyTree(t, good, repo)
+	typos := `apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ClusterResourceOverride
+metadata:
+  name: typo
+spec:
+  placement: {name: ap}
+  clusterResourceSelectors: [{group: "", version: v1, kind: Namespace, name: other}]
+  policy: {overrideRules: [{clusterSelector: {}, overrideType: Delete}]}
+---
+apiVersion: placement.kubernetes-fleet.io/v1alpha1
+kind: ResourceOverride
+metadata:
+  name: namespaced
+  namespace: app
+spec:
+  placement: {name: app, scope: Namespaced}
+  resourceSelectors: [{group: "", version: v1, kind: ConfigMap, name: other}]
+  policy: {overrideRules: [{clusterSelector: {}, overrideType: Delete}]}
+`
+	if err := os.WriteFile(filepath.Join(repo, "typos.yaml"), []byte(typos), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := gitfleet(t, "validate", "--repo", repo)
+	want := `typos.yaml:1: ClusterResourceOverride typo: spec.placement.name: warning: no ClusterResourcePlacement "ap" in the repository; the override applies to that placement only, so it changes nothing until one exists
+typos.yaml:10: ResourceOverride app/namespaced: spec.placement.name: warning: no ResourcePlacement "app" in namespace app in the repository; the override applies to that placement only, so it changes nothing until one exists
+7 manifests OK
+`
+	if code != 0 || out != want {
+		t.Errorf("exit %d, stderr %q, output:\n%s\nwant:\n%s", code, errOut, out, want)
 	}
 }
