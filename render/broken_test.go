@@ -45,9 +45,9 @@ func TestRenderReportsBrokenObjectsAndKeepsTheRest(t *testing.T) {
 			Kind: "ResourceOverride", Name: "example-ro",
 			Message: `Invalid value: invalid JSONPatchOverride {replace /metadata/name {"renamed"}}: cannot override metadata fields except annotations and labels`}}},
 		{"override-selected-twice", Options{}, []wantErr{
-			{File: "a.yaml", Line: 1, Field: "spec.clusterResourceSelectors[0]", Kind: "ClusterResourceOverride", Name: "cro-a",
+			{File: "a.yaml", Line: 7, Field: "spec.clusterResourceSelectors[0]", Kind: "ClusterResourceOverride", Name: "cro-a",
 				Message: "invalid resource selector {Group: Version:v1 Kind:Namespace Name:test-namespace LabelSelector:nil SelectionScope:NamespaceWithResources}: the resource has been selected by both cro-a and cro-b, which is not supported"},
-			{File: "b.yaml", Line: 1, Field: "spec.clusterResourceSelectors[0]", Kind: "ClusterResourceOverride", Name: "cro-b",
+			{File: "b.yaml", Line: 7, Field: "spec.clusterResourceSelectors[0]", Kind: "ClusterResourceOverride", Name: "cro-b",
 				Message: "the resource has been selected by both cro-b and cro-a, which is not supported"},
 		}},
 		{"missing-field", Options{}, []wantErr{

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	yaml "go.yaml.in/yaml/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -94,6 +95,9 @@ type decoded struct {
 	approval *fleet.ApprovalRequest
 	cro      *fleet.ClusterResourceOverride
 	ro       *fleet.ResourceOverride
+	// node is the document of an override, for the lines of the errors
+	// found when overrides are checked against each other.
+	node     *yaml.Node
 	resource *unstructured.Unstructured
 }
 
@@ -206,7 +210,7 @@ func decodeDocument(d document, inApprovals bool) (*decoded, []ManifestError) {
 		clearServerMeta(&o.ObjectMeta)
 		fleet.SetDefaultsClusterResourceOverride(o)
 		errs = fleet.ValidateClusterResourceOverride(o)
-		out.cro = o
+		out.cro, out.node = o, d.node
 	case fleet.KindResourceOverride:
 		o := &fleet.ResourceOverride{}
 		if e := strictDecode(data, o, mk); len(e) > 0 {
@@ -216,7 +220,7 @@ func decodeDocument(d document, inApprovals bool) (*decoded, []ManifestError) {
 		clearServerMeta(&o.ObjectMeta)
 		fleet.SetDefaultsResourceOverride(o)
 		errs = fleet.ValidateResourceOverride(o)
-		out.ro = o
+		out.ro, out.node = o, d.node
 	}
 	if len(errs) > 0 {
 		return nil, fieldErrors(errs, mk)

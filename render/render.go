@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
@@ -251,7 +252,13 @@ func assemble(docs []document, fileErrs []ManifestError, inApprovals bool) (*Con
 		}
 	}
 	c.sort()
-	c.checkOverrideSelections()
+	nodes := map[ObjectRef]*yaml.Node{}
+	for _, o := range objs {
+		if o.node != nil && !dup[o.ref] {
+			nodes[o.ref] = o.node
+		}
+	}
+	c.checkOverrideSelections(nodes)
 	sort.Slice(approvals, func(i, j int) bool {
 		if approvals[i].Namespace != approvals[j].Namespace {
 			return approvals[i].Namespace < approvals[j].Namespace
@@ -311,7 +318,8 @@ func sortErrors(errs []ManifestError) {
 // objects (a resource selected by two overrides, the count limits) and
 // takes the overrides concerned out, as the API server would have refused
 // them; callers keep a refused override's last accepted version (Withheld).
-func (c *Content) checkOverrideSelections() {
+// nodes are the overrides' documents, for the line of each error's field.
+func (c *Content) checkOverrideSelections(nodes map[ObjectRef]*yaml.Node) {
 	croErrs, roErrs := fleet.ValidateOverrideSelections(c.ClusterResourceOverrides, c.ResourceOverrides)
 	if len(croErrs) == 0 && len(roErrs) == 0 {
 		return
@@ -320,7 +328,11 @@ func (c *Content) checkOverrideSelections() {
 		ref := ObjectRef{Group: fleet.PlacementGroup, Kind: kind, Namespace: namespace, Name: name}
 		src := c.Sources[ref]
 		for _, e := range errs {
-			c.Errors = append(c.Errors, ManifestError{File: src.File, Line: src.Line, Kind: kind, Namespace: namespace,
+			line := lineOf(nodes[ref], e.Field)
+			if line == 0 {
+				line = src.Line
+			}
+			c.Errors = append(c.Errors, ManifestError{File: src.File, Line: line, Kind: kind, Namespace: namespace,
 				Name: name, Field: e.Field, Message: e.ErrorBody()})
 		}
 		delete(c.Sources, ref)

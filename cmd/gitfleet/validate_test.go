@@ -24,7 +24,7 @@ func TestValidateReportsEveryBrokenRepository(t *testing.T) {
 		{dir: "unknown-kind", files: []string{"eviction.yaml:2"}},
 		{dir: "override-unknown-field", files: []string{"cro.yaml:15"}},
 		{dir: "override-forbidden-path", files: []string{"ro.yaml:21"}},
-		{dir: "override-selected-twice", files: []string{"a.yaml:1", "b.yaml:1"}},
+		{dir: "override-selected-twice", files: []string{"a.yaml:7", "b.yaml:7"}},
 		{dir: "missing-field", files: []string{"nokind.yaml:1", "noname.yaml:3", "run.yaml:5"}},
 		{dir: "invalid-strategy", files: []string{"strategy.yaml:11", "waittime.yaml:11"}},
 		{dir: "invalid-state", files: []string{"run.yaml:8"}},
