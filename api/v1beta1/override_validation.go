@@ -2,6 +2,7 @@ package v1beta1
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -351,16 +352,13 @@ func limitExceeded(names []string, limit int) map[int]bool {
 	if len(names) <= limit {
 		return out
 	}
-	for i, n := range names {
-		rank := 0
-		for _, m := range names {
-			if m < n {
-				rank++
-			}
-		}
-		if rank >= limit {
-			out[i] = true
-		}
+	order := make([]int, len(names))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return names[order[a]] < names[order[b]] })
+	for _, i := range order[limit:] {
+		out[i] = true
 	}
 	return out
 }
