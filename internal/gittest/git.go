@@ -33,9 +33,19 @@ func Missing(tb testing.TB, reason string) {
 }
 
 // Env is the environment of a git process: isolated from the user's and
-// the system's configuration, with a fixed author.
+// the system's configuration, with a fixed author, and from a repository
+// the tests themselves run in (a hook or `git rebase -x` exports GIT_DIR,
+// which would aim a test's `git init` at that repository instead).
 func Env(home string) []string {
-	return append(os.Environ(),
+	var env []string
+	for _, kv := range os.Environ() {
+		switch name, _, _ := strings.Cut(kv, "="); name {
+		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE", "GIT_PREFIX":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env,
 		"HOME="+home,
 		"GIT_CONFIG_NOSYSTEM=1",
 		"GIT_CONFIG_GLOBAL=/dev/null",
