@@ -24,6 +24,10 @@ func TestRefusedRunChangesAreReportedAndTheAcceptedSpecKeepsRunning(t *testing.T
 		{"immutable placementName", "placementName: example-placement", "placementName: another-placement", "placementName is immutable"},
 		{"forbidden state transition", "state: Run", "state: Initialize", "invalid state transition: cannot transition from Run to Initialize"},
 	}
+	// The commit that carries only the refusal says so in its title.
+	title := func() string {
+		return strings.TrimSpace(r.git("log", "-1", "--format=%s", "main", "--", "status/runs/example-run.yaml"))
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			changed := strings.Replace(string(files["run.yaml"]), tc.from, tc.to, 1)
@@ -38,6 +42,9 @@ func TestRefusedRunChangesAreReportedAndTheAcceptedSpecKeepsRunning(t *testing.T
 			}
 			if !strings.Contains(run.Annotations[gitops.RejectedChangeAnnotation], "run.yaml") {
 				t.Errorf("the note %q does not name the file", run.Annotations[gitops.RejectedChangeAnnotation])
+			}
+			if got, want := title(), "status: example-run change refused: "+tc.want; got != want {
+				t.Errorf("the status commit is titled %q, want %q", got, want)
 			}
 		})
 	}
@@ -92,5 +99,9 @@ func TestABrokenRunFileDoesNotStopOtherRuns(t *testing.T) {
 	}
 	if run.Phase() != fleet.PhaseWaiting || run.Spec.PlacementName != "example-placement" {
 		t.Fatalf("a broken file changed its run: %s %+v", run.Phase(), run.Spec)
+	}
+	title := strings.TrimSpace(r.git("log", "-1", "--format=%s", "main", "--", "status/runs/example-run.yaml"))
+	if want := "status: example-run change refused: run.yaml no longer renders"; title != want {
+		t.Errorf("the status commit is titled %q, want %q", title, want)
 	}
 }

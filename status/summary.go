@@ -1,13 +1,17 @@
 package status
 
 import (
+	"bytes"
 	"fmt"
+	"maps"
 	"sort"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 )
@@ -15,26 +19,37 @@ import (
 // Summarize writes the commit message for a changeset: a subject saying what
 // happened, so `git log` of the status branch reads as the rollout's history.
 //
-// objects holds the written objects by path (files being deleted need none).
+// objects holds the written objects by path (files being deleted need none);
+// before holds what each written path held until now (nil: a new file).
 // One run changed: the subject tells its progress ("status: example-run
 // stage canary waiting for approval"), and a body counts the other files.
 // Otherwise the subject counts files by family ("status: 3 bindings, 1 run
-// updated") and the body has one line per run.
-func Summarize(changes Changeset, objects map[string]runtime.Object) string {
+// updated") and the body has one line per run. A change Git asked for and
+// gitfleet refused (the rejected-change annotation) is named: alone, it is
+// the subject ("status: run-v2 change refused: placementName is
+// immutable"), since a progress the run already had would hide it.
+func Summarize(changes Changeset, objects map[string]runtime.Object, before map[string][]byte) string {
 	var runs []*fleet.UpdateRun
-	var unrendered []string
+	var notes, refusals, alsoRefused []string
 	updated, removed := map[string]int{}, map[string]int{}
 	for _, p := range changes.WritePaths() {
 		fam := familyOf(p)
+		if r, only := refusal(fam, objects[p], before[p]); only {
+			// Nothing but the note changed: the refusal is the news.
+			refusals = append(refusals, r)
+			continue
+		} else if r != "" {
+			alsoRefused = append(alsoRefused, r)
+		}
 		switch o := objects[p].(type) {
 		case *fleet.UpdateRun:
 			runs = append(runs, o)
 			continue
 		case *fleet.Commit:
-			unrendered = append(unrendered, "commit "+shortHash(o.Name)+" did not render; it is skipped")
+			notes = append(notes, "commit "+shortHash(o.Name)+" did not render; it is skipped")
 			continue
 		case *fleet.GitSource:
-			unrendered = append(unrendered, SourceProgress(o))
+			notes = append(notes, SourceProgress(o))
 			continue
 		}
 		updated[fam]++
@@ -46,11 +61,17 @@ func Summarize(changes Changeset, objects map[string]runtime.Object) string {
 	var subject string
 	var body []string
 	switch {
+	case len(runs) == 0 && len(refusals) > 0:
+		subject, body = refusals[0], refusals[1:]
+		if rest := counts(updated, removed); rest != "" {
+			body = append(body, "Also: "+rest+".")
+		}
 	case len(runs) == 1:
 		subject = runName(runs[0]) + " " + RunProgress(runs[0])
 		if rest := counts(updated, removed); rest != "" {
 			body = append(body, "Also: "+rest+".")
 		}
+		body = append(body, refusals...)
 	default:
 		if len(runs) > 1 {
 			updated[familyRun] += len(runs)
@@ -62,18 +83,116 @@ func Summarize(changes Changeset, objects map[string]runtime.Object) string {
 		if subject == "" {
 			subject = "no changes"
 		}
+		body = append(body, refusals...)
 	}
-	if len(unrendered) > 0 {
+	body = append(body, alsoRefused...)
+	if len(notes) > 0 {
 		if subject == "no changes" {
-			subject, unrendered = unrendered[0], unrendered[1:]
+			subject, notes = notes[0], notes[1:]
 		}
-		body = append(body, unrendered...)
+		body = append(body, notes...)
 	}
 	msg := "status: " + subject
 	if len(body) > 0 {
 		msg += "\n\n" + strings.Join(body, "\n")
 	}
 	return msg
+}
+
+// refusal names a change refused on obj ("run-v2 change refused:
+// placementName is immutable") when its rejected-change annotation is new
+// since old (the file's previous content); only reports whether that
+// annotation is all that changed.
+func refusal(family string, obj runtime.Object, old []byte) (note string, only bool) {
+	o, ok := obj.(metav1.Object)
+	if !ok || o.GetAnnotations()[fleet.RejectedChangeAnnotation] == "" {
+		return "", false
+	}
+	var prev metav1.Object
+	if old != nil {
+		if p, err := Decode(old); err == nil {
+			prev, _ = p.(metav1.Object)
+		}
+	}
+	why := o.GetAnnotations()[fleet.RejectedChangeAnnotation]
+	if prev != nil && prev.GetAnnotations()[fleet.RejectedChangeAnnotation] == why {
+		return "", false
+	}
+	name := o.GetName()
+	if o.GetNamespace() != "" {
+		name = o.GetNamespace() + "/" + name
+	}
+	if family != familyRun {
+		name = family + " " + name
+	}
+	return name + " change refused: " + refusalReason(why), prev != nil && sameBut(obj, prev.(runtime.Object), fleet.RejectedChangeAnnotation)
+}
+
+// sameBut reports whether a and b differ in nothing but annotation key, as
+// the status tree writes them.
+func sameBut(a, b runtime.Object, key string) bool {
+	encode := func(o runtime.Object) []byte {
+		c := o.DeepCopyObject()
+		m := c.(metav1.Object)
+		ann := maps.Clone(m.GetAnnotations())
+		delete(ann, key)
+		if len(ann) == 0 {
+			ann = nil
+		}
+		m.SetAnnotations(ann)
+		data, err := Encode(c)
+		if err != nil {
+			return nil
+		}
+		return data
+	}
+	ea, eb := encode(a), encode(b)
+	return ea != nil && bytes.Equal(ea, eb)
+}
+
+// refusalReason shortens the rejected-change note that gitops writes ("the
+// change to ClusterStagedUpdateRun run-v2 in run.yaml was rejected:
+// spec.placementName: Invalid value: \"p2\": placementName is immutable;
+// the last accepted spec is still in use") to its reason ("placementName is
+// immutable"), or for a file that no longer renders to "run.yaml no longer
+// renders". A note of another shape is kept whole.
+func refusalReason(note string) string {
+	note = strings.TrimSuffix(note, "; the last accepted spec is still in use")
+	if rest, ok := strings.CutPrefix(note, "the manifest no longer renders ("); ok {
+		file, _, _ := strings.Cut(rest, ":")
+		return file + " no longer renders"
+	}
+	_, why, ok := strings.Cut(note, " was rejected: ")
+	if !ok {
+		return note
+	}
+	// why is a field.ErrorList: "<field>: <type>[: <value>]: <detail>";
+	// keep the detail of the first error.
+	why, several := strings.CutPrefix(why, "[")
+	_, body, ok := strings.Cut(why, ": ")
+	if !ok {
+		return why
+	}
+	if rest, ok := strings.CutPrefix(body, field.ErrorTypeInvalid.String()+": "); ok {
+		if v, err := strconv.QuotedPrefix(rest); err == nil {
+			rest = rest[len(v):]
+		} else if i := strings.Index(rest, ": "); i >= 0 {
+			rest = rest[i:]
+		}
+		body = strings.TrimPrefix(rest, ": ")
+	} else {
+		for _, t := range []field.ErrorType{field.ErrorTypeForbidden, field.ErrorTypeRequired, field.ErrorTypeNotSupported,
+			field.ErrorTypeDuplicate, field.ErrorTypeInternal} {
+			if rest, ok := strings.CutPrefix(body, t.String()+": "); ok {
+				body = rest
+				break
+			}
+		}
+	}
+	if several {
+		body, _, _ = strings.Cut(body, ", ")
+	}
+	return body
 }
 
 // Families of files, in the order they are listed when counts tie.

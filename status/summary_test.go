@@ -133,9 +133,89 @@ func TestSummarizeTellsWhatHappened(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Summarize(tc.changes, tc.objects); got != tc.want {
+			if got := Summarize(tc.changes, tc.objects, nil); got != tc.want {
 				t.Errorf("Summarize =\n%s\nwant\n%s", got, tc.want)
 			}
 		})
+	}
+}
+
+// A refused change whose only trace is the rejected-change annotation is
+// what the commit title says, not the progress the run already had; a
+// refusal that comes with progress is in the body.
+func TestSummarizeNamesARefusedChange(t *testing.T) {
+	run := waitingRun("")
+	changed := run.DeepCopy()
+	changed.Spec.PlacementName = "another-placement"
+	why := fleet.ValidateUpdateRunUpdate(run, changed).ToAggregate().Error()
+	refused := func(r *fleet.UpdateRun, note string) *fleet.UpdateRun {
+		r = r.DeepCopy()
+		r.Annotations = map[string]string{fleet.RejectedChangeAnnotation: note}
+		return r
+	}
+	immutable := "the change to ClusterStagedUpdateRun example-run in run.yaml was rejected: " + why + "; the last accepted spec is still in use"
+	broken := "the manifest no longer renders (run.yaml:5: ClusterStagedUpdateRun example-run: unknown field \"spec.placementNam\"); the last accepted spec is still in use"
+	encoded := func(r *fleet.UpdateRun) []byte {
+		data, err := Encode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	const path, sourcePath = "status/runs/example-run.yaml", "status/sources/main.yaml"
+	applied := &fleet.GitSource{Spec: fleet.GitSourceSpec{Branch: "main"}, Status: fleet.GitSourceStatus{LastAppliedCommit: "0123456789abcdef"}}
+	progressed := runWith(c("Progressing", "False", fleet.UpdateRunStoppedReason), nil)
+	cases := []struct {
+		name   string
+		now    *fleet.UpdateRun
+		before []byte
+		also   []string
+		want   string
+	}{
+		{"only the annotation changed", refused(run, immutable), encoded(run), nil,
+			"status: example-run change refused: placementName is immutable"},
+		{"a file that no longer renders", refused(run, broken), encoded(run), nil,
+			"status: example-run change refused: run.yaml no longer renders"},
+		{"a different refusal", refused(run, broken), encoded(refused(run, immutable)), nil,
+			"status: example-run change refused: run.yaml no longer renders"},
+		{"the refusal with progress", refused(progressed, immutable), encoded(run), nil,
+			"status: example-run stopped\n\nexample-run change refused: placementName is immutable"},
+		{"the refusal with a binding", refused(run, immutable), encoded(run), []string{"status/bindings/p/m1.yaml"},
+			"status: example-run change refused: placementName is immutable\n\nAlso: 1 binding updated."},
+		{"the refusal with the commit it refused applied", refused(run, immutable), encoded(run), []string{sourcePath},
+			"status: example-run change refused: placementName is immutable\n\nsource main applied 0123456789ab"},
+		{"the same refusal again is no news", refused(progressed, immutable), encoded(refused(run, immutable)), nil,
+			"status: example-run stopped"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ch := Changeset{Writes: map[string][]byte{path: encoded(tc.now)}}
+			for _, p := range tc.also {
+				ch.Writes[p] = []byte("x")
+			}
+			objects := map[string]runtime.Object{path: tc.now}
+			for _, p := range tc.also {
+				if p == sourcePath {
+					objects[p] = applied
+				}
+			}
+			got := Summarize(ch, objects, map[string][]byte{path: tc.before})
+			if got != tc.want {
+				t.Errorf("Summarize =\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRefusalReasonKeepsTheDetail(t *testing.T) {
+	for note, want := range map[string]string{
+		`the change to ClusterStagedUpdateRun r in run.yaml was rejected: spec.state: Invalid value: "Initialize": invalid state transition: cannot transition from Run to Initialize; the last accepted spec is still in use`:                                              "invalid state transition: cannot transition from Run to Initialize",
+		`the change to ClusterResourcePlacement p in p.yaml was rejected: spec.policy.placementType: Forbidden: placement type is immutable; the last accepted spec is still in use`:                                                                                        "placement type is immutable",
+		`the change to ClusterStagedUpdateRun r in run.yaml was rejected: [spec.placementName: Invalid value: "b": placementName is immutable, spec.resourceSnapshotIndex: Invalid value: "2": resourceSnapshotIndex is immutable]; the last accepted spec is still in use`: "placementName is immutable",
+		"something else": "something else",
+	} {
+		if got := refusalReason(note); got != want {
+			t.Errorf("refusalReason(%q) = %q, want %q", note, got, want)
+		}
 	}
 }

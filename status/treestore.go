@@ -204,6 +204,10 @@ func (s *TreeStore) flush(ctx context.Context, urgent, now bool) error {
 	encodeErr := s.encodeLocked()
 	s.pruneLocked()
 	changes, objects := s.diffLocked()
+	before := make(map[string][]byte, len(changes.Writes))
+	for p := range changes.Writes {
+		before[p] = s.stored[p]
+	}
 	if changes.Empty() {
 		s.since = time.Time{}
 		if len(s.latest) == 0 {
@@ -224,7 +228,8 @@ func (s *TreeStore) flush(ctx context.Context, urgent, now bool) error {
 	s.since = time.Time{}
 	s.mu.Unlock()
 
-	err := s.committer.Commit(ctx, changes, Summarize(wholeObjects(changes, objects)), urgent)
+	whole, wholeObjs := wholeObjects(changes, objects)
+	err := s.committer.Commit(ctx, changes, Summarize(whole, wholeObjs, before), urgent)
 	end := s.clock.Now()
 	if s.OnCommit != nil {
 		s.OnCommit(changes, end.Sub(since), err)
