@@ -56,6 +56,9 @@ type Config struct {
 	// RenderTimeout bounds the render of one commit (default 1m). A commit
 	// that takes longer is recorded as not rendered and skipped.
 	RenderTimeout time.Duration
+	// RetryMax caps the wait between failed fetches (default 5m). serve
+	// sets it to the poll interval: a poll would retry that often anyway.
+	RetryMax time.Duration
 	// StuckThreshold is the engine's stuck threshold (default 5m).
 	StuckThreshold time.Duration
 	// PushApprovalBranches pushes gitfleet/approve/<name> for every new
@@ -297,15 +300,15 @@ func (d *Daemon) Run(ctx context.Context, triggers <-chan struct{}) error {
 	return err
 }
 
-// minTriggeredRetry is the least time between two failed fetches.
-const minTriggeredRetry = time.Second
-
 // follow fetches on every trigger and syncs what moved. A failed fetch or
-// sync is retried with backoff without waiting for another trigger, so an
-// outage of the remote heals on its own and nothing pushed meanwhile is
-// lost: the next fetch brings every commit, and each is processed in order.
+// sync is retried with backoff (1s doubling to Config.RetryMax) without
+// waiting for another trigger, so an outage of the remote heals on its own
+// and nothing pushed meanwhile is lost: the next fetch brings every commit,
+// and each is processed in order. Triggers that arrive during the wait do
+// not cut it short (the retry answers them): the wait the log announces is
+// the wait, one line per failed attempt.
 func (d *Daemon) follow(ctx context.Context, triggers <-chan struct{}) error {
-	var retry gitsource.Backoff
+	retry := gitsource.Backoff{Max: d.cfg.RetryMax}
 	for {
 		select {
 		case <-triggers: // this fetch answers a pending trigger too
@@ -334,26 +337,16 @@ func (d *Daemon) follow(ctx context.Context, triggers <-chan struct{}) error {
 		}
 		d.recordSource(ctx, head.Commit, err)
 		if err != nil {
-			// The wait ends at the backoff, or sooner at a trigger (a
-			// poll, a webhook, a local commit: the remote is likely back),
-			// but never before minTriggeredRetry, so a burst of triggers
-			// cannot turn into a burst of failing fetches.
 			wait := retry.Next()
-			floor := min(wait, minTriggeredRetry)
 			d.log.Warn("fetch or sync failed; retrying", "err", err.Error(), "attempt", retry.Attempts(),
-				"retry_in", wait.String(), "or_on_trigger_after", floor.String())
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(floor):
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(wait - floor):
-			case <-triggers:
+				"retry_in", wait.String(), "next_step", NextStep(err))
+			if err := d.sleep(ctx, wait); err != nil {
+				return err
 			}
 			continue
+		}
+		if retry.Attempts() > 0 {
+			d.log.Info("fetch and sync succeed again", "failed_attempts", retry.Attempts())
 		}
 		retry.Reset()
 		select {
@@ -361,6 +354,19 @@ func (d *Daemon) follow(ctx context.Context, triggers <-chan struct{}) error {
 			return ctx.Err()
 		case <-triggers:
 		}
+	}
+}
+
+// sleep waits d on the daemon's clock, or until ctx is done.
+func (d *Daemon) sleep(ctx context.Context, wait time.Duration) error {
+	done := make(chan struct{})
+	t := d.clock.AfterFunc(wait, func() { close(done) })
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-done:
+		return nil
 	}
 }
 
@@ -973,4 +979,16 @@ func (d *Daemon) Idle(ctx context.Context) (bool, error) {
 	d.lastErr = err
 	d.mu.Unlock()
 	return false, err
+}
+
+// NextStep says what a person can do about a failed fetch, sync or start.
+func NextStep(err error) string {
+	switch {
+	case errors.Is(err, gitsource.ErrAuth):
+		return "check the credentials (--token-file, --password-file, --ssh-key-file) and that they may read the repository"
+	case errors.Is(err, gitsource.ErrNotFound):
+		return "check that the repository and the branch exist at the --repo URL (moved or deleted?); gitfleet retries on its own"
+	default:
+		return "check that the remote is reachable from here (network, DNS, TLS: --ca-file); gitfleet retries on its own"
+	}
 }

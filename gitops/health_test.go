@@ -39,8 +39,11 @@ func TestReadyWhileTheLastSuccessfulSyncIsRecent(t *testing.T) {
 	if err := os.Rename(away, r.remote); err != nil {
 		t.Fatal(err)
 	}
+	// The retry after the backoff (on the fake clock) finds it back.
 	eventually(t, "ready again after the remote came back", func() bool {
-		d.poke()
+		if d.LastError() != nil {
+			clk.Step()
+		}
 		return d.Ready(time.Minute) == nil
 	})
 }

@@ -203,7 +203,7 @@ func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metric
 		}
 		d, err = gitops.Open(ctx, gitops.Config{
 			Source: src, Path: o.path, StatusInterval: o.statusInterval, StuckThreshold: o.stuckThreshold, RenderTimeout: o.renderTimeout,
-			CacheMaintenance:     maintenanceInterval(o.cacheMaintenance),
+			CacheMaintenance: maintenanceInterval(o.cacheMaintenance), RetryMax: retryMax(o.interval),
 			PushApprovalBranches: !o.noApprovalBranches, Metrics: m, Observer: gitops.MetricsObserver{M: m},
 			OnReconcileError: func(controller string, _ error) { m.ObserveReconcileError(controller) },
 			OnBindings: func(p hub.Key, bindings []*fleet.Binding) {
@@ -295,6 +295,15 @@ func loadClusters(path string, log *slog.Logger) (*kube.Clusters, error) {
 	return c, nil
 }
 
+// retryMax caps the wait between failed fetches at the poll interval (a
+// poll would retry that often anyway), and at 5m without polling.
+func retryMax(interval time.Duration) time.Duration {
+	if interval <= 0 || interval > 5*time.Minute {
+		return 5 * time.Minute
+	}
+	return interval
+}
+
 // maintenanceInterval maps the flag's 0 (never) to the daemon's negative.
 func maintenanceInterval(d time.Duration) time.Duration {
 	if d == 0 {
@@ -320,7 +329,7 @@ func retryStart(ctx context.Context, log *slog.Logger, repo string, start func()
 		wait := backoff.Next()
 		log.Error("cannot start: the fleet repository cannot be read yet; retrying",
 			"repo", gitsource.RedactURL(repo), "err", err.Error(), "attempt", backoff.Attempts(), "retry_in", wait.String(),
-			"next_step", startHint(err))
+			"next_step", gitops.NextStep(err))
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -328,18 +337,6 @@ func retryStart(ctx context.Context, log *slog.Logger, repo string, start func()
 			return fmt.Errorf("%w (gave up while retrying: %v)", ctx.Err(), err)
 		case <-t.C:
 		}
-	}
-}
-
-// startHint says what to check for a start-up error.
-func startHint(err error) string {
-	switch {
-	case errors.Is(err, gitsource.ErrAuth):
-		return "check the credentials (--token-file, --password-file, --ssh-key-file) and that they may read the repository"
-	case errors.Is(err, gitsource.ErrNotFound):
-		return "check --repo and --branch: the repository or the branch does not exist (yet)"
-	default:
-		return "check that the remote is reachable from here (network, DNS, TLS: --ca-file)"
 	}
 }
 
