@@ -133,6 +133,9 @@ type Daemon struct {
 	unrendered map[string]*fleet.Commit
 	// sources are status/sources/, by name (source_status.go).
 	sources map[string]*fleet.GitSource
+	// appliedFrom and appliedContent memoize contentCommit.
+	appliedFrom    plumbing.Hash
+	appliedContent string
 }
 
 // Open restores the hub from the status tree of the remote, catches up on

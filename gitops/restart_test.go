@@ -1,6 +1,7 @@
 package gitops_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -284,4 +285,38 @@ func decode(t testing.TB, path string, data []byte) runtime.Object {
 		t.Fatalf("decoding %s: %v", path, err)
 	}
 	return obj
+}
+
+// A restart on a fleet where everything is done — with an empty cache, so
+// all the new daemon has is the remote — changes nothing and so commits
+// nothing: no binding re-stamped, no run touched.
+func TestRestartOnAFinishedFleetCommitsNothing(t *testing.T) {
+	r := newFleetRepo(t, timedFleet(t, restartAvailableAfter, restartSoak))
+	url := "file://" + r.remote
+	clk := clock.NewFake(time.Now())
+	d := startDaemonWith(t, url, t.TempDir(), 0, onFakeClock(clk))
+	d.advanceUntil(t, clk, "the canary approval request", func() bool { return r.approval(approvalName) != nil })
+	r.approve(approvalName)
+	d.poke()
+	d.advanceUntil(t, clk, "the run to succeed with every binding available", func() bool {
+		run := r.run("example-run")
+		return run != nil && run.Phase() == fleet.PhaseSucceeded &&
+			bindingsAvailable(r, "example-placement-0-snapshot", "member1", "member2", "member3")
+	})
+	d.settle(t, r)
+	d.stop(t)
+	before := strings.TrimSpace(r.git("rev-parse", "main"))
+
+	clk = clock.NewFake(clk.Now().Add(time.Hour))
+	d = startDaemonWith(t, url, t.TempDir(), 0, onFakeClock(clk))
+	d.advanceUntil(t, clk, "the restarted daemon to settle with every binding available", func() bool {
+		idle, err := d.Idle(context.Background())
+		return err == nil && idle && d.Controller.TimersDueWithin(time.Hour) == 0 && d.Hub.Members().Pending() == 0
+	})
+	d.stop(t)
+	if after := strings.TrimSpace(r.git("rev-parse", "main")); after != before {
+		t.Errorf("the restart committed:\n%s\n%s", r.git("log", "--format=%h %s", before+".."+after),
+			r.git("diff", "--stat", before, after))
+		t.Log(r.git("diff", before, after))
+	}
 }

@@ -43,10 +43,11 @@ func (d *Daemon) recordSource(ctx context.Context, head plumbing.Hash, err error
 		}
 	}
 	d.mu.Lock()
-	if !d.lastGood.IsZero() {
-		src.Status.LastAppliedCommit = d.lastGood.String()
-	}
+	applied := d.lastGood
 	d.mu.Unlock()
+	if c := d.contentCommit(ctx, applied); c != "" {
+		src.Status.LastAppliedCommit = c
+	}
 
 	now := metav1.NewTime(d.clock.Now().UTC().Truncate(time.Second))
 	ready := metav1.Condition{Type: fleet.GitSourceConditionReady, Status: metav1.ConditionTrue, Reason: fleet.GitSourceSucceededReason,
@@ -97,4 +98,33 @@ func (d *Daemon) lastPersonCommit(ctx context.Context, head plumbing.Hash) strin
 		h = c.ParentHashes[0]
 	}
 	return ""
+}
+
+// contentCommit is the newest first-parent commit from applied (the commit
+// whose hub content the hub holds) that changed that content: a restart
+// renders the tip again — often gitfleet's own status commit, or an
+// approval, with the same content — and must not change the source file.
+// "" when none is near. The answer is kept for the next call with the same
+// applied commit (one per fetch).
+func (d *Daemon) contentCommit(ctx context.Context, applied plumbing.Hash) string {
+	if applied.IsZero() {
+		return ""
+	}
+	if applied == d.appliedFrom {
+		return d.appliedContent
+	}
+	h, found := applied, ""
+	for range ownCommitsWalk {
+		c, err := d.src.Commit(ctx, h)
+		if err != nil {
+			return ""
+		}
+		if c.NumParents() == 0 || d.needsRender(ctx, c) {
+			found = c.Hash.String()
+			break
+		}
+		h = c.ParentHashes[0]
+	}
+	d.appliedFrom, d.appliedContent = applied, found
+	return found
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -122,7 +123,7 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 		ResourceSnapshot: d.Binding.Spec.ResourceSnapshotName,
 		Generation:       gen,
 		Resources:        copyResources(d.Resources),
-		Available:        !sim.unavailable && sim.availableAfter == 0,
+		Available:        !sim.unavailable && (sim.availableAfter == 0 || availableAt(d.Binding, gen)),
 	}
 	s.placed[key] = p
 	isAvailable := p.Available
@@ -151,6 +152,17 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 	}
 	s.mu.Unlock()
 	return err
+}
+
+// availableAt reports whether the binding already says its work is
+// available at generation gen. A simulated member keeps no state across a
+// restart of gitfleet, so the binding's status is its memory: the resync
+// after a restart finds the work in place and available, as a real
+// cluster would, instead of waiting sim-available-after again and
+// re-stamping every finished binding's Available condition.
+func availableAt(b *fleet.Binding, gen int64) bool {
+	c := meta.FindStatusCondition(b.Status.Conditions, fleet.ResourceBindingAvailable)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen
 }
 
 // becomeAvailable is the end of a sim-available-after wait.
