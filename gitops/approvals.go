@@ -17,8 +17,8 @@ import (
 // those files is gitfleet's (the spec is immutable, ApprovalAccepted is
 // written by the engine), so only Approved is read back. It returns the
 // names of the requests whose approval changed.
-func syncApprovals(ctx context.Context, h *embedded.Hub, fromGit []*fleet.ApprovalRequest) ([]string, error) {
-	var changed []string
+func syncApprovals(ctx context.Context, h *embedded.Hub, fromGit []*fleet.ApprovalRequest) ([]*fleet.ApprovalRequest, error) {
+	var changed []*fleet.ApprovalRequest
 	for _, g := range fromGit {
 		key := hub.Key{Namespace: g.Namespace, Name: g.Name}
 		cur, err := h.GetApprovalRequest(ctx, key)
@@ -51,7 +51,7 @@ func syncApprovals(ctx context.Context, h *embedded.Hub, fromGit []*fleet.Approv
 		// A person's edit was taken: a note that an earlier one was not
 		// is history now.
 		h.AnnotateApprovalRequest(key, fleet.RejectedChangeAnnotation, "")
-		changed = append(changed, g.Name)
+		changed = append(changed, g)
 	}
 	return changed, nil
 }

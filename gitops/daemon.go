@@ -779,10 +779,52 @@ func (d *Daemon) syncApprovals(ctx context.Context, commit plumbing.Hash) error 
 		d.repairApproval(ctx, e, commit)
 	}
 	changed, err := syncApprovals(ctx, d.Hub, ars)
-	for _, name := range changed {
-		d.log.Info("approval taken from Git", "approval_request", name)
+	for _, ar := range changed {
+		attrs := []any{"approval_request", ar.Name}
+		if ar.Namespace != "" {
+			attrs = append(attrs, "namespace", ar.Namespace)
+		}
+		if p, perr := status.PathFor(ar); perr == nil {
+			if c := d.lastChange(ctx, commit, p); c != nil {
+				attrs = append(attrs, "commit", short(c.Hash), "author", fmt.Sprintf("%s <%s>", c.Author.Name, c.Author.Email))
+			}
+		}
+		d.log.Info("approval taken from Git", attrs...)
 	}
 	return err
+}
+
+// lastChangeDepth bounds how far back lastChange looks.
+const lastChangeDepth = 100
+
+// lastChange is the newest first-parent commit up to tip that changed the
+// file at p (a merge counts as the change: its author merged it), or nil
+// when none of the last lastChangeDepth commits did. It names who approved
+// in the log.
+func (d *Daemon) lastChange(ctx context.Context, tip plumbing.Hash, p string) *object.Commit {
+	h := tip
+	for range lastChangeDepth {
+		c, err := d.src.Commit(ctx, h)
+		if err != nil {
+			return nil
+		}
+		parent := plumbing.ZeroHash
+		if c.NumParents() > 0 {
+			parent = c.ParentHashes[0]
+		}
+		paths, err := d.src.ChangedPaths(ctx, parent, c.Hash)
+		if err != nil {
+			return nil
+		}
+		if slices.Contains(paths, p) {
+			return c
+		}
+		if parent.IsZero() {
+			return nil
+		}
+		h = parent
+	}
+	return nil
 }
 
 // repairApproval handles an approval request file that does not read: if

@@ -66,12 +66,23 @@ func (l *logLines) Write(p []byte) (int, error) {
 
 // with returns the records whose message is msg, decoded.
 func (l *logLines) with(msg string) []map[string]any {
+	var out []map[string]any
+	for _, rec := range l.all() {
+		if rec["msg"] == msg {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// all returns every record, decoded.
+func (l *logLines) all() []map[string]any {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []map[string]any
 	for _, line := range strings.Split(l.buf.String(), "\n") {
 		var rec map[string]any
-		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == msg {
+		if json.Unmarshal([]byte(line), &rec) == nil {
 			out = append(out, rec)
 		}
 	}

@@ -187,3 +187,13 @@ type Event struct {
 type Notifier interface {
 	Subscribe(func(Event))
 }
+
+// KeyString names an object as kubectl does: "name" for a cluster-scoped
+// object, "namespace/name" otherwise (Key.String gives "/name" for the
+// former, which logs should not show).
+func KeyString(k Key) string {
+	if k.Namespace == "" {
+		return k.Name
+	}
+	return k.Namespace + "/" + k.Name
+}

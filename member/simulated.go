@@ -113,7 +113,7 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 	s.stopTimerLocked(key)
 	if d.ReportsDiff() {
 		s.mu.Unlock()
-		s.log.Debug("reported diff", "binding", key.String(), "generation", gen)
+		s.log.Debug("reported diff", "binding", hub.KeyString(key), "generation", gen)
 		return s.reporter.ReportBindingStatus(key, gen,
 			[]metav1.Condition{overridden(gen), workSynchronized(gen), diffReported(gen)}, nil)
 	}
@@ -129,7 +129,7 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 	isAvailable := p.Available
 	s.mu.Unlock()
 
-	s.log.Debug("applied", "binding", key.String(), "generation", gen, "snapshot", p.ResourceSnapshot,
+	s.log.Debug("applied", "binding", hub.KeyString(key), "generation", gen, "snapshot", p.ResourceSnapshot,
 		"resources", len(p.Resources), "available", isAvailable)
 	conds := []metav1.Condition{overridden(gen), workSynchronized(gen), applied(gen)}
 	if isAvailable {
@@ -177,11 +177,11 @@ func (s *Simulated) becomeAvailable(key hub.Key, gen int64) {
 	delete(s.timers, key)
 	s.mu.Unlock()
 
-	s.log.Debug("available", "binding", key.String(), "generation", gen)
+	s.log.Debug("available", "binding", hub.KeyString(key), "generation", gen)
 	err := s.reporter.ReportBindingStatus(key, gen,
 		[]metav1.Condition{overridden(gen), workSynchronized(gen), applied(gen), available(gen)}, nil)
 	if err != nil {
-		s.log.Error("report availability", "binding", key.String(), "generation", gen, "err", err)
+		s.log.Error("report availability", "binding", hub.KeyString(key), "generation", gen, "err", err)
 	}
 }
 
@@ -193,7 +193,7 @@ func (s *Simulated) Remove(_ context.Context, d Delivery) error {
 	s.stopTimerLocked(key)
 	if _, ok := s.placed[key]; ok {
 		delete(s.placed, key)
-		s.log.Debug("removed", "binding", key.String())
+		s.log.Debug("removed", "binding", hub.KeyString(key))
 	}
 	return nil
 }

@@ -259,7 +259,7 @@ func (c *Controller) process(ctx context.Context, it item) {
 	case placementItem:
 		if c.Scheduler != nil {
 			if err := c.Scheduler.Schedule(ctx, it.key); err != nil {
-				c.Log.Error("scheduling failed", "placement", it.key.String(), "err", err)
+				c.Log.Error("scheduling failed", "placement", hub.KeyString(it.key), "err", err)
 				c.failed("scheduler", err)
 				c.q.addAfter(it, c.q.failed(it))
 				return
@@ -272,7 +272,7 @@ func (c *Controller) process(ctx context.Context, it item) {
 	case statusItem:
 		if c.Status != nil {
 			if err := c.Status(ctx, it.key); err != nil && !hub.IsNotFound(err) {
-				c.Log.Error("placement status update failed", "placement", it.key.String(), "err", err)
+				c.Log.Error("placement status update failed", "placement", hub.KeyString(it.key), "err", err)
 				c.failed("placement", err)
 				c.q.addAfter(it, c.q.failed(it))
 				return
@@ -298,6 +298,7 @@ func (c *Controller) processRun(ctx context.Context, it item) {
 		c.Observer(before, after)
 	}
 	c.mu.Lock()
+	prev := c.errs[it.key]
 	if _, tracked := c.runs[it.key]; tracked {
 		c.results[it.key] = res
 		c.errs[it.key] = err
@@ -308,8 +309,16 @@ func (c *Controller) processRun(ctx context.Context, it item) {
 	}
 	c.mu.Unlock()
 	switch {
+	case err != nil && (prev == nil || prev.Error() != err.Error()):
+		// Once per change: a stuck run fails the same way every pass.
+		c.Log.Info("run pass failed, retrying", "run", hub.KeyString(it.key), "err", err.Error())
 	case err != nil:
-		c.Log.Info("run pass failed, retrying", "run", it.key.String(), "err", err)
+		c.Log.Debug("run pass failed again, retrying", "run", hub.KeyString(it.key), "err", err.Error())
+	case prev != nil:
+		c.Log.Info("run pass succeeded again", "run", hub.KeyString(it.key))
+	}
+	switch {
+	case err != nil:
 		c.failed("updaterun", err)
 		c.q.addAfter(it, c.q.failed(it))
 	case res.Requeue:

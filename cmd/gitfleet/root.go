@@ -46,7 +46,7 @@ approves a request is the approval.`,
 			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
 				return err
 			}
-			opts := &slog.HandlerOptions{Level: lvl}
+			opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: durationsAsText}
 			switch logFormat {
 			case "json":
 				slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, opts)))

@@ -258,7 +258,7 @@ func (h *Hub) dispatch(ctx context.Context, in intent) error {
 	}
 	h.mu.Unlock()
 
-	log := h.delivery.log.With("binding", key.String(), "cluster", d.Cluster(), "generation", d.Generation())
+	log := h.delivery.log.With("binding", hub.KeyString(key), "cluster", d.Cluster(), "generation", d.Generation())
 	switch in.kind {
 	case deliverIntent:
 		if d.Member == nil {

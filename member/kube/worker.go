@@ -59,7 +59,7 @@ func (c *Clusters) process(ctx context.Context, key hub.Key) {
 	w.failing = err != nil || st == unhealthy
 	switch {
 	case err != nil:
-		c.log.Info("delivery failed, retrying", "binding", key.String(), "context", w.context,
+		c.log.Info("delivery failed, retrying", "binding", hub.KeyString(key), "context", w.context,
 			"attempt", c.queue.NumRequeues(key)+1, "err", err)
 		c.queue.AddRateLimited(key)
 	case st == healthy:

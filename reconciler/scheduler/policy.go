@@ -119,7 +119,7 @@ func (s *Scheduler) latestPolicySnapshot(ctx context.Context, p *fleet.Placement
 	if err := s.Hub.CreatePolicySnapshot(ctx, snap); err != nil {
 		return nil, fmt.Errorf("create policy snapshot %s: %w", snap.Name, err)
 	}
-	s.log().Info("new scheduling policy snapshot", "placement", key.String(), "snapshot", snap.Name)
+	s.log().Info("new scheduling policy snapshot", "placement", hub.KeyString(key), "snapshot", snap.Name)
 	return s.reread(ctx, key, snap.Name)
 }
 

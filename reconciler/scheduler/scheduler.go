@@ -86,7 +86,7 @@ func (s *Scheduler) Schedule(ctx context.Context, key hub.Key) error {
 // the latest snapshot. It returns the decisions of those bindings.
 func (s *Scheduler) reconcileBindings(ctx context.Context, p *fleet.Placement, snap *fleet.PolicySnapshot,
 	bindings []*fleet.Binding, verdict pick) ([]fleet.ClusterDecision, error) {
-	log := s.log().With("placement", hub.Key{Namespace: p.Namespace, Name: p.Name}.String())
+	log := s.log().With("placement", hub.KeyString(hub.Key{Namespace: p.Namespace, Name: p.Name}))
 	covered := map[string]bool{}
 	var selected []fleet.ClusterDecision
 	for _, b := range bindings {
@@ -134,7 +134,7 @@ func (s *Scheduler) reconcileBindings(ctx context.Context, p *fleet.Placement, s
 			return nil, fmt.Errorf("update binding %s: %w", b.Name, err)
 		}
 		log.Info("binding updated", "binding", b.Name, "cluster", cluster,
-			"state", next.Spec.State, "policySnapshot", next.Spec.SchedulingPolicySnapshotName)
+			"state", next.Spec.State, "policy_snapshot", next.Spec.SchedulingPolicySnapshotName)
 	}
 
 	for _, cluster := range sortedClusters(verdict.picked) {
@@ -157,7 +157,7 @@ func (s *Scheduler) reconcileBindings(ctx context.Context, p *fleet.Placement, s
 		if err := s.Hub.CreateBinding(ctx, b); err != nil {
 			return nil, fmt.Errorf("create binding %s: %w", b.Name, err)
 		}
-		log.Info("binding created", "binding", b.Name, "cluster", cluster, "policySnapshot", snap.Name)
+		log.Info("binding created", "binding", b.Name, "cluster", cluster, "policy_snapshot", snap.Name)
 		selected = append(selected, b.Spec.ClusterDecision)
 	}
 	sort.Slice(selected, func(i, j int) bool { return selected[i].ClusterName < selected[j].ClusterName })
@@ -205,7 +205,7 @@ func (s *Scheduler) unscheduleAll(ctx context.Context, key hub.Key) error {
 		if err := s.Hub.UpdateBinding(ctx, b); err != nil {
 			return fmt.Errorf("unschedule binding %s: %w", b.Name, err)
 		}
-		s.log().Info("placement is gone; binding unscheduled", "placement", key.String(), "binding", b.Name)
+		s.log().Info("placement is gone; binding unscheduled", "placement", hub.KeyString(key), "binding", b.Name)
 	}
 	return nil
 }

@@ -65,7 +65,7 @@ func (p *pass) approvalTask(task *fleet.StageTaskStatus, stage, taskType string)
 		if err := h.CreateApprovalRequest(p.ctx, ar); err != nil {
 			return false, fmt.Errorf("creating approval request %s: %w", task.ApprovalRequestName, err)
 		}
-		p.log.Info("created approval request", "approvalRequest", task.ApprovalRequestName)
+		p.log.Info("created approval request", "approval_request", task.ApprovalRequestName)
 		p.markTaskCreated(task)
 		return false, nil
 	}
@@ -91,7 +91,7 @@ func (p *pass) approvalTask(task *fleet.StageTaskStatus, stage, taskType string)
 		if err := h.UpdateApprovalRequestStatus(p.ctx, ar); err != nil {
 			return false, fmt.Errorf("accepting approval request %s: %w", ar.Name, err)
 		}
-		p.log.Info("accepted approval request", "approvalRequest", ar.Name)
+		p.log.Info("accepted approval request", "approval_request", ar.Name)
 	}
 	p.set(&task.Conditions, fleet.StageTaskConditionApprovalRequestApproved, metav1.ConditionTrue,
 		fleet.StageTaskApprovalRequestApprovedReason, TaskApprovalRequestApprovedMessage)

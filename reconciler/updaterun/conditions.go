@@ -250,17 +250,23 @@ func (p *pass) markStageSkipped(s *fleet.StageUpdatingStatus) {
 
 // ---- cluster ----
 
-func (p *pass) markClusterStarted(c *fleet.ClusterUpdatingStatus) {
+// markClusterStarted, markClusterSucceeded and markClusterFailed log each
+// cluster's start and end at info level: an operator follows a rollout
+// cluster by cluster in the log as in the status file.
+func (p *pass) markClusterStarted(stage string, c *fleet.ClusterUpdatingStatus) {
 	p.set(&c.Conditions, fleet.ClusterUpdatingConditionStarted, metav1.ConditionTrue,
 		fleet.ClusterUpdatingStartedReason, ClusterStartedMessage)
+	p.log.Info("cluster update started", "stage", stage, "cluster", c.ClusterName)
 }
 
-func (p *pass) markClusterSucceeded(c *fleet.ClusterUpdatingStatus) {
+func (p *pass) markClusterSucceeded(stage string, c *fleet.ClusterUpdatingStatus) {
 	p.set(&c.Conditions, fleet.ClusterUpdatingConditionSucceeded, metav1.ConditionTrue,
 		fleet.ClusterUpdatingSucceededReason, ClusterSucceededMessage)
+	p.log.Info("cluster update finished", "stage", stage, "cluster", c.ClusterName)
 }
 
-func (p *pass) markClusterFailed(c *fleet.ClusterUpdatingStatus, msg string) {
+func (p *pass) markClusterFailed(stage string, c *fleet.ClusterUpdatingStatus, msg string) {
 	p.set(&c.Conditions, fleet.ClusterUpdatingConditionSucceeded, metav1.ConditionFalse,
 		fleet.ClusterUpdatingFailedReason, msg)
+	p.log.Warn("cluster update failed", "stage", stage, "cluster", c.ClusterName, "err", msg)
 }

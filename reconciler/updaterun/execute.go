@@ -127,7 +127,7 @@ func (p *pass) executeStage(idx int, pl *plan, maxConc int) outcome {
 				errs = append(errs, err)
 				continue
 			}
-			p.markClusterStarted(cs)
+			p.markClusterStarted(stage.StageName, cs)
 			p.markStageStarted(stage)
 			// A cluster that already had the snapshot finishes as it
 			// starts, yet keeps its slot this pass (spec §3.3): no binding
@@ -142,7 +142,7 @@ func (p *pass) executeStage(idx int, pl *plan, maxConc int) outcome {
 			msg := userErr("the binding of the updating cluster `%s` in the stage `%s` is not up-to-date with the desired status, "+
 				"please check the status of binding `%s` and see if there is a concurrent updateRun referencing the same placement and updating the same cluster",
 				cs.ClusterName, stage.StageName, objRef(b))
-			p.markClusterFailed(cs, msg)
+			p.markClusterFailed(stage.StageName, cs, msg)
 			errs = append(errs, abortf("%s", msg))
 			continue
 		}
@@ -263,7 +263,7 @@ func (p *pass) markRolloutStarted(b *fleet.Binding) error {
 func (p *pass) checkClusterResult(b *fleet.Binding, cs *fleet.ClusterUpdatingStatus, stage *fleet.StageUpdatingStatus) (bool, error) {
 	switch ClusterUpdateResult(b) {
 	case ClusterUpdated:
-		p.markClusterSucceeded(cs)
+		p.markClusterSucceeded(stage.StageName, cs)
 		return true, nil
 	case ClusterUpdateFailed:
 		return false, fmt.Errorf("the cluster updating encountered an error at stage `%s`, updateRun := `%s`", stage.StageName, p.run.Name)
@@ -413,7 +413,7 @@ func (p *pass) executeDeletionStage(pl *plan) outcome {
 			return outcome{err: fmt.Errorf("deleting binding %s: %w", objRef(b), err)}
 		}
 		p.invalidatePlan = true
-		p.markClusterStarted(cs)
+		p.markClusterStarted(del.StageName, cs)
 	}
 	p.markGoneClustersDeleted(clusters)
 	if len(pl.toDelete) == 0 {
@@ -428,9 +428,9 @@ func (p *pass) executeDeletionStage(pl *plan) outcome {
 func (p *pass) markGoneClustersDeleted(gone map[string]*fleet.ClusterUpdatingStatus) {
 	for _, cs := range gone {
 		if !isTrue(find(cs.Conditions, fleet.ClusterUpdatingConditionStarted), p.gen) {
-			p.markClusterStarted(cs)
+			p.markClusterStarted(fleet.UpdateRunDeleteStageName, cs)
 		}
-		p.markClusterSucceeded(cs)
+		p.markClusterSucceeded(fleet.UpdateRunDeleteStageName, cs)
 	}
 }
 

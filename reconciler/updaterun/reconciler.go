@@ -127,7 +127,7 @@ func (r *Reconciler) newPass(ctx context.Context, run *fleet.UpdateRun) *pass {
 	p := &pass{
 		r:   r,
 		ctx: ctx,
-		log: log.With("updateRun", hub.Key{Namespace: run.Namespace, Name: run.Name}.String()),
+		log: log.With("run", hub.KeyString(hub.Key{Namespace: run.Namespace, Name: run.Name})),
 		run: run,
 		now: r.Clock.Now().UTC().Truncate(time.Second),
 	}
@@ -312,7 +312,7 @@ func (p *pass) handleDelete() error {
 	if err := h.RemoveUpdateRun(p.ctx, p.key()); err != nil {
 		return fmt.Errorf("removing update run %s: %w", p.key(), err)
 	}
-	p.log.Info("deleted the update run", "approvalRequests", len(ars))
+	p.log.Info("deleted the update run", "approval_requests", len(ars))
 	return nil
 }
 
