@@ -68,7 +68,7 @@ New commits are noticed by polling (--interval), by the webhook receiver
 (--webhook-addr, GitHub X-Hub-Signature-256, GitLab X-Gitlab-Token or
 X-Gitfleet-Signature, verified with --webhook-secret-file) and, for a local
 repository, by filesystem notifications.`,
-		Example: `  # Follow a local bare repository, metrics on :8080
+		Example: `  # Follow a local bare repository, metrics on 127.0.0.1:8080
   gitfleet serve --repo file:///srv/git/fleet.git
 
   # A GitHub repository with a token and a webhook
@@ -107,7 +107,7 @@ repository, by filesystem notifications.`,
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the member clusters named by gitfleet.io/driver: kubeconfig:<context> (default: KUBECONFIG, several files merged as kubectl does, else ~/.kube/config)")
 	f.StringVar(&o.webhookAddr, "webhook-addr", "", "listen for push webhooks on this address (e.g. :9090), path /webhook")
 	f.StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "file holding the webhook secret (required with --webhook-addr)")
-	f.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "serve /metrics, /healthz and /readyz on this address (empty disables)")
+	f.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:8080", "serve /metrics, /healthz and /readyz on this address (empty disables; :8080 for every interface, as in a Pod)")
 	f.BoolVar(&o.allowInsecureHTTP, "allow-insecure-http", false, "allow credentials over plain http:// (they travel unencrypted)")
 	f.BoolVar(&o.noApprovalBranches, "no-approval-branches", false, "do not push gitfleet/approve/<name> branches")
 	f.BoolVar(&o.untilIdle, "until-idle", false, "exit 0 once no run can progress without a person and status is pushed")

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -13,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/gitsource"
 	"github.com/gitfleet/gitfleet/internal/await"
 	"github.com/gitfleet/gitfleet/status"
 )
@@ -167,5 +171,47 @@ func TestServeRetriesTheFirstCloneUntilTheRemoteAppears(t *testing.T) {
 	}
 	if show(remote, "main", "status/runs/example-run.yaml") == nil {
 		t.Error("no run status was pushed after the remote appeared")
+	}
+}
+
+// A repository that is not there at start: each retry says which one
+// (credentials redacted) and what to check, once per attempt.
+func TestServeStartErrorsSayWhatToDo(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "fleet.git")
+	url := "https://gitfleet:s3cr3t@127.0.0.1:1/acme/fleet.git"
+	for _, tc := range []struct{ repo, names, step string }{
+		{"file://" + missing, missing, "check that the repository and the branch exist"},
+		{url, "https://gitfleet:***@127.0.0.1:1/acme/fleet.git", "check that the remote is reachable"},
+	} {
+		var logs bytes.Buffer
+		log := slog.New(slog.NewTextHandler(&logs, nil))
+		ctx, cancel := context.WithCancel(context.Background())
+		attempts := 0
+		err := retryStart(ctx, log, tc.repo, func() error {
+			if attempts++; attempts == 2 {
+				cancel()
+			}
+			_, err := gitsource.Open(ctx, gitsource.Config{URL: tc.repo, Branch: "main", CacheDir: t.TempDir(), AllowInsecureHTTP: true})
+			return err
+		})
+		cancel()
+		if err == nil {
+			t.Fatalf("%s: started", tc.repo)
+		}
+		out := logs.String()
+		if n := strings.Count(out, "cannot start"); n != 1 {
+			t.Errorf("%s: %d retry lines for 1 retry:\n%s", tc.repo, n, out)
+		}
+		if !strings.Contains(out, tc.names) || !strings.Contains(out, tc.step) || strings.Contains(out, "s3cr3t") {
+			t.Errorf("%s: the log does not name %s and say %q (or shows the password):\n%s", tc.repo, tc.names, tc.step, out)
+		}
+	}
+}
+
+// The metrics endpoint listens on loopback unless told otherwise (the
+// deploy manifests pass :8080): a quickstart on a laptop exposes nothing.
+func TestServeListensOnLoopbackByDefault(t *testing.T) {
+	if got := newServeCommand().Flags().Lookup("metrics-addr").DefValue; got != "127.0.0.1:8080" {
+		t.Errorf("--metrics-addr defaults to %q, want 127.0.0.1:8080", got)
 	}
 }
