@@ -250,3 +250,45 @@ func TestDeletingARun(t *testing.T) {
 		}
 	}
 }
+
+// Spec §2.6: the TimedWait clock is the stage's Progressing
+// lastTransitionTime, which Stop moves (Waiting → Stopping → Stopped) and
+// resume does not (Stopped and Waiting are both False). So a Stop then Run
+// during a soak restarts the soak from the Stop: the wait ends waitTime
+// after the Stop, however long the run stayed stopped.
+func TestStopThenRunDuringATimedWaitRestartsItFromTheStop(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		stoppedFor    time.Duration
+		wantWaitAfter time.Duration // after the resume; 0: elapsed at once
+	}{
+		{"resumed within the wait", 30 * time.Second, 60 * time.Second},
+		{"resumed after the wait", 2 * time.Minute, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, "").small(1, fleet.StageConfig{AfterStageTasks: []fleet.StageTask{timedWait(90 * time.Second)}}).create()
+			e.ok()
+			e.available("cluster-0")
+			wantResult(t, "soaking", e.ok(), Result{RequeueAfter: 90 * time.Second})
+
+			e.clk.Advance(60 * time.Second) // 30s of the soak left
+			e.setState(fleet.StateStop)
+			e.ok()
+			if p := e.get().Phase(); p != fleet.PhaseStopped {
+				t.Fatalf("after Stop: phase %s, want Stopped", p)
+			}
+			e.clk.Advance(tc.stoppedFor)
+			e.setState(fleet.StateRun)
+			res := e.ok()
+			task := e.get().Status.StagesStatus[0].AfterStageTaskStatus[0].Conditions
+			if tc.wantWaitAfter == 0 {
+				wantResult(t, "resumed", res, Result{Requeue: true})
+				wantConds(t, "task", task, waitElapsed)
+				return
+			}
+			wantResult(t, "resumed", res, Result{RequeueAfter: tc.wantWaitAfter})
+			end := e.clk.Now().Add(tc.wantWaitAfter)
+			wantConds(t, "task", task, cond{fleet.StageTaskConditionWaitTimeElapsed, "False", fleet.AfterStageTaskWaitTimeNotElapsedReason, "Wait time ends at " + end.Format(time.RFC3339)})
+		})
+	}
+}
