@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Quickstart: turn examples/quickstart into a local bare "remote" plus a
-# working clone, then run gitfleet serve against it (metrics on
-# 127.0.0.1:8080; METRICS_ADDR overrides it).
+# working clone, then run gitfleet serve against it, listening on loopback
+# only (metrics on 127.0.0.1:8080, METRICS_ADDR overrides it; no webhook).
+# STATUS_BRANCH=B writes status/ to branch B instead of main (serve
+# --status-branch), so main carries only people's commits and approvals.
 #   hack/quickstart.sh BIN            serve the quickstart in $GITFLEET_QUICKSTART_DIR
 #                                     (default $TMPDIR/gitfleet-quickstart), made anew
 #   hack/quickstart.sh BIN --simulate preview the rollout in virtual time, in a
@@ -50,6 +52,19 @@ if [ "$mode" = "--simulate" ]; then
   exit
 fi
 
+status_args=()
+where="Status commits go to main here; on a shared repository keep them off it:
+STATUS_BRANCH=gitfleet-status make run (serve --status-branch gitfleet-status)."
+watch="cd $dir/fleet && git pull -q && $bin get runs --repo ."
+describe="$bin describe run example-run --repo $dir/fleet"
+if [ -n "${STATUS_BRANCH:-}" ]; then
+  status_args=(--status-branch "$STATUS_BRANCH")
+  # status/ lives on its own branch: read it from a second worktree.
+  watch="cd $dir/fleet && git fetch -q && (test -d ../status || git worktree add -q ../status origin/$STATUS_BRANCH) && git -C ../status checkout -q --detach origin/$STATUS_BRANCH && $bin get runs --repo ../status"
+  describe="$bin describe run example-run --repo $dir/status"
+  where="Status commits go to branch $STATUS_BRANCH; main keeps your commits and the approval requests."
+fi
+
 cat <<MSG
 Quickstart fleet repository
   remote:        $dir/fleet.git
@@ -58,13 +73,14 @@ gitfleet is rolling example-run out: member2 (staging), a 1m soak, then member3
 and member1 (canary), then it waits for your approval.
 
 Watch it:
-  cd $dir/fleet && git pull -q && $bin get runs --repo .
-  $bin describe run example-run --repo $dir/fleet
+  $watch
+  $describe
   curl -s ${METRICS_ADDR:-127.0.0.1:8080}/metrics | grep fleet_workload_update_run
 Approve (the same change the pushed branch gitfleet/approve/example-run-after-canary holds):
   cd $dir/fleet && git pull -q && $bin approve example-run-after-canary --repo . --commit && git push -q
   # or: git merge origin/gitfleet/approve/example-run-after-canary && git push
 Roll out a change: edit test-cm in workload.yaml, commit, push, and add a new run file.
+$where
 Stop with Ctrl-C.
 
 MSG
@@ -77,7 +93,8 @@ on member2 first, then on member3 and member1:
 
 MSG
   "$bin" serve --repo "file://$dir/fleet.git" --cache-dir "$dir/cache" --interval 5s \
-    --metrics-addr "${METRICS_ADDR:-127.0.0.1:8080}" --kubeconfig "$kubeconfig"
+    --metrics-addr "${METRICS_ADDR:-127.0.0.1:8080}" --kubeconfig "$kubeconfig" "${status_args[@]}"
   exit
 fi
-exec "$bin" serve --repo "file://$dir/fleet.git" --cache-dir "$dir/cache" --interval 5s --metrics-addr "${METRICS_ADDR:-127.0.0.1:8080}"
+exec "$bin" serve --repo "file://$dir/fleet.git" --cache-dir "$dir/cache" --interval 5s \
+  --metrics-addr "${METRICS_ADDR:-127.0.0.1:8080}" "${status_args[@]}"
