@@ -23,9 +23,11 @@ type Scheduler struct {
 	Log *slog.Logger
 }
 
+// log is Log as given (serve's says controller=scheduler), or the default
+// logger naming the component.
 func (s *Scheduler) log() *slog.Logger {
 	if s.Log != nil {
-		return s.Log.With("component", "scheduler")
+		return s.Log
 	}
 	return slog.Default().With("component", "scheduler")
 }
