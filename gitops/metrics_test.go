@@ -178,10 +178,7 @@ func TestMetricsScrapedDuringARolloutFollowTheRun(t *testing.T) {
 	clk := clock.NewFake(time.Now())
 	d := startDaemonWith(t, "file://"+r.remote, t.TempDir(), 0, func(c *gitops.Config) {
 		onFakeClock(clk)(c)
-		c.Metrics = m
-		c.Observer = gitops.MetricsObserver{M: m}
-		c.OnReconcileError = func(controller string, _ error) { m.ObserveReconcileError(controller) }
-		c.OnBindings = func(p hub.Key, bindings []*fleet.Binding) { m.ObserveBindings(p.Name, bindings) }
+		measuredBy(m)(c)
 	})
 	endpoints.SetReady()
 	if code := httpStatus(t, srv.URL+"/readyz"); code != http.StatusOK {
@@ -266,6 +263,16 @@ func TestMetricsScrapedDuringARolloutFollowTheRun(t *testing.T) {
 	}
 	if _, err := gitRun(r.remote, "merge-base", "--is-ancestor", info[0].labels["commit"], "main"); err != nil {
 		t.Errorf("the last processed commit %s is not on main", info[0].labels["commit"])
+	}
+}
+
+// measuredBy wires m into the daemon as serve does.
+func measuredBy(m *metrics.Metrics) func(*gitops.Config) {
+	return func(c *gitops.Config) {
+		c.Metrics = m
+		c.Observer = gitops.MetricsObserver{M: m}
+		c.OnReconcileError = func(controller string, _ error) { m.ObserveReconcileError(controller) }
+		c.OnBindings = func(p hub.Key, bindings []*fleet.Binding) { m.ObserveBindings(p.Name, bindings) }
 	}
 }
 

@@ -23,7 +23,6 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/clock"
 	"github.com/gitfleet/gitfleet/gitops"
-	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/metrics"
 )
 
@@ -240,10 +239,7 @@ func TestTheDashboardQueriesAnswerFromARealPrometheus(t *testing.T) {
 	clk := clock.NewFake(time.Now())
 	d := startDaemonWith(t, "file://"+r.remote, t.TempDir(), 0, func(c *gitops.Config) {
 		onFakeClock(clk)(c)
-		c.Metrics = m
-		c.Observer = gitops.MetricsObserver{M: m}
-		c.OnReconcileError = func(controller string, _ error) { m.ObserveReconcileError(controller) }
-		c.OnBindings = func(p hub.Key, bindings []*fleet.Binding) { m.ObserveBindings(p.Name, bindings) }
+		measuredBy(m)(c)
 	})
 	endpoints.SetReady()
 
