@@ -375,6 +375,22 @@ func (r *fleetRepo) clone(name string) *fleetRepo {
 	return c
 }
 
+// takeAway makes the remote disappear (renamed, as a deleted or moved
+// repository looks to a fetch); the function returned brings it back.
+func (r *fleetRepo) takeAway() (bringBack func()) {
+	r.t.Helper()
+	away := r.remote + ".away"
+	if err := os.Rename(r.remote, away); err != nil {
+		r.t.Fatal(err)
+	}
+	return func() {
+		r.t.Helper()
+		if err := os.Rename(away, r.remote); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
 // git runs git on the bare remote.
 func (r *fleetRepo) git(args ...string) string {
 	r.t.Helper()

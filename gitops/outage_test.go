@@ -107,10 +107,7 @@ func TestFailedFetchesRetryWhenTheLogSays(t *testing.T) {
 		logTo(logs)(c)
 		c.RetryMax = retryMax
 	})
-	away := r.remote + ".away"
-	if err := os.Rename(r.remote, away); err != nil {
-		t.Fatal(err)
-	}
+	bringBack := r.takeAway()
 	const failed = "fetch or sync failed; retrying"
 	d.poke()
 	for attempt := 1; attempt <= 5; attempt++ {
@@ -147,9 +144,7 @@ func TestFailedFetchesRetryWhenTheLogSays(t *testing.T) {
 			t.Fatalf("%d retry lines after a trigger during wait %d", n, attempt)
 		}
 		if attempt == 5 {
-			if err := os.Rename(away, r.remote); err != nil {
-				t.Fatal(err)
-			}
+			bringBack()
 		}
 		clk.Step()
 	}

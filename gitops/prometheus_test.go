@@ -256,15 +256,10 @@ func TestTheDashboardQueriesAnswerFromARealPrometheus(t *testing.T) {
 	})
 
 	// A fetch that fails while the remote is away, for the error panel.
-	away := r.remote + ".away"
-	if err := os.Rename(r.remote, away); err != nil {
-		t.Fatal(err)
-	}
+	bringBack := r.takeAway()
 	d.poke()
 	eventually(t, "a failed fetch", func() bool { return d.LastError() != nil })
-	if err := os.Rename(away, r.remote); err != nil {
-		t.Fatal(err)
-	}
+	bringBack()
 	// The retry waits its backoff on the fake clock. (advanceUntil would
 	// not step: the status of the failing source waits to be pushed.)
 	eventually(t, "the fetch to succeed again", func() bool {
