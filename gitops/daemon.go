@@ -59,6 +59,10 @@ type Config struct {
 	// RetryMax caps the wait between failed fetches (default 5m). serve
 	// sets it to the poll interval: a poll would retry that often anyway.
 	RetryMax time.Duration
+	// RetryClock is what that wait runs on (default Clock). Tests that
+	// step a fake Clock through a rollout keep it on the wall clock, so a
+	// fetch that fails by chance is retried without waiting for a step.
+	RetryClock clock.Clock
 	// StuckThreshold is the engine's stuck threshold (default 5m).
 	StuckThreshold time.Duration
 	// PushApprovalBranches pushes gitfleet/approve/<name> for every new
@@ -150,6 +154,9 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
+	}
+	if cfg.RetryClock == nil {
+		cfg.RetryClock = cfg.Clock
 	}
 	if cfg.StatusInterval == 0 {
 		cfg.StatusInterval = status.DefaultInterval
@@ -360,10 +367,10 @@ func (d *Daemon) follow(ctx context.Context, triggers <-chan struct{}) error {
 	}
 }
 
-// sleep waits d on the daemon's clock, or until ctx is done.
+// sleep waits on Config.RetryClock, or until ctx is done.
 func (d *Daemon) sleep(ctx context.Context, wait time.Duration) error {
 	done := make(chan struct{})
-	t := d.clock.AfterFunc(wait, func() { close(done) })
+	t := d.cfg.RetryClock.AfterFunc(wait, func() { close(done) })
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

@@ -670,10 +670,16 @@ func (p *serveProcess) kill() {
 // no status commit waits for virtual time: time moves only when the test
 // steps it (advanceUntil), and a timed step of a rollout (a soak, a member
 // becoming available) holds until then, however slow the machine is.
+//
+// The retry of a failed fetch stays on the wall clock: a fetch that fails
+// by chance (the remote mid-push) is retried without a step, which
+// advanceUntil would not make while that failure's status waits to be
+// pushed.
 func onFakeClock(clk *clock.Fake) func(*gitops.Config) {
 	return func(c *gitops.Config) {
 		c.Clock = clk
 		c.StatusInterval = -1
+		c.RetryClock = clock.Real{}
 	}
 }
 

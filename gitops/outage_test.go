@@ -106,6 +106,7 @@ func TestFailedFetchesRetryWhenTheLogSays(t *testing.T) {
 		onFakeClock(clk)(c)
 		logTo(logs)(c)
 		c.RetryMax = retryMax
+		c.RetryClock = clk
 	})
 	bringBack := r.takeAway()
 	const failed = "fetch or sync failed; retrying"
