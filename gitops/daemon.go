@@ -851,6 +851,11 @@ func (d *Daemon) repairApproval(ctx context.Context, e render.ManifestError, com
 		d.log.Warn("approval request file error; gitfleet has no such request to restore", "error", e.Error())
 		return
 	}
+	// The commit that broke it, not the tip: gitfleet's own commits may
+	// have come after it by the time this sync sees it.
+	if c := d.lastChange(ctx, commit, e.File); c != nil {
+		commit = c.Hash
+	}
 	d.log.Warn("approval request file broken by a commit; gitfleet writes its record back (it approves nothing as it is)",
 		"file", e.File, "commit", commit.String(), "error", e.Error())
 	d.Hub.AnnotateApprovalRequest(key, fleet.RejectedChangeAnnotation, fmt.Sprintf(
