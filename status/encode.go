@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/yamlstream"
 )
 
 // Encode renders obj the way `kubectl get -o yaml` would: apiVersion, kind,
@@ -25,6 +26,17 @@ import (
 // would turn every no-op write into a diff. TypeMeta is filled in from the Go
 // type and the namespace when the caller left it empty.
 func Encode(obj runtime.Object) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := EncodeTo(&buf, obj); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// encodeTree is Encode through trees of maps and go-yaml: the reference
+// the streaming writer is held to, and what prints the documents it does
+// not cover (non-ASCII text, say).
+func encodeTree(obj runtime.Object) ([]byte, error) {
 	obj = obj.DeepCopyObject()
 	if err := fillTypeMeta(obj); err != nil {
 		return nil, err
@@ -46,8 +58,15 @@ func Encode(obj runtime.Object) ([]byte, error) {
 	return out, nil
 }
 
-// marshalClean renders v as YAML with sorted keys and no null fields.
+// marshalClean renders v as YAML with sorted keys and no null fields,
+// through the streaming writer where it covers the document.
 func marshalClean(v any) ([]byte, error) {
+	if raw, err := json.Marshal(v); err == nil && yamlstream.Supported(raw) {
+		var buf bytes.Buffer
+		if err := yamlstream.WriteJSON(&buf, raw, nil); err == nil {
+			return buf.Bytes(), nil
+		}
+	}
 	content, err := cleanMap(v)
 	if err != nil {
 		return nil, err

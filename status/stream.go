@@ -11,11 +11,12 @@ import (
 	"github.com/gitfleet/gitfleet/internal/yamlstream"
 )
 
-// EncodeTo writes exactly what Encode returns to w, printing the object's
-// JSON text as YAML as it walks it, without Encode's second JSON round trip
-// and its trees of maps: `simulate -o yaml` and `get -o yaml` print runs
-// and placements of 10,000 clusters with it. Documents yamlstream cannot
-// print byte for byte (non-ASCII text, say) go through Encode.
+// EncodeTo writes what Encode returns to w, printing the object's JSON
+// text as YAML as it walks it, without a second JSON round trip and trees
+// of maps: serve's status files, `simulate -o yaml` and `get -o yaml` of
+// runs and placements of 10,000 clusters go through it. Documents
+// yamlstream cannot print byte for byte (non-ASCII text, say) go through
+// encodeTree.
 func EncodeTo(w io.Writer, obj runtime.Object) error {
 	if !typeMetaComplete(obj) {
 		obj = obj.DeepCopyObject()
@@ -28,7 +29,7 @@ func EncodeTo(w io.Writer, obj runtime.Object) error {
 		return fmt.Errorf("encode %s: %w", describeObject(obj), err)
 	}
 	if !yamlstream.Supported(raw) {
-		out, err := Encode(obj)
+		out, err := encodeTree(obj)
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,9 @@ import (
 	"testing"
 )
 
-func TestEncodeToWritesWhatEncodeReturns(t *testing.T) {
+// The streaming writer prints what the tree encoder, held to
+// sigs.k8s.io/yaml, prints.
+func TestEncodeToWritesWhatTheTreeEncoderWrites(t *testing.T) {
 	unicode := waitingRun("")
 	unicode.Annotations = map[string]string{"note": "déploiement\nen deux lignes"}
 	objs := append(allKinds(), unicode)
@@ -18,7 +20,7 @@ func TestEncodeToWritesWhatEncodeReturns(t *testing.T) {
 		objs = append(objs, o)
 	}
 	for _, obj := range objs {
-		want, err := Encode(obj)
+		want, err := encodeTree(obj)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -27,7 +29,7 @@ func TestEncodeToWritesWhatEncodeReturns(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got.String() != string(want) {
-			t.Errorf("%s: EncodeTo differs from Encode:\n--- got\n%s\n--- want\n%s", describeObject(obj), got.String(), want)
+			t.Errorf("%s: EncodeTo differs from encodeTree:\n--- got\n%s\n--- want\n%s", describeObject(obj), got.String(), want)
 		}
 	}
 }
@@ -40,5 +42,27 @@ func TestEncodeToLeavesTheObjectAlone(t *testing.T) {
 	}
 	if run.Kind != "" || run.ResourceVersion != "7" {
 		t.Fatalf("EncodeTo changed its argument: kind %q, resourceVersion %q", run.Kind, run.ResourceVersion)
+	}
+}
+
+// Part files go through the streaming writer too, and print what the tree
+// path prints.
+func TestMarshalCleanWritesWhatTheTreePathWrites(t *testing.T) {
+	for _, obj := range append(allKinds(), bigRun("", 0, 12, 3)) {
+		content, err := cleanMap(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := toYAML(content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := marshalClean(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s: marshalClean differs from the tree path:\n--- got\n%s\n--- want\n%s", describeObject(obj), got, want)
+		}
 	}
 }
