@@ -150,6 +150,21 @@ type ApprovalRequests interface {
 	DeleteApprovalRequest(ctx context.Context, key Key) error
 }
 
+// OverrideSnapshots reads and writes ClusterResourceOverrideSnapshots and
+// ResourceOverrideSnapshots. It is optional: the Git loop records override
+// snapshots, and runs freeze and deliver them, only on a hub that implements
+// it (the embedded hub; hub/kube does not yet, so runs there carry none).
+// Override snapshots are written whole by one writer, the commit recorder,
+// so Put creates or replaces without a resourceVersion check.
+type OverrideSnapshots interface {
+	ListClusterResourceOverrideSnapshots(ctx context.Context) ([]*fleet.ClusterResourceOverrideSnapshot, error)
+	ListResourceOverrideSnapshots(ctx context.Context) ([]*fleet.ResourceOverrideSnapshot, error)
+	PutClusterResourceOverrideSnapshot(ctx context.Context, s *fleet.ClusterResourceOverrideSnapshot) error
+	PutResourceOverrideSnapshot(ctx context.Context, s *fleet.ResourceOverrideSnapshot) error
+	DeleteClusterResourceOverrideSnapshot(ctx context.Context, key Key) error
+	DeleteResourceOverrideSnapshot(ctx context.Context, key Key) error
+}
+
 // Revisioner is implemented by hubs that can tell cheaply whether anything a
 // run's validation reads has changed: placements, policy snapshots, member
 // clusters, and the set of bindings with their states (not their status).

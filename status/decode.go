@@ -124,6 +124,10 @@ func newObject(kind string) (runtime.Object, string) {
 		return &fleet.PolicySnapshot{}, fleet.PlacementAPIVersion
 	case fleet.KindClusterResourceBinding, fleet.KindResourceBinding:
 		return &fleet.Binding{}, fleet.PlacementAPIVersion
+	case fleet.KindClusterResourceOverrideSnapshot:
+		return &fleet.ClusterResourceOverrideSnapshot{}, fleet.PlacementAPIVersion
+	case fleet.KindResourceOverrideSnapshot:
+		return &fleet.ResourceOverrideSnapshot{}, fleet.PlacementAPIVersion
 	case fleet.KindCommit:
 		return &fleet.Commit{}, fleet.GitfleetAPIVersion
 	case fleet.KindGitSource:

@@ -208,6 +208,16 @@ func kindFor(obj runtime.Object) string {
 		return fleet.PolicySnapshotKind(ns)
 	case *fleet.Binding:
 		return fleet.BindingKind(ns)
+	case *fleet.ClusterResourceOverrideSnapshot:
+		if ns != "" {
+			return ""
+		}
+		return fleet.KindClusterResourceOverrideSnapshot
+	case *fleet.ResourceOverrideSnapshot:
+		if ns == "" {
+			return ""
+		}
+		return fleet.KindResourceOverrideSnapshot
 	case *fleet.Commit:
 		if ns != "" {
 			return ""

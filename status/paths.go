@@ -31,6 +31,7 @@ const (
 	strategiesDir     = "strategies"
 	commitsDir        = "commits"
 	sourcesDir        = "sources"
+	overridesDir      = "overridesnapshots"
 )
 
 // Ref is what a file's path says about the object it holds.
@@ -56,6 +57,7 @@ type Ref struct {
 //	status/snapshots/[<ns>/]<placement>/<index>.yaml   (sub-snapshots <index>-<sub>.yaml)
 //	status/policysnapshots/[<ns>/]<placement>/<index>.yaml
 //	status/bindings/[<ns>/]<placement>/<cluster>.yaml
+//	status/overridesnapshots/[<ns>/]<override>/<index>.yaml (ClusterResourceOverrideSnapshots, ResourceOverrideSnapshots)
 //	status/clusters/<name>.yaml
 //	status/strategies/[<ns>/]<name>.yaml
 //	status/commits/<sha>.yaml                           (commits that did not render)
@@ -134,6 +136,20 @@ func PathFor(obj runtime.Object) (string, error) {
 			return "", fmt.Errorf("%s: name does not match its labels, want %q", describeObject(obj), want)
 		}
 		return scoped(path.Join(StatusDir, policySnapshotDir), placement, strconv.Itoa(index)), nil
+	case *fleet.ClusterResourceOverrideSnapshot, *fleet.ResourceOverrideSnapshot:
+		labels := mo.GetLabels()
+		override := labels[fleet.OverrideTrackingLabel]
+		if err := checkSegment("label "+fleet.OverrideTrackingLabel, override); err != nil {
+			return "", fmt.Errorf("%s: %w", describeObject(obj), err)
+		}
+		index, err := strconv.Atoi(labels[fleet.OverrideIndexLabel])
+		if err != nil || index < 0 {
+			return "", fmt.Errorf("%s: label %s=%q is not an index", describeObject(obj), fleet.OverrideIndexLabel, labels[fleet.OverrideIndexLabel])
+		}
+		if want := fmt.Sprintf(fleet.OverrideSnapshotNameFmt, override, index); name != want {
+			return "", fmt.Errorf("%s: name does not match its labels, want %q", describeObject(obj), want)
+		}
+		return scoped(path.Join(StatusDir, overridesDir), override, strconv.Itoa(index)), nil
 	case *fleet.Binding:
 		placement := o.Labels[fleet.PlacementTrackingLabel]
 		if err := checkSegment("label "+fleet.PlacementTrackingLabel, placement); err != nil {
@@ -255,6 +271,20 @@ func RefFor(p string) (Ref, error) {
 			ref.Name = fmt.Sprintf(fleet.ResourceSnapshotSubNameFmt, placement, index, n)
 		}
 		return ref, nil
+	case overridesDir:
+		ns, override, file, err := placementScoped(rest)
+		if err != nil {
+			return bad(err.Error())
+		}
+		index, err := strconv.Atoi(file)
+		if err != nil || index < 0 || strconv.Itoa(index) != file {
+			return bad("file name is not an override snapshot index")
+		}
+		kind := fleet.KindClusterResourceOverrideSnapshot
+		if ns != "" {
+			kind = fleet.KindResourceOverrideSnapshot
+		}
+		return Ref{Kind: kind, Namespace: ns, Name: fmt.Sprintf(fleet.OverrideSnapshotNameFmt, override, index)}, nil
 	case bindingsDir:
 		ns, placement, cluster, err := placementScoped(rest)
 		if err != nil {

@@ -1,9 +1,12 @@
 package status
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
@@ -30,6 +33,10 @@ func TestPathForPlacesEveryFamilyAsDesigned(t *testing.T) {
 		{strategy("team-a"), "status/strategies/team-a/example-strategy.yaml"},
 		{approval(""), "approvals/example-run-after-canary.yaml"},
 		{approval("team-a"), "approvals/team-a/example-run-after-canary.yaml"},
+		{&fleet.ClusterResourceOverrideSnapshot{ObjectMeta: overrideSnapshotMeta("", "env-labels", 3)},
+			"status/overridesnapshots/env-labels/3.yaml"},
+		{&fleet.ResourceOverrideSnapshot{ObjectMeta: overrideSnapshotMeta("team-a", "env-config", 0)},
+			"status/overridesnapshots/team-a/env-config/0.yaml"},
 	}
 	for _, tc := range cases {
 		got, err := PathFor(tc.obj)
@@ -49,6 +56,11 @@ func TestPathForPlacesEveryFamilyAsDesigned(t *testing.T) {
 			t.Errorf("RefFor(%q) = %+v does not match the object it came from", got, ref)
 		}
 	}
+}
+
+func overrideSnapshotMeta(namespace, override string, index int) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: fmt.Sprintf(fleet.OverrideSnapshotNameFmt, override, index), Namespace: namespace,
+		Labels: map[string]string{fleet.OverrideTrackingLabel: override, fleet.OverrideIndexLabel: strconv.Itoa(index)}}
 }
 
 func TestRefForNamesWhatThePathPromises(t *testing.T) {

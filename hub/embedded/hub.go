@@ -34,6 +34,9 @@ type Hub struct {
 	strategies table[*fleet.UpdateStrategy]
 	runs       table[*fleet.UpdateRun]
 	approvals  table[*fleet.ApprovalRequest]
+	// croSnapshots and roSnapshots are the override snapshots (overrides.go).
+	croSnapshots table[*fleet.ClusterResourceOverrideSnapshot]
+	roSnapshots  table[*fleet.ResourceOverrideSnapshot]
 	// resources are the hub's workload resources (the rendered commit).
 	resources []*unstructured.Unstructured
 	// selector picks a placement's resources out of resources.
@@ -77,6 +80,9 @@ func New(c clock.Clock, store Store) *Hub {
 		strategies: newTable[*fleet.UpdateStrategy](),
 		runs:       newTable[*fleet.UpdateRun](),
 		approvals:  newTable[*fleet.ApprovalRequest](),
+
+		croSnapshots: newTable[*fleet.ClusterResourceOverrideSnapshot](),
+		roSnapshots:  newTable[*fleet.ResourceOverrideSnapshot](),
 	}
 	h.initDelivery()
 	return h

@@ -49,6 +49,10 @@ func (h *Hub) restoreLocked(o runtime.Object) error {
 		h.runs.put(t)
 	case *fleet.ApprovalRequest:
 		h.approvals.put(t)
+	case *fleet.ClusterResourceOverrideSnapshot:
+		h.croSnapshots.put(t)
+	case *fleet.ResourceOverrideSnapshot:
+		h.roSnapshots.put(t)
 	default:
 		return fmt.Errorf("cannot restore object of type %T", o)
 	}
