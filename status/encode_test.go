@@ -138,9 +138,11 @@ func TestDecodeChoosesGoTypeByKind(t *testing.T) {
 		fleet.KindSchedulingPolicySnapshot:        &fleet.PolicySnapshot{},
 		fleet.KindClusterResourceBinding:          &fleet.Binding{},
 		fleet.KindResourceBinding:                 &fleet.Binding{},
+		fleet.KindClusterResourceOverrideSnapshot: &fleet.ClusterResourceOverrideSnapshot{},
+		fleet.KindResourceOverrideSnapshot:        &fleet.ResourceOverrideSnapshot{},
 	}
-	if len(cases) != 15 {
-		t.Fatalf("want all 15 kinds, have %d", len(cases))
+	if len(cases) != 17 {
+		t.Fatalf("want all 17 kinds, have %d", len(cases))
 	}
 	for kind, want := range cases {
 		apiVersion, ns := fleet.PlacementAPIVersion, "  namespace: team-a\n"

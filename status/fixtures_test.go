@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -132,5 +133,44 @@ func allKinds() []runtime.Object {
 	for _, ns := range []string{"", "team-a"} {
 		out = append(out, waitingRun(ns), approval(ns), snapshot(ns, 1, -1), policySnapshot(ns), binding(ns, "member1"), placement(ns), strategy(ns))
 	}
-	return append(out, member("member1"))
+	return append(out, member("member1"), clusterOverrideSnapshot(), overrideSnapshot())
+}
+
+// overridePolicy patches a label on every cluster, with a variable.
+func overridePolicy() *fleet.OverridePolicy {
+	return &fleet.OverridePolicy{OverrideRules: []fleet.OverrideRule{{
+		ClusterSelector: &fleet.ClusterSelector{ClusterSelectorTerms: []fleet.ClusterSelectorTerm{}},
+		OverrideType:    fleet.JSONPatchOverrideType,
+		JSONPatchOverrides: []fleet.JSONPatchOverride{{Operator: fleet.JSONPatchOverrideOpAdd, Path: "/metadata/labels",
+			Value: apiextensionsv1.JSON{Raw: []byte(`{"env":"${MEMBER-CLUSTER-LABEL-KEY-environment}"}`)}}},
+	}}}
+}
+
+func clusterOverrideSnapshot() *fleet.ClusterResourceOverrideSnapshot {
+	return &fleet.ClusterResourceOverrideSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Name: "env-label-0", Labels: map[string]string{
+			fleet.OverrideTrackingLabel: "env-label", fleet.OverrideIndexLabel: "0", fleet.IsLatestSnapshotLabel: "true"}},
+		Spec: fleet.ClusterResourceOverrideSnapshotSpec{
+			OverrideSpec: fleet.ClusterResourceOverrideSpec{
+				Placement:                &fleet.PlacementRef{Name: "example-placement", Scope: fleet.ClusterScoped},
+				ClusterResourceSelectors: []fleet.ResourceSelectorTerm{{Version: "v1", Kind: "Namespace", Name: "app"}},
+				Policy:                   overridePolicy(),
+			},
+			OverrideHash: []byte("0123abcd"),
+		},
+	}
+}
+
+func overrideSnapshot() *fleet.ResourceOverrideSnapshot {
+	return &fleet.ResourceOverrideSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Name: "config-1", Namespace: "app", Labels: map[string]string{
+			fleet.OverrideTrackingLabel: "config", fleet.OverrideIndexLabel: "1", fleet.IsLatestSnapshotLabel: "false"}},
+		Spec: fleet.ResourceOverrideSnapshotSpec{
+			OverrideSpec: fleet.ResourceOverrideSpec{
+				ResourceSelectors: []fleet.ResourceSelector{{Version: "v1", Kind: "ConfigMap", Name: "settings"}},
+				Policy:            overridePolicy(),
+			},
+			OverrideHash: []byte("4567cdef"),
+		},
+	}
 }

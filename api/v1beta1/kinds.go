@@ -44,3 +44,9 @@ func PolicySnapshotKind(namespace string) string {
 func BindingKind(namespace string) string {
 	return scoped(namespace, KindClusterResourceBinding, KindResourceBinding)
 }
+
+// OverrideSnapshotKind is ClusterResourceOverrideSnapshot or
+// ResourceOverrideSnapshot.
+func OverrideSnapshotKind(namespace string) string {
+	return scoped(namespace, KindClusterResourceOverrideSnapshot, KindResourceOverrideSnapshot)
+}

@@ -88,6 +88,7 @@ var behaviours = []struct {
 	{"approval requests are listed by labels", (*suite).approvalRequestsListedByLabels},
 	{"lists hold the placement's objects sorted by name", (*suite).listsArePerPlacementAndSorted},
 	{"events name the placement or the run", (*suite).eventsNamePlacementOrRun},
+	{"override snapshots are put, listed and deleted", (*suite).overrideSnapshotsPutListDelete},
 }
 
 // ---- fixtures ----

@@ -24,6 +24,9 @@ var resources = map[string]schema.GroupVersionResource{
 	fleet.KindClusterApprovalRequest:          placementGVR("clusterapprovalrequests"),
 	fleet.KindApprovalRequest:                 placementGVR("approvalrequests"),
 	fleet.KindMemberCluster:                   {Group: fleet.ClusterGroup, Version: fleet.Version, Resource: "memberclusters"},
+
+	fleet.KindClusterResourceOverrideSnapshot: placementGVR("clusterresourceoverridesnapshots"),
+	fleet.KindResourceOverrideSnapshot:        placementGVR("resourceoverridesnapshots"),
 }
 
 func placementGVR(resource string) schema.GroupVersionResource {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -272,8 +273,8 @@ func storeUnpruned(t *testing.T, hub *kubetest.Cluster) {
 		storeWithTwin(fmt.Sprintf("goBuiltObjects()[%d]", i), &unstructured.Unstructured{Object: m})
 	}
 	t.Logf("%d objects of %d kinds stored unpruned", n, len(kinds))
-	if len(kinds) != 15 {
-		t.Errorf("%d kinds among the objects stored; want all 15: %v", len(kinds), kinds)
+	if len(kinds) != 17 {
+		t.Errorf("%d kinds among the objects stored; want all 17: %v", len(kinds), kinds)
 	}
 }
 
@@ -284,8 +285,9 @@ var families = []func(namespace string) string{
 }
 
 // goBuiltObjects fill the fields no file above has: a policy snapshot with
-// every field of a policy and a decision, and a rolling-update placement
-// with int-or-string budgets and a full apply strategy.
+// every field of a policy and a decision, a rolling-update placement with
+// int-or-string budgets and a full apply strategy, and override snapshots
+// with JSON patch values of every shape and a Delete rule.
 func goBuiltObjects() []runtime.Object {
 	at := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	labels := &metav1.LabelSelector{MatchLabels: map[string]string{"environment": "prod"},
@@ -303,7 +305,36 @@ func goBuiltObjects() []runtime.Object {
 			{MaxSkew: ptr.To[int32](1), TopologyKey: "region", WhenUnsatisfiable: "DoNotSchedule"}},
 		Tolerations: []fleet.Toleration{{Key: "gpu", Operator: "Equal", Value: "true", Effect: "NoSchedule"}},
 	}
+	rules := []fleet.OverrideRule{
+		{ClusterSelector: &fleet.ClusterSelector{ClusterSelectorTerms: []fleet.ClusterSelectorTerm{{LabelSelector: labels}}},
+			OverrideType: fleet.JSONPatchOverrideType,
+			JSONPatchOverrides: []fleet.JSONPatchOverride{
+				{Operator: fleet.JSONPatchOverrideOpAdd, Path: "/metadata/labels", Value: apiextensionsv1.JSON{Raw: []byte(`{"env":"${MEMBER-CLUSTER-NAME}"}`)}},
+				{Operator: fleet.JSONPatchOverrideOpReplace, Path: "/spec/replicas", Value: apiextensionsv1.JSON{Raw: []byte(`3`)}},
+				{Operator: fleet.JSONPatchOverrideOpAdd, Path: "/spec/args", Value: apiextensionsv1.JSON{Raw: []byte(`["-v",2,true]`)}},
+			}},
+		{ClusterSelector: &fleet.ClusterSelector{ClusterSelectorTerms: []fleet.ClusterSelectorTerm{}}, OverrideType: fleet.DeleteOverrideType},
+	}
+	overrideLabels := func(override string) map[string]string {
+		return map[string]string{fleet.OverrideTrackingLabel: override, fleet.OverrideIndexLabel: "0", fleet.IsLatestSnapshotLabel: "true"}
+	}
 	return []runtime.Object{
+		&fleet.ClusterResourceOverrideSnapshot{
+			TypeMeta:   metav1.TypeMeta{APIVersion: fleet.PlacementAPIVersion, Kind: fleet.KindClusterResourceOverrideSnapshot},
+			ObjectMeta: metav1.ObjectMeta{Name: "example-override-0", Labels: overrideLabels("example-override")},
+			Spec: fleet.ClusterResourceOverrideSnapshotSpec{OverrideHash: []byte("0123abcd"), OverrideSpec: fleet.ClusterResourceOverrideSpec{
+				Placement:                &fleet.PlacementRef{Name: "example-placement", Scope: fleet.ClusterScoped},
+				ClusterResourceSelectors: []fleet.ResourceSelectorTerm{{Group: "", Version: "v1", Kind: "Namespace", Name: "app"}},
+				Policy:                   &fleet.OverridePolicy{OverrideRules: rules}}},
+		},
+		&fleet.ResourceOverrideSnapshot{
+			TypeMeta:   metav1.TypeMeta{APIVersion: fleet.PlacementAPIVersion, Kind: fleet.KindResourceOverrideSnapshot},
+			ObjectMeta: metav1.ObjectMeta{Name: "example-override-0", Namespace: "team-a", Labels: overrideLabels("example-override")},
+			Spec: fleet.ResourceOverrideSnapshotSpec{OverrideHash: []byte("0123abcd"), OverrideSpec: fleet.ResourceOverrideSpec{
+				Placement:         &fleet.PlacementRef{Name: "example-placement", Scope: fleet.NamespaceScoped},
+				ResourceSelectors: []fleet.ResourceSelector{{Group: "apps", Version: "v1", Kind: "Deployment", Name: "web"}},
+				Policy:            &fleet.OverridePolicy{OverrideRules: rules}}},
+		},
 		&fleet.PolicySnapshot{
 			TypeMeta:   metav1.TypeMeta{APIVersion: fleet.PlacementAPIVersion, Kind: fleet.KindClusterSchedulingPolicySnapshot},
 			ObjectMeta: metav1.ObjectMeta{Name: "example-placement-0"},

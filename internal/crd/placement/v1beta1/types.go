@@ -148,6 +148,32 @@ type ResourceSnapshot struct {
 	Spec fleet.ResourceSnapshotSpec `json:"spec"`
 }
 
+// ---- override snapshots ----
+
+// ClusterResourceOverrideSnapshot is one immutable version of a
+// ClusterResourceOverride, as runs freeze it per cluster.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,categories={fleet,fleet-placement}
+type ClusterResourceOverrideSnapshot struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec fleet.ClusterResourceOverrideSnapshotSpec `json:"spec"`
+}
+
+// ResourceOverrideSnapshot is one immutable version of a ResourceOverride,
+// as runs freeze it per cluster.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,categories={fleet,fleet-placement}
+type ResourceOverrideSnapshot struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec fleet.ResourceOverrideSnapshotSpec `json:"spec"`
+}
+
 // ---- bindings ----
 
 // ClusterResourceBinding binds a ClusterResourcePlacement's resources to
