@@ -9,11 +9,14 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/member"
+	"github.com/gitfleet/gitfleet/reconciler/overridesnapshot"
 )
 
 // initialize freezes the run's plan (spec §2.2): apply strategy, policy
 // snapshot index and cluster count, strategy snapshot, stages with their
-// cluster order and tasks, deletion stage, resource snapshot index. Each
+// cluster order and tasks, deletion stage, resource snapshot index, and the
+// override snapshots of each cluster. Each
 // step records into the run's status as it goes, so a terminal failure
 // persists what was derived before it. On success the status is written at
 // once with Initialized=True, before any side effect of execution.
@@ -42,6 +45,9 @@ func (p *pass) initialize() (*plan, error) {
 	}
 	st.DeletionStageStatus = deletionStage(toDelete)
 	if err := p.recordResourceSnapshot(placement, st); err != nil {
+		return nil, err
+	}
+	if err := p.recordOverrideSnapshots(st); err != nil {
 		return nil, err
 	}
 	p.set(&st.Conditions, fleet.StagedUpdateRunConditionInitialized, metav1.ConditionTrue,
@@ -146,4 +152,64 @@ func (p *pass) recordResourceSnapshot(placement *fleet.Placement, st *fleet.Upda
 		return validationAbort(userErr("no resourceSnapshots with index `%d` found for placement `%s`", idx, keyString(pk)))
 	}
 	return validationAbort(unexpectedErr("no master resourceSnapshot found for placement %s", keyString(pk)))
+}
+
+// recordOverrideSnapshots freezes, for each cluster of the stages (not the
+// deletion stage), the latest override snapshots that select a resource of
+// the run's resource snapshot and match the cluster (spec §2.2 step 7,
+// KubeFleet's recordOverrideSnapshots). Bindings take them from there and
+// delivery applies exactly those, whatever the overrides become later. A
+// hub without override snapshots records none.
+func (p *pass) recordOverrideSnapshots(st *fleet.UpdateRunStatus) error {
+	oh, ok := p.r.Hub.(hub.OverrideSnapshots)
+	if !ok {
+		return nil
+	}
+	pk := p.placementKey()
+	all, err := p.r.Hub.ListResourceSnapshots(p.ctx, pk)
+	if err != nil {
+		return fmt.Errorf("listing the resource snapshots of placement %s: %w", keyString(pk), err)
+	}
+	var group []*fleet.ResourceSnapshot
+	for _, s := range all {
+		if s.Labels[fleet.ResourceIndexLabel] == st.ResourceSnapshotIndexUsed {
+			group = append(group, s)
+		}
+	}
+	resources, err := member.Manifests(group)
+	if err != nil {
+		return validationAbort(unexpectedErr("%s", err))
+	}
+	placementKey := pk.Name
+	if pk.Namespace != "" {
+		placementKey = pk.Namespace + "/" + pk.Name
+	}
+	cros, ros, err := overridesnapshot.Matching(p.ctx, oh, placementKey, resources)
+	if err != nil {
+		return err
+	}
+	if len(cros) == 0 && len(ros) == 0 {
+		return nil
+	}
+	members, err := p.r.Hub.ListMemberClusters(p.ctx)
+	if err != nil {
+		return fmt.Errorf("listing member clusters: %w", err)
+	}
+	byName := make(map[string]*fleet.MemberCluster, len(members))
+	for _, m := range members {
+		byName[m.Name] = m
+	}
+	for i := range st.StagesStatus {
+		for j := range st.StagesStatus[i].Clusters {
+			cs := &st.StagesStatus[i].Clusters[j]
+			m, ok := byName[cs.ClusterName]
+			if !ok {
+				return validationAbort(fmt.Sprintf("expected behavior which can be recovered by itself: memberclusters.cluster.kubernetes-fleet.io %q not found", cs.ClusterName))
+			}
+			if cs.ClusterResourceOverrideSnapshots, cs.ResourceOverrideSnapshots, err = overridesnapshot.ForCluster(m, cros, ros); err != nil {
+				return validationAbort(unexpectedErr("%s", err))
+			}
+		}
+	}
+	return nil
 }

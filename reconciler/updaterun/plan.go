@@ -214,8 +214,8 @@ func (p *pass) computeStages(selected []*fleet.Binding, st *fleet.UpdateRunStatu
 		})
 		s := fleet.StageUpdatingStatus{StageName: cfg.Name, Clusters: make([]fleet.ClusterUpdatingStatus, len(in))}
 		for j, m := range in {
-			// Overrides: gitfleet has no override objects yet, so no
-			// override snapshots are recorded (spec §2.2 step 7).
+			// Override snapshots are recorded once the resource
+			// snapshot is known (recordOverrideSnapshots).
 			s.Clusters[j] = fleet.ClusterUpdatingStatus{ClusterName: m.name}
 		}
 		for _, t := range cfg.BeforeStageTasks {
