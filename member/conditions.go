@@ -16,6 +16,12 @@ import (
 const (
 	OverrideNotSpecifiedReason  = "NoOverrideSpecified"
 	OverrideNotSpecifiedMessage = "No override rules are configured for the selected resources"
+	OverriddenSucceededReason   = "OverriddenSucceeded"
+	OverriddenSucceededMessage  = "Successfully applied the override rules on the resources"
+	OverriddenFailedReason      = "OverriddenFailed"
+	// OverriddenFailedMessagePrefix starts the message of Overridden=False;
+	// the failure follows.
+	OverriddenFailedMessagePrefix = "Failed to apply the override rules on the resources: "
 
 	AllWorkSyncedReason  = "AllWorkSynced"
 	AllWorkSyncedMessage = "All of the works are synchronized to the latest"
@@ -62,8 +68,20 @@ func condition(t string, s metav1.ConditionStatus, reason, message string, gen i
 	return metav1.Condition{Type: t, Status: s, Reason: reason, Message: message, ObservedGeneration: gen}
 }
 
-func overridden(gen int64) metav1.Condition {
-	return condition(fleet.ResourceBindingOverridden, metav1.ConditionTrue, OverrideNotSpecifiedReason, OverrideNotSpecifiedMessage, gen)
+// overridden is Overridden=True for a binding whose overrides applied:
+// NoOverrideSpecified when it names no override snapshot (KubeFleet's work
+// generator).
+func overridden(b *fleet.Binding) metav1.Condition {
+	if len(b.Spec.ClusterResourceOverrideSnapshots) == 0 && len(b.Spec.ResourceOverrideSnapshots) == 0 {
+		return condition(fleet.ResourceBindingOverridden, metav1.ConditionTrue, OverrideNotSpecifiedReason, OverrideNotSpecifiedMessage, b.Generation)
+	}
+	return condition(fleet.ResourceBindingOverridden, metav1.ConditionTrue, OverriddenSucceededReason, OverriddenSucceededMessage, b.Generation)
+}
+
+// NotOverridden is Overridden=False: applying the binding's overrides
+// failed with why, and nothing of the binding was delivered.
+func NotOverridden(b *fleet.Binding, why string) metav1.Condition {
+	return condition(fleet.ResourceBindingOverridden, metav1.ConditionFalse, OverriddenFailedReason, OverriddenFailedMessagePrefix+why, b.Generation)
 }
 
 func workSynchronized(gen int64) metav1.Condition {
@@ -101,10 +119,10 @@ func diffReported(gen int64) metav1.Condition {
 // Overridden, WorkSynchronized, Applied, Available, NotAvailable,
 // NotYetAvailable and DiffReported are the binding conditions a driver reports, with
 // KubeFleet's reasons and messages.
-func Overridden(gen int64) metav1.Condition       { return overridden(gen) }
-func WorkSynchronized(gen int64) metav1.Condition { return workSynchronized(gen) }
-func Applied(gen int64) metav1.Condition          { return applied(gen) }
-func Available(gen int64) metav1.Condition        { return available(gen) }
+func Overridden(b *fleet.Binding) metav1.Condition { return overridden(b) }
+func WorkSynchronized(gen int64) metav1.Condition  { return workSynchronized(gen) }
+func Applied(gen int64) metav1.Condition           { return applied(gen) }
+func Available(gen int64) metav1.Condition         { return available(gen) }
 func NotAvailable(gen int64, work string) metav1.Condition {
 	return notAvailable(gen, work)
 }

@@ -10,6 +10,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/member/override"
 )
 
 // Delivery is one binding to act on, frozen at the binding write that asked
@@ -118,4 +119,26 @@ func Identify(u *unstructured.Unstructured) fleet.ResourceIdentifier {
 		Name:      u.GetName(),
 		Namespace: u.GetNamespace(),
 	}
+}
+
+// Override returns the resources as cluster receives them after the
+// binding's override snapshots (member/override.Apply, in the binding's
+// order): patched, and without those a Delete rule keeps off the cluster.
+// The error is KubeFleet's message for Overridden=False.
+func Override(resources []*unstructured.Unstructured, cluster *fleet.MemberCluster,
+	cros []*fleet.ClusterResourceOverrideSnapshot, ros []*fleet.ResourceOverrideSnapshot) ([]*unstructured.Unstructured, error) {
+	if len(cros) == 0 && len(ros) == 0 {
+		return resources, nil
+	}
+	out := make([]*unstructured.Unstructured, 0, len(resources))
+	for _, r := range resources {
+		o, deleted, err := override.Apply(r, cluster, cros, ros)
+		if err != nil {
+			return nil, err
+		}
+		if !deleted {
+			out = append(out, o)
+		}
+	}
+	return out, nil
 }

@@ -137,7 +137,7 @@ func (unconfigured) Remove(context.Context, Delivery) error { return nil }
 func reportNotApplied(r Reporter, d Delivery, reason, message string) error {
 	gen := d.Generation()
 	return r.ReportBindingStatus(d.Key(), gen, []metav1.Condition{
-		overridden(gen),
+		overridden(d.Binding),
 		workSynchronized(gen),
 		notApplied(gen, reason, message),
 	}, nil)

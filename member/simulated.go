@@ -52,6 +52,9 @@ type Placed struct {
 	Generation int64
 	Resources  []*unstructured.Unstructured
 	Available  bool
+	// overridden is the binding's Overridden condition, reported again
+	// when the resources become available.
+	overridden metav1.Condition
 }
 
 func newSimulated(name string, c clock.Clock, r Reporter, log *slog.Logger) *Simulated {
@@ -115,7 +118,7 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 		s.mu.Unlock()
 		s.log.Debug("reported diff", "binding", hub.KeyString(key), "generation", gen)
 		return s.reporter.ReportBindingStatus(key, gen,
-			[]metav1.Condition{overridden(gen), workSynchronized(gen), diffReported(gen)}, nil)
+			[]metav1.Condition{overridden(d.Binding), workSynchronized(gen), diffReported(gen)}, nil)
 	}
 	p := &Placed{
 		Binding:          key,
@@ -124,6 +127,7 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 		Generation:       gen,
 		Resources:        copyResources(d.Resources),
 		Available:        !sim.unavailable && (sim.availableAfter == 0 || availableAt(d.Binding, gen)),
+		overridden:       overridden(d.Binding),
 	}
 	s.placed[key] = p
 	isAvailable := p.Available
@@ -131,7 +135,7 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 
 	s.log.Debug("applied", "binding", hub.KeyString(key), "generation", gen, "snapshot", p.ResourceSnapshot,
 		"resources", len(p.Resources), "available", isAvailable)
-	conds := []metav1.Condition{overridden(gen), workSynchronized(gen), applied(gen)}
+	conds := []metav1.Condition{p.overridden, workSynchronized(gen), applied(gen)}
 	if isAvailable {
 		return s.reporter.ReportBindingStatus(key, gen, append(conds, available(gen)), nil)
 	}
@@ -175,11 +179,12 @@ func (s *Simulated) becomeAvailable(key hub.Key, gen int64) {
 	}
 	p.Available = true
 	delete(s.timers, key)
+	over := p.overridden
 	s.mu.Unlock()
 
 	s.log.Debug("available", "binding", hub.KeyString(key), "generation", gen)
 	err := s.reporter.ReportBindingStatus(key, gen,
-		[]metav1.Condition{overridden(gen), workSynchronized(gen), applied(gen), available(gen)}, nil)
+		[]metav1.Condition{over, workSynchronized(gen), applied(gen), available(gen)}, nil)
 	if err != nil {
 		s.log.Error("report availability", "binding", hub.KeyString(key), "generation", gen, "err", err)
 	}

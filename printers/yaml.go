@@ -2,9 +2,12 @@ package printers
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gitfleet/gitfleet/status"
 )
@@ -43,6 +46,23 @@ func (s *YAMLStream) Write(obj runtime.Object) error {
 	}
 	s.n++
 	return status.EncodeTo(s.w, obj)
+}
+
+// WriteManifest appends a workload manifest (any kind) as the next
+// document, keys sorted as kubectl -o yaml prints them.
+func (s *YAMLStream) WriteManifest(u *unstructured.Unstructured) error {
+	out, err := yaml.Marshal(u.Object)
+	if err != nil {
+		return fmt.Errorf("encode %s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	if s.n > 0 {
+		if _, err := s.w.WriteString("---\n"); err != nil {
+			return err
+		}
+	}
+	s.n++
+	_, err = s.w.Write(out)
+	return err
 }
 
 // Flush writes what is buffered.

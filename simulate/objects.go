@@ -6,14 +6,21 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/hub/embedded"
 	"github.com/gitfleet/gitfleet/printers"
 )
 
+// MemberClusterAnnotation names, on a printed manifest, the simulated member
+// cluster that holds it.
+const MemberClusterAnnotation = fleet.GitfleetPrefix + "member-cluster"
+
 // WriteObjects prints the final runs, approval requests, placements,
-// resource snapshots, policy snapshots and bindings as one YAML stream, in
-// that order and sorted by name within each kind. Each object is printed as
+// resource snapshots, policy snapshots, bindings and override snapshots as
+// one YAML stream, in that order and sorted by name within each kind, then
+// the manifests each simulated member holds, as it received them (after
+// overrides), each annotated with MemberClusterAnnotation. Each object is printed as
 // soon as it is listed, and each list is let go kind by kind, so a fleet of
 // 10,000 clusters never sits in memory as YAML.
 func WriteObjects(ctx context.Context, w io.Writer, h *embedded.Hub) error {
@@ -69,7 +76,50 @@ func WriteObjects(ctx context.Context, w io.Writer, h *embedded.Hub) error {
 			return err
 		}
 	}
+	cros, err := h.ListClusterResourceOverrideSnapshots(ctx)
+	if err != nil {
+		return err
+	}
+	if err := writeAll(out, cros); err != nil {
+		return err
+	}
+	ros, err := h.ListResourceOverrideSnapshots(ctx)
+	if err != nil {
+		return err
+	}
+	if err := writeAll(out, ros); err != nil {
+		return err
+	}
+	if err := writeMembers(out, h); err != nil {
+		return err
+	}
 	return out.Flush()
+}
+
+// writeMembers prints what every simulated member holds, member by member,
+// binding by binding, in delivery order.
+func writeMembers(out *printers.YAMLStream, h *embedded.Hub) error {
+	drivers := h.Members()
+	for _, name := range drivers.SimulatedNames() {
+		sim, ok := drivers.Simulated(name)
+		if !ok {
+			continue
+		}
+		for _, p := range sim.Placed() {
+			for _, r := range p.Resources {
+				ann := r.GetAnnotations()
+				if ann == nil {
+					ann = map[string]string{}
+				}
+				ann[MemberClusterAnnotation] = name
+				r.SetAnnotations(ann)
+				if err := out.WriteManifest(r); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // writeAll prints objs and drops each from the slice once printed, so the

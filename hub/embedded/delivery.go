@@ -252,9 +252,15 @@ func (h *Hub) dispatch(ctx context.Context, in intent) error {
 		h.delivery.configs[m.Name] = driverConfig(m)
 	}
 	drivers := h.delivery.drivers
-	var snapshots []*fleet.ResourceSnapshot
+	var (
+		snapshots  []*fleet.ResourceSnapshot
+		cros       []*fleet.ClusterResourceOverrideSnapshot
+		ros        []*fleet.ResourceOverrideSnapshot
+		noOverride []string
+	)
 	if in.kind == deliverIntent {
 		snapshots = h.snapshotGroupLocked(in.binding)
+		cros, ros, noOverride = h.overrideSnapshotsLocked(in.binding)
 	}
 	h.mu.Unlock()
 
@@ -271,6 +277,12 @@ func (h *Hub) dispatch(ctx context.Context, in intent) error {
 		res, err := member.Manifests(snapshots)
 		if err != nil {
 			return h.reportSyncFailed(d, err.Error())
+		}
+		if len(noOverride) > 0 {
+			return h.reportNotOverridden(d, noOverride[0])
+		}
+		if res, err = member.Override(res, d.Member, cros, ros); err != nil {
+			return h.reportNotOverridden(d, err.Error())
 		}
 		d.Resources = res
 		if err := drivers.For(d.Member).Deliver(ctx, d); err != nil {
@@ -355,6 +367,13 @@ func (h *Hub) reportSyncFailed(d member.Delivery, why string) error {
 		Type: fleet.ResourceBindingWorkSynchronized, Status: metav1.ConditionFalse, ObservedGeneration: gen,
 		Reason: fleet.SyncWorkFailedReason, Message: "Failed to synchronize the work to the latest: " + why,
 	}}, nil)
+}
+
+// reportNotOverridden reports Overridden=False and leaves the member as it
+// is: nothing of the binding is delivered while its overrides fail.
+func (h *Hub) reportNotOverridden(d member.Delivery, why string) error {
+	h.delivery.log.Warn("cannot apply the override rules", "binding", d.Key().String(), "reason", why)
+	return h.ReportBindingStatus(d.Key(), d.Generation(), []metav1.Condition{member.NotOverridden(d.Binding, why)}, nil)
 }
 
 // deliveryConditionTypes are the binding conditions the delivery layer

@@ -84,7 +84,7 @@ const (
 func (c *Clusters) step(ctx context.Context, w *work) (state, error) {
 	d := w.delivery
 	gen := d.Generation()
-	base := []metav1.Condition{member.Overridden(gen), member.WorkSynchronized(gen)}
+	base := []metav1.Condition{member.Overridden(d.Binding), member.WorkSynchronized(gen)}
 	fail := func(err error, failed []fleet.FailedResourcePlacement) error {
 		msg := fmt.Sprintf("Work object %s is not applied: member cluster %q: %v", d.WorkName(), d.Cluster(), err)
 		cond := metav1.Condition{Type: fleet.ResourceBindingApplied, Status: metav1.ConditionFalse,
