@@ -3,7 +3,9 @@ package simulate
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -265,4 +267,66 @@ spec:
 	if got, _, _ := unstructured.NestedString(cm.Object, "data", "key"); got != "other" {
 		t.Errorf("other-cm value %q, want other", got)
 	}
+}
+
+// readDir returns the files of a folder, as newRepo takes them.
+func readDir(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		data, err := os.ReadFile(dir + "/" + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = data
+	}
+	return files
+}
+
+// Spec e2e item 8: a ClusterResourceOverride for east/prod and a
+// ResourceOverride for east/canary are recorded on those clusters only, the
+// bindings and placement list them, and the members carry the annotations.
+func TestE2EOverridesRecordedPerClusterAndDelivered(t *testing.T) {
+	repo := newRepo(t, readDir(t, "testdata/e2e-overrides"))
+	res, err := Run(context.Background(), Options{Repo: repo, Approve: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := res.Hub.GetUpdateRun(context.Background(), keyOf("csur-0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Phase() != "Succeeded" {
+		t.Fatalf("run is %s", run.Phase())
+	}
+	wantCROs := map[string][]string{"kind-cluster-1": {"cro-0-0"}}
+	wantROs := map[string][]fleet.NamespacedName{"kind-cluster-2": {{Namespace: "application-0", Name: "ro-0-0"}}}
+	for _, s := range run.Status.StagesStatus {
+		for _, c := range s.Clusters {
+			if !slices.Equal(c.ClusterResourceOverrideSnapshots, wantCROs[c.ClusterName]) || !slices.Equal(c.ResourceOverrideSnapshots, wantROs[c.ClusterName]) {
+				t.Errorf("%s: %v %v, want %v %v", c.ClusterName, c.ClusterResourceOverrideSnapshots, c.ResourceOverrideSnapshots, wantCROs[c.ClusterName], wantROs[c.ClusterName])
+			}
+		}
+	}
+	for cluster, want := range map[string]map[string]string{
+		"kind-cluster-1": {"cro-test-annotation": "cro-test-annotation-val-0"},
+		"kind-cluster-2": {"ro-test-annotation": "ro-test-annotation-val-1"},
+		"kind-cluster-3": {},
+	} {
+		cm := received(t, res, cluster, "ConfigMap", "app-config-0")
+		got := cm.GetAnnotations()
+		delete(got, MemberClusterAnnotation)
+		if !maps.Equal(got, want) {
+			t.Errorf("%s's ConfigMap has annotations %v, want %v", cluster, got, want)
+		}
+	}
+	var out bytes.Buffer
+	if err := WriteObjects(context.Background(), &out, res.Hub); err != nil {
+		t.Fatal(err)
+	}
+	golden.Assert(t, "e2e-overrides.yaml", out.Bytes())
 }
