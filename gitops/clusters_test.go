@@ -35,11 +35,28 @@ spec:
       containers: [{name: web, image: "registry.invalid/web:1"}]
 `
 
-// clusterFleet is the quickstart delivered to real clusters: every member
-// uses the kubeconfig context of its name, the soak is 1s, and the canary
-// stage also waits for an approval before it starts, so the test can look
-// at every member while the rollout holds between stages.
+// clusterFleet is kubeconfigFleet with a Deployment and a second ConfigMap
+// in the workload.
 func clusterFleet(t testing.TB) map[string][]byte {
+	t.Helper()
+	files := kubeconfigFleet(t)
+	files["workload.yaml"] = append(files["workload.yaml"], []byte(webDeployment+`---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: extra-cm
+  namespace: test-namespace
+data:
+  key: extra
+`)...)
+	return files
+}
+
+// kubeconfigFleet is the quickstart with every member reached through the
+// kubeconfig context of its name, a 1s soak, and a before-stage approval on
+// the canary stage, so a test can look at every member while the rollout
+// holds between stages.
+func kubeconfigFleet(t testing.TB) map[string][]byte {
 	t.Helper()
 	files := timedFleet(t, "0s", "1s")
 	docs := strings.Split(string(files["members.yaml"]), "\n---")
@@ -57,15 +74,6 @@ func clusterFleet(t testing.TB) map[string][]byte {
 	strategy = strings.Replace(strategy, "      afterStageTasks:\n        - type: Approval",
 		"      beforeStageTasks:\n        - type: Approval\n      afterStageTasks:\n        - type: Approval", 1)
 	files["strategy.yaml"] = []byte(strategy)
-	files["workload.yaml"] = append(files["workload.yaml"], []byte(webDeployment+`---
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: extra-cm
-  namespace: test-namespace
-data:
-  key: extra
-`)...)
 	return files
 }
 
