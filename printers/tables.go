@@ -255,3 +255,33 @@ func Sources(w io.Writer, sources []*fleet.GitSource, now time.Time, opts Option
 		}},
 	}, opts)
 }
+
+// OverrideSnapshots prints ClusterResourceOverrideSnapshots and
+// ResourceOverrideSnapshots (KubeFleet defines no printer columns for them;
+// these follow Snapshots): the override, its index, whether it is the one
+// new runs freeze, and the commit it came from.
+func OverrideSnapshots(w io.Writer, snapshots []metav1.Object, now time.Time, opts Options) error {
+	return printSorted(w, snapshots, []column[metav1.Object]{
+		nameColumn[metav1.Object](),
+		{header: "OVERRIDE", cell: func(s metav1.Object) string { return s.GetLabels()[fleet.OverrideTrackingLabel] }},
+		{header: "INDEX", cell: func(s metav1.Object) string { return s.GetLabels()[fleet.OverrideIndexLabel] }},
+		{header: "LATEST", cell: func(s metav1.Object) string { return s.GetLabels()[fleet.IsLatestSnapshotLabel] }},
+		{header: "COMMIT", cell: func(s metav1.Object) string {
+			c := s.GetAnnotations()[fleet.CommitAnnotation]
+			if !opts.Wide && len(c) > 7 {
+				c = c[:7]
+			}
+			return c
+		}},
+		ageColumn[metav1.Object](now),
+	}, opts, func(a, b metav1.Object) bool {
+		if a.GetNamespace() != b.GetNamespace() {
+			return a.GetNamespace() < b.GetNamespace()
+		}
+		oa, ob := a.GetLabels()[fleet.OverrideTrackingLabel], b.GetLabels()[fleet.OverrideTrackingLabel]
+		if oa != ob {
+			return oa < ob
+		}
+		return number(a.GetLabels()[fleet.OverrideIndexLabel]) < number(b.GetLabels()[fleet.OverrideIndexLabel])
+	})
+}

@@ -38,8 +38,8 @@ func newGetCommand() *cobra.Command {
 		interval  time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "get (runs|approvals|snapshots|placements|bindings|clusters|sources)[,KIND...] [NAME...]",
-		Short: "List runs, approval requests, snapshots, placements, bindings, clusters or sources from the status tree",
+		Use:   "get (runs|approvals|snapshots|overrides|placements|bindings|clusters|sources)[,KIND...] [NAME...]",
+		Short: "List runs, approval requests, snapshots, override snapshots, placements, bindings, clusters or sources from the status tree",
 		Long: `get prints the objects gitfleet recorded in the fleet repository as kubectl
 prints KubeFleet's: the same printer columns, so a 'kubectl get csur' habit
 carries over. It reads files, not a cluster: --repo is a local clone or working
@@ -57,6 +57,10 @@ the tracked branch; read B from a second worktree ('git worktree add
   runs         status/runs/        ClusterStagedUpdateRuns, StagedUpdateRuns
   approvals    approvals/          ClusterApprovalRequests, ApprovalRequests
   snapshots    status/snapshots/   ClusterResourceSnapshots, ResourceSnapshots
+  overrides    status/overridesnapshots/
+                                   ClusterResourceOverrideSnapshots,
+                                   ResourceOverrideSnapshots: the overrides as
+                                   runs freeze them, one per changing commit
   placements   status/placements/  ClusterResourcePlacements, ResourcePlacements
   bindings     status/bindings/    ClusterResourceBindings, ResourceBindings
   clusters     status/clusters/    MemberClusters (before gitfleet wrote any,
@@ -191,6 +195,12 @@ var families = []*family{
 		clusterWords:    []string{"crs", "clusterresourcesnapshots", "clusterresourcesnapshot"},
 		namespacedWords: []string{"rs", "resourcesnapshots", "resourcesnapshot"},
 		table:           table(printers.Snapshots)},
+	{name: "overrides", dir: "status/overridesnapshots", group: fleet.PlacementGroup,
+		clusterKind: "clusterresourceoverridesnapshot", namespacedKind: "resourceoverridesnapshot",
+		words:           []string{"overrides", "override", "overridesnapshots", "overridesnapshot"},
+		clusterWords:    []string{"clusterresourceoverridesnapshots", "clusterresourceoverridesnapshot"},
+		namespacedWords: []string{"resourceoverridesnapshots", "resourceoverridesnapshot"},
+		table:           overrideTable},
 	{name: "placements", dir: "status/placements", group: fleet.PlacementGroup,
 		clusterKind: "clusterresourceplacement", namespacedKind: "resourceplacement",
 		words:           []string{"placements", "placement"},
@@ -224,6 +234,18 @@ func table[T runtime.Object](print func(io.Writer, []T, time.Time, printers.Opti
 		}
 		return print(w, typed, t, opts)
 	}
+}
+
+// overrideTable prints the two override snapshot kinds in one table.
+func overrideTable(w io.Writer, objs []runtime.Object, t time.Time, opts printers.Options) error {
+	snaps := make([]metav1.Object, 0, len(objs))
+	for _, o := range objs {
+		switch o.(type) {
+		case *fleet.ClusterResourceOverrideSnapshot, *fleet.ResourceOverrideSnapshot:
+			snaps = append(snaps, o.(metav1.Object))
+		}
+	}
+	return printers.OverrideSnapshots(w, snaps, t, opts)
 }
 
 // listKinds answers a bare `gitfleet get`, as kubectl api-resources does.

@@ -78,10 +78,13 @@ func copyTree(t *testing.T, src, dst string) {
 
 // quickstartRepo is a Git repository holding examples/quickstart in one
 // commit, as a person would push it.
-func quickstartRepo(t *testing.T) string {
+func quickstartRepo(t *testing.T, extra ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	copyTree(t, "../../examples/quickstart", dir)
+	for _, e := range extra {
+		copyTree(t, e, dir)
+	}
 	gitCmd(t, dir, "init", "-q", "-b", "main")
 	gitCmd(t, dir, "add", ".")
 	gitCmd(t, dir, "commit", "-q", "-m", "quickstart")
@@ -91,10 +94,11 @@ func quickstartRepo(t *testing.T) string {
 // demoRepo is the seed demo after gitfleet has run it: the quickstart
 // repository plus, in a second commit, the status tree and approval requests
 // of the real engine's simulation, which stops waiting on the canary
-// approval. Every hub object is written where the daemon writes it.
-func demoRepo(t *testing.T) string {
+// approval. Every hub object is written where the daemon writes it. extra
+// folders are copied into the first commit.
+func demoRepo(t *testing.T, extra ...string) string {
 	t.Helper()
-	dir := quickstartRepo(t)
+	dir := quickstartRepo(t, extra...)
 	ctx := context.Background()
 	res, err := simulate.Run(ctx, simulate.Options{Repo: dir, Store: embedded.NewMemoryStore()})
 	if err != nil {
@@ -165,6 +169,28 @@ func TestGetPrintsTheDemoLikeKubectl(t *testing.T) {
 		{"get-bindings.txt", []string{"get", "bindings"}},
 		{"get-clusters.txt", []string{"get", "clusters"}},
 		{"get-run-yaml.yaml", []string{"get", "csur", "example-run", "-o", "yaml"}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			out, errOut, code := gitfleet(t, append(tc.args, "--repo", repo)...)
+			if code != 0 || errOut != "" {
+				t.Fatalf("exit %d, stderr %q", code, errOut)
+			}
+			golden.Assert(t, tc.golden, []byte(out))
+		})
+	}
+}
+
+// The quickstart with examples/overrides: get lists the override snapshots
+// the run froze, both kinds in one table or one kind by its KubeFleet name.
+func TestGetOverrides(t *testing.T) {
+	repo := demoRepo(t, "../../examples/overrides")
+	for _, tc := range []struct {
+		golden string
+		args   []string
+	}{
+		{"get-overrides.txt", []string{"get", "overrides"}},
+		{"get-overrides-cluster.txt", []string{"get", "clusterresourceoverridesnapshots"}},
+		{"get-overrides-yaml.yaml", []string{"get", "resourceoverridesnapshot", "config-per-env-0", "-n", "test-namespace", "-o", "yaml"}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			out, errOut, code := gitfleet(t, append(tc.args, "--repo", repo)...)
@@ -309,7 +335,7 @@ func TestGetCompletesResourcesAndNames(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"get", ""}, "runs\napprovals\nsnapshots\nplacements\nbindings\nclusters\nsources\n:4\n"},
+		{[]string{"get", ""}, "runs\napprovals\nsnapshots\noverrides\nplacements\nbindings\nclusters\nsources\n:4\n"},
 		{[]string{"get", "clusters", "--repo", repo, ""}, "member1\nmember2\nmember3\n:4\n"},
 		{[]string{"get", "clusters", "member2", "--repo", repo, ""}, "member1\nmember3\n:4\n"},
 		{[]string{"describe", "csur", "--repo", repo, ""}, "example-run\n:4\n"},

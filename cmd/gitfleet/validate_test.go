@@ -69,7 +69,9 @@ func TestValidatePassesGoodRepositories(t *testing.T) {
 	}{
 		{"the quickstart", "8 manifests OK\n", func(*testing.T) string { return "../../examples/quickstart" }},
 		// The approval request counts; status files are checked, not counted.
-		{"the demo after a rollout", "9 manifests OK\n", demoRepo},
+		{"the demo after a rollout", "9 manifests OK\n", func(t *testing.T) string { return demoRepo(t) }},
+		// Override objects count; their snapshots' status files are checked.
+		{"the demo with overrides", "11 manifests OK\n", func(t *testing.T) string { return demoRepo(t, "../../examples/overrides") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, code := gitfleet(t, "validate", "--repo", tc.repo(t))
