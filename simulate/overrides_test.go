@@ -269,24 +269,6 @@ spec:
 	}
 }
 
-// readDir returns the files of a folder, as newRepo takes them.
-func readDir(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string][]byte{}
-	for _, e := range entries {
-		data, err := os.ReadFile(dir + "/" + e.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[e.Name()] = data
-	}
-	return files
-}
-
 // Spec e2e item 8: a ClusterResourceOverride for east/prod and a
 // ResourceOverride for east/canary are recorded on those clusters only, the
 // bindings and placement list them, and the members carry the annotations.

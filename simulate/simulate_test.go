@@ -60,13 +60,19 @@ func newRepo(t testing.TB, steps ...map[string][]byte) string {
 // quickstart returns the files of examples/quickstart.
 func quickstart(t testing.TB) map[string][]byte {
 	t.Helper()
-	files := map[string][]byte{}
-	entries, err := os.ReadDir("../examples/quickstart")
+	return readDir(t, "../examples/quickstart")
+}
+
+// readDir returns the files of a folder, as newRepo takes them.
+func readDir(t testing.TB, dir string) map[string][]byte {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	files := map[string][]byte{}
 	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join("../examples/quickstart", e.Name()))
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -113,14 +113,7 @@ func TestInitializationRecordsOverrideSnapshots(t *testing.T) {
 					t.Errorf("deletion-stage cluster %s has overrides", c.ClusterName)
 				}
 			}
-			rv := run.ResourceVersion
-			wantResult(t, "again", e.ok(), Result{Blocked: true})
-			if again := e.get(); again.ResourceVersion != rv {
-				t.Error("an initialized run in Initialize was written again")
-			}
-			if got := e.rec.last(); got != "Initialize/Initialized/True/UpdateRunInitializedSuccessfully/none" {
-				t.Errorf("metric %s", got)
-			}
+			wantStableInitialization(t, e, run)
 			if f.ns == "" {
 				goldenStages(t, "scenario-33-overrides", run)
 			}
@@ -144,6 +137,19 @@ func TestInitializationWithoutMatchingOverridesRecordsNone(t *testing.T) {
 				t.Errorf("%s has overrides", c.ClusterName)
 			}
 		}
+	}
+}
+
+// wantStableInitialization checks that a run initialized in state
+// Initialize is not written again by the next pass, and the metric it left.
+func wantStableInitialization(t *testing.T, e *env, run *fleet.UpdateRun) {
+	t.Helper()
+	wantResult(t, "again", e.ok(), Result{Blocked: true})
+	if again := e.get(); again.ResourceVersion != run.ResourceVersion {
+		t.Error("an initialized run in Initialize was written again")
+	}
+	if got := e.rec.last(); got != "Initialize/Initialized/True/UpdateRunInitializedSuccessfully/none" {
+		t.Errorf("metric %s", got)
 	}
 }
 
