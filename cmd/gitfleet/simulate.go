@@ -20,7 +20,9 @@ indexes (every commit that changes what a placement selects is a new index, as
 'gitfleet serve' records them), loads the fleet objects at HEAD, and runs the
 real update-run engine against simulated members in virtual time: timers jump
 the clock, nothing sleeps. It prints a timeline with virtual offsets and a
-summary, or with -o yaml the final objects as one YAML stream.
+summary, or with -o yaml the final objects as one YAML stream, ending with
+the manifests each simulated member received, overrides applied (annotated
+gitfleet.io/member-cluster).
 
 It stops when every run has finished or waits on a person (an approval, a
 Stop), or at --until. Members take the delays their gitfleet.io/sim-*
@@ -31,7 +33,8 @@ annotations give. Nothing is written to the repository.`,
   # Approve every approval request as soon as it appears
   gitfleet simulate --repo ./fleet --approve
 
-  # Print the final runs, approvals, placements, snapshots and bindings
+  # Print the final runs, approvals, placements, snapshots, bindings and
+  # override snapshots, then what each member received
   gitfleet simulate --repo ./fleet --approve -o yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
