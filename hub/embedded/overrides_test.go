@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/hub/embedded"
 )
 
 // delivering binds member1 on snapshot 0 with the given override snapshot
@@ -82,5 +83,27 @@ func TestOverridesThatFailDeliverNothing(t *testing.T) {
 				t.Fatalf("member1 holds %+v, want nothing", got)
 			}
 		})
+	}
+}
+
+// A restarted gitfleet reads the override snapshots back from its store, so
+// runs initialized before the restart still deliver what they froze.
+func TestOverrideSnapshotsSurviveARestart(t *testing.T) {
+	f := newFixture(t, simulated("member1"))
+	f.resourceOverride("cm-0", "/data/key")
+	must(t, f.hub.PutClusterResourceOverrideSnapshot(f.ctx, &fleet.ClusterResourceOverrideSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Name: "ns-0"}}))
+	must(t, f.hub.Commit(f.ctx))
+
+	restarted := embedded.New(f.clk, f.store)
+	if _, err := restarted.Restore(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	cros, err := restarted.ListClusterResourceOverrideSnapshots(f.ctx)
+	must(t, err)
+	ros, err := restarted.ListResourceOverrideSnapshots(f.ctx)
+	must(t, err)
+	if len(cros) != 1 || cros[0].Name != "ns-0" || len(ros) != 1 || ros[0].Name != "cm-0" || ros[0].Spec.OverrideSpec.Policy == nil {
+		t.Fatalf("restored %v and %v, want ns-0 and test-namespace/cm-0 with its policy", cros, ros)
 	}
 }
