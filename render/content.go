@@ -15,8 +15,8 @@ type Content struct {
 	Strategies []*fleet.UpdateStrategy
 	Runs       []*fleet.UpdateRun
 	// ClusterResourceOverrides and ResourceOverrides change the selected
-	// resources per member cluster (decoded and validated; not yet
-	// snapshotted or applied).
+	// resources per member cluster; each commit that changes one records an
+	// override snapshot (reconciler/overridesnapshot).
 	ClusterResourceOverrides []*fleet.ClusterResourceOverride
 	ResourceOverrides        []*fleet.ResourceOverride
 	// Resources are the workload resources, in SortResources order.
