@@ -40,20 +40,21 @@ func DecodeFile(name string, data []byte) (runtime.Object, error) {
 	if err := yaml.Unmarshal(data, &tm); err != nil {
 		return nil, fail("%v", err)
 	}
-	obj, apiVersion := newObject(tm.Kind)
-	if obj == nil {
+	info, ok := fleet.LookupKind(tm.Kind)
+	if !ok {
 		if tm.Kind == "" {
 			return nil, fail("missing kind")
 		}
 		return nil, fail("kind %q is not a fleet object", tm.Kind)
 	}
-	if tm.APIVersion != apiVersion {
+	if apiVersion := info.GroupVersion().String(); tm.APIVersion != apiVersion {
 		return nil, fail("apiVersion %q does not serve kind %s, want %s", tm.APIVersion, tm.Kind, apiVersion)
 	}
+	obj := info.New()
 	if err := strictUnmarshal(data, obj); err != nil {
 		return nil, fail("%v", err)
 	}
-	if want := kindFor(obj); want != tm.Kind {
+	if want, _ := fleet.KindFor(obj); want.Kind != tm.Kind {
 		ns := obj.(metav1.Object).GetNamespace()
 		if ns == "" {
 			return nil, fail("kind %s is namespaced but metadata.namespace is empty", tm.Kind)
@@ -102,36 +103,4 @@ func multiDocument(data []byte) bool {
 		}
 	}
 	return false
-}
-
-// newObject returns an empty Go object for a fleet kind and the apiVersion
-// that serves it; both kinds of a family share one Go type.
-func newObject(kind string) (runtime.Object, string) {
-	switch kind {
-	case fleet.KindMemberCluster:
-		return &fleet.MemberCluster{}, fleet.ClusterAPIVersion
-	case fleet.KindClusterResourcePlacement, fleet.KindResourcePlacement:
-		return &fleet.Placement{}, fleet.PlacementAPIVersion
-	case fleet.KindClusterStagedUpdateStrategy, fleet.KindStagedUpdateStrategy:
-		return &fleet.UpdateStrategy{}, fleet.PlacementAPIVersion
-	case fleet.KindClusterStagedUpdateRun, fleet.KindStagedUpdateRun:
-		return &fleet.UpdateRun{}, fleet.PlacementAPIVersion
-	case fleet.KindClusterApprovalRequest, fleet.KindApprovalRequest:
-		return &fleet.ApprovalRequest{}, fleet.PlacementAPIVersion
-	case fleet.KindClusterResourceSnapshot, fleet.KindResourceSnapshot:
-		return &fleet.ResourceSnapshot{}, fleet.PlacementAPIVersion
-	case fleet.KindClusterSchedulingPolicySnapshot, fleet.KindSchedulingPolicySnapshot:
-		return &fleet.PolicySnapshot{}, fleet.PlacementAPIVersion
-	case fleet.KindClusterResourceBinding, fleet.KindResourceBinding:
-		return &fleet.Binding{}, fleet.PlacementAPIVersion
-	case fleet.KindClusterResourceOverrideSnapshot:
-		return &fleet.ClusterResourceOverrideSnapshot{}, fleet.PlacementAPIVersion
-	case fleet.KindResourceOverrideSnapshot:
-		return &fleet.ResourceOverrideSnapshot{}, fleet.PlacementAPIVersion
-	case fleet.KindCommit:
-		return &fleet.Commit{}, fleet.GitfleetAPIVersion
-	case fleet.KindGitSource:
-		return &fleet.GitSource{}, fleet.GitfleetAPIVersion
-	}
-	return nil, ""
 }

@@ -9,7 +9,6 @@ import (
 	goyaml "go.yaml.in/yaml/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/yamlstream"
@@ -153,28 +152,17 @@ func dropNulls(v any) {
 // fillTypeMeta sets apiVersion and kind from the Go type and the scope when
 // they are missing; objects built in code often leave TypeMeta empty.
 func fillTypeMeta(obj runtime.Object) error {
-	kind := kindFor(obj)
-	if kind == "" {
+	info, ok := fleet.KindFor(obj)
+	if !ok {
 		return fmt.Errorf("encode: %T is not a fleet object of a known scope", obj)
-	}
-	apiVersion := fleet.PlacementAPIVersion
-	switch kind {
-	case fleet.KindMemberCluster:
-		apiVersion = fleet.ClusterAPIVersion
-	case fleet.KindCommit, fleet.KindGitSource:
-		apiVersion = fleet.GitfleetAPIVersion
 	}
 	ta := obj.GetObjectKind()
 	gvk := ta.GroupVersionKind()
 	if gvk.Kind == "" {
-		gvk.Kind = kind
+		gvk.Kind = info.Kind
 	}
 	if gvk.Group == "" && gvk.Version == "" {
-		gv, err := schema.ParseGroupVersion(apiVersion)
-		if err != nil {
-			return err
-		}
-		gvk.Group, gvk.Version = gv.Group, gv.Version
+		gvk.Group, gvk.Version = info.Group, info.Version
 	}
 	ta.SetGroupVersionKind(gvk)
 	return nil
@@ -183,53 +171,8 @@ func fillTypeMeta(obj runtime.Object) error {
 // kindFor is the kind a fleet object has given its Go type and scope; ""
 // when there is none (not a fleet type, or a namespaced MemberCluster).
 func kindFor(obj runtime.Object) string {
-	mo, ok := obj.(metav1.Object)
-	if !ok {
-		return ""
-	}
-	ns := mo.GetNamespace()
-	switch obj.(type) {
-	case *fleet.MemberCluster:
-		if ns != "" {
-			return ""
-		}
-		return fleet.KindMemberCluster
-	case *fleet.Placement:
-		return fleet.PlacementKind(ns)
-	case *fleet.UpdateStrategy:
-		return fleet.UpdateStrategyKind(ns)
-	case *fleet.UpdateRun:
-		return fleet.UpdateRunKind(ns)
-	case *fleet.ApprovalRequest:
-		return fleet.ApprovalRequestKind(ns)
-	case *fleet.ResourceSnapshot:
-		return fleet.ResourceSnapshotKind(ns)
-	case *fleet.PolicySnapshot:
-		return fleet.PolicySnapshotKind(ns)
-	case *fleet.Binding:
-		return fleet.BindingKind(ns)
-	case *fleet.ClusterResourceOverrideSnapshot:
-		if ns != "" {
-			return ""
-		}
-		return fleet.KindClusterResourceOverrideSnapshot
-	case *fleet.ResourceOverrideSnapshot:
-		if ns == "" {
-			return ""
-		}
-		return fleet.KindResourceOverrideSnapshot
-	case *fleet.Commit:
-		if ns != "" {
-			return ""
-		}
-		return fleet.KindCommit
-	case *fleet.GitSource:
-		if ns != "" {
-			return ""
-		}
-		return fleet.KindGitSource
-	}
-	return ""
+	info, _ := fleet.KindFor(obj)
+	return info.Kind
 }
 
 // describeObject names an object in error messages: "Kind ns/name".
