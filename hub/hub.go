@@ -14,10 +14,10 @@ package hub
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
@@ -26,41 +26,48 @@ import (
 // Key addresses an object; see the package comment for scope.
 type Key = types.NamespacedName
 
-// ErrNotFound is returned (wrapped) when an object does not exist.
-var ErrNotFound = errors.New("not found")
+// The hubs return the API errors a Kubernetes API server returns
+// (k8s.io/apimachinery/pkg/api/errors), so the engine tests an error from
+// either hub alike, and a wrapped one too (apierrors sees through %w).
 
-// ErrConflict is returned (wrapped) when an update was based on a stale
-// resourceVersion; the caller should re-read and retry (a retriable error).
-var ErrConflict = errors.New("the object has been modified; please apply your changes to the latest version and try again")
-
-// ErrAlreadyExists is returned (wrapped) by Create for an existing object.
-var ErrAlreadyExists = errors.New("already exists")
-
-// NotFound builds an ErrNotFound for a kind and key.
+// NotFound is the API server's NotFound for an object of kind.
 func NotFound(kind string, key Key) error {
-	return fmt.Errorf("%s %q: %w", kind, keyString(key), ErrNotFound)
+	return apierrors.NewNotFound(groupResource(kind), key.Name)
 }
 
-// IsNotFound reports whether err is (or wraps) ErrNotFound or an API
-// server's NotFound (hub/kube).
-func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) || apierrors.IsNotFound(err) }
-
-// IsConflict reports whether err is (or wraps) ErrConflict or an API
-// server's Conflict: a stale resourceVersion.
-func IsConflict(err error) bool { return errors.Is(err, ErrConflict) || apierrors.IsConflict(err) }
-
-// IsAlreadyExists reports whether err is (or wraps) ErrAlreadyExists or an
-// API server's AlreadyExists.
-func IsAlreadyExists(err error) bool {
-	return errors.Is(err, ErrAlreadyExists) || apierrors.IsAlreadyExists(err)
+// Conflict is the API server's Conflict for a write based on a stale
+// resourceVersion: the caller should re-read and retry.
+func Conflict(kind string, key Key) error {
+	return apierrors.NewConflict(groupResource(kind), key.Name, errStale)
 }
 
-func keyString(k Key) string {
-	if k.Namespace == "" {
-		return k.Name
+// errStale is the API server's reason for a Conflict (its storage
+// package's OptimisticLockErrorMsg).
+var errStale = errors.New("the object has been modified; please apply your changes to the latest version and try again")
+
+// AlreadyExists is the API server's AlreadyExists for a Create of an
+// existing object of kind.
+func AlreadyExists(kind string, key Key) error {
+	return apierrors.NewAlreadyExists(groupResource(kind), key.Name)
+}
+
+// groupResource is kind's resource in the registry; a kind the registry
+// does not hold is named as it is, which only a bug produces.
+func groupResource(kind string) schema.GroupResource {
+	if k, ok := fleet.LookupKind(kind); ok {
+		return k.GroupResource()
 	}
-	return k.Namespace + "/" + k.Name
+	return schema.GroupResource{Resource: kind}
 }
+
+// IsNotFound is apierrors.IsNotFound.
+func IsNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// IsConflict is apierrors.IsConflict: a stale resourceVersion.
+func IsConflict(err error) bool { return apierrors.IsConflict(err) }
+
+// IsAlreadyExists is apierrors.IsAlreadyExists.
+func IsAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
 
 // Hub is everything the reconcilers need.
 type Hub interface {
@@ -110,7 +117,7 @@ type Bindings interface {
 	GetBinding(ctx context.Context, key Key) (*fleet.Binding, error)
 	CreateBinding(ctx context.Context, b *fleet.Binding) error
 	// UpdateBinding writes spec and status. A spec change raises
-	// metadata.generation. A stale resourceVersion yields ErrConflict.
+	// metadata.generation. A stale resourceVersion yields a Conflict.
 	UpdateBinding(ctx context.Context, b *fleet.Binding) error
 	// DeleteBinding starts the deletion: the binding gets a
 	// deletionTimestamp and disappears once its resources are removed from

@@ -145,9 +145,12 @@ func (h *Hub) stamp(o metav1.Object, create bool) {
 	}
 }
 
-func checkVersion(kind string, stored, incoming metav1.Object) error {
+// checkVersion refuses a write based on a stale resourceVersion with the
+// API server's Conflict.
+func checkVersion(stored, incoming object) error {
 	if incoming.GetResourceVersion() != "" && incoming.GetResourceVersion() != stored.GetResourceVersion() {
-		return fmt.Errorf("%s %q: %w", kind, keyOf(incoming).String(), hub.ErrConflict)
+		kind, _ := fleet.KindFor(incoming)
+		return hub.Conflict(kind.Kind, keyOf(incoming))
 	}
 	return nil
 }
@@ -192,7 +195,7 @@ func (h *Hub) UpdatePlacementStatus(_ context.Context, p *fleet.Placement) error
 	if !ok {
 		return hub.NotFound(fleet.PlacementKind(p.Namespace), keyOf(p))
 	}
-	if err := checkVersion(p.Kind, cur, p); err != nil {
+	if err := checkVersion(cur, p); err != nil {
 		return err
 	}
 	next := cur.DeepCopy()
@@ -217,7 +220,7 @@ func (h *Hub) CreatePolicySnapshot(_ context.Context, s *fleet.PolicySnapshot) e
 	h.mu.Lock()
 	defer h.unlock()
 	if _, ok := h.policies.peek(keyOf(s)); ok {
-		return fmt.Errorf("%s %q: %w", fleet.PolicySnapshotKind(s.Namespace), keyOf(s), hub.ErrAlreadyExists)
+		return hub.AlreadyExists(fleet.PolicySnapshotKind(s.Namespace), keyOf(s))
 	}
 	setKind(s, fleet.PolicySnapshotKind(s.Namespace))
 	h.stamp(s, true)
@@ -236,7 +239,7 @@ func (h *Hub) UpdatePolicySnapshot(_ context.Context, s *fleet.PolicySnapshot) e
 	if !ok {
 		return hub.NotFound(fleet.PolicySnapshotKind(s.Namespace), keyOf(s))
 	}
-	if err := checkVersion(s.Kind, cur, s); err != nil {
+	if err := checkVersion(cur, s); err != nil {
 		return err
 	}
 	setKind(s, cur.Kind)
@@ -265,7 +268,7 @@ func (h *Hub) CreateResourceSnapshot(_ context.Context, s *fleet.ResourceSnapsho
 	h.mu.Lock()
 	defer h.unlock()
 	if _, ok := h.snapshots.peek(keyOf(s)); ok {
-		return fmt.Errorf("%s %q: %w", fleet.ResourceSnapshotKind(s.Namespace), keyOf(s), hub.ErrAlreadyExists)
+		return hub.AlreadyExists(fleet.ResourceSnapshotKind(s.Namespace), keyOf(s))
 	}
 	setKind(s, fleet.ResourceSnapshotKind(s.Namespace))
 	h.stamp(s, true)
@@ -283,7 +286,7 @@ func (h *Hub) UpdateResourceSnapshot(_ context.Context, s *fleet.ResourceSnapsho
 	if !ok {
 		return hub.NotFound(fleet.ResourceSnapshotKind(s.Namespace), keyOf(s))
 	}
-	if err := checkVersion(s.Kind, cur, s); err != nil {
+	if err := checkVersion(cur, s); err != nil {
 		return err
 	}
 	setKind(s, cur.Kind)
@@ -351,7 +354,7 @@ func (h *Hub) CreateBinding(_ context.Context, b *fleet.Binding) error {
 	h.mu.Lock()
 	defer h.unlock()
 	if _, ok := h.bindings.peek(keyOf(b)); ok {
-		return fmt.Errorf("%s %q: %w", fleet.BindingKind(b.Namespace), keyOf(b), hub.ErrAlreadyExists)
+		return hub.AlreadyExists(fleet.BindingKind(b.Namespace), keyOf(b))
 	}
 	setKind(b, fleet.BindingKind(b.Namespace))
 	h.stamp(b, true)
@@ -367,7 +370,7 @@ func (h *Hub) UpdateBinding(_ context.Context, b *fleet.Binding) error {
 	if !ok {
 		return hub.NotFound(fleet.BindingKind(b.Namespace), keyOf(b))
 	}
-	if err := checkVersion(b.Kind, cur, b); err != nil {
+	if err := checkVersion(cur, b); err != nil {
 		return err
 	}
 	setKind(b, cur.Kind)
@@ -492,7 +495,7 @@ func (h *Hub) UpdateUpdateRunStatus(_ context.Context, r *fleet.UpdateRun) error
 	if !ok {
 		return hub.NotFound(fleet.UpdateRunKind(r.Namespace), keyOf(r))
 	}
-	if err := checkVersion(r.Kind, cur, r); err != nil {
+	if err := checkVersion(cur, r); err != nil {
 		return err
 	}
 	if reflect.DeepEqual(cur.Status, r.Status) && reflect.DeepEqual(cur.Finalizers, r.Finalizers) {
@@ -561,7 +564,7 @@ func (h *Hub) CreateApprovalRequest(_ context.Context, a *fleet.ApprovalRequest)
 	h.mu.Lock()
 	defer h.unlock()
 	if _, ok := h.approvals.peek(keyOf(a)); ok {
-		return fmt.Errorf("%s %q: %w", fleet.ApprovalRequestKind(a.Namespace), keyOf(a), hub.ErrAlreadyExists)
+		return hub.AlreadyExists(fleet.ApprovalRequestKind(a.Namespace), keyOf(a))
 	}
 	setKind(a, fleet.ApprovalRequestKind(a.Namespace))
 	h.stamp(a, true)
@@ -579,7 +582,7 @@ func (h *Hub) UpdateApprovalRequestStatus(_ context.Context, a *fleet.ApprovalRe
 	if !ok {
 		return hub.NotFound(fleet.ApprovalRequestKind(a.Namespace), keyOf(a))
 	}
-	if err := checkVersion(a.Kind, cur, a); err != nil {
+	if err := checkVersion(cur, a); err != nil {
 		return err
 	}
 	next := cur.DeepCopy()

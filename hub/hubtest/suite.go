@@ -7,12 +7,14 @@ package hubtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -224,26 +226,36 @@ func (s *suite) secondCreateIsAlreadyExists() {
 func (s *suite) missingObjectIsNotFound() {
 	for _, c := range []struct {
 		what string
+		kind func(namespace string) string
 		err  func() error
 	}{
-		{"GetPlacement", func() error { _, err := s.h.GetPlacement(s.ctx, s.key("none")); return err }},
-		{"GetBinding", func() error { _, err := s.h.GetBinding(s.ctx, s.key("none")); return err }},
-		{"GetUpdateRun", func() error { _, err := s.h.GetUpdateRun(s.ctx, s.key("none")); return err }},
-		{"GetUpdateStrategy", func() error { _, err := s.h.GetUpdateStrategy(s.ctx, s.key("none")); return err }},
-		{"GetApprovalRequest", func() error { _, err := s.h.GetApprovalRequest(s.ctx, s.key("none")); return err }},
-		{"UpdateBinding", func() error { return s.h.UpdateBinding(s.ctx, s.binding("none", "app", "m")) }},
-		{"UpdatePlacementStatus", func() error { return s.h.UpdatePlacementStatus(s.ctx, s.placement("none")) }},
-		{"UpdateUpdateRunStatus", func() error { return s.h.UpdateUpdateRunStatus(s.ctx, s.run("none", "app")) }},
-		{"UpdateApprovalRequestStatus", func() error {
+		{"GetPlacement", fleet.PlacementKind, func() error { _, err := s.h.GetPlacement(s.ctx, s.key("none")); return err }},
+		{"GetBinding", fleet.BindingKind, func() error { _, err := s.h.GetBinding(s.ctx, s.key("none")); return err }},
+		{"GetUpdateRun", fleet.UpdateRunKind, func() error { _, err := s.h.GetUpdateRun(s.ctx, s.key("none")); return err }},
+		{"GetUpdateStrategy", fleet.UpdateStrategyKind, func() error { _, err := s.h.GetUpdateStrategy(s.ctx, s.key("none")); return err }},
+		{"GetApprovalRequest", fleet.ApprovalRequestKind, func() error { _, err := s.h.GetApprovalRequest(s.ctx, s.key("none")); return err }},
+		{"UpdateBinding", fleet.BindingKind, func() error { return s.h.UpdateBinding(s.ctx, s.binding("none", "app", "m")) }},
+		{"UpdatePlacementStatus", fleet.PlacementKind, func() error { return s.h.UpdatePlacementStatus(s.ctx, s.placement("none")) }},
+		{"UpdateUpdateRunStatus", fleet.UpdateRunKind, func() error { return s.h.UpdateUpdateRunStatus(s.ctx, s.run("none", "app")) }},
+		{"UpdateApprovalRequestStatus", fleet.ApprovalRequestKind, func() error {
 			return s.h.UpdateApprovalRequestStatus(s.ctx, s.approval("none", "run", "canary"))
 		}},
-		{"UpdatePolicySnapshot", func() error { return s.h.UpdatePolicySnapshot(s.ctx, s.policySnapshot("none", 0)) }},
-		{"DeleteBinding", func() error { return s.h.DeleteBinding(s.ctx, s.key("none")) }},
-		{"DeleteResourceSnapshot", func() error { return s.h.DeleteResourceSnapshot(s.ctx, s.key("none")) }},
-		{"DeleteApprovalRequest", func() error { return s.h.DeleteApprovalRequest(s.ctx, s.key("none")) }},
+		{"UpdatePolicySnapshot", fleet.PolicySnapshotKind, func() error { return s.h.UpdatePolicySnapshot(s.ctx, s.policySnapshot("none", 0)) }},
+		{"DeleteBinding", fleet.BindingKind, func() error { return s.h.DeleteBinding(s.ctx, s.key("none")) }},
+		{"DeleteResourceSnapshot", fleet.ResourceSnapshotKind, func() error { return s.h.DeleteResourceSnapshot(s.ctx, s.key("none")) }},
+		{"DeleteApprovalRequest", fleet.ApprovalRequestKind, func() error { return s.h.DeleteApprovalRequest(s.ctx, s.key("none")) }},
 	} {
-		if err := c.err(); !hub.IsNotFound(err) {
+		err := c.err()
+		if !hub.IsNotFound(err) {
 			s.t.Errorf("%s of a missing object: %v; want NotFound", c.what, err)
+			continue
+		}
+		// The error names the object's resource, as an API server's does.
+		var status apierrors.APIStatus
+		k, _ := fleet.LookupKind(c.kind(s.ns))
+		if !errors.As(err, &status) || status.Status().Details == nil ||
+			status.Status().Details.Group != k.Group || status.Status().Details.Kind != k.Plural {
+			s.t.Errorf("%s of a missing object: %v; want a NotFound of %s", c.what, err, k.GroupResource())
 		}
 	}
 	if err := s.h.RemoveUpdateRun(s.ctx, s.key("none")); err != nil {
