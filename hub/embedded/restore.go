@@ -6,8 +6,6 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/runtime"
-
-	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 )
 
 // Restore loads the hub's state from its Store: every persisted object
@@ -32,28 +30,13 @@ func (h *Hub) Restore(ctx context.Context) (int, error) {
 }
 
 func (h *Hub) restoreLocked(o runtime.Object) error {
-	switch t := o.(type) {
-	case *fleet.Placement:
-		h.placements.put(t)
-	case *fleet.PolicySnapshot:
-		h.policies.put(t)
-	case *fleet.ResourceSnapshot:
-		h.snapshots.put(t)
-	case *fleet.Binding:
-		h.bindings.put(t)
-	case *fleet.MemberCluster:
-		h.members.put(t)
-	case *fleet.UpdateStrategy:
-		h.strategies.put(t)
-	case *fleet.UpdateRun:
-		h.runs.put(t)
-	case *fleet.ApprovalRequest:
-		h.approvals.put(t)
-	case *fleet.ClusterResourceOverrideSnapshot:
-		h.croSnapshots.put(t)
-	case *fleet.ResourceOverrideSnapshot:
-		h.roSnapshots.put(t)
-	default:
+	restored := false
+	for _, t := range h.tables() {
+		if restored = t.restore(o); restored {
+			break
+		}
+	}
+	if !restored {
 		return fmt.Errorf("cannot restore object of type %T", o)
 	}
 	// Keep resourceVersions monotonic across restarts.
@@ -63,4 +46,27 @@ func (h *Hub) restoreLocked(o runtime.Object) error {
 		}
 	}
 	return nil
+}
+
+// restorer is a table as Restore sees it: one that takes the objects of
+// its Go type.
+type restorer interface {
+	restore(runtime.Object) bool
+}
+
+// tables are the hub's tables of fleet objects, one per Go type (both
+// kinds of a family share one); Restore puts an object in the table of its
+// type, so a new table is restored once it is listed here.
+func (h *Hub) tables() []restorer {
+	return []restorer{&h.placements, &h.policies, &h.snapshots, &h.bindings,
+		&h.members, &h.strategies, &h.runs, &h.approvals, &h.croSnapshots, &h.roSnapshots}
+}
+
+// restore puts o in the table if it is of the table's type.
+func (t *table[T]) restore(o runtime.Object) bool {
+	x, ok := o.(T)
+	if ok {
+		t.put(x)
+	}
+	return ok
 }
