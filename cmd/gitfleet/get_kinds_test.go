@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/gitfleet/gitfleet/internal/golden"
+)
+
+// TestResourceWordsResolveAsKubectlResolvesThem: every word get takes for
+// a kind (gitfleet's family names, KubeFleet's kind, plural, singular and
+// short names, in any case) picks the family and the scope, and messages
+// name the kind as kubectl does.
+func TestResourceWordsResolveAsKubectlResolvesThem(t *testing.T) {
+	for _, tc := range []struct {
+		words   string
+		family  string
+		scope   scope
+		message string // q.kind without and with -n
+	}{
+		{"runs run updateruns updaterun", "runs", anyScope,
+			"clusterstagedupdaterun.placement.kubernetes-fleet.io stagedupdaterun.placement.kubernetes-fleet.io"},
+		{"csur clusterstagedupdateruns clusterstagedupdaterun ClusterStagedUpdateRun", "runs", clusterScope,
+			"clusterstagedupdaterun.placement.kubernetes-fleet.io clusterstagedupdaterun.placement.kubernetes-fleet.io"},
+		{"sur stagedupdateruns stagedupdaterun StagedUpdateRun", "runs", namespacedScope,
+			"stagedupdaterun.placement.kubernetes-fleet.io stagedupdaterun.placement.kubernetes-fleet.io"},
+		{"approvals approval", "approvals", anyScope,
+			"clusterapprovalrequest.placement.kubernetes-fleet.io approvalrequest.placement.kubernetes-fleet.io"},
+		{"careq clusterapprovalrequests clusterapprovalrequest", "approvals", clusterScope,
+			"clusterapprovalrequest.placement.kubernetes-fleet.io clusterapprovalrequest.placement.kubernetes-fleet.io"},
+		{"areq approvalrequests approvalrequest", "approvals", namespacedScope,
+			"approvalrequest.placement.kubernetes-fleet.io approvalrequest.placement.kubernetes-fleet.io"},
+		{"snapshots snapshot", "snapshots", anyScope,
+			"clusterresourcesnapshot.placement.kubernetes-fleet.io resourcesnapshot.placement.kubernetes-fleet.io"},
+		{"crs clusterresourcesnapshots clusterresourcesnapshot", "snapshots", clusterScope,
+			"clusterresourcesnapshot.placement.kubernetes-fleet.io clusterresourcesnapshot.placement.kubernetes-fleet.io"},
+		{"rs resourcesnapshots resourcesnapshot", "snapshots", namespacedScope,
+			"resourcesnapshot.placement.kubernetes-fleet.io resourcesnapshot.placement.kubernetes-fleet.io"},
+		{"placements placement", "placements", anyScope,
+			"clusterresourceplacement.placement.kubernetes-fleet.io resourceplacement.placement.kubernetes-fleet.io"},
+		{"crp clusterresourceplacements clusterresourceplacement", "placements", clusterScope,
+			"clusterresourceplacement.placement.kubernetes-fleet.io clusterresourceplacement.placement.kubernetes-fleet.io"},
+		{"rp resourceplacements resourceplacement", "placements", namespacedScope,
+			"resourceplacement.placement.kubernetes-fleet.io resourceplacement.placement.kubernetes-fleet.io"},
+		{"bindings binding", "bindings", anyScope,
+			"clusterresourcebinding.placement.kubernetes-fleet.io resourcebinding.placement.kubernetes-fleet.io"},
+		{"crb clusterresourcebindings clusterresourcebinding", "bindings", clusterScope,
+			"clusterresourcebinding.placement.kubernetes-fleet.io clusterresourcebinding.placement.kubernetes-fleet.io"},
+		{"rb resourcebindings resourcebinding", "bindings", namespacedScope,
+			"resourcebinding.placement.kubernetes-fleet.io resourcebinding.placement.kubernetes-fleet.io"},
+		{"clusters cluster memberclusters membercluster MemberCluster", "clusters", clusterScope,
+			"membercluster.cluster.kubernetes-fleet.io membercluster.cluster.kubernetes-fleet.io"},
+		{"sources source gitsources gitsource", "sources", clusterScope,
+			"gitsource.gitfleet.io gitsource.gitfleet.io"},
+	} {
+		for _, word := range strings.Fields(tc.words) {
+			k, err := parseKind(word)
+			if err != nil {
+				t.Errorf("%s: %v", word, err)
+				continue
+			}
+			msgs := (&query{}).kind(k) + " " + (&query{namespace: "ns"}).kind(k)
+			if k.fam.name != tc.family || k.scope != tc.scope || msgs != tc.message {
+				t.Errorf("%s: family %s, scope %d, kinds %q; want %s, %d, %q", word, k.fam.name, k.scope, msgs, tc.family, tc.scope, tc.message)
+			}
+		}
+	}
+	for _, word := range []string{"deployments", "csus", "ClusterResourceOverride", "commits", ""} {
+		_, err := parseKind(word)
+		if err == nil || !strings.HasPrefix(err.Error(), "unknown resource type ") ||
+			!strings.HasSuffix(err.Error(), ": want one of runs, approvals, snapshots, placements, bindings, clusters, sources (or a KubeFleet short name such as csur)") {
+			t.Errorf("%q: %v; want unknown resource type", word, err)
+		}
+	}
+}
+
+// TestGetWithoutAKindListsTheKinds: a bare get lists what it takes, as
+// kubectl api-resources does.
+func TestGetWithoutAKindListsTheKinds(t *testing.T) {
+	var out bytes.Buffer
+	if err := listKinds(&out); err != nil {
+		t.Fatal(err)
+	}
+	golden.Assert(t, "get-kinds.txt", out.Bytes())
+}
