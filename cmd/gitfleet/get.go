@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/spf13/cobra"
 
@@ -38,8 +39,8 @@ func newGetCommand() *cobra.Command {
 		interval  time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "get (runs|approvals|snapshots|overrides|placements|bindings|clusters|sources)[,KIND...] [NAME...]",
-		Short: "List runs, approval requests, snapshots, override snapshots, placements, bindings, clusters or sources from the status tree",
+		Use:   "get (runs|approvals|snapshots|placements|bindings|clusters|sources)[,KIND...] [NAME...]",
+		Short: "List runs, approval requests, snapshots, placements, bindings, clusters or sources from the status tree",
 		Long: `get prints the objects gitfleet recorded in the fleet repository as kubectl
 prints KubeFleet's: the same printer columns, so a 'kubectl get csur' habit
 carries over. It reads files, not a cluster: --repo is a local clone or working
@@ -57,10 +58,6 @@ the tracked branch; read B from a second worktree ('git worktree add
   runs         status/runs/        ClusterStagedUpdateRuns, StagedUpdateRuns
   approvals    approvals/          ClusterApprovalRequests, ApprovalRequests
   snapshots    status/snapshots/   ClusterResourceSnapshots, ResourceSnapshots
-  overrides    status/overridesnapshots/
-                                   ClusterResourceOverrideSnapshots,
-                                   ResourceOverrideSnapshots: the overrides as
-                                   runs freeze them, one per changing commit
   placements   status/placements/  ClusterResourcePlacements, ResourcePlacements
   bindings     status/bindings/    ClusterResourceBindings, ResourceBindings
   clusters     status/clusters/    MemberClusters (before gitfleet wrote any,
@@ -164,63 +161,68 @@ const (
 )
 
 // family is one kind of object get and describe list: where its files are,
-// the words that name it, and its table.
+// gitfleet's names for it, its kinds and its table. KubeFleet's names for
+// the kinds (plural, singular, short names) come from the registry's
+// RESTMapper, as kubectl's come from discovery.
 type family struct {
 	name string
 	dir  string
-	// words name both scopes; clusterWords and namespacedWords one.
-	words, clusterWords, namespacedWords []string
-	// clusterKind and namespacedKind are the lowercase kinds kubectl
-	// prints in messages ("clusterstagedupdaterun.placement...").
-	clusterKind, namespacedKind, group string
-	table                              func(io.Writer, []runtime.Object, time.Time, printers.Options) error
+	// words are gitfleet's names: both scopes, or the only one.
+	words []string
+	// clusterKind and namespacedKind are the family's kinds (the latter
+	// empty when it has only a cluster-scoped kind).
+	clusterKind, namespacedKind string
+	table                       func(io.Writer, []runtime.Object, time.Time, printers.Options) error
 }
 
 var families = []*family{
-	{name: "runs", dir: "status/runs", group: fleet.PlacementGroup,
-		clusterKind: "clusterstagedupdaterun", namespacedKind: "stagedupdaterun",
-		words:           []string{"runs", "run", "updateruns", "updaterun"},
-		clusterWords:    []string{"csur", "clusterstagedupdateruns", "clusterstagedupdaterun"},
-		namespacedWords: []string{"sur", "stagedupdateruns", "stagedupdaterun"},
-		table:           table(printers.Runs)},
-	{name: "approvals", dir: "approvals", group: fleet.PlacementGroup,
-		clusterKind: "clusterapprovalrequest", namespacedKind: "approvalrequest",
-		words:           []string{"approvals", "approval"},
-		clusterWords:    []string{"careq", "clusterapprovalrequests", "clusterapprovalrequest"},
-		namespacedWords: []string{"areq", "approvalrequests", "approvalrequest"},
-		table:           table(printers.Approvals)},
-	{name: "snapshots", dir: "status/snapshots", group: fleet.PlacementGroup,
-		clusterKind: "clusterresourcesnapshot", namespacedKind: "resourcesnapshot",
-		words:           []string{"snapshots", "snapshot"},
-		clusterWords:    []string{"crs", "clusterresourcesnapshots", "clusterresourcesnapshot"},
-		namespacedWords: []string{"rs", "resourcesnapshots", "resourcesnapshot"},
-		table:           table(printers.Snapshots)},
-	{name: "overrides", dir: "status/overridesnapshots", group: fleet.PlacementGroup,
-		clusterKind: "clusterresourceoverridesnapshot", namespacedKind: "resourceoverridesnapshot",
-		words:           []string{"overrides", "override", "overridesnapshots", "overridesnapshot"},
-		clusterWords:    []string{"clusterresourceoverridesnapshots", "clusterresourceoverridesnapshot"},
-		namespacedWords: []string{"resourceoverridesnapshots", "resourceoverridesnapshot"},
-		table:           overrideTable},
-	{name: "placements", dir: "status/placements", group: fleet.PlacementGroup,
-		clusterKind: "clusterresourceplacement", namespacedKind: "resourceplacement",
-		words:           []string{"placements", "placement"},
-		clusterWords:    []string{"crp", "clusterresourceplacements", "clusterresourceplacement"},
-		namespacedWords: []string{"rp", "resourceplacements", "resourceplacement"},
-		table:           table(printers.Placements)},
-	{name: "bindings", dir: "status/bindings", group: fleet.PlacementGroup,
-		clusterKind: "clusterresourcebinding", namespacedKind: "resourcebinding",
-		words:           []string{"bindings", "binding"},
-		clusterWords:    []string{"crb", "clusterresourcebindings", "clusterresourcebinding"},
-		namespacedWords: []string{"rb", "resourcebindings", "resourcebinding"},
-		table:           table(printers.Bindings)},
-	{name: "clusters", dir: "status/clusters", group: fleet.ClusterGroup,
-		clusterKind:  "membercluster",
-		clusterWords: []string{"clusters", "cluster", "memberclusters", "membercluster"},
-		table:        table(printers.Clusters)},
-	{name: "sources", dir: "status/sources", group: fleet.GitfleetGroup,
-		clusterKind:  "gitsource",
-		clusterWords: []string{"sources", "source", "gitsources", "gitsource"},
-		table:        table(printers.Sources)},
+	{name: "runs", dir: "status/runs", words: []string{"runs", "run", "updateruns", "updaterun"},
+		clusterKind: fleet.KindClusterStagedUpdateRun, namespacedKind: fleet.KindStagedUpdateRun,
+		table: table(printers.Runs)},
+	{name: "approvals", dir: "approvals", words: []string{"approvals", "approval"},
+		clusterKind: fleet.KindClusterApprovalRequest, namespacedKind: fleet.KindApprovalRequest,
+		table: table(printers.Approvals)},
+	{name: "snapshots", dir: "status/snapshots", words: []string{"snapshots", "snapshot"},
+		clusterKind: fleet.KindClusterResourceSnapshot, namespacedKind: fleet.KindResourceSnapshot,
+		table: table(printers.Snapshots)},
+	{name: "overrides", dir: "status/overridesnapshots",
+		words:       []string{"overrides", "override", "overridesnapshots", "overridesnapshot"},
+		clusterKind: fleet.KindClusterResourceOverrideSnapshot, namespacedKind: fleet.KindResourceOverrideSnapshot,
+		table: overrideTable},
+	{name: "placements", dir: "status/placements", words: []string{"placements", "placement"},
+		clusterKind: fleet.KindClusterResourcePlacement, namespacedKind: fleet.KindResourcePlacement,
+		table: table(printers.Placements)},
+	{name: "bindings", dir: "status/bindings", words: []string{"bindings", "binding"},
+		clusterKind: fleet.KindClusterResourceBinding, namespacedKind: fleet.KindResourceBinding,
+		table: table(printers.Bindings)},
+	{name: "clusters", dir: "status/clusters", words: []string{"clusters"},
+		clusterKind: fleet.KindMemberCluster, table: table(printers.Clusters)},
+	{name: "sources", dir: "status/sources", words: []string{"sources", "source"},
+		clusterKind: fleet.KindGitSource, table: table(printers.Sources)},
+}
+
+// restMapper resolves KubeFleet's names for a kind.
+var restMapper = fleet.RESTMapper()
+
+// wordScope is the scope gitfleet's own words for the family name.
+func (f *family) wordScope() scope {
+	if f.namespacedKind == "" {
+		return clusterScope
+	}
+	return anyScope
+}
+
+// kubectlWords are the names kubectl takes for the cluster-scoped kind:
+// short names, plural, singular (after gitfleet's words when they name
+// only that kind).
+func (f *family) kubectlWords() []string {
+	var words []string
+	if f.wordScope() == clusterScope {
+		words = append(words, f.words...)
+	}
+	k, _ := fleet.LookupKind(f.clusterKind)
+	words = append(words, k.ShortNames...)
+	return append(words, k.Plural, k.Singular)
 }
 
 // table adapts a typed printer to the objects a family's files decode to.
@@ -236,24 +238,13 @@ func table[T runtime.Object](print func(io.Writer, []T, time.Time, printers.Opti
 	}
 }
 
-// overrideTable prints the two override snapshot kinds in one table.
-func overrideTable(w io.Writer, objs []runtime.Object, t time.Time, opts printers.Options) error {
-	snaps := make([]metav1.Object, 0, len(objs))
-	for _, o := range objs {
-		switch o.(type) {
-		case *fleet.ClusterResourceOverrideSnapshot, *fleet.ResourceOverrideSnapshot:
-			snaps = append(snaps, o.(metav1.Object))
-		}
-	}
-	return printers.OverrideSnapshots(w, snaps, t, opts)
-}
-
 // listKinds answers a bare `gitfleet get`, as kubectl api-resources does.
 func listKinds(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSHORTNAMES\tKIND\tFILES")
 	for _, fam := range families {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/\n", fam.name, strings.Join(fam.clusterWords, ","), fam.clusterKind, fam.dir)
+		k, _ := fleet.LookupKind(fam.clusterKind)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/\n", fam.name, strings.Join(fam.kubectlWords(), ","), k.Singular, fam.dir)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -313,17 +304,25 @@ func (q *query) parseSelector() error {
 	return nil
 }
 
-// parseKind resolves one resource word.
+// parseKind resolves one resource word: gitfleet's name of a family, or a
+// name kubectl takes for one of its kinds (also qualified by its group, as
+// in csur.placement.kubernetes-fleet.io), resolved by the RESTMapper.
 func parseKind(word string) (kindRef, error) {
 	w := strings.ToLower(strings.TrimSpace(word))
 	for _, fam := range families {
-		switch {
-		case slices.Contains(fam.words, w):
-			return kindRef{fam, anyScope}, nil
-		case slices.Contains(fam.clusterWords, w):
-			return kindRef{fam, clusterScope}, nil
-		case slices.Contains(fam.namespacedWords, w):
-			return kindRef{fam, namespacedScope}, nil
+		if slices.Contains(fam.words, w) {
+			return kindRef{fam, fam.wordScope()}, nil
+		}
+	}
+	_, gr := schema.ParseResourceArg(w)
+	if gvk, err := restMapper.KindFor(gr.WithVersion("")); err == nil && w != "" {
+		for _, fam := range families {
+			switch gvk.Kind {
+			case fam.clusterKind:
+				return kindRef{fam, clusterScope}, nil
+			case fam.namespacedKind:
+				return kindRef{fam, namespacedScope}, nil
+			}
 		}
 	}
 	names := make([]string, len(families))
@@ -364,7 +363,8 @@ func (q *query) kind(k kindRef) string {
 	if k.scope == namespacedScope || (k.scope == anyScope && q.namespace != "") {
 		kind = k.fam.namespacedKind
 	}
-	return kind + "." + k.fam.group
+	info, _ := fleet.LookupKind(kind)
+	return info.Singular + "." + info.Group
 }
 
 // keep reports whether obj is one the query asks for.
@@ -641,4 +641,15 @@ func statusFiles(obj runtime.Object) []string {
 		return nil
 	}
 	return []string{p}
+}
+// overrideTable prints the two override snapshot kinds in one table.
+func overrideTable(w io.Writer, objs []runtime.Object, t time.Time, opts printers.Options) error {
+	snaps := make([]metav1.Object, 0, len(objs))
+	for _, o := range objs {
+		switch o.(type) {
+		case *fleet.ClusterResourceOverrideSnapshot, *fleet.ResourceOverrideSnapshot:
+			snaps = append(snaps, o.(metav1.Object))
+		}
+	}
+	return printers.OverrideSnapshots(w, snaps, t, opts)
 }

@@ -21,7 +21,7 @@ func TestResourceWordsResolveAsKubectlResolvesThem(t *testing.T) {
 	}{
 		{"runs run updateruns updaterun", "runs", anyScope,
 			"clusterstagedupdaterun.placement.kubernetes-fleet.io stagedupdaterun.placement.kubernetes-fleet.io"},
-		{"csur clusterstagedupdateruns clusterstagedupdaterun ClusterStagedUpdateRun", "runs", clusterScope,
+		{"csur clusterstagedupdateruns clusterstagedupdaterun ClusterStagedUpdateRun csur.placement.kubernetes-fleet.io", "runs", clusterScope,
 			"clusterstagedupdaterun.placement.kubernetes-fleet.io clusterstagedupdaterun.placement.kubernetes-fleet.io"},
 		{"sur stagedupdateruns stagedupdaterun StagedUpdateRun", "runs", namespacedScope,
 			"stagedupdaterun.placement.kubernetes-fleet.io stagedupdaterun.placement.kubernetes-fleet.io"},
@@ -66,7 +66,7 @@ func TestResourceWordsResolveAsKubectlResolvesThem(t *testing.T) {
 			}
 		}
 	}
-	for _, word := range []string{"deployments", "csus", "ClusterResourceOverride", "commits", ""} {
+	for _, word := range []string{"deployments", "csus", "ClusterResourceOverride", "commits", "", "csur.apps", "cluster.placement.kubernetes-fleet.io"} {
 		_, err := parseKind(word)
 		if err == nil || !strings.HasPrefix(err.Error(), "unknown resource type ") ||
 			!strings.HasSuffix(err.Error(), ": want one of runs, approvals, snapshots, placements, bindings, clusters, sources (or a KubeFleet short name such as csur)") {
