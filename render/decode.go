@@ -9,6 +9,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
@@ -16,35 +17,20 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 )
 
-// fleetVersions are the API versions of the fleet groups gitfleet reads;
-// both decode into the same Go types (v1 is v1beta1's stable twin).
-var fleetVersions = map[string]bool{"v1beta1": true, "v1": true}
-
-// overrideKinds are also read in v1alpha1, the version KubeFleet's override
-// examples still use; its fields are v1beta1's.
-var overrideKinds = map[string]bool{fleet.KindClusterResourceOverride: true, fleet.KindResourceOverride: true}
-
+// supportedVersion reports whether gitfleet reads a fleet object at its
+// apiVersion: the registry's versions for a kind it knows (v1beta1, v1, and
+// v1alpha1 for the override kinds), v1beta1 and v1 for one it does not, so
+// that the error names the kind rather than the version.
 func supportedVersion(gvk schema.GroupVersionKind) bool {
-	return fleetVersions[gvk.Version] || gvk.Version == "v1alpha1" && overrideKinds[gvk.Kind] && gvk.Group == fleet.PlacementGroup
+	if fleet.Scheme.Recognizes(gvk) {
+		return true
+	}
+	_, known := fleet.LookupGroupKind(gvk.GroupKind())
+	return !known && (gvk.Version == fleet.Version || gvk.Version == fleet.StableVersion)
 }
 
 func isFleetGroup(group string) bool {
 	return group == fleet.PlacementGroup || group == fleet.ClusterGroup
-}
-
-// supportedKinds maps the fleet kinds gitfleet reads to their group.
-var supportedKinds = map[string]string{
-	fleet.KindMemberCluster:               fleet.ClusterGroup,
-	fleet.KindClusterResourcePlacement:    fleet.PlacementGroup,
-	fleet.KindResourcePlacement:           fleet.PlacementGroup,
-	fleet.KindClusterStagedUpdateStrategy: fleet.PlacementGroup,
-	fleet.KindStagedUpdateStrategy:        fleet.PlacementGroup,
-	fleet.KindClusterStagedUpdateRun:      fleet.PlacementGroup,
-	fleet.KindStagedUpdateRun:             fleet.PlacementGroup,
-	fleet.KindClusterApprovalRequest:      fleet.PlacementGroup,
-	fleet.KindApprovalRequest:             fleet.PlacementGroup,
-	fleet.KindClusterResourceOverride:     fleet.PlacementGroup,
-	fleet.KindResourceOverride:            fleet.PlacementGroup,
 }
 
 // identify checks apiVersion, kind and metadata.name (which every manifest
@@ -129,17 +115,22 @@ func decodeDocument(d document, inApprovals bool) (*decoded, []ManifestError) {
 	if !supportedVersion(gvk) {
 		return nil, []ManifestError{mk("apiVersion", fmt.Sprintf("%s is not supported by gitfleet (use %s/v1beta1 or %s/v1)", gvk.GroupVersion(), gvk.Group, gvk.Group))}
 	}
-	if group, ok := supportedKinds[gvk.Kind]; !ok || group != gvk.Group {
+	info, known := fleet.LookupGroupKind(gvk.GroupKind())
+	if !known || info.HubOwned {
 		return nil, []ManifestError{mk("kind", fmt.Sprintf("kind %s is not supported by gitfleet", gvk.Kind))}
 	}
-	isApproval := gvk.Kind == fleet.KindClusterApprovalRequest || gvk.Kind == fleet.KindApprovalRequest
+	obj, err := fleet.Scheme.New(gvk)
+	if err != nil {
+		return nil, []ManifestError{mk("apiVersion", err.Error())}
+	}
+	_, isApproval := obj.(*fleet.ApprovalRequest)
 	switch {
 	case isApproval && !inApprovals:
 		return nil, []ManifestError{mk("kind", fmt.Sprintf("%s objects belong in the approvals/ folder, which gitfleet manages", gvk.Kind))}
 	case !isApproval && inApprovals:
 		return nil, []ManifestError{mk("kind", fmt.Sprintf("only approval requests belong in approvals/, not %s", gvk.Kind))}
 	}
-	if gvk.Kind == fleet.KindClusterStagedUpdateStrategy || gvk.Kind == fleet.KindStagedUpdateStrategy {
+	if _, isStrategy := obj.(*fleet.UpdateStrategy); isStrategy {
 		// Decoding into metav1.Duration loses the text the CRD pattern
 		// applies to (100ms and 1d fail differently), so check it first.
 		if errs := waitTimeTexts(d.obj, mk); len(errs) > 0 {
@@ -151,81 +142,57 @@ func decodeDocument(d document, inApprovals bool) (*decoded, []ManifestError) {
 	if err != nil {
 		return nil, []ManifestError{mk("", err.Error())}
 	}
-	typeMeta := metav1.TypeMeta{APIVersion: gvk.Group + "/" + fleet.Version, Kind: gvk.Kind}
-	var errs field.ErrorList
-	switch gvk.Kind {
-	case fleet.KindMemberCluster:
-		o := &fleet.MemberCluster{}
-		if e := strictDecode(data, o, mk); len(e) > 0 {
-			return nil, e
-		}
-		o.TypeMeta, o.Status = typeMeta, fleet.MemberClusterStatus{}
-		clearServerMeta(&o.ObjectMeta)
-		errs = fleet.ValidateMemberCluster(o)
-		out.member = o
-	case fleet.KindClusterResourcePlacement, fleet.KindResourcePlacement:
-		o := &fleet.Placement{}
-		if e := strictDecode(data, o, mk); len(e) > 0 {
-			return nil, e
-		}
-		o.TypeMeta, o.Status = typeMeta, fleet.PlacementStatus{}
-		clearServerMeta(&o.ObjectMeta)
-		fleet.SetDefaultsPlacement(o)
-		errs = fleet.ValidatePlacement(o)
-		out.place = o
-	case fleet.KindClusterStagedUpdateStrategy, fleet.KindStagedUpdateStrategy:
-		o := &fleet.UpdateStrategy{}
-		if e := strictDecode(data, o, mk); len(e) > 0 {
-			return nil, e
-		}
-		o.TypeMeta = typeMeta
-		clearServerMeta(&o.ObjectMeta)
-		fleet.SetDefaultsUpdateStrategy(o)
-		errs = fleet.ValidateUpdateStrategy(o)
-		out.strategy = o
-	case fleet.KindClusterStagedUpdateRun, fleet.KindStagedUpdateRun:
-		o := &fleet.UpdateRun{}
-		if e := strictDecode(data, o, mk); len(e) > 0 {
-			return nil, e
-		}
-		o.TypeMeta, o.Status = typeMeta, fleet.UpdateRunStatus{}
-		clearServerMeta(&o.ObjectMeta)
-		fleet.SetDefaultsUpdateRun(o)
-		errs = fleet.ValidateUpdateRun(o)
-		out.run = o
-	case fleet.KindClusterApprovalRequest, fleet.KindApprovalRequest:
-		o := &fleet.ApprovalRequest{}
-		if e := strictDecode(data, o, mk); len(e) > 0 {
-			return nil, e
-		}
-		o.TypeMeta = typeMeta
-		errs = fleet.ValidateApprovalRequest(o)
-		out.approval = o
-	case fleet.KindClusterResourceOverride:
-		o := &fleet.ClusterResourceOverride{}
-		if e := strictDecode(data, o, mk); len(e) > 0 {
-			return nil, e
-		}
-		o.TypeMeta = typeMeta
-		clearServerMeta(&o.ObjectMeta)
-		fleet.SetDefaultsClusterResourceOverride(o)
-		errs = fleet.ValidateClusterResourceOverride(o)
-		out.cro, out.node = o, d.node
-	case fleet.KindResourceOverride:
-		o := &fleet.ResourceOverride{}
-		if e := strictDecode(data, o, mk); len(e) > 0 {
-			return nil, e
-		}
-		o.TypeMeta = typeMeta
-		clearServerMeta(&o.ObjectMeta)
-		fleet.SetDefaultsResourceOverride(o)
-		errs = fleet.ValidateResourceOverride(o)
-		out.ro, out.node = o, d.node
+	if e := strictDecode(data, obj, mk); len(e) > 0 {
+		return nil, e
 	}
-	if len(errs) > 0 {
+	// Objects are kept at the version gitfleet writes, whatever the
+	// manifest said (the fields are the same).
+	obj.GetObjectKind().SetGroupVersionKind(info.GroupVersionKind)
+	fleet.Scheme.Default(obj)
+	if errs := out.keep(obj, d.node); len(errs) > 0 {
 		return nil, fieldErrors(errs, mk)
 	}
 	return out, nil
+}
+
+// keep validates a decoded, defaulted fleet object and keeps it, without
+// what the hub rather than the author owns: a status (an approval
+// request's is the person's approval, so it stays) and the server's
+// metadata.
+func (out *decoded) keep(obj runtime.Object, node *yaml.Node) field.ErrorList {
+	switch o := obj.(type) {
+	case *fleet.MemberCluster:
+		o.Status = fleet.MemberClusterStatus{}
+		clearServerMeta(&o.ObjectMeta)
+		out.member = o
+		return fleet.ValidateMemberCluster(o)
+	case *fleet.Placement:
+		o.Status = fleet.PlacementStatus{}
+		clearServerMeta(&o.ObjectMeta)
+		out.place = o
+		return fleet.ValidatePlacement(o)
+	case *fleet.UpdateStrategy:
+		clearServerMeta(&o.ObjectMeta)
+		out.strategy = o
+		return fleet.ValidateUpdateStrategy(o)
+	case *fleet.UpdateRun:
+		o.Status = fleet.UpdateRunStatus{}
+		clearServerMeta(&o.ObjectMeta)
+		out.run = o
+		return fleet.ValidateUpdateRun(o)
+	case *fleet.ApprovalRequest:
+		out.approval = o
+		return fleet.ValidateApprovalRequest(o)
+	case *fleet.ClusterResourceOverride:
+		clearServerMeta(&o.ObjectMeta)
+		out.cro, out.node = o, node
+		return fleet.ValidateClusterResourceOverride(o)
+	case *fleet.ResourceOverride:
+		clearServerMeta(&o.ObjectMeta)
+		out.ro, out.node = o, node
+		return fleet.ValidateResourceOverride(o)
+	}
+	return field.ErrorList{field.InternalError(nil, fmt.Errorf("render keeps no %T", obj))}
 }
 
 // fieldErrors converts validation errors; Message is the part after the
