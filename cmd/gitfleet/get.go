@@ -68,7 +68,8 @@ the tracked branch; read B from a second worktree ('git worktree add
 The generic names list both scopes. KubeFleet's kind names and short names
 narrow it as kubectl does: csur, careq, crs, crp and crb (and the full
 Cluster... names) list only the cluster-scoped objects; sur, areq, rs, rp and
-rb (and StagedUpdateRun, ApprovalRequest, ...) only the namespaced ones.
+rb (and StagedUpdateRun, ApprovalRequest, ...) only the namespaced ones. As
+with kubectl, a name may carry its group (csur.placement.kubernetes-fleet.io).
 Several kinds separated by commas print one table each (get runs,approvals).
 A repository has no current namespace, so every namespace is listed unless
 -n picks one (-A is accepted for kubectl habits); a NAMESPACE column appears
@@ -204,7 +205,8 @@ var families = []*family{
 // restMapper resolves KubeFleet's names for a kind.
 var restMapper = fleet.RESTMapper()
 
-// wordScope is the scope gitfleet's own words for the family name.
+// wordScope is the scope gitfleet's own words for the family name: both
+// kinds, or the only one.
 func (f *family) wordScope() scope {
 	if f.namespacedKind == "" {
 		return clusterScope
