@@ -57,7 +57,8 @@ type KindInfo struct {
 	// ReadVersions are the other versions a manifest may give the kind.
 	ReadVersions []string
 
-	newObject func() runtime.Object
+	// proto is an empty object of the kind's Go type, for the Scheme.
+	proto runtime.Object
 }
 
 // GroupResource is the kind's resource, as API errors name it.
@@ -71,48 +72,47 @@ func (k KindInfo) GroupVersionResource() schema.GroupVersionResource {
 	return k.GroupVersion().WithResource(k.Plural)
 }
 
-// New returns an empty object of the kind.
-func (k KindInfo) New() runtime.Object { return k.newObject() }
+// New returns an empty object of the kind (nil for a KindInfo not from
+// the registry).
+func (k KindInfo) New() runtime.Object {
+	o, err := Scheme.New(k.GroupVersionKind)
+	if err != nil {
+		return nil
+	}
+	return o
+}
 
 // kinds is the table the Scheme and the RESTMapper are built from; names,
 // short names and scopes are KubeFleet's (TestRegistryMatchesTheCRDs holds
 // them to config/crd).
 var kinds = []KindInfo{
-	fleetKind(ClusterGroup, KindMemberCluster, "memberclusters", false, func() runtime.Object { return &MemberCluster{} }, "cluster"),
-	fleetKind(PlacementGroup, KindClusterResourcePlacement, "clusterresourceplacements", false, newPlacement, "crp"),
-	fleetKind(PlacementGroup, KindResourcePlacement, "resourceplacements", true, newPlacement, "rp"),
-	hubOwned(fleetKind(PlacementGroup, KindClusterSchedulingPolicySnapshot, "clusterschedulingpolicysnapshots", false, newPolicySnapshot, "csps")),
-	hubOwned(fleetKind(PlacementGroup, KindSchedulingPolicySnapshot, "schedulingpolicysnapshots", true, newPolicySnapshot, "sps")),
-	hubOwned(fleetKind(PlacementGroup, KindClusterResourceSnapshot, "clusterresourcesnapshots", false, newResourceSnapshot, "crs")),
-	hubOwned(fleetKind(PlacementGroup, KindResourceSnapshot, "resourcesnapshots", true, newResourceSnapshot, "rs")),
-	hubOwned(fleetKind(PlacementGroup, KindClusterResourceBinding, "clusterresourcebindings", false, newBinding, "crb")),
-	hubOwned(fleetKind(PlacementGroup, KindResourceBinding, "resourcebindings", true, newBinding, "rb")),
-	fleetKind(PlacementGroup, KindClusterStagedUpdateStrategy, "clusterstagedupdatestrategies", false, newUpdateStrategy, "csus"),
-	fleetKind(PlacementGroup, KindStagedUpdateStrategy, "stagedupdatestrategies", true, newUpdateStrategy, "sus"),
-	fleetKind(PlacementGroup, KindClusterStagedUpdateRun, "clusterstagedupdateruns", false, newUpdateRun, "csur"),
-	fleetKind(PlacementGroup, KindStagedUpdateRun, "stagedupdateruns", true, newUpdateRun, "sur"),
-	fleetKind(PlacementGroup, KindClusterApprovalRequest, "clusterapprovalrequests", false, newApprovalRequest, "careq"),
-	fleetKind(PlacementGroup, KindApprovalRequest, "approvalrequests", true, newApprovalRequest, "areq"),
-	alsoAlpha(fleetKind(PlacementGroup, KindClusterResourceOverride, "clusterresourceoverrides", false, func() runtime.Object { return &ClusterResourceOverride{} })),
-	alsoAlpha(fleetKind(PlacementGroup, KindResourceOverride, "resourceoverrides", true, func() runtime.Object { return &ResourceOverride{} })),
-	hubOwned(fleetKind(PlacementGroup, KindClusterResourceOverrideSnapshot, "clusterresourceoverridesnapshots", false, func() runtime.Object { return &ClusterResourceOverrideSnapshot{} })),
-	hubOwned(fleetKind(PlacementGroup, KindResourceOverrideSnapshot, "resourceoverridesnapshots", true, func() runtime.Object { return &ResourceOverrideSnapshot{} })),
-	gitfleetKind(KindCommit, "commits", func() runtime.Object { return &Commit{} }),
-	gitfleetKind(KindGitSource, "gitsources", func() runtime.Object { return &GitSource{} }),
+	fleetKind(ClusterGroup, KindMemberCluster, "memberclusters", false, &MemberCluster{}, "cluster"),
+	fleetKind(PlacementGroup, KindClusterResourcePlacement, "clusterresourceplacements", false, &Placement{}, "crp"),
+	fleetKind(PlacementGroup, KindResourcePlacement, "resourceplacements", true, &Placement{}, "rp"),
+	hubOwned(fleetKind(PlacementGroup, KindClusterSchedulingPolicySnapshot, "clusterschedulingpolicysnapshots", false, &PolicySnapshot{}, "csps")),
+	hubOwned(fleetKind(PlacementGroup, KindSchedulingPolicySnapshot, "schedulingpolicysnapshots", true, &PolicySnapshot{}, "sps")),
+	hubOwned(fleetKind(PlacementGroup, KindClusterResourceSnapshot, "clusterresourcesnapshots", false, &ResourceSnapshot{}, "crs")),
+	hubOwned(fleetKind(PlacementGroup, KindResourceSnapshot, "resourcesnapshots", true, &ResourceSnapshot{}, "rs")),
+	hubOwned(fleetKind(PlacementGroup, KindClusterResourceBinding, "clusterresourcebindings", false, &Binding{}, "crb")),
+	hubOwned(fleetKind(PlacementGroup, KindResourceBinding, "resourcebindings", true, &Binding{}, "rb")),
+	fleetKind(PlacementGroup, KindClusterStagedUpdateStrategy, "clusterstagedupdatestrategies", false, &UpdateStrategy{}, "csus"),
+	fleetKind(PlacementGroup, KindStagedUpdateStrategy, "stagedupdatestrategies", true, &UpdateStrategy{}, "sus"),
+	fleetKind(PlacementGroup, KindClusterStagedUpdateRun, "clusterstagedupdateruns", false, &UpdateRun{}, "csur"),
+	fleetKind(PlacementGroup, KindStagedUpdateRun, "stagedupdateruns", true, &UpdateRun{}, "sur"),
+	fleetKind(PlacementGroup, KindClusterApprovalRequest, "clusterapprovalrequests", false, &ApprovalRequest{}, "careq"),
+	fleetKind(PlacementGroup, KindApprovalRequest, "approvalrequests", true, &ApprovalRequest{}, "areq"),
+	alsoAlpha(fleetKind(PlacementGroup, KindClusterResourceOverride, "clusterresourceoverrides", false, &ClusterResourceOverride{})),
+	alsoAlpha(fleetKind(PlacementGroup, KindResourceOverride, "resourceoverrides", true, &ResourceOverride{})),
+	hubOwned(fleetKind(PlacementGroup, KindClusterResourceOverrideSnapshot, "clusterresourceoverridesnapshots", false, &ClusterResourceOverrideSnapshot{})),
+	hubOwned(fleetKind(PlacementGroup, KindResourceOverrideSnapshot, "resourceoverridesnapshots", true, &ResourceOverrideSnapshot{})),
+	gitfleetKind(KindCommit, "commits", &Commit{}),
+	gitfleetKind(KindGitSource, "gitsources", &GitSource{}),
 }
 
-func newPlacement() runtime.Object        { return &Placement{} }
-func newPolicySnapshot() runtime.Object   { return &PolicySnapshot{} }
-func newResourceSnapshot() runtime.Object { return &ResourceSnapshot{} }
-func newBinding() runtime.Object          { return &Binding{} }
-func newUpdateStrategy() runtime.Object   { return &UpdateStrategy{} }
-func newUpdateRun() runtime.Object        { return &UpdateRun{} }
-func newApprovalRequest() runtime.Object  { return &ApprovalRequest{} }
-
-func fleetKind(group, kind, plural string, namespaced bool, newObject func() runtime.Object, shortNames ...string) KindInfo {
+func fleetKind(group, kind, plural string, namespaced bool, proto runtime.Object, shortNames ...string) KindInfo {
 	return KindInfo{GroupVersionKind: schema.GroupVersionKind{Group: group, Version: Version, Kind: kind},
 		Plural: plural, Singular: strings.ToLower(kind), ShortNames: shortNames, Namespaced: namespaced,
-		ReadVersions: []string{StableVersion}, newObject: newObject}
+		ReadVersions: []string{StableVersion}, proto: proto}
 }
 
 func hubOwned(k KindInfo) KindInfo { k.HubOwned = true; return k }
@@ -122,9 +122,9 @@ func alsoAlpha(k KindInfo) KindInfo {
 	return k
 }
 
-func gitfleetKind(kind, plural string, newObject func() runtime.Object) KindInfo {
+func gitfleetKind(kind, plural string, proto runtime.Object) KindInfo {
 	return KindInfo{GroupVersionKind: GitfleetGroupVersion.WithKind(kind),
-		Plural: plural, Singular: strings.ToLower(kind), HubOwned: true, newObject: newObject}
+		Plural: plural, Singular: strings.ToLower(kind), HubOwned: true, proto: proto}
 }
 
 var (
@@ -143,7 +143,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 	for _, k := range kinds {
 		for _, v := range append([]string{k.Version}, k.ReadVersions...) {
 			gv := schema.GroupVersion{Group: k.Group, Version: v}
-			s.AddKnownTypeWithName(gv.WithKind(k.Kind), k.New())
+			s.AddKnownTypeWithName(gv.WithKind(k.Kind), k.proto)
 			gvs[gv] = true
 		}
 	}

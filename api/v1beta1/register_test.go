@@ -161,3 +161,21 @@ func TestRESTMapperResolvesKubectlWords(t *testing.T) {
 		t.Error("deployments resolved; want no match outside the fleet kinds")
 	}
 }
+
+// TestEveryKindRoundTripsThroughItsGoType: an empty object of every kind,
+// in the kind's scope, is that kind again for KindFor.
+func TestEveryKindRoundTripsThroughItsGoType(t *testing.T) {
+	for _, k := range fleet.Kinds() {
+		obj := k.New()
+		if obj == nil {
+			t.Errorf("%s: New returned nil", k.Kind)
+			continue
+		}
+		if k.Namespaced {
+			obj.(metav1.Object).SetNamespace("app")
+		}
+		if got, ok := fleet.KindFor(obj); !ok || got.GroupVersionKind != k.GroupVersionKind {
+			t.Errorf("%s: KindFor(%T) = %s, %v", k.Kind, obj, got.GroupVersionKind, ok)
+		}
+	}
+}
