@@ -47,7 +47,7 @@ func DecodeFile(name string, data []byte) (runtime.Object, error) {
 		}
 		return nil, fail("kind %q is not a fleet object", tm.Kind)
 	}
-	if apiVersion := info.GroupVersion().String(); tm.APIVersion != apiVersion {
+	if apiVersion := info.APIVersion(); tm.APIVersion != apiVersion {
 		return nil, fail("apiVersion %q does not serve kind %s, want %s", tm.APIVersion, tm.Kind, apiVersion)
 	}
 	obj := info.New()

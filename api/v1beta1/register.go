@@ -59,6 +59,17 @@ type KindInfo struct {
 
 	// proto is an empty object of the kind's Go type, for the Scheme.
 	proto runtime.Object
+	// apiVersion is GroupVersion().String(), made once: decoding
+	// compares every file's apiVersion with it.
+	apiVersion string
+}
+
+// APIVersion is the apiVersion gitfleet writes the kind at.
+func (k KindInfo) APIVersion() string {
+	if k.apiVersion == "" {
+		return k.GroupVersion().String()
+	}
+	return k.apiVersion
 }
 
 // GroupResource is the kind's resource, as API errors name it.
@@ -110,9 +121,14 @@ var kinds = []KindInfo{
 }
 
 func fleetKind(group, kind, plural string, namespaced bool, proto runtime.Object, shortNames ...string) KindInfo {
-	return KindInfo{GroupVersionKind: schema.GroupVersionKind{Group: group, Version: Version, Kind: kind},
+	return withAPIVersion(KindInfo{GroupVersionKind: schema.GroupVersionKind{Group: group, Version: Version, Kind: kind},
 		Plural: plural, Singular: strings.ToLower(kind), ShortNames: shortNames, Namespaced: namespaced,
-		ReadVersions: []string{StableVersion}, proto: proto}
+		ReadVersions: []string{StableVersion}, proto: proto})
+}
+
+func withAPIVersion(k KindInfo) KindInfo {
+	k.apiVersion = k.GroupVersion().String()
+	return k
 }
 
 func hubOwned(k KindInfo) KindInfo { k.HubOwned = true; return k }
@@ -123,8 +139,8 @@ func alsoAlpha(k KindInfo) KindInfo {
 }
 
 func gitfleetKind(kind, plural string, proto runtime.Object) KindInfo {
-	return KindInfo{GroupVersionKind: GitfleetGroupVersion.WithKind(kind),
-		Plural: plural, Singular: strings.ToLower(kind), HubOwned: true, proto: proto}
+	return withAPIVersion(KindInfo{GroupVersionKind: GitfleetGroupVersion.WithKind(kind),
+		Plural: plural, Singular: strings.ToLower(kind), HubOwned: true, proto: proto})
 }
 
 var (
