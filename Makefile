@@ -61,7 +61,7 @@ image: ## Build the container image (needs a Docker engine)
 	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
 generate: crds ## Regenerate deep copies of api/v1beta1 and the CRDs
-	$(GO) run k8s.io/code-generator/cmd/deepcopy-gen@v0.37.2 --go-header-file hack/boilerplate.go.txt --output-file zz_generated.deepcopy.go ./api/v1beta1
+	$(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION) object:headerFile=hack/boilerplate.go.txt paths=./api/v1beta1
 
 # The CRDs are generated from the per-kind root types in internal/crd (whose
 # spec and status are api/v1beta1's types), one file per CRD. internal/crd's

@@ -45,6 +45,7 @@ var (
 // resource names its CRD declares (the words kubectl takes for it) and its
 // scope. Both kinds of a family share one Go type (see the package doc);
 // Namespaced tells them apart.
+// +kubebuilder:object:generate=false
 type KindInfo struct {
 	schema.GroupVersionKind
 	Plural, Singular string
