@@ -644,6 +644,7 @@ func statusFiles(obj runtime.Object) []string {
 	}
 	return []string{p}
 }
+
 // overrideTable prints the two override snapshot kinds in one table.
 func overrideTable(w io.Writer, objs []runtime.Object, t time.Time, opts printers.Options) error {
 	snaps := make([]metav1.Object, 0, len(objs))
