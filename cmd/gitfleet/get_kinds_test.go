@@ -37,6 +37,12 @@ func TestResourceWordsResolveAsKubectlResolvesThem(t *testing.T) {
 			"clusterresourcesnapshot.placement.kubernetes-fleet.io clusterresourcesnapshot.placement.kubernetes-fleet.io"},
 		{"rs resourcesnapshots resourcesnapshot", "snapshots", namespacedScope,
 			"resourcesnapshot.placement.kubernetes-fleet.io resourcesnapshot.placement.kubernetes-fleet.io"},
+		{"overrides override overridesnapshots overridesnapshot", "overrides", anyScope,
+			"clusterresourceoverridesnapshot.placement.kubernetes-fleet.io resourceoverridesnapshot.placement.kubernetes-fleet.io"},
+		{"clusterresourceoverridesnapshots clusterresourceoverridesnapshot ClusterResourceOverrideSnapshot", "overrides", clusterScope,
+			"clusterresourceoverridesnapshot.placement.kubernetes-fleet.io clusterresourceoverridesnapshot.placement.kubernetes-fleet.io"},
+		{"resourceoverridesnapshots resourceoverridesnapshot", "overrides", namespacedScope,
+			"resourceoverridesnapshot.placement.kubernetes-fleet.io resourceoverridesnapshot.placement.kubernetes-fleet.io"},
 		{"placements placement", "placements", anyScope,
 			"clusterresourceplacement.placement.kubernetes-fleet.io resourceplacement.placement.kubernetes-fleet.io"},
 		{"crp clusterresourceplacements clusterresourceplacement", "placements", clusterScope,
@@ -69,7 +75,7 @@ func TestResourceWordsResolveAsKubectlResolvesThem(t *testing.T) {
 	for _, word := range []string{"deployments", "csus", "ClusterResourceOverride", "commits", "", "csur.apps", "cluster.placement.kubernetes-fleet.io"} {
 		_, err := parseKind(word)
 		if err == nil || !strings.HasPrefix(err.Error(), "unknown resource type ") ||
-			!strings.HasSuffix(err.Error(), ": want one of runs, approvals, snapshots, placements, bindings, clusters, sources (or a KubeFleet short name such as csur)") {
+			!strings.HasSuffix(err.Error(), ": want one of runs, approvals, snapshots, overrides, placements, bindings, clusters, sources (or a KubeFleet short name such as csur)") {
 			t.Errorf("%q: %v; want unknown resource type", word, err)
 		}
 	}
