@@ -61,21 +61,27 @@ func New(cfg Config) (Forge, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
+	hc = observed(hc)
+	var f Forge
 	switch kind {
 	case GitHub:
-		return newGitHub(base, repoPath, token, hc)
+		f, err = newGitHub(base, repoPath, token, hc)
 	case GitLab:
-		return newGitLab(base, repoPath, token, hc)
+		f, err = newGitLab(base, repoPath, token, hc)
 	case Gitea:
 		if base == "" {
 			if base = webRoot(cfg.Remote); base == "" {
 				return nil, fmt.Errorf("gitea: set --forge-url: the remote %s does not say where Gitea's API is", host)
 			}
 		}
-		return newGitea(base, repoPath, token, hc)
+		f, err = newGitea(base, repoPath, token, hc)
 	default:
 		return nil, fmt.Errorf("unknown forge %q: want github, gitlab or gitea", kind)
 	}
+	if err != nil {
+		return nil, err
+	}
+	return classified{f}, nil
 }
 
 // inferKind knows only the public services by their exact host: a
