@@ -152,7 +152,7 @@ func readToken(cfg Config) (string, error) {
 	case cfg.TokenFile != "":
 		b, err := os.ReadFile(cfg.TokenFile)
 		if err != nil {
-			return "", fmt.Errorf("forge token: %w", err)
+			return "", fmt.Errorf("reading --forge-token-file: %w", err)
 		}
 		token = strings.TrimSpace(string(b))
 	case cfg.TokenEnv != "":
@@ -161,11 +161,10 @@ func readToken(cfg Config) (string, error) {
 		return "", errors.New("no forge token: set --forge-token-file or --forge-token-env")
 	}
 	if token == "" {
-		where := cfg.TokenFile
-		if where == "" {
-			where = "$" + cfg.TokenEnv
+		if cfg.TokenFile != "" {
+			return "", fmt.Errorf("--forge-token-file %s is empty", cfg.TokenFile)
 		}
-		return "", fmt.Errorf("forge token %s is empty", where)
+		return "", fmt.Errorf("--forge-token-env: $%s is empty or unset", cfg.TokenEnv)
 	}
 	return token, nil
 }

@@ -47,7 +47,7 @@ func TestNewPicksTheForge(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := typeName(f); got != tt.want {
+			if got := typeName(f.(classified).f); got != tt.want {
 				t.Errorf("New = %s; want %s", got, tt.want)
 			}
 		})
@@ -89,7 +89,7 @@ func TestNewReadsTheToken(t *testing.T) {
 		{"both is ambiguous", file, "FORGE_TOKEN", "", "not both"},
 		{"neither", "", "", "", "no forge token"},
 		{"an empty file", empty, "", "", "is empty"},
-		{"an unset variable", "", "EMPTY_TOKEN", "", "$EMPTY_TOKEN is empty"},
+		{"an unset variable", "", "EMPTY_TOKEN", "", "$EMPTY_TOKEN is empty or unset"},
 		{"a missing file", filepath.Join(dir, "nope"), "", "", "no such file"},
 	}
 	for _, tt := range tests {
@@ -164,7 +164,7 @@ func TestNewFindsTheAPI(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got string
-			switch f := f.(type) {
+			switch f := f.(classified).f.(type) {
 			case *gitHubForge:
 				got = f.c.BaseURL()
 			case *gitLabForge:

@@ -80,7 +80,10 @@ type Config struct {
 	// Clusters delivers to kubeconfig:<context> members (optional; without
 	// it their bindings say no kubeconfig was given).
 	Clusters member.Clusters
-	Log      *slog.Logger
+	// Forge opens approval pull requests and sets commit statuses
+	// (optional; forge.go).
+	Forge *ForgeConfig
+	Log   *slog.Logger
 }
 
 // Observer is told what the Git side did, for metrics.
@@ -109,6 +112,7 @@ type Daemon struct {
 	Controller *reconciler.Controller
 
 	admit *Admitter
+	forge *forgeSync // nil without a forge
 
 	// pushAttempts is the number of pushes the last status commit took;
 	// commits are serialized by the status tree.
@@ -209,6 +213,9 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d.Hub.Resync()
+	if cfg.Forge != nil && cfg.Forge.Forge != nil {
+		d.forge = newForgeSync(d, cfg.Forge)
+	}
 	d.log.Info("restored hub state from the status tree", "objects", n, "status_commit", statusTip.String())
 
 	engine := &updaterun.Reconciler{Hub: d.Hub, Clock: d.clock, StuckThreshold: cfg.StuckThreshold, Metrics: cfg.Metrics,
@@ -301,6 +308,13 @@ func (d *Daemon) Run(ctx context.Context, triggers <-chan struct{}) error {
 		defer wg.Done()
 		d.maintainCache(ctx)
 	}()
+	if d.forge != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.forge.calls.run(ctx)
+		}()
+	}
 	err := d.follow(ctx, triggers)
 	wg.Wait()
 	d.shutdown()
@@ -794,6 +808,7 @@ func (d *Daemon) syncApprovals(ctx context.Context, commit plumbing.Hash) error 
 		if p, perr := status.PathFor(ar); perr == nil {
 			if c := d.lastChange(ctx, commit, p); c != nil {
 				attrs = append(attrs, "commit", short(c.Hash), "author", fmt.Sprintf("%s <%s>", c.Author.Name, c.Author.Email))
+				d.forgeApprovalTaken(p, c)
 			}
 		}
 		d.log.Info("approval taken from Git", attrs...)
@@ -904,6 +919,7 @@ func (d *Daemon) commit(ctx context.Context, ch status.Changeset, message string
 		d.pushApprovalBranches(ctx, approvalPart)
 		d.deleteSettledBranches(ctx, approvalPart)
 	}
+	d.forgeStatusesChanged(ch)
 	return nil
 }
 
@@ -928,6 +944,10 @@ func (d *Daemon) deleteSettledBranches(ctx context.Context, ch status.Changeset)
 		}
 		name := approvalBranchName(p)
 		if name == "" {
+			continue
+		}
+		if d.forgeApprovalSettled(p, slices.Contains(ch.Deletes, p)) {
+			d.branchGone[p] = true // the forge call deletes it, after closing its pull request
 			continue
 		}
 		if err := d.src.DeleteBranch(ctx, name); err != nil {
@@ -977,6 +997,7 @@ func (d *Daemon) pushApprovalBranches(ctx context.Context, ch status.Changeset) 
 		d.approved[p] = true
 		d.log.Info("approval requested; merge the branch to approve", "approval_request", ar.Name,
 			"branch", gitsource.ApproveBranchPrefix+name)
+		d.forgeApprovalBranchPushed(hub.Key{Namespace: ar.Namespace, Name: ar.Name}, gitsource.ApproveBranchPrefix+name)
 	}
 }
 

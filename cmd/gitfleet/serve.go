@@ -41,6 +41,7 @@ type serveOptions struct {
 	kubeconfig, hubKubeconfig                  string
 	auth                                       gitsource.Auth
 	leaderElection                             leader.Options
+	forge                                      forgeOptions
 }
 
 func newServeCommand() *cobra.Command {
@@ -123,6 +124,7 @@ repository, by filesystem notifications.`,
 	f.StringVar(&o.auth.KnownHostsFile, "known-hosts-file", "", "known_hosts to verify SSH servers with")
 	f.StringVar(&o.auth.CAFile, "ca-file", "", "extra PEM CA bundle for https remotes")
 	f.StringVar(&o.hubKubeconfig, "hub-kubeconfig", "", "kubeconfig of the cluster that holds the leader election Lease (default: the pod's service account in a cluster, else KUBECONFIG or ~/.kube/config)")
+	o.forge.addFlags(f)
 	o.leaderElection.AddFlags(f)
 	_ = cmd.MarkFlagRequired("repo")
 	return cmd
@@ -132,6 +134,10 @@ func runServe(ctx context.Context, o serveOptions) error {
 	log := slog.Default()
 	if o.webhookAddr != "" && o.webhookSecretFile == "" {
 		return errors.New("--webhook-addr needs --webhook-secret-file: unsigned webhooks are refused")
+	}
+	forgeCfg, err := o.forge.config(o.repo)
+	if err != nil {
+		return err
 	}
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
@@ -149,6 +155,9 @@ func runServe(ctx context.Context, o serveOptions) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.New(reg, nil)
+	if forgeCfg != nil {
+		forgeCfg.OnError = metrics.NewForge(reg).ObserveError
+	}
 	endpoints := metrics.Handler(reg)
 	if o.metricsAddr != "" {
 		if err := listen(ctx, o.metricsAddr, endpoints, log.With("server", "metrics")); err != nil {
@@ -180,14 +189,16 @@ func runServe(ctx context.Context, o serveOptions) error {
 		}
 	}
 	if o.leaderElection.Enabled {
-		return runElected(ctx, o, log, endpoints, func(ctx context.Context) error { return serveFleet(ctx, o, log, m, endpoints, clusters, watcher) })
+		return runElected(ctx, o, log, endpoints, func(ctx context.Context) error {
+			return serveFleet(ctx, o, log, m, endpoints, clusters, watcher, forgeCfg)
+		})
 	}
-	return serveFleet(ctx, o, log, m, endpoints, clusters, watcher)
+	return serveFleet(ctx, o, log, m, endpoints, clusters, watcher, forgeCfg)
 }
 
 // serveFleet runs the Git loop: the whole of serve once its endpoints
 // listen, and what only the leader does among several replicas.
-func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metrics.Metrics, endpoints *metrics.Endpoints, clusters *kube.Clusters, watcher *gitsource.Watcher) error {
+func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metrics.Metrics, endpoints *metrics.Endpoints, clusters *kube.Clusters, watcher *gitsource.Watcher, forgeCfg *gitops.ForgeConfig) error {
 	var members member.Clusters // never a typed nil
 	if clusters != nil {
 		members = clusters
@@ -214,6 +225,7 @@ func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metric
 				m.ObserveBindings(name, bindings)
 			},
 			Clusters: members,
+			Forge:    forgeCfg,
 			Log:      log,
 		})
 		return err

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gitfleet/gitfleet/forge"
+	"github.com/gitfleet/gitfleet/gitops"
+)
+
+// forgeOptions are serve's --forge flags.
+type forgeOptions struct {
+	kind, url, tokenFile, tokenEnv string
+	clusterStatuses                bool
+}
+
+func (o *forgeOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.kind, "forge", "", "forge hosting --repo: github, gitlab or gitea; opens approval pull requests and sets commit statuses (inferred for github.com and gitlab.com remotes when a forge token is given)")
+	f.StringVar(&o.url, "forge-url", "", "web address of a self-hosted forge (https://git.example.com; default: the public service, or the scheme and host of an http(s) --repo for gitea)")
+	f.StringVar(&o.tokenFile, "forge-token-file", "", "file holding the forge API token (needs pull request, comment and commit status access)")
+	f.StringVar(&o.tokenEnv, "forge-token-env", "", "environment variable holding the forge API token")
+	f.BoolVar(&o.clusterStatuses, "forge-cluster-statuses", false, "also set one commit status per cluster of each run (gitfleet/<run>/<cluster>)")
+}
+
+// config checks the forge flags and returns the forge of repo, nil when
+// none is asked for. Errors name the flag to fix; the token never appears
+// in them.
+func (o *forgeOptions) config(repo string) (*gitops.ForgeConfig, error) {
+	if o.kind == "" && o.url == "" && o.tokenFile == "" && o.tokenEnv == "" {
+		if o.clusterStatuses {
+			return nil, errors.New("--forge-cluster-statuses needs a forge: set --forge and --forge-token-file or --forge-token-env")
+		}
+		return nil, nil
+	}
+	if o.kind != "" && !slices.Contains([]string{forge.GitHub, forge.GitLab, forge.Gitea}, o.kind) {
+		return nil, fmt.Errorf("--forge %q: want github, gitlab or gitea", o.kind)
+	}
+	switch {
+	case o.tokenFile != "" && o.tokenEnv != "":
+		return nil, errors.New("--forge-token-file and --forge-token-env: set one, not both")
+	case o.tokenFile == "" && o.tokenEnv == "":
+		return nil, errors.New("--forge needs an API token: set --forge-token-file or --forge-token-env")
+	}
+	f, err := forge.New(forge.Config{Kind: o.kind, URL: o.url, Remote: repo, TokenFile: o.tokenFile, TokenEnv: o.tokenEnv})
+	if err != nil {
+		return nil, fmt.Errorf("--forge: %w", err)
+	}
+	return &gitops.ForgeConfig{Forge: f, ClusterStatuses: o.clusterStatuses}, nil
+}
