@@ -107,23 +107,15 @@ func (d *Daemon) forgeApprovalSettled(p string, deleted bool) bool {
 	branch := gitsource.ApproveBranchPrefix + name
 	base := d.src.Branch()
 	ref, _ := status.RefFor(p)
-	why := fmt.Sprintf("The run of approval request `%s` was deleted, and the request with it: there is nothing left to approve.", ref.Name)
-	if !deleted {
-		d.forge.mu.Lock()
-		by := d.forge.approvedBy[p]
-		delete(d.forge.approvedBy, p)
-		d.forge.mu.Unlock()
-		if by != "" {
-			by = " (" + by + ")"
-		}
-		why = fmt.Sprintf("Approval request `%s` was approved without this pull request%s, for example with `gitfleet approve --commit`, and gitfleet took that approval.", ref.Name, by)
-	}
-	why += " gitfleet closes this pull request and deletes its branch: merging it now would conflict."
 	// Each step is done once, even when a later one fails and the call is
 	// retried: one comment, however often the forge fails.
 	var commented, closed bool
+	var why string
 	d.forge.calls.Do("pull-request/"+branch, ForgeOpWithdraw, func(ctx context.Context, f forge.Forge) error {
 		if !closed {
+			if why == "" {
+				why = d.withdrawReason(p, ref.Name, deleted)
+			}
 			pr, open, err := forge.FindPR(ctx, f, branch, base)
 			if err != nil {
 				return err
@@ -145,6 +137,30 @@ func (d *Daemon) forgeApprovalSettled(p string, deleted bool) bool {
 		return d.src.DeleteBranch(ctx, name)
 	})
 	return true
+}
+
+// withdrawReason is the comment that closes the pull request of the
+// settled request name (file p).
+func (d *Daemon) withdrawReason(p, name string, deleted bool) string {
+	if deleted {
+		return fmt.Sprintf("The run of approval request `%s` was deleted, and the request with it: there is nothing "+
+			"left to approve. gitfleet closes this pull request and deletes its branch.", name)
+	}
+	// The sync that took the approval names its commit once it is done;
+	// the engine may have accepted the approval (and settled the request)
+	// before that, so wait for the sync to finish.
+	d.mu.Lock()
+	d.mu.Unlock()
+	d.forge.mu.Lock()
+	by := d.forge.approvedBy[p]
+	delete(d.forge.approvedBy, p)
+	d.forge.mu.Unlock()
+	if by != "" {
+		by = " (" + by + ")"
+	}
+	return fmt.Sprintf("Approval request `%s` was approved without this pull request%s, for example with `gitfleet approve "+
+		"--commit`, and gitfleet took that approval. gitfleet closes this pull request and deletes its branch: merging it "+
+		"now would conflict.", name, by)
 }
 
 // forgeStatusesChanged sets the commit statuses of the runs whose status

@@ -60,6 +60,12 @@ placements, snapshots, bindings) and approvals/ (approval requests). For every
 approval request it also pushes a branch gitfleet/approve/<name> whose commit
 approves it: open a pull request from it, and merging it is the approval.
 
+With --forge github|gitlab|gitea and a forge token gitfleet opens that pull
+request itself (its body says what approving releases), closes it when the
+request is approved another way, and sets a commit status gitfleet/<run> on
+the commit each run rolls out. A forge that fails never holds up a rollout:
+its calls are retried in the background.
+
 gitfleet never force-pushes and never writes outside status/ and approvals/;
 a human commit that races a status push is kept (gitfleet re-applies its own
 change on top). State is persisted in the status tree before any side effect,
@@ -82,6 +88,10 @@ repository, by filesystem notifications.`,
 
   # One of two replicas in a pod: only the holder of the Lease runs the Git loop
   gitfleet serve --repo https://github.com/acme/fleet.git --token-file /etc/gitfleet/token --leader-elect
+
+  # Approval pull requests and commit statuses on a self-hosted Gitea
+  gitfleet serve --repo https://git.example.com/acme/fleet.git --token-file /etc/gitfleet/token \
+    --forge gitea --forge-token-file /etc/gitfleet/token
 
   # CI: run until every rollout waits on a person, then exit 0
   gitfleet serve --repo ./fleet --until-idle --timeout 10m`,

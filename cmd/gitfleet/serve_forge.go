@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -15,6 +16,7 @@ import (
 type forgeOptions struct {
 	kind, url, tokenFile, tokenEnv string
 	clusterStatuses                bool
+	retryMax                       time.Duration
 }
 
 func (o *forgeOptions) addFlags(f *pflag.FlagSet) {
@@ -23,6 +25,7 @@ func (o *forgeOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.tokenFile, "forge-token-file", "", "file holding the forge API token (needs pull request, comment and commit status access)")
 	f.StringVar(&o.tokenEnv, "forge-token-env", "", "environment variable holding the forge API token")
 	f.BoolVar(&o.clusterStatuses, "forge-cluster-statuses", false, "also set one commit status per cluster of each run (gitfleet/<run>/<cluster>)")
+	f.DurationVar(&o.retryMax, "forge-retry-max", 5*time.Minute, "a failed forge call is retried after 1s, doubling up to this wait; the rollout never waits for it")
 }
 
 // config checks the forge flags and returns the forge of repo, nil when
@@ -48,5 +51,8 @@ func (o *forgeOptions) config(repo string) (*gitops.ForgeConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--forge: %w", err)
 	}
-	return &gitops.ForgeConfig{Forge: f, ClusterStatuses: o.clusterStatuses}, nil
+	if o.retryMax < time.Second {
+		return nil, fmt.Errorf("--forge-retry-max %s: want at least 1s", o.retryMax)
+	}
+	return &gitops.ForgeConfig{Forge: f, ClusterStatuses: o.clusterStatuses, RetryMax: o.retryMax}, nil
 }
