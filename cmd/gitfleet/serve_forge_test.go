@@ -180,7 +180,7 @@ func TestServeOpensTheApprovalPullRequestOnGitea(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	g.serve(t)
+	g.serve(t, "--forge-cluster-statuses")
 
 	pr := g.approvalPR(t)
 	if want := "Approve example-run: start stage canary"; pr.Title != want {
@@ -234,6 +234,20 @@ func TestServeOpensTheApprovalPullRequestOnGitea(t *testing.T) {
 	if len(states) < 2 || states[0] != "pending" || states[len(states)-1] != "success" || strings.Count(strings.Join(states, ","), "success") != 1 {
 		t.Errorf("statuses of gitfleet/%s, oldest first: %v; want pending … success", forgeRun, states)
 	}
+	// --forge-cluster-statuses: one context per cluster, each success.
+	await.Until(t, "a success status per cluster", func() bool {
+		cs, _, err := g.client().GetCombinedStatus(g.owner.Name, "fleet", g.commit)
+		if err != nil {
+			return false
+		}
+		ok := 0
+		for _, s := range cs.Statuses {
+			if strings.HasPrefix(s.Context, "gitfleet/"+forgeRun+"/member") && s.State == gitea.StatusSuccess {
+				ok++
+			}
+		}
+		return ok == 3
+	})
 	merged, _, err := g.client().GetPullRequest(g.owner.Name, "fleet", pr.Index)
 	if err != nil || !merged.HasMerged {
 		t.Errorf("pull request after merging: %+v, %v", merged, err)
@@ -274,6 +288,37 @@ func TestServeWithdrawsTheApprovalPullRequestOfARequestApprovedByCommit(t *testi
 	}
 	await.Until(t, "the run to succeed", func() bool { return g.runPhase() == fleet.PhaseSucceeded })
 	g.runStatus(t, gitea.StatusSuccess, "succeeded: stage 2/2 canary: 2 of 2 clusters")
+}
+
+// Deleting the run withdraws its approval pull request: gitfleet says
+// why, closes it and deletes the branch.
+func TestServeWithdrawsTheApprovalPullRequestOfADeletedRun(t *testing.T) {
+	g := newGiteaFleet(t)
+	g.serve(t)
+	pr := g.approvalPR(t)
+
+	clone := filepath.Join(t.TempDir(), "fleet")
+	gitCmd(t, filepath.Dir(clone), "clone", "-q", g.srv.PushURL(g.owner, g.owner.Name, "fleet"), clone)
+	for i := 0; ; i++ {
+		gitCmd(t, clone, "rm", "-q", "run.yaml")
+		gitCmd(t, clone, "commit", "-q", "-m", "delete the run")
+		if _, err := gittest.Run(clone, "push", "-q", "origin", "HEAD:main"); err == nil {
+			break
+		} else if i == 20 {
+			t.Fatal(err)
+		}
+		gitCmd(t, clone, "fetch", "-q", "origin")
+		gitCmd(t, clone, "reset", "-q", "--hard", "origin/main")
+	}
+	await.Until(t, "the pull request to be closed", func() bool {
+		p, _, err := g.client().GetPullRequest(g.owner.Name, "fleet", pr.Index)
+		return err == nil && p.State == gitea.StateClosed
+	})
+	g.branchGone(t)
+	comments, _, err := g.client().ListIssueComments(g.owner.Name, "fleet", pr.Index, gitea.ListIssueCommentOptions{})
+	if err != nil || len(comments) != 1 || !strings.Contains(comments[0].Body, "was deleted, and the request with it") {
+		t.Errorf("comments: %d, %v; want gitfleet's one saying the run was deleted", len(comments), err)
+	}
 }
 
 // approveByCommit approves the request as a person does with `gitfleet
