@@ -318,6 +318,9 @@ func (d *Daemon) Run(ctx context.Context, triggers <-chan struct{}) error {
 	err := d.follow(ctx, triggers)
 	wg.Wait()
 	d.shutdown()
+	if d.forge != nil {
+		d.forge.calls.flush()
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return nil
 	}

@@ -104,8 +104,7 @@ func (c *ForgeCalls) Pending() int {
 }
 
 // run makes the calls until ctx is done; calls still pending then are
-// dropped (a restart recomputes what the forge should show only when
-// something changes again).
+// left for flush.
 func (c *ForgeCalls) run(ctx context.Context) {
 	go func() {
 		<-ctx.Done()
@@ -132,9 +131,6 @@ func (c *ForgeCalls) process(ctx context.Context, key string) {
 	callCtx, cancel := context.WithTimeout(ctx, forgeCallTimeout)
 	err := call.fn(callCtx, c.forge)
 	cancel()
-	if ctx.Err() != nil {
-		return
-	}
 	if err == nil {
 		c.queue.Forget(key)
 		c.succeeded()
@@ -143,6 +139,10 @@ func (c *ForgeCalls) process(ctx context.Context, key string) {
 	c.mu.Lock()
 	if _, newer := c.calls[key]; !newer {
 		c.calls[key] = call
+	}
+	if ctx.Err() != nil {
+		c.mu.Unlock()
+		return // stopping: flush tries it once more
 	}
 	class := forge.Class(err)
 	first := !c.failing[class]
@@ -156,6 +156,48 @@ func (c *ForgeCalls) process(ctx context.Context, key string) {
 			"operation", call.op, "call", key, "class", class, "err", err.Error())
 	}
 	c.queue.AddRateLimited(key)
+}
+
+// forgeFlushTimeout bounds flush: a forge that does not answer must not
+// keep a stopping serve (or a CI job's --until-idle) waiting.
+const forgeFlushTimeout = 20 * time.Second
+
+// flush makes every pending call once more, after run has returned, so
+// that what the last status push changed (a run's final status) reaches
+// the forge before serve exits. What still fails is logged and dropped.
+func (c *ForgeCalls) flush() {
+	ctx, cancel := context.WithTimeout(context.Background(), forgeFlushTimeout)
+	defer cancel()
+	c.mu.Lock()
+	keys := make([]string, 0, len(c.calls))
+	for k := range c.calls {
+		keys = append(keys, k)
+	}
+	c.mu.Unlock()
+	slices.Sort(keys)
+	failed := 0
+	for _, key := range keys {
+		c.mu.Lock()
+		call, ok := c.calls[key]
+		delete(c.calls, key)
+		c.mu.Unlock()
+		if !ok {
+			continue
+		}
+		if ctx.Err() != nil {
+			failed++
+			continue
+		}
+		if err := call.fn(ctx, c.forge); err != nil {
+			failed++
+			if c.onError != nil {
+				c.onError(call.op, forge.Class(err))
+			}
+		}
+	}
+	if failed > 0 {
+		c.log.Warn("forge calls dropped on the way out: the forge did not take them", "calls", failed)
+	}
 }
 
 // succeeded ends the failures logged so far.

@@ -87,9 +87,7 @@ func newGiteaFleet(t *testing.T) *giteaFleet {
 // ends.
 func (g *giteaFleet) serve(t *testing.T, extra ...string) {
 	t.Helper()
-	args := append([]string{"serve", "--repo", g.remote, "--username", g.bot.Name, "--password-file", g.botToken, "--allow-insecure-http",
-		"--forge", "gitea", "--forge-token-file", g.botToken, "--cache-dir", t.TempDir(),
-		"--interval", "200ms", "--status-interval", "50ms", "--metrics-addr", "", "--log-level", "warn"}, extra...)
+	args := g.serveArgs(t, extra...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	root := newRootCommand()
@@ -103,6 +101,12 @@ func (g *giteaFleet) serve(t *testing.T, extra ...string) {
 			t.Errorf("serve: %v", err)
 		}
 	})
+}
+
+func (g *giteaFleet) serveArgs(t *testing.T, extra ...string) []string {
+	return append([]string{"serve", "--repo", g.remote, "--username", g.bot.Name, "--password-file", g.botToken, "--allow-insecure-http",
+		"--forge", "gitea", "--forge-token-file", g.botToken, "--cache-dir", t.TempDir(),
+		"--interval", "200ms", "--status-interval", "50ms", "--metrics-addr", "", "--log-level", "warn"}, extra...)
 }
 
 func (g *giteaFleet) client() *gitea.Client { return g.srv.Client(g.owner) }
@@ -260,6 +264,25 @@ func TestServeOpensTheApprovalPullRequestOnGitea(t *testing.T) {
 	}
 }
 
+// CI's use: serve --until-idle exits once the run waits for its approval,
+// and by then the approval pull request is open and the run's status says
+// what it waits for: forge calls still pending are made on the way out.
+func TestServeUntilIdleLeavesTheForgeUpToDate(t *testing.T) {
+	g := newGiteaFleet(t)
+	if out, errOut, code := gitfleet(t, g.serveArgs(t, "--until-idle")...); code != 0 {
+		t.Fatalf("serve exited %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	prs, _, err := g.client().ListRepoPullRequests(g.owner.Name, "fleet", gitea.ListPullRequestsOptions{State: gitea.StateOpen})
+	if err != nil || len(prs) != 1 || prs[0].Head.Ref != forgeBranch {
+		t.Errorf("open pull requests after serve: %d, %v; want the approval's", len(prs), err)
+	}
+	cs, _, err := g.client().GetCombinedStatus(g.owner.Name, "fleet", g.commit)
+	if err != nil || len(cs.Statuses) != 1 || cs.Statuses[0].State != gitea.StatusPending ||
+		cs.Statuses[0].Description != "stage 2/2 canary: 0 of 2 clusters, waiting for approval "+forgeApproval {
+		t.Errorf("statuses after serve: %+v, %v; want the run waiting for its approval", cs, err)
+	}
+}
+
 // A request approved with `gitfleet approve --commit` instead: gitfleet
 // says so on the pull request, closes it and deletes its branch.
 func TestServeWithdrawsTheApprovalPullRequestOfARequestApprovedByCommit(t *testing.T) {
@@ -297,19 +320,10 @@ func TestServeWithdrawsTheApprovalPullRequestOfADeletedRun(t *testing.T) {
 	g.serve(t)
 	pr := g.approvalPR(t)
 
-	clone := filepath.Join(t.TempDir(), "fleet")
-	gitCmd(t, filepath.Dir(clone), "clone", "-q", g.srv.PushURL(g.owner, g.owner.Name, "fleet"), clone)
-	for i := 0; ; i++ {
+	g.push(t, func(clone string) {
 		gitCmd(t, clone, "rm", "-q", "run.yaml")
 		gitCmd(t, clone, "commit", "-q", "-m", "delete the run")
-		if _, err := gittest.Run(clone, "push", "-q", "origin", "HEAD:main"); err == nil {
-			break
-		} else if i == 20 {
-			t.Fatal(err)
-		}
-		gitCmd(t, clone, "fetch", "-q", "origin")
-		gitCmd(t, clone, "reset", "-q", "--hard", "origin/main")
-	}
+	})
 	await.Until(t, "the pull request to be closed", func() bool {
 		p, _, err := g.client().GetPullRequest(g.owner.Name, "fleet", pr.Index)
 		return err == nil && p.State == gitea.StateClosed
@@ -322,21 +336,29 @@ func TestServeWithdrawsTheApprovalPullRequestOfADeletedRun(t *testing.T) {
 }
 
 // approveByCommit approves the request as a person does with `gitfleet
-// approve --commit` in a clone, and pushes (again on the new tip when
-// gitfleet pushed meanwhile).
+// approve --commit` in a clone, and pushes.
 func approveByCommit(t *testing.T, g *giteaFleet) {
 	t.Helper()
-	clone := filepath.Join(t.TempDir(), "fleet")
-	pushURL := g.srv.PushURL(g.owner, g.owner.Name, "fleet")
 	await.Until(t, "the approval request on main", func() bool {
 		_, _, err := g.client().GetFile(g.owner.Name, "fleet", "main", "approvals/"+forgeApproval+".yaml")
 		return err == nil
 	})
-	gitCmd(t, filepath.Dir(clone), "clone", "-q", pushURL, clone)
-	for i := 0; ; i++ {
+	g.push(t, func(clone string) {
 		if out, errOut, code := gitfleet(t, "approve", forgeApproval, "--repo", clone, "--commit"); code != 0 {
 			t.Fatalf("approve exited %d\nstdout: %s\nstderr: %s", code, out, errOut)
 		}
+	})
+}
+
+// push makes a person's commit (change, in a clone as the owner) and
+// pushes it to main, making it again on the new tip while gitfleet's
+// pushes get in the way.
+func (g *giteaFleet) push(t *testing.T, change func(clone string)) {
+	t.Helper()
+	clone := filepath.Join(t.TempDir(), "fleet")
+	gitCmd(t, filepath.Dir(clone), "clone", "-q", g.srv.PushURL(g.owner, g.owner.Name, "fleet"), clone)
+	for i := 0; ; i++ {
+		change(clone)
 		if _, err := gittest.Run(clone, "push", "-q", "origin", "HEAD:main"); err == nil {
 			return
 		} else if i == 20 {
