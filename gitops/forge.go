@@ -278,7 +278,10 @@ func RunStatus(run *fleet.UpdateRun) forge.Status {
 			st.Description += " in " + where
 		}
 	case fleet.PhaseWaiting:
-		st.Description = where + ", " + waitingFor(stages[cur])
+		st.Description = "waiting"
+		if cur >= 0 {
+			st.Description = where + ", " + waitingFor(stages[cur])
+		}
 	case fleet.PhaseInitializing, fleet.PhaseInitialized:
 		st.Description = strings.ToLower(phase)
 	default:
