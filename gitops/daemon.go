@@ -239,6 +239,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	}
 	d.lastSync = d.clock.Now()
 	d.recordSource(ctx, head.Commit, nil)
+	d.forgeResume(ctx)
 	d.Controller.EnqueueAll()
 	return d, nil
 }

@@ -64,6 +64,48 @@ func (d *Daemon) forgeApprovalTaken(p string, c *object.Commit) {
 // branch just pushed into the tracked branch (or brings its title and body
 // up to date).
 func (d *Daemon) forgeApprovalBranchPushed(key hub.Key, branch string) {
+	d.openApprovalPR(key, branch, false)
+}
+
+// forgeResume opens the pull requests of the approval requests that wait
+// at start (after a restart, or when --forge is turned on while a run
+// waits): their branches were pushed by an earlier serve.
+func (d *Daemon) forgeResume(ctx context.Context) {
+	if d.forge == nil || !d.cfg.PushApprovalBranches {
+		return
+	}
+	runs, err := d.Hub.ListUpdateRuns(ctx)
+	if err != nil {
+		return
+	}
+	namespaces := map[string]bool{"": true}
+	for _, r := range runs {
+		namespaces[r.Namespace] = true
+	}
+	for ns := range namespaces {
+		ars, err := d.Hub.ListApprovalRequests(ctx, ns, nil)
+		if err != nil {
+			continue
+		}
+		for _, ar := range ars {
+			if meta.FindStatusCondition(ar.Status.Conditions, fleet.ApprovalRequestConditionApproved) != nil {
+				continue
+			}
+			p, err := status.PathFor(ar)
+			if err != nil {
+				continue
+			}
+			d.openApprovalPR(hub.Key{Namespace: ar.Namespace, Name: ar.Name}, gitsource.ApproveBranchPrefix+approvalBranchName(p), true)
+		}
+	}
+}
+
+// openApprovalPR opens (or updates) the pull request from branch for the
+// approval request key. resumed: the branch was pushed by an earlier serve
+// and may be gone (deleted by hand, or never pushed with
+// --no-approval-branches); a pull request the forge then refuses to open is
+// given up, not retried.
+func (d *Daemon) openApprovalPR(key hub.Key, branch string, resumed bool) {
 	if d.forge == nil {
 		return
 	}
@@ -78,6 +120,11 @@ func (d *Daemon) forgeApprovalBranchPushed(key hub.Key, branch string) {
 		}
 		title, body := info.title(), info.body()
 		pr, created, err := forge.EnsurePR(ctx, f, branch, base, title, body)
+		if class := forge.Class(err); resumed && (class == forge.ClassNotFound || class == forge.ClassRejected) {
+			d.log.Warn("approval pull request not opened: the forge refuses it (is the branch gone?); approve with gitfleet approve instead",
+				"approval_request", key.Name, "branch", branch, "err", err.Error())
+			return nil
+		}
 		if err != nil {
 			return err
 		}

@@ -103,10 +103,14 @@ func (g *giteaFleet) serve(t *testing.T, extra ...string) {
 	})
 }
 
+// serveArgs are serve's arguments with gitfleet's forge token.
 func (g *giteaFleet) serveArgs(t *testing.T, extra ...string) []string {
+	return g.serveWithoutForge(t, append([]string{"--forge", "gitea", "--forge-token-file", g.botToken}, extra...)...)
+}
+
+func (g *giteaFleet) serveWithoutForge(t *testing.T, extra ...string) []string {
 	return append([]string{"serve", "--repo", g.remote, "--username", g.bot.Name, "--password-file", g.botToken, "--allow-insecure-http",
-		"--forge", "gitea", "--forge-token-file", g.botToken, "--cache-dir", t.TempDir(),
-		"--interval", "200ms", "--status-interval", "50ms", "--metrics-addr", "", "--log-level", "warn"}, extra...)
+		"--cache-dir", t.TempDir(), "--interval", "200ms", "--status-interval", "50ms", "--metrics-addr", "", "--log-level", "warn"}, extra...)
 }
 
 func (g *giteaFleet) client() *gitea.Client { return g.srv.Client(g.owner) }
@@ -280,6 +284,26 @@ func TestServeUntilIdleLeavesTheForgeUpToDate(t *testing.T) {
 	if err != nil || len(cs.Statuses) != 1 || cs.Statuses[0].State != gitea.StatusPending ||
 		cs.Statuses[0].Description != "stage 2/2 canary: 0 of 2 clusters, waiting for approval "+forgeApproval {
 		t.Errorf("statuses after serve: %+v, %v; want the run waiting for its approval", cs, err)
+	}
+}
+
+// A run already waits for its approval when serve starts with --forge
+// (turned on later, or a restart that lost the call): the pull request of
+// its pushed branch is opened then.
+func TestServeWithAForgeOpensThePullRequestOfARequestThatAlreadyWaits(t *testing.T) {
+	g := newGiteaFleet(t)
+	if out, errOut, code := gitfleet(t, g.serveWithoutForge(t, "--until-idle")...); code != 0 {
+		t.Fatalf("serve without a forge exited %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if prs, _, err := g.client().ListRepoPullRequests(g.owner.Name, "fleet", gitea.ListPullRequestsOptions{State: gitea.StateAll}); err != nil || len(prs) != 0 {
+		t.Fatalf("pull requests before --forge: %d, %v", len(prs), err)
+	}
+	if out, errOut, code := gitfleet(t, g.serveArgs(t, "--until-idle")...); code != 0 {
+		t.Fatalf("serve exited %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	pr := g.approvalPR(t)
+	if pr.State != gitea.StateOpen || !strings.Contains(pr.Body, "1. member3\n2. member1\n") {
+		t.Errorf("pull request %s: %q", pr.State, pr.Body)
 	}
 }
 
