@@ -119,12 +119,18 @@ func (c *ForgeCalls) run(ctx context.Context) {
 	}
 }
 
-func (c *ForgeCalls) process(ctx context.Context, key string) {
-	defer c.queue.Done(key)
+// take removes the call of key from the pending ones: it is being made.
+func (c *ForgeCalls) take(key string) (forgeCall, bool) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	call, ok := c.calls[key]
 	delete(c.calls, key)
-	c.mu.Unlock()
+	return call, ok
+}
+
+func (c *ForgeCalls) process(ctx context.Context, key string) {
+	defer c.queue.Done(key)
+	call, ok := c.take(key)
 	if !ok {
 		return
 	}
@@ -177,10 +183,7 @@ func (c *ForgeCalls) flush() {
 	slices.Sort(keys)
 	failed := 0
 	for _, key := range keys {
-		c.mu.Lock()
-		call, ok := c.calls[key]
-		delete(c.calls, key)
-		c.mu.Unlock()
+		call, ok := c.take(key)
 		if !ok {
 			continue
 		}
