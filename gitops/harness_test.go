@@ -727,8 +727,19 @@ func (d *daemon) advanceUntil(t testing.TB, clk *clock.Fake, what string, cond f
 // next poll is a minute away).
 func (d *daemon) settle(t testing.TB, r *fleetRepo) {
 	t.Helper()
-	eventually(t, "the daemon to settle", func() bool {
-		idle, err := d.Idle(context.Background())
-		return err == nil && idle && d.Controller.TimersDueWithin(5*time.Second) == 0
-	})
+	eventually(t, "the daemon to settle", d.settled)
+}
+
+// settleOn is settle for a daemon on a fake clock: a timer due within the
+// debounce (say the placement status update the last pass armed) fires
+// only when the test steps the clock, so waiting without stepping can wait
+// forever when the pass that arms it lands after the test's last step.
+func (d *daemon) settleOn(t testing.TB, clk *clock.Fake) {
+	t.Helper()
+	d.advanceUntil(t, clk, "the daemon to settle", d.settled)
+}
+
+func (d *daemon) settled() bool {
+	idle, err := d.Idle(context.Background())
+	return err == nil && idle && d.Controller.TimersDueWithin(5*time.Second) == 0
 }

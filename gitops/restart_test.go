@@ -303,7 +303,7 @@ func TestRestartOnAFinishedFleetCommitsNothing(t *testing.T) {
 		return run != nil && run.Phase() == fleet.PhaseSucceeded &&
 			bindingsAvailable(r, "example-placement-0-snapshot", "member1", "member2", "member3")
 	})
-	d.settle(t, r)
+	d.settleOn(t, clk)
 	d.stop(t)
 	before := strings.TrimSpace(r.git("rev-parse", "main"))
 
