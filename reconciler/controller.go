@@ -62,6 +62,12 @@ type Controller struct {
 	// StatusDelay debounces placement status updates (default 1s), so a pass
 	// that touches many bindings recomputes the status once.
 	StatusDelay time.Duration
+	// Workers is how many items Run processes at once (default 1). The
+	// queue never gives one item (a run, a placement) to two workers at
+	// once. More than one needs a Hub and a Committer safe for concurrent
+	// use: the Kubernetes hub, where each pass mostly waits on the API
+	// server, and a placement's status write need not hold up run passes.
+	Workers int
 
 	q       *queue
 	once    sync.Once
@@ -194,23 +200,29 @@ func (c *Controller) Drain(ctx context.Context) {
 			return
 		}
 		c.process(ctx, it)
-		c.q.done()
+		c.q.done(it)
 	}
 }
 
-// Run processes work until ctx is done; timers fire on the controller's
-// clock. It returns after the current item finishes.
+// Run processes work with Workers workers until ctx is done; timers fire
+// on the controller's clock. It returns after the current items finish.
 func (c *Controller) Run(ctx context.Context) {
 	c.init()
 	defer c.q.stopTimers()
-	for {
-		c.Drain(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.q.wake:
-		}
+	var wg sync.WaitGroup
+	for range max(c.Workers, 1) {
+		wg.Go(func() {
+			for {
+				c.Drain(ctx)
+				select {
+				case <-ctx.Done():
+					return
+				case <-c.q.wake:
+				}
+			}
+		})
 	}
+	wg.Wait()
 }
 
 // TimersDueWithin is the number of the controller's requeue timers that

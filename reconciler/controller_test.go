@@ -70,6 +70,8 @@ func TestQueueDeduplicatesAndKeepsTheEarliestTimer(t *testing.T) {
 	if _, ok := q.pop(); ok {
 		t.Fatal("an item queued twice was processed twice")
 	}
+	q.done(a)
+	q.done(b)
 	q.addAfter(a, time.Minute)
 	q.addAfter(a, 10*time.Second)
 	q.addAfter(a, time.Hour)
@@ -83,6 +85,29 @@ func TestQueueDeduplicatesAndKeepsTheEarliestTimer(t *testing.T) {
 	clk.Advance(time.Hour)
 	if _, ok := q.pop(); ok {
 		t.Fatal("a replaced timer fired as well")
+	}
+}
+
+// client-go's queue holds an item back while a worker processes it: a
+// second pass of a run waits for the first to end.
+func TestQueueHoldsAnItemAddedWhileItIsProcessed(t *testing.T) {
+	q := newQueue(clock.NewFake(epoch))
+	a, b := item{runItem, Key{Name: "a"}}, item{runItem, Key{Name: "b"}}
+	q.add(a)
+	if got, _ := q.pop(); got != a {
+		t.Fatalf("pop %v, want a", got)
+	}
+	q.add(a)
+	q.add(b)
+	if got, ok := q.pop(); !ok || got != b {
+		t.Fatalf("pop %v while a is processed, want b", got)
+	}
+	if got, ok := q.pop(); ok {
+		t.Fatalf("popped %v while a is processed; want nothing", got)
+	}
+	q.done(a)
+	if got, ok := q.pop(); !ok || got != a {
+		t.Fatalf("after a is done, pop %v, want a again", got)
 	}
 }
 
@@ -117,7 +142,7 @@ func TestQueueIsNotIdleWhileAnItemIsProcessed(t *testing.T) {
 	if q.idle() {
 		t.Fatal("idle while the popped item is processed")
 	}
-	q.done()
+	q.done(item{runItem, Key{Name: "r"}})
 	if !q.idle() {
 		t.Fatal("not idle after the item was done")
 	}

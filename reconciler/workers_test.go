@@ -1,0 +1,93 @@
+package reconciler
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/gitfleet/gitfleet/clock"
+	"github.com/gitfleet/gitfleet/hub/embedded"
+	"github.com/gitfleet/gitfleet/internal/await"
+	"github.com/gitfleet/gitfleet/reconciler/updaterun"
+)
+
+// passHook stands in for the engine: it records the passes in flight per
+// run, and holds the first pass of run held until release is closed.
+type passHook struct {
+	held    Key
+	release chan struct{}
+	entered chan Key
+
+	mu       sync.Mutex
+	inFlight map[Key]int
+	passes   map[Key]int
+	overlaps []Key
+}
+
+func (h *passHook) Reconcile(ctx context.Context, key Key) (updaterun.Result, error) {
+	h.mu.Lock()
+	h.inFlight[key]++
+	h.passes[key]++
+	first := h.passes[key] == 1
+	if h.inFlight[key] > 1 {
+		h.overlaps = append(h.overlaps, key)
+	}
+	h.mu.Unlock()
+	h.entered <- key
+	if key == h.held && first {
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+		}
+	}
+	h.mu.Lock()
+	h.inFlight[key]--
+	h.mu.Unlock()
+	return updaterun.Result{}, nil
+}
+
+// With two workers, a run woken again while its pass runs (a binding event
+// in the middle of the pass) is not handed to the idle worker: its second
+// pass starts when the first ended. The other worker meanwhile takes the
+// next item, which shows it was free to take the run.
+func TestWorkersNeverRunTwoPassesOfOneRunAtOnce(t *testing.T) {
+	a, b := Key{Name: "a"}, Key{Name: "b"}
+	hook := &passHook{held: a, release: make(chan struct{}), entered: make(chan Key, 8),
+		inFlight: map[Key]int{}, passes: map[Key]int{}}
+	c := &Controller{Hub: embedded.New(clock.Real{}, nil), Clock: clock.Real{}, Runs: hook, Workers: 2}
+	ctx, cancel := context.WithCancel(await.Context(t))
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	next := func(want Key) {
+		t.Helper()
+		select {
+		case got := <-hook.entered:
+			if got != want {
+				t.Fatalf("pass of %s started; want %s", got.Name, want.Name)
+			}
+		case <-ctx.Done():
+			t.Fatalf("no pass of %s started", want.Name)
+		}
+	}
+	c.EnqueueRun(a)
+	next(a) // the first worker holds a
+	// a is queued before b: a queue that handed out a run in process would
+	// give it to the second worker now.
+	c.EnqueueRun(a)
+	c.EnqueueRun(b)
+	next(b)
+	close(hook.release)
+	next(a)
+	await.Until(t, "both passes of a to end", func() bool { return c.Idle() })
+
+	hook.mu.Lock()
+	defer hook.mu.Unlock()
+	if len(hook.overlaps) > 0 {
+		t.Errorf("two passes at once of %v", hook.overlaps)
+	}
+	if hook.passes[a] != 2 || hook.passes[b] != 1 {
+		t.Errorf("passes %v; want a twice (woken during its pass) and b once", hook.passes)
+	}
+}
