@@ -82,13 +82,10 @@ func benchmarkAnchor(b *testing.B, th *testHub, n int, mc string) {
 			}
 		}
 	}
-	simulateMembers(b, th.newHub(b, counted(memberWrites)))
+	simulateMembers(b, counted(memberWrites).Rest, nil)
 	f.start(b)
 	ctx := await.Context(b)
-	await.Until(b, "a binding for every cluster", func() bool {
-		bs, err := h.ListBindings(ctx, hub.Key{Name: "app"})
-		return err == nil && len(bs) == n
-	})
+	awaitBindings(b, h, n)
 
 	var elapsed time.Duration
 	var writes, reports int64

@@ -7,10 +7,15 @@ import (
 	"sync"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/clock"
@@ -81,37 +86,50 @@ func (f *engineFleet) start(tb testing.TB) {
 
 // simulateMembers plays the member agents, as KubeFleet's integration
 // tests do: a binding whose rollout started (RolloutStarted at its
-// generation) is reported Applied and Available at once. Reports go
-// through a hub of their own, as a member agent is another client.
-func simulateMembers(tb testing.TB, h *Hub) {
-	ctx := await.Context(tb)
-	keys := make(chan hub.Key, 1024)
-	h.Subscribe(func(e hub.Event) {
-		if e.Kind == hub.EventBinding {
-			select {
-			case keys <- e.Key:
-			case <-ctx.Done():
-			}
+// generation) is reported Applied and Available at once, unless hold
+// (optional) holds back the report of its cluster. Like a member agent,
+// it is another client that watches bindings only (a Hub would also watch
+// and decode every run write, which no agent does).
+func simulateMembers(tb testing.TB, rc *rest.Config, hold func(cluster string) bool) {
+	ctx, cancel := context.WithCancel(await.Context(tb))
+	client := dynamic.NewForConfigOrDie(rc)
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(client, 0)
+	gvr := resources[fleet.KindClusterResourceBinding]
+	inf := factory.ForResource(gvr).Informer()
+	report := func(obj any) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
 		}
-	})
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case key := <-keys:
-				for reportAvailable(ctx, h, key) {
-				}
-			}
+		b := newBinding()
+		if err := fromUnstructured(u, b); err != nil || (hold != nil && hold(b.Spec.TargetCluster)) || !reportAvailable(b) {
+			return
 		}
-	}()
+		next, err := toUnstructured(fleet.KindClusterResourceBinding, b)
+		if err != nil {
+			tb.Error(err)
+			return
+		}
+		// A Conflict means a newer binding is on its way to this handler.
+		if _, err := client.Resource(gvr).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil &&
+			!apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+			tb.Errorf("reporting binding %s: %v", b.Name, err)
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    report,
+		UpdateFunc: func(_, obj any) { report(obj) },
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	tb.Cleanup(func() { cancel(); factory.Shutdown() })
 }
 
-// reportAvailable marks the binding at key Applied and Available if its
-// rollout started; it reports whether to try again (a Conflict).
-func reportAvailable(ctx context.Context, h *Hub, key hub.Key) bool {
-	b, err := h.GetBinding(ctx, key)
-	if err != nil || b.DeletionTimestamp != nil || b.Spec.State != fleet.BindingStateBound {
+// reportAvailable marks b Applied and Available if its rollout started
+// and it is not reported yet; it says whether it changed b.
+func reportAvailable(b *fleet.Binding) bool {
+	if b.DeletionTimestamp != nil || b.Spec.State != fleet.BindingStateBound {
 		return false
 	}
 	if !conditionTrue(b.Status.Conditions, fleet.ResourceBindingRolloutStarted, b.Generation) ||
@@ -123,7 +141,20 @@ func reportAvailable(ctx context.Context, h *Hub, key hub.Key) bool {
 		meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue,
 			ObservedGeneration: b.Generation, Reason: t, Message: "reported by the simulated member", LastTransitionTime: now})
 	}
-	return hub.IsConflict(h.UpdateBinding(ctx, b))
+	return true
+}
+
+// awaitBindings waits until placement app has a binding for each of n
+// clusters: a run takes the clusters scheduled when it initializes, and
+// with more than one worker the scheduler may still be at work when a run
+// arrives (as with KubeFleet's separate controllers).
+func awaitBindings(t testing.TB, h *Hub, n int) {
+	t.Helper()
+	ctx := await.Context(t)
+	await.Until(t, "a binding for every cluster", func() bool {
+		bs, err := h.ListBindings(ctx, hub.Key{Name: "app"})
+		return err == nil && len(bs) == n
+	})
 }
 
 func conditionTrue(conds []metav1.Condition, typ string, gen int64) bool {
@@ -211,12 +242,14 @@ func TestEngineOnKubeHub(t *testing.T) {
 				MaxConcurrency: maxConcurrency("2")},
 		}}}
 	f := newEngineFleet(t, th, h, members, strategy)
+	f.ctrl.Workers = 2
 	watch := &runWatch{}
 	f.ctrl.Observer = watch.observe(map[string]int{"staging": 1, "canary": 1, "prod": 2})
-	simulateMembers(t, th.newHub(t, Config{}))
+	simulateMembers(t, th.rest, nil)
 	f.start(t)
 
 	ctx := await.Context(t)
+	awaitBindings(t, h, len(members))
 	run := hub.Key{Name: "example-run"}
 	th.apply(t, h, &fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: run.Name}, Spec: fleet.UpdateRunSpec{
 		PlacementName: "app", StagedUpdateStrategyName: strategy.Name, State: fleet.StateRun}})
@@ -276,3 +309,82 @@ func TestEngineOnKubeHub(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestRunFinishesAcrossAnAPIServerRestart stops the hub's API server while
+// a cluster is in flight (its member holds its report back), starts it
+// again, and lets the member report: the hub's informers list and watch
+// again on their own, see the report, and the engine finishes the run,
+// stage by stage and one cluster at a time.
+func TestRunFinishesAcrossAnAPIServerRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a kube-apiserver")
+	}
+	th := startHub(t)
+	h := th.newHub(t, Config{Resources: selectWorkload})
+	members := map[string]map[string]string{"staging-1": {"environment": "staging"}}
+	for i := 1; i <= 4; i++ {
+		members[fmt.Sprintf("prod-%d", i)] = map[string]string{"environment": "prod"}
+	}
+	strategy := &fleet.UpdateStrategy{ObjectMeta: metav1.ObjectMeta{Name: "two-stages"}, Spec: fleet.UpdateStrategySpec{
+		Stages: []fleet.StageConfig{
+			{Name: "staging", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"environment": "staging"}}},
+			{Name: "prod", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"environment": "prod"}},
+				MaxConcurrency: maxConcurrency("1")},
+		}}}
+	f := newEngineFleet(t, th, h, members, strategy)
+	f.ctrl.Workers = 2
+	watch := &runWatch{}
+	f.ctrl.Observer = watch.observe(map[string]int{"staging": 1, "prod": 1})
+	const held = "prod-2"
+	simulateMembers(t, th.rest, func(cluster string) bool { return cluster == held })
+	f.start(t)
+
+	ctx := await.Context(t)
+	awaitBindings(t, h, len(members))
+	run := hub.Key{Name: "restart-run"}
+	th.apply(t, h, &fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: run.Name}, Spec: fleet.UpdateRunSpec{
+		PlacementName: "app", StagedUpdateStrategyName: strategy.Name, State: fleet.StateRun}})
+	bindingOf := func(cluster string) *fleet.Binding {
+		bs, err := h.ListBindings(ctx, hub.Key{Name: "app"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range bs {
+			if b.Spec.TargetCluster == cluster {
+				return b
+			}
+		}
+		return nil
+	}
+	await.Until(t, "the rollout to "+held+" to start", func() bool {
+		b := bindingOf(held)
+		return b != nil && conditionTrue(b.Status.Conditions, fleet.ResourceBindingRolloutStarted, b.Generation)
+	})
+
+	th.cluster.StopAPIServer()
+	th.cluster.StartAPIServer()
+
+	// The member reports through the API server that came back.
+	b := bindingOf(held)
+	reportAvailable(b)
+	u, err := toUnstructured(fleet.KindClusterResourceBinding, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := th.client.Resource(resources[fleet.KindClusterResourceBinding]).UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("reporting %s available after the restart: %v", held, err)
+	}
+	await.Until(t, "the run to succeed after the restart", func() bool {
+		r, err := h.GetUpdateRun(ctx, run)
+		return err == nil && r.Phase() == fleet.PhaseSucceeded
+	})
+
+	watch.mu.Lock()
+	defer watch.mu.Unlock()
+	for _, e := range watch.errs {
+		t.Error(e)
+	}
+	if len(watch.started) != len(members) {
+		t.Errorf("clusters started %v; want all %d", watch.started, len(members))
+	}
+}

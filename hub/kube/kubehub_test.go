@@ -26,8 +26,9 @@ import (
 // testHub is a real kube-apiserver with gitfleet's CRDs installed, and an
 // admin client that plays the people and agents around the hub.
 type testHub struct {
-	rest   *rest.Config
-	client dynamic.Interface
+	cluster *kubetest.Cluster
+	rest    *rest.Config
+	client  dynamic.Interface
 }
 
 // startHub starts a kube-apiserver (skipped without the test binaries),
@@ -38,7 +39,7 @@ func startHub(t testing.TB) *testHub {
 	c := kubetest.Start(t, "hub")[0]
 	rc := &rest.Config{Host: c.Server, BearerToken: c.AdminToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true},
 		QPS: DefaultQPS, Burst: DefaultBurst}
-	th := &testHub{rest: rc, client: dynamic.NewForConfigOrDie(rc)}
+	th := &testHub{cluster: c, rest: rc, client: dynamic.NewForConfigOrDie(rc)}
 	ctx := await.Context(t)
 	files, err := filepath.Glob(filepath.Join("..", "..", "config", "crd", "*.yaml"))
 	if err != nil || len(files) == 0 {
