@@ -54,7 +54,12 @@ type Config struct {
 	// engine snapshots them for runs without a resourceSnapshotIndex. Nil:
 	// SelectResources fails, and runs need an explicit snapshot index.
 	Resources func(ctx context.Context, p *fleet.Placement) ([]*unstructured.Unstructured, error)
-	Log       *slog.Logger
+	// MaxSnapshotBytes is the size past which a resource snapshot is split
+	// into sub-snapshots; 0 keeps KubeFleet's 800 KB, which suits etcd's
+	// default 1.5 MiB request limit. Lower it for an etcd configured with
+	// a lower --max-request-bytes.
+	MaxSnapshotBytes int
+	Log              *slog.Logger
 }
 
 // Client-side rate limits used when Config.Rest sets none.

@@ -78,6 +78,10 @@ func (h *Hub) DeleteResourceSnapshot(ctx context.Context, key hub.Key) error {
 	return h.remove(ctx, fleet.ResourceSnapshotKind(key.Namespace), key)
 }
 
+// MaxSnapshotBytes implements updaterun.SnapshotSizeLimiter with
+// Config.MaxSnapshotBytes.
+func (h *Hub) MaxSnapshotBytes() int { return h.cfg.MaxSnapshotBytes }
+
 // SelectResources implements hub.ResourceSnapshots with Config.Resources.
 func (h *Hub) SelectResources(ctx context.Context, p *fleet.Placement) ([]*unstructured.Unstructured, error) {
 	if h.cfg.Resources == nil {

@@ -16,10 +16,25 @@ import (
 	"github.com/gitfleet/gitfleet/hub"
 )
 
-// maxSnapshotBytes bounds the selected resources stored in one snapshot
-// object; KubeFleet splits a group into sub-snapshots at about 800 KB so
-// each stays under the API server's object size limit.
-const maxSnapshotBytes = 800 * 1024
+// DefaultMaxSnapshotBytes bounds the selected resources stored in one
+// snapshot object; KubeFleet splits a group into sub-snapshots at 800 KB so
+// each stays under the API server's object size limit (etcd's 1.5 MiB).
+const DefaultMaxSnapshotBytes = 800 * 1024
+
+// SnapshotSizeLimiter is a hub that stores smaller objects than
+// DefaultMaxSnapshotBytes allows for: a Kubernetes hub whose etcd runs
+// with a lower --max-request-bytes, or a test that splits small
+// selections. A limit of 0 or less means the default.
+type SnapshotSizeLimiter interface {
+	MaxSnapshotBytes() int
+}
+
+func maxSnapshotBytes(h hub.Hub) int {
+	if l, ok := h.(SnapshotSizeLimiter); ok && l.MaxSnapshotBytes() > 0 {
+		return l.MaxSnapshotBytes()
+	}
+	return DefaultMaxSnapshotBytes
+}
 
 // HashResources is the resource-hash of a snapshot group: sha-256, in hex,
 // over the JSON encoding of the selected resources in the given order
@@ -92,7 +107,7 @@ func EnsureLatestResourceSnapshot(ctx context.Context, h hub.Hub, p *fleet.Place
 	}
 
 	newIdx := maxIdx + 1
-	parts := splitResources(raws)
+	parts := splitResources(raws, maxSnapshotBytes(h))
 	master := &fleet.ResourceSnapshot{
 		TypeMeta: metav1.TypeMeta{APIVersion: fleet.PlacementAPIVersion, Kind: fleet.ResourceSnapshotKind(p.Namespace)},
 		ObjectMeta: metav1.ObjectMeta{
@@ -172,15 +187,16 @@ func pruneSnapshotGroups(ctx context.Context, h hub.Hub, p *fleet.Placement, gro
 	return nil
 }
 
-// splitResources packs encoded resources into parts of at most
-// maxSnapshotBytes (a larger single resource gets a part of its own). There
-// is always at least one part, possibly empty.
-func splitResources(raws [][]byte) [][]runtime.RawExtension {
+// splitResources packs encoded resources into parts of at most limit
+// bytes (a larger single resource gets a part of its own), in order, as
+// KubeFleet's SplitSelectedResources does. There is always at least one
+// part, possibly empty.
+func splitResources(raws [][]byte, limit int) [][]runtime.RawExtension {
 	parts := [][]runtime.RawExtension{{}}
 	size := 0
 	for _, b := range raws {
 		cur := &parts[len(parts)-1]
-		if size > 0 && size+len(b) > maxSnapshotBytes {
+		if size > 0 && size+len(b) > limit {
 			parts = append(parts, nil)
 			cur = &parts[len(parts)-1]
 			size = 0
