@@ -202,6 +202,31 @@ func (w *runWatch) observe(maxConcurrency map[string]int) reconciler.PassObserve
 	}
 }
 
+// check fails t with every violation seen, and unless n clusters
+// started; it returns the clusters in the order they started.
+func (w *runWatch) check(t testing.TB, n int) []string {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range w.errs {
+		t.Error(e)
+	}
+	if len(w.started) != n {
+		t.Errorf("clusters started %v; want all %d", w.started, n)
+	}
+	return slices.Clone(w.started)
+}
+
+// awaitSucceeded waits until h shows run Succeeded.
+func awaitSucceeded(t testing.TB, h *Hub, run hub.Key) {
+	t.Helper()
+	ctx := await.Context(t)
+	await.Until(t, "run "+run.Name+" to succeed", func() bool {
+		r, err := h.GetUpdateRun(ctx, run)
+		return err == nil && r.Phase() == fleet.PhaseSucceeded
+	})
+}
+
 func stageSucceeded(st fleet.StageUpdatingStatus) bool {
 	for _, c := range st.Clusters {
 		if !meta.IsStatusConditionTrue(c.Conditions, fleet.ClusterUpdatingConditionSucceeded) {
@@ -281,21 +306,10 @@ func TestEngineOnKubeHub(t *testing.T) {
 	if err := h.UpdateApprovalRequestStatus(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	await.Until(t, "the run to succeed", func() bool {
-		r, err := h.GetUpdateRun(ctx, run)
-		return err == nil && r.Phase() == fleet.PhaseSucceeded
-	})
-
-	watch.mu.Lock()
-	defer watch.mu.Unlock()
-	for _, e := range watch.errs {
-		t.Error(e)
-	}
-	if got, want := watch.started[:3], []string{"member2", "member3", "member1"}; !slices.Equal(got, want) {
-		t.Errorf("clusters started in order %v; want %v first (staging, then canary by order)", watch.started, want)
-	}
-	if len(watch.started) != len(members) {
-		t.Errorf("%d clusters started; want %d", len(watch.started), len(members))
+	awaitSucceeded(t, h, run)
+	started := watch.check(t, len(members))
+	if got, want := started[:3], []string{"member2", "member3", "member1"}; !slices.Equal(got, want) {
+		t.Errorf("clusters started in order %v; want %v first (staging, then canary by order)", started, want)
 	}
 	bindings, err := h.ListBindings(ctx, hub.Key{Name: "app"})
 	if err != nil {
@@ -374,17 +388,6 @@ func TestRunFinishesAcrossAnAPIServerRestart(t *testing.T) {
 	if _, err := th.client.Resource(resources[fleet.KindClusterResourceBinding]).UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("reporting %s available after the restart: %v", held, err)
 	}
-	await.Until(t, "the run to succeed after the restart", func() bool {
-		r, err := h.GetUpdateRun(ctx, run)
-		return err == nil && r.Phase() == fleet.PhaseSucceeded
-	})
-
-	watch.mu.Lock()
-	defer watch.mu.Unlock()
-	for _, e := range watch.errs {
-		t.Error(e)
-	}
-	if len(watch.started) != len(members) {
-		t.Errorf("clusters started %v; want all %d", watch.started, len(members))
-	}
+	awaitSucceeded(t, h, run)
+	watch.check(t, len(members))
 }
