@@ -9,6 +9,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
@@ -77,6 +78,16 @@ type Controller struct {
 	// runs maps every known run to its placement, so a binding event finds
 	// the runs to wake without listing (and copying) every run's status.
 	runs map[Key]Key
+	// scheduling keeps a run's passes out of its placement's scheduling
+	// (write-locked while the scheduler works, read-locked by run passes).
+	// With one worker the placement, queued first, is scheduled first;
+	// with more, a run created with its placement would initialize while
+	// the scheduler is still at work and fail for good ("policy snapshot
+	// not fully scheduled yet").
+	scheduling map[Key]*sync.RWMutex
+	// waitingOnScheduling counts run passes waiting for their placement's
+	// scheduling, for tests that provoke the wait.
+	waitingOnScheduling atomic.Int64
 }
 
 const (
@@ -89,6 +100,7 @@ func (c *Controller) init() {
 		c.results = map[Key]updaterun.Result{}
 		c.errs = map[Key]error{}
 		c.runs = map[Key]Key{}
+		c.scheduling = map[Key]*sync.RWMutex{}
 		if c.Log == nil {
 			c.Log = slog.New(slog.DiscardHandler)
 		}
@@ -270,7 +282,11 @@ func (c *Controller) process(ctx context.Context, it item) {
 		c.processRun(ctx, it)
 	case placementItem:
 		if c.Scheduler != nil {
-			if err := c.Scheduler.Schedule(ctx, it.key); err != nil {
+			l := c.schedulingLock(it.key)
+			l.Lock()
+			err := c.Scheduler.Schedule(ctx, it.key)
+			l.Unlock()
+			if err != nil {
 				c.Log.Error("scheduling failed", "placement", hub.KeyString(it.key), "err", err)
 				c.failed("scheduler", err)
 				c.q.addAfter(it, c.q.failed(it))
@@ -295,7 +311,31 @@ func (c *Controller) process(ctx context.Context, it item) {
 	}
 }
 
+// schedulingLock is placement's lock of scheduling.
+func (c *Controller) schedulingLock(placement Key) *sync.RWMutex {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, ok := c.scheduling[placement]
+	if !ok {
+		l = &sync.RWMutex{}
+		c.scheduling[placement] = l
+	}
+	return l
+}
+
 func (c *Controller) processRun(ctx context.Context, it item) {
+	c.mu.Lock()
+	placement, tracked := c.runs[it.key]
+	c.mu.Unlock()
+	if tracked {
+		l := c.schedulingLock(placement)
+		if !l.TryRLock() {
+			c.waitingOnScheduling.Add(1)
+			l.RLock()
+			c.waitingOnScheduling.Add(-1)
+		}
+		defer l.RUnlock()
+	}
 	var before *fleet.UpdateRun
 	if c.Observer != nil {
 		before, _ = c.Hub.GetUpdateRun(ctx, it.key)

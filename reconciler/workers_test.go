@@ -3,7 +3,12 @@ package reconciler
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 
 	"github.com/gitfleet/gitfleet/clock"
 	"github.com/gitfleet/gitfleet/hub/embedded"
@@ -89,5 +94,67 @@ func TestWorkersNeverRunTwoPassesOfOneRunAtOnce(t *testing.T) {
 	}
 	if hook.passes[a] != 2 || hook.passes[b] != 1 {
 		t.Errorf("passes %v; want a twice (woken during its pass) and b once", hook.passes)
+	}
+}
+
+// schedulingHook holds the scheduling of every placement until release
+// is closed; runs is told about run passes, and notes those that start
+// while a scheduling is in progress.
+type schedulingHook struct {
+	release    chan struct{}
+	entered    chan struct{}
+	inProgress atomic.Bool
+
+	runEntered atomic.Int64
+	overlaps   atomic.Int64
+}
+
+func (s *schedulingHook) Schedule(ctx context.Context, _ Key) error {
+	s.inProgress.Store(true)
+	defer s.inProgress.Store(false)
+	s.entered <- struct{}{}
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+func (s *schedulingHook) Reconcile(context.Context, Key) (updaterun.Result, error) {
+	if s.inProgress.Load() {
+		s.overlaps.Add(1)
+	}
+	s.runEntered.Add(1)
+	return updaterun.Result{Blocked: true}, nil
+}
+
+// A run that arrives while its placement is being scheduled waits for the
+// scheduler, on two workers as on one: it would otherwise initialize
+// before its placement's policy snapshot is scheduled, and fail for good.
+func TestWorkersRunARunAfterItsPlacementsScheduling(t *testing.T) {
+	hook := &schedulingHook{release: make(chan struct{}), entered: make(chan struct{}, 1)}
+	h := embedded.New(clock.Real{}, nil)
+	h.ApplyUpdateRun(&fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: "r"},
+		Spec: fleet.UpdateRunSpec{PlacementName: "app", StagedUpdateStrategyName: "s", State: fleet.StateRun}})
+	c := &Controller{Hub: h, Clock: clock.Real{}, Runs: hook, Scheduler: hook, Workers: 2}
+	ctx, cancel := context.WithCancel(await.Context(t))
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	c.EnqueuePlacement(Key{Name: "app"})
+	select {
+	case <-hook.entered:
+	case <-ctx.Done():
+		t.Fatal("the placement was not scheduled")
+	}
+	c.EnqueueAll() // the run, which the second worker takes at once
+	await.Until(t, "the run's pass to start or wait", func() bool {
+		return hook.runEntered.Load() > 0 || c.waitingOnScheduling.Load() > 0
+	})
+	close(hook.release)
+	await.Until(t, "the run's pass", func() bool { return hook.runEntered.Load() > 0 })
+	if n := hook.overlaps.Load(); n > 0 {
+		t.Errorf("%d run passes started while their placement was being scheduled", n)
 	}
 }
