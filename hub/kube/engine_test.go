@@ -277,17 +277,15 @@ func TestEngineOnKubeHub(t *testing.T) {
 		PlacementName: "app", StagedUpdateStrategyName: strategy.Name, State: fleet.StateRun}})
 
 	approval := hub.Key{Name: "example-run-after-canary"}
-	await.Until(t, "the run to ask for the canary approval", func() bool {
-		_, err := h.GetApprovalRequest(ctx, approval)
-		return err == nil
+	// The request is created in the pass before the one that writes the
+	// run's Waiting status: wait for both rather than read the run once.
+	await.Until(t, "the run to wait for the canary approval", func() bool {
+		if _, err := h.GetApprovalRequest(ctx, approval); err != nil {
+			return false
+		}
+		r, err := h.GetUpdateRun(ctx, run)
+		return err == nil && r.Phase() == fleet.PhaseWaiting
 	})
-	r, err := h.GetUpdateRun(ctx, run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := r.Phase(); got != fleet.PhaseWaiting {
-		t.Errorf("run phase while the approval is pending = %s; want %s", got, fleet.PhaseWaiting)
-	}
 	watch.mu.Lock()
 	if slices.ContainsFunc(watch.started, func(c string) bool { return members[c]["environment"] == "prod" }) {
 		t.Errorf("prod started before the canary approval: %v", watch.started)
