@@ -40,12 +40,28 @@ type Options struct {
 	Path string
 	// Approve approves every approval request the instant it appears.
 	Approve bool
+	// KeepPending, with Approve, leaves the approval requests that already
+	// exist when the engine starts (restored ones) to a person: `gitfleet
+	// plan` approves only the gates the change itself opens.
+	KeepPending bool
 	// Until bounds the virtual time (default 24h).
 	Until time.Duration
 	// Start is the virtual start time (default 2026-01-01T00:00:00Z).
 	Start time.Time
 	// StuckThreshold is the engine's stuck threshold (default 5m).
 	StuckThreshold time.Duration
+	// FromStatus is where the simulation starts (restore.go): FromTip
+	// (default) restores the status/ tree of the branch's tip when it has
+	// one, FromScratch replays the whole branch into an empty hub, and any
+	// other value is a revision whose status/ tree is restored. From a
+	// restored state only the commits gitfleet had not processed are
+	// replayed, and the virtual clock starts at that revision's commit time
+	// (unless Start is set).
+	FromStatus string
+	// Prepared, if set, is called once the hub holds the restored state,
+	// the new snapshots and the fleet objects at the tip, before the engine
+	// starts: `gitfleet plan` reads the state it starts from there.
+	Prepared func(ctx context.Context, h *embedded.Hub) error
 	// NoTimeline skips recording Result.Timeline (`-o yaml` prints none),
 	// which saves two copies of every run on every pass.
 	NoTimeline bool
@@ -58,7 +74,9 @@ type Options struct {
 // Result is what a simulation leaves behind.
 type Result struct {
 	Timeline []Event
-	// Elapsed is the virtual time the simulation covered.
+	// Start is the virtual time the simulation started at, and Elapsed
+	// the virtual time it covered.
+	Start   time.Time
 	Elapsed time.Duration
 	// Hub holds the final objects.
 	Hub *embedded.Hub
@@ -66,15 +84,21 @@ type Result struct {
 	Commits int
 	// ManifestErrors are problems found in the manifests at HEAD.
 	ManifestErrors []render.ManifestError
+	// Rejected are the changes at HEAD the API server would refuse, one
+	// line each (the last accepted spec stays in use).
+	Rejected []string
+	// StatusCommit is the commit whose status/ tree the simulation started
+	// from (zero: from scratch), and Restored the number of objects read.
+	StatusCommit plumbing.Hash
+	Restored     int
+	// Recorded are the resource snapshots the replayed commits created.
+	Recorded []*fleet.ResourceSnapshot
 }
 
 // Run simulates the repository.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Until == 0 {
 		opts.Until = 24 * time.Hour
-	}
-	if opts.Start.IsZero() {
-		opts.Start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
 	if opts.Path == "" {
 		opts.Path = "."
@@ -87,15 +111,57 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	defer cleanup()
+	if len(history) == 0 {
+		return nil, fmt.Errorf("branch has no commits")
+	}
+	tip := history[len(history)-1]
 
 	if opts.Store == nil {
 		opts.Store = embedded.DiscardStore{}
 	}
+	var rec *recorded
+	if opts.FromStatus != FromScratch {
+		rev, ok := opts.FromStatus, false
+		if rev == FromTip {
+			rev = tip.String()
+		}
+		if rec, ok, err = readRecorded(ctx, opts.Repo, rev, tip); err != nil {
+			return nil, err
+		}
+		if !ok && opts.FromStatus != FromTip {
+			return nil, fmt.Errorf("--from-status %s: the revision has no %s/ tree; use --from-status %s to replay from scratch", opts.FromStatus, status.StatusDir, FromScratch)
+		}
+	}
+	if opts.Start.IsZero() {
+		opts.Start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		if rec != nil {
+			opts.Start = rec.at
+		}
+	}
 	clk := clock.NewFake(opts.Start)
-	h := embedded.New(clk, opts.Store)
+	res := &Result{}
+	store := opts.Store
+	if rec != nil {
+		store = restoredStore{Store: opts.Store, objects: rec.objects}
+	}
+	h := embedded.New(clk, store)
 	h.SetSelector(render.Select)
-
-	res := &Result{Hub: h, Commits: len(history)}
+	res.Hub, res.Start = h, opts.Start
+	if rec != nil {
+		if res.Restored, err = h.Restore(ctx); err != nil {
+			return nil, err
+		}
+		h.Resync()
+		res.StatusCommit = rec.commit
+		if history, err = unprocessed(ctx, h, src, history); err != nil {
+			return nil, err
+		}
+	}
+	res.Commits = len(history)
+	before, err := snapshotNames(ctx, h)
+	if err != nil {
+		return nil, err
+	}
 	var head *render.Content
 	for _, c := range history {
 		content, err := renderCommit(ctx, src, c, opts.Path)
@@ -108,11 +174,25 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		head = content
 	}
 	if head == nil {
-		return nil, fmt.Errorf("branch has no commits")
+		// Nothing new since the recorded state: the fleet objects are the
+		// tip's.
+		if head, err = renderCommit(ctx, src, tip, opts.Path); err != nil {
+			return nil, fmt.Errorf("rendering commit %s: %w", tip.String()[:12], err)
+		}
 	}
 	res.ManifestErrors = head.Errors
-	if _, err := gitops.NewAdmitter(h).Admit(ctx, head); err != nil {
+	if res.Rejected, err = gitops.NewAdmitter(h).Admit(ctx, head); err != nil {
 		return nil, err
+	}
+	// After admission: a placement new at the tip lists its snapshots
+	// only once the hub holds it.
+	if res.Recorded, err = newSnapshots(ctx, h, before); err != nil {
+		return nil, err
+	}
+	if opts.Prepared != nil {
+		if err := opts.Prepared(ctx, h); err != nil {
+			return nil, err
+		}
 	}
 
 	engine := &updaterun.Reconciler{Hub: h, Clock: clk, StuckThreshold: opts.StuckThreshold, Log: opts.Log}
@@ -129,11 +209,17 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			}
 		}
 	}
+	var pending map[string]bool
+	if opts.KeepPending {
+		if pending, err = approvalNames(ctx, h); err != nil {
+			return nil, err
+		}
+	}
 	ctrl.EnqueueAll()
 	for ctx.Err() == nil {
 		ctrl.Drain(ctx)
 		if opts.Approve {
-			names, err := approveAll(ctx, h, clk)
+			names, err := approveAll(ctx, h, clk, pending)
 			if err != nil {
 				return nil, err
 			}
@@ -241,8 +327,9 @@ func renderCommit(ctx context.Context, src *gitsource.Source, c plumbing.Hash, p
 }
 
 // approveAll approves every approval request that is not approved yet, as
-// `gitfleet approve` would, and returns the [run, request] names approved.
-func approveAll(ctx context.Context, h *embedded.Hub, clk clock.Clock) ([][2]string, error) {
+// `gitfleet approve` would, except those named in keep, and returns the
+// [run, request] names approved.
+func approveAll(ctx context.Context, h *embedded.Hub, clk clock.Clock, keep map[string]bool) ([][2]string, error) {
 	var out [][2]string
 	for _, ns := range namespacesOfRuns(ctx, h) {
 		ars, err := h.ListApprovalRequests(ctx, ns, nil)
@@ -250,7 +337,7 @@ func approveAll(ctx context.Context, h *embedded.Hub, clk clock.Clock) ([][2]str
 			return out, err
 		}
 		for _, a := range ars {
-			if approved(a) {
+			if approved(a) || keep[a.Namespace+"/"+a.Name] {
 				continue
 			}
 			if err := h.ApplyApprovalRequestStatus(status.ApprovedCopy(a, clk.Now())); err != nil {
@@ -264,6 +351,22 @@ func approveAll(ctx context.Context, h *embedded.Hub, clk clock.Clock) ([][2]str
 		}
 	}
 	return out, nil
+}
+
+// approvalNames names every approval request of the hub, as
+// namespace/name.
+func approvalNames(ctx context.Context, h *embedded.Hub) (map[string]bool, error) {
+	names := map[string]bool{}
+	for _, ns := range namespacesOfRuns(ctx, h) {
+		ars, err := h.ListApprovalRequests(ctx, ns, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range ars {
+			names[a.Namespace+"/"+a.Name] = true
+		}
+	}
+	return names, nil
 }
 
 func namespacesOfRuns(ctx context.Context, h *embedded.Hub) []string {

@@ -29,13 +29,13 @@ func WriteSummary(ctx context.Context, w io.Writer, res *Result) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	fmt.Fprintln(tw, "  RUN\tPHASE\tDETAIL")
 	for _, r := range runs {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", nameOf(nil, r), r.Phase(), detail(r))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", nameOf(nil, r), r.Phase(), Detail(r))
 	}
 	return tw.Flush()
 }
 
-// detail says where a run is, in words a person can act on.
-func detail(r *fleet.UpdateRun) string {
+// Detail says where a run is, in words a person can act on.
+func Detail(r *fleet.UpdateRun) string {
 	conds := r.Status.Conditions
 	switch r.Phase() {
 	case fleet.PhaseInitFailed:
