@@ -44,6 +44,9 @@ type Options struct {
 	// exist when the engine starts (restored ones) to a person: `gitfleet
 	// plan` approves only the gates the change itself opens.
 	KeepPending bool
+	// ApprovedBy is what the timeline says approved a request (default
+	// "--approve").
+	ApprovedBy string
 	// Until bounds the virtual time (default 24h).
 	Until time.Duration
 	// Start is the virtual start time (default 2026-01-01T00:00:00Z).
@@ -102,6 +105,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	if opts.Path == "" {
 		opts.Path = "."
+	}
+	if opts.ApprovedBy == "" {
+		opts.ApprovedBy = "--approve"
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
@@ -227,7 +233,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 				if opts.NoTimeline {
 					break
 				}
-				res.Timeline = append(res.Timeline, Event{At: clk.Now().Sub(opts.Start), Run: a[0], Message: "approved " + a[1] + " (--approve)"})
+				res.Timeline = append(res.Timeline, Event{At: clk.Now().Sub(opts.Start), Run: a[0], Message: "approved " + a[1] + " (" + opts.ApprovedBy + ")"})
 			}
 			if len(names) > 0 {
 				continue

@@ -24,6 +24,15 @@ summary, or with -o yaml the final objects as one YAML stream, ending with
 the manifests each simulated member received, overrides applied (annotated
 gitfleet.io/member-cluster).
 
+It starts from the state 'gitfleet serve' recorded: when the branch's tip
+has a status/ tree (serve writes it), simulate restores the hub from it as a
+restarted serve would, replays only the commits serve had not processed yet,
+and starts the virtual clock at that commit's time. Runs that already
+finished stay finished; a rollback to an older index starts where the fleet
+really stands. --from-status REF restores status/ of another revision (a
+--status-branch, or an older commit); --from-status none replays the whole
+branch into an empty hub, as if serve had never run.
+
 It stops when every run has finished or waits on a person (an approval, a
 Stop), or at --until. Members take the delays their gitfleet.io/sim-*
 annotations give. Nothing is written to the repository.`,
@@ -32,6 +41,12 @@ annotations give. Nothing is written to the repository.`,
 
   # Approve every approval request as soon as it appears
   gitfleet simulate --repo ./fleet --approve
+
+  # Ignore what serve recorded and replay the whole history
+  gitfleet simulate --repo ./fleet --from-status none
+
+  # Status on a separate branch
+  gitfleet simulate --repo ./fleet --from-status gitfleet-status
 
   # Print the final runs, approvals, placements, snapshots, bindings and
   # override snapshots, then what each member received
@@ -64,6 +79,7 @@ annotations give. Nothing is written to the repository.`,
 	f.BoolVar(&opts.Approve, "approve", false, "approve every approval request the instant it appears")
 	f.DurationVar(&opts.Until, "until", 24*time.Hour, "stop after this much virtual time")
 	f.DurationVar(&opts.StuckThreshold, "stuck-threshold", 5*time.Minute, "report a run stuck when a cluster has been updating this long")
+	f.StringVar(&opts.FromStatus, "from-status", simulate.FromTip, "revision whose status/ tree to start from (default: the tip's, if it has one; none: replay from scratch)")
 	f.StringVarP(&output, "output", "o", "", "output format: empty for a timeline and summary, or yaml")
 	return cmd
 }

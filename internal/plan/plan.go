@@ -197,7 +197,7 @@ func Compute(ctx context.Context, opts Options) (*Plan, error) {
 	var start state
 	res, err := simulate.Run(ctx, simulate.Options{
 		Repo: m.repo, Branch: mergeBranch, Path: opts.Path, FromStatus: statusAt,
-		Approve: true, KeepPending: true, Until: opts.Until, StuckThreshold: opts.StuckThreshold, Log: opts.Log,
+		Approve: true, KeepPending: true, ApprovedBy: "assumed at once", Until: opts.Until, StuckThreshold: opts.StuckThreshold, Log: opts.Log,
 		Prepared: func(ctx context.Context, h *embedded.Hub) error {
 			var err error
 			start, err = capture(ctx, h)
