@@ -26,6 +26,7 @@ import (
 	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/hub/embedded"
 	"github.com/gitfleet/gitfleet/simulate"
+	"github.com/gitfleet/gitfleet/status"
 )
 
 // Options say which change to plan.
@@ -194,9 +195,13 @@ func Compute(ctx context.Context, opts Options) (*Plan, error) {
 		return nil, err
 	}
 
+	from := statusAt
+	if _, err := git(ctx, m.repo, nil, "cat-file", "-e", statusAt+":"+status.StatusDir); err != nil {
+		from = simulate.FromScratch // serve never wrote there: an empty hub
+	}
 	var start state
 	res, err := simulate.Run(ctx, simulate.Options{
-		Repo: m.repo, Branch: mergeBranch, Path: opts.Path, FromStatus: statusAt,
+		Repo: m.repo, Branch: mergeBranch, Path: opts.Path, FromStatus: from,
 		Approve: true, KeepPending: true, ApprovedBy: "assumed at once", Until: opts.Until, StuckThreshold: opts.StuckThreshold, Log: opts.Log,
 		Prepared: func(ctx context.Context, h *embedded.Hub) error {
 			var err error

@@ -1,0 +1,131 @@
+package plan
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gitfleet/gitfleet/internal/gittest"
+)
+
+// quickstart is a work tree holding examples/quickstart in one commit on
+// main, with no status/ recorded (serve never ran).
+func quickstart(t *testing.T) string {
+	t.Helper()
+	gittest.Require(t, "git")
+	dir := t.TempDir()
+	entries, err := os.ReadDir("../../examples/quickstart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join("../../examples/quickstart", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, dir, e.Name(), string(data))
+	}
+	gittest.Must(t, dir, "init", "-q")
+	commit(t, dir, "quickstart")
+	return dir
+}
+
+func write(t *testing.T, dir, name, content string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func replace(t *testing.T, dir, name, old, new string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), old) {
+		t.Fatalf("%s has no %q", name, old)
+	}
+	write(t, dir, name, strings.Replace(string(data), old, new, 1))
+}
+
+func commit(t *testing.T, dir, msg string) {
+	t.Helper()
+	gittest.Must(t, dir, "add", "-A")
+	gittest.Must(t, dir, "commit", "-q", "-m", msg)
+}
+
+// A base that moved on since the change branched off is merged as the
+// forge would merge it (git merge-tree): the plan has both sides — the
+// change's new snapshot and the run added on the base meanwhile. Without a
+// status/ tree it starts from an empty hub and says so.
+func TestComputeMergesWithABaseThatMovedOn(t *testing.T) {
+	repo := quickstart(t)
+	gittest.Must(t, repo, "checkout", "-q", "-b", "change")
+	replace(t, repo, "workload.yaml", "key: value1", "key: value2")
+	commit(t, repo, "value2")
+	gittest.Must(t, repo, "checkout", "-q", "main")
+	write(t, repo, "run-2.yaml", "apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterStagedUpdateRun\n"+
+		"metadata: {name: example-run-2}\nspec: {placementName: example-placement, stagedRolloutStrategyName: example-strategy, state: Initialize}\n")
+	commit(t, repo, "example-run-2, initialize only")
+	gittest.Must(t, repo, "checkout", "-q", "change")
+
+	p, err := Compute(context.Background(), Options{Repo: repo, Base: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status != "" {
+		t.Errorf("status %q, want none: main has no status/", p.Status)
+	}
+	var last *Snapshot
+	for i := range p.Snapshots {
+		if p.Snapshots[i].Commit == p.Head {
+			last = &p.Snapshots[i]
+		}
+	}
+	if last == nil || last.Index != "1" || last.Previous != "0" || len(last.Changes) != 1 ||
+		last.Changes[0] != (ResourceChange{Change: "Changed", Resource: "ConfigMap test-namespace/test-cm"}) {
+		t.Errorf("snapshots %+v, want index 1 from the change, the config map changed since 0", p.Snapshots)
+	}
+	runs := map[string]Run{}
+	for _, r := range p.Runs {
+		runs[r.Name] = r
+	}
+	if r, ok := runs["example-run-2"]; !ok || r.After != "Initialized" || len(r.Stages) != 2 {
+		t.Errorf("example-run-2 from the base: %+v, want Initialized with its two stages planned", r)
+	}
+	if r := runs["example-run"]; r.Snapshot != "1" || r.After != "Succeeded" {
+		t.Errorf("example-run: %+v, want snapshot 1 rolled out", r)
+	}
+	if p.Failed() {
+		t.Errorf("the plan failed: %+v %+v", p.Refused, p.ManifestErrors)
+	}
+}
+
+// A change that conflicts with the base cannot be previewed: the error
+// names the file, and nothing is guessed.
+func TestComputeRefusesAConflictingMerge(t *testing.T) {
+	repo := quickstart(t)
+	gittest.Must(t, repo, "checkout", "-q", "-b", "change")
+	replace(t, repo, "workload.yaml", "key: value1", "key: value2")
+	commit(t, repo, "value2")
+	gittest.Must(t, repo, "checkout", "-q", "main")
+	replace(t, repo, "workload.yaml", "key: value1", "key: other")
+	commit(t, repo, "other")
+
+	_, err := Compute(context.Background(), Options{Repo: repo, Base: "main", Head: "change"})
+	if err == nil || !strings.Contains(err.Error(), "conflicts in workload.yaml") || !strings.Contains(err.Error(), "rebase") {
+		t.Fatalf("err %v, want a conflict in workload.yaml and the advice to rebase", err)
+	}
+}
+
+// Revisions that name nothing are reported as such.
+func TestComputeNamesAnUnknownRevision(t *testing.T) {
+	repo := quickstart(t)
+	_, err := Compute(context.Background(), Options{Repo: repo, Base: "origin/nope"})
+	if err == nil || !strings.Contains(err.Error(), `"origin/nope" does not name a commit`) {
+		t.Fatalf("err %v, want origin/nope named", err)
+	}
+}
