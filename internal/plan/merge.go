@@ -11,6 +11,9 @@ import (
 	"strings"
 )
 
+// ErrConflict is a change that does not merge cleanly into the base.
+var ErrConflict = errors.New("merge conflict")
+
 // mergeBranch is the branch of the scratch repository holding the merge.
 const mergeBranch = "gitfleet-plan"
 
@@ -57,7 +60,7 @@ func prepareMerge(ctx context.Context, repo, dir, base, head string) (*merge, er
 			var conflict *exec.ExitError
 			if errors.As(err, &conflict) && conflict.ExitCode() == 1 {
 				lines := strings.Split(out, "\n")
-				return nil, fmt.Errorf("merging %s into %s conflicts in %s: rebase the change on the base first", short(head), short(base), strings.Join(lines[1:], ", "))
+				return nil, fmt.Errorf("%w: merging %s into %s conflicts in %s: rebase the change on the base first", ErrConflict, short(head), short(base), strings.Join(lines[1:], ", "))
 			}
 			return nil, err
 		}

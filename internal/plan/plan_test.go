@@ -129,3 +129,29 @@ func TestComputeNamesAnUnknownRevision(t *testing.T) {
 		t.Fatalf("err %v, want origin/nope named", err)
 	}
 }
+
+// Which changed paths make a pull request worth a preview: serve's rule
+// for rendering a commit.
+func TestTouchesHubContent(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		paths      []string
+		dir        string
+		kustomized bool
+		want       bool
+	}{
+		{"a manifest", []string{"run.yaml"}, ".", false, true},
+		{"a README in a plain layout", []string{"README.md"}, ".", false, false},
+		{"any file of a kustomize build", []string{"config/app.properties"}, ".", true, true},
+		{"only status and approvals", []string{"status/runs/a.yaml", "approvals/a.yaml"}, ".", true, false},
+		{"a manifest outside --path", []string{"other/run.yaml"}, "fleet", false, false},
+		{"a manifest inside --path", []string{"fleet/run.yml"}, "fleet", false, true},
+		{"adding a kustomization", []string{"Kustomization"}, ".", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := touchesHubContent(tc.paths, tc.dir, func() bool { return tc.kustomized }); got != tc.want {
+				t.Errorf("touchesHubContent(%q, %q) = %v, want %v", tc.paths, tc.dir, got, tc.want)
+			}
+		})
+	}
+}
