@@ -16,6 +16,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -133,8 +134,8 @@ type Stage struct {
 	Clusters []string `json:"clusters"`
 	Before   []Gate   `json:"beforeStageTasks,omitempty"`
 	After    []Gate   `json:"afterStageTasks,omitempty"`
-	// Start and End are virtual offsets from the merge (absent: the stage
-	// does not start, or does not end, within the preview).
+	// Start and End are virtual offsets from the merge (absent: before
+	// the merge, for a run that was under way, or not within the preview).
 	Start *metav1.Duration `json:"start,omitempty"`
 	End   *metav1.Duration `json:"end,omitempty"`
 }
@@ -218,14 +219,10 @@ func Compute(ctx context.Context, opts Options) (*Plan, error) {
 		p.Status = ""
 	}
 	for _, e := range res.ManifestErrors {
-		msg := e.Error()
+		me := ManifestError{File: e.File, Line: e.Line}
 		// The file and line have their own fields.
-		if pre := e.File + ":" + strconv.Itoa(e.Line) + ": "; e.Line > 0 && len(msg) > len(pre) && msg[:len(pre)] == pre {
-			msg = msg[len(pre):]
-		} else if pre := e.File + ": "; len(msg) > len(pre) && msg[:len(pre)] == pre {
-			msg = msg[len(pre):]
-		}
-		p.ManifestErrors = append(p.ManifestErrors, ManifestError{File: e.File, Line: e.Line, Message: msg})
+		me.Message = strings.TrimPrefix(e.Error(), me.Position()+": ")
+		p.ManifestErrors = append(p.ManifestErrors, me)
 	}
 	if p.Snapshots, err = snapshots(ctx, res, start, m); err != nil {
 		return nil, err
@@ -316,9 +313,7 @@ func snapshots(ctx context.Context, res *simulate.Result, start state, m *merge)
 		if prev >= 0 {
 			sn.Previous = strconv.Itoa(prev)
 		}
-		if sn.Changes, err = changes(group(all, sn.Previous), group(all, idx)); err != nil {
-			return nil, err
-		}
+		sn.Changes = changes(group(all, sn.Previous), group(all, idx))
 		out = append(out, sn)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -371,7 +366,7 @@ func group(snaps []*fleet.ResourceSnapshot, idx string) map[string]*unstructured
 }
 
 // changes lists what differs between two snapshots' resources, sorted.
-func changes(before, after map[string]*unstructured.Unstructured) ([]ResourceChange, error) {
+func changes(before, after map[string]*unstructured.Unstructured) []ResourceChange {
 	var out []ResourceChange
 	for name, a := range after {
 		b, ok := before[name]
@@ -388,7 +383,7 @@ func changes(before, after map[string]*unstructured.Unstructured) ([]ResourceCha
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
-	return out, nil
+	return out
 }
 
 // runs describes the runs the preview moved: new ones, and restored ones
@@ -476,7 +471,7 @@ func offset(t *metav1.Time, t0 time.Time) *metav1.Duration {
 	}
 	d := t.Sub(t0)
 	if d < 0 {
-		d = 0 // started before the merge (a restored run)
+		return nil
 	}
 	return &metav1.Duration{Duration: d.Round(time.Second)}
 }
