@@ -10,8 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gitfleet/gitfleet/clock"
 	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/internal/golden"
+	"github.com/gitfleet/gitfleet/status"
 )
 
 // newRepo makes a Git repository (with the git CLI, as a person would)
@@ -205,3 +207,68 @@ spec:
 }
 
 func keyOf(name string) hub.Key { return hub.Key{Name: name} }
+
+// A simulation starts from the state recorded in status/ (here written by
+// a simulation through the same TreeStore serve uses, and committed): the
+// run that finished stays finished on snapshot 0, only the commit made
+// since is replayed, and it records snapshot 1. --from-status of a
+// revision without status/ is an error that says how to start from
+// scratch.
+func TestFromStatusStartsFromTheRecordedState(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, quickstart(t))
+	store := status.NewTreeStore(status.Dir(repo), status.Dir(repo), clock.Real{})
+	store.Interval = -1
+	if _, err := Run(ctx, Options{Repo: repo, Approve: true, Store: store, FromStatus: FromScratch}); err != nil {
+		t.Fatal(err)
+	}
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=dev", "GIT_AUTHOR_EMAIL=dev@example.com",
+			"GIT_COMMITTER_NAME=dev", "GIT_COMMITTER_EMAIL=dev@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("add", "-A")
+	git("commit", "-q", "-m", "status: example-run succeeded")
+	data, err := os.ReadFile(filepath.Join(repo, "workload.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "workload.yaml"), bytes.Replace(data, []byte("key: value1"), []byte("key: value2"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("commit", "-q", "-am", "value2")
+	tip := git("rev-parse", "HEAD") // status/ is on the branch: the tip has it
+
+	res, err := Run(ctx, Options{Repo: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCommit.String() != tip || res.Commits != 1 || res.Restored == 0 {
+		t.Errorf("restored %d object(s) from %s and replayed %d commit(s), want status from the tip %s and 1 commit", res.Restored, res.StatusCommit, res.Commits, tip)
+	}
+	if len(res.Recorded) != 1 || res.Recorded[0].Labels["kubernetes-fleet.io/resource-index"] != "1" {
+		t.Errorf("recorded %d snapshot(s), want index 1 only", len(res.Recorded))
+	}
+	run, err := res.Hub.GetUpdateRun(ctx, hub.Key{Name: "example-run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Phase() != "Succeeded" || run.Status.ResourceSnapshotIndexUsed != "0" {
+		t.Errorf("example-run is %s on snapshot %q, want Succeeded on 0 as recorded", run.Phase(), run.Status.ResourceSnapshotIndexUsed)
+	}
+	if len(res.Timeline) != 0 {
+		t.Errorf("nothing should move (example-run finished), got %+v", res.Timeline)
+	}
+
+	_, err = Run(ctx, Options{Repo: repo, FromStatus: "HEAD~2"})
+	if err == nil || !strings.Contains(err.Error(), "has no status/ tree; use --from-status none") {
+		t.Errorf("err %v, want the revision named as having no status/", err)
+	}
+}
