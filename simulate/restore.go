@@ -44,6 +44,26 @@ type recorded struct {
 	at time.Time
 }
 
+// openRecorded reads the state a simulation starts from, as
+// Options.FromStatus says: nil to start from scratch.
+func openRecorded(ctx context.Context, opts Options, tip plumbing.Hash) (*recorded, error) {
+	rev := opts.FromStatus
+	switch rev {
+	case FromScratch:
+		return nil, nil
+	case FromTip:
+		rev = tip.String()
+	}
+	rec, ok, err := readRecorded(ctx, opts.Repo, rev, tip)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok && opts.FromStatus != FromTip:
+		return nil, fmt.Errorf("--from-status %s: the revision has no %s/ tree; use --from-status %s to replay from scratch", opts.FromStatus, status.StatusDir, FromScratch)
+	}
+	return rec, nil
+}
+
 // readRecorded reads status/ at revision rev of the repository and
 // approvals/ at the branch tip (where people merge approvals, as the
 // daemon reads them). ok is false when rev has no status/ tree.

@@ -125,18 +125,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Store == nil {
 		opts.Store = embedded.DiscardStore{}
 	}
-	var rec *recorded
-	if opts.FromStatus != FromScratch {
-		rev, ok := opts.FromStatus, false
-		if rev == FromTip {
-			rev = tip.String()
-		}
-		if rec, ok, err = readRecorded(ctx, opts.Repo, rev, tip); err != nil {
-			return nil, err
-		}
-		if !ok && opts.FromStatus != FromTip {
-			return nil, fmt.Errorf("--from-status %s: the revision has no %s/ tree; use --from-status %s to replay from scratch", opts.FromStatus, status.StatusDir, FromScratch)
-		}
+	rec, err := openRecorded(ctx, opts, tip)
+	if err != nil {
+		return nil, err
 	}
 	if opts.Start.IsZero() {
 		opts.Start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
