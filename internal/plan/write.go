@@ -18,7 +18,7 @@ func WriteText(w io.Writer, p *Plan) error {
 	if p.Status != "" {
 		fmt.Fprintf(w, ", from the state recorded in status/ at %s.\n", short(p.Status))
 	} else {
-		fmt.Fprintf(w, "; no status/ recorded there, so from an empty hub.\n")
+		fmt.Fprintf(w, "; no status/ recorded there (serve never ran, or writes --status-branch: pass --status), so from an empty hub.\n")
 	}
 	fmt.Fprintln(w)
 	if len(p.Snapshots) == 0 {
