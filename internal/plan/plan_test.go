@@ -155,3 +155,16 @@ func TestTouchesHubContent(t *testing.T) {
 		})
 	}
 }
+
+// Text from Git (a commit subject, a message quoting a manifest) stays text
+// in the comment: no table cell breaks, no HTML, no emphasis.
+func TestCommentEscapesTextFromGit(t *testing.T) {
+	p := &Plan{Base: strings.Repeat("b", 40), Head: strings.Repeat("h", 40), HeadSubject: "a|b <script>x</script> *bold* `code`",
+		ManifestErrors: []ManifestError{{File: "run.yaml", Line: 3, Message: "spec.state: Unsupported value: \"Go|Now\""}}}
+	got := Comment(p)
+	for _, want := range []string{`a\|b &lt;script&gt;x&lt;/script&gt; \*bold\* 'code'`, "`run.yaml:3`: spec.state: Unsupported value: \"Go\\|Now\"", ":x:"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("comment lacks %q:\n%s", want, got)
+		}
+	}
+}
