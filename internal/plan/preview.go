@@ -98,7 +98,9 @@ func (p *Previewer) preview(ctx context.Context, pr forge.PR, base, statusTip pl
 	if !touchesHubContent(strings.Split(changed, "\x00"), p.Path, func() bool { return kustomized(ctx, repo, tip, p.Path) }) {
 		return "", nil
 	}
-	pl, err := Compute(ctx, Options{Repo: repo, Base: base.String(), Head: tip.String(), Status: statusTip.String(), Path: p.Path, Log: p.Log})
+	// The engine of the preview logs nothing: its failures are predictions,
+	// in the comment, not serve's own.
+	pl, err := Compute(ctx, Options{Repo: repo, Base: base.String(), Head: tip.String(), Status: statusTip.String(), Path: p.Path})
 	if errors.Is(err, ErrConflict) {
 		return fmt.Sprintf("### gitfleet plan\n\nNo preview for `%s`: %s\n", short(tip.String()), mdEscape(err.Error())), nil
 	}
