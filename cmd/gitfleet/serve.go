@@ -265,6 +265,9 @@ func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metric
 	if o.untilIdle {
 		go watchIdle(runCtx, d, idle, stop)
 	}
+	if calls := d.ForgeCalls(); calls != nil {
+		go runPreviews(runCtx, calls, src, o.path, o.interval, log.With("component", "preview"))
+	}
 	log.Info("serving", "repo", src.URL(), "branch", src.Branch(), "cache_dir", o.cacheDir)
 	if err := d.Run(runCtx, watcher.C()); err != nil {
 		return err
