@@ -10,10 +10,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -365,6 +367,27 @@ func BenchmarkWebhookToFirstClusterStarted(b *testing.B) {
 //	go test ./gitops/ -run '^$' -bench StatusCommitsPerRun -benchtime 1x -args -bench-clusters 1000,10000
 var benchClusters = flag.String("bench-clusters", "100,1000", "comma-separated fleet sizes of BenchmarkStatusCommitsPerRun")
 
+// benchStages are the numbers of stages of BenchmarkStatusCommitsPerRun.
+var benchStages = flag.String("bench-stages", "1,10", "comma-separated numbers of stages of BenchmarkStatusCommitsPerRun")
+
+// benchCPUProfile, if set, is where BenchmarkStatusCommitsPerRun writes a
+// CPU profile of the serve loop of its run (from the run's push to its
+// status pushed), one file per case: <path>.<clusters>x<stages>.
+var benchCPUProfile = flag.String("bench-serve-cpuprofile", "", "write a CPU profile of each serve run to this path prefix")
+
+// commaInts parses a comma-separated flag of numbers.
+func commaInts(b *testing.B, name, value string) []int {
+	var out []int
+	for _, f := range strings.Split(value, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			b.Fatalf("-%s: %v", name, err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
 // BenchmarkStatusCommitsPerRun rolls one run out to simulated clusters in
 // 1 and in 10 stages at maxConcurrency 10% and measures what it cost:
 // commits and bytes that gitfleet added to the remote (new status blobs, by
@@ -375,17 +398,14 @@ var benchClusters = flag.String("bench-clusters", "100,1000", "comma-separated f
 //
 //	go test ./gitops/ -run '^$' -bench StatusCommitsPerRun -benchtime 1x
 func BenchmarkStatusCommitsPerRun(b *testing.B) {
-	for _, size := range strings.Split(*benchClusters, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(size))
-		if err != nil {
-			b.Fatalf("-bench-clusters: %v", err)
-		}
-		for _, stages := range []int{1, 10} {
+	for _, n := range commaInts(b, "bench-clusters", *benchClusters) {
+		for _, stages := range commaInts(b, "bench-stages", *benchStages) {
 			b.Run(fmt.Sprintf("clusters=%d/stages=%d", n, stages), func(b *testing.B) {
 				var commits, remoteBytes int
 				var serveCPU, gitCPU, simCPU time.Duration
 				var peak uint64
 				written := map[string]int{}
+				onDisk := map[string]int{}
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
 					r := newFleetRepo(b, stagedFleetStages(n, stages, `"10%"`))
@@ -398,11 +418,13 @@ func BenchmarkStatusCommitsPerRun(b *testing.B) {
 					before := remoteSize(b, r)
 					runtime.GC()
 					heap := watchHeap()
+					stopProfile := startCPUProfile(b, fmt.Sprintf("%s.%dx%d", *benchCPUProfile, n, stages))
 					self, children := cpuTimes()
 					b.StartTimer()
 					runCommit := pushRunUntilSucceeded(b, r, d)
 					b.StopTimer()
 					self2, children2 := cpuTimes()
+					stopProfile()
 					serveCPU += self2 - self
 					gitCPU += children2 - children
 					peak = max(peak, heap())
@@ -415,6 +437,9 @@ func BenchmarkStatusCommitsPerRun(b *testing.B) {
 					commits += len(own)
 					for k, v := range newBlobBytes(b, r, own) {
 						written[k] += v
+					}
+					for k, v := range newObjectDiskBytes(b, r, runCommit+"..main") {
+						onDisk[k] += v
 					}
 					self, _ = cpuTimes()
 					if _, err := simulate.Run(context.Background(), simulate.Options{Repo: r.work, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}); err != nil {
@@ -430,6 +455,17 @@ func BenchmarkStatusCommitsPerRun(b *testing.B) {
 				b.ReportMetric(per(written["status/runs"]), "run-file-bytes/run")
 				b.ReportMetric(per(written["status/bindings"]), "binding-bytes/run")
 				b.ReportMetric(per(written["status/placements"]), "placement-bytes/run")
+				for _, kind := range []string{"commit", "tree", "blob"} {
+					b.ReportMetric(per(onDisk[kind])/float64(n), kind+"-disk-bytes/cluster")
+				}
+				folders := make([]string, 0, len(onDisk))
+				for k := range onDisk {
+					folders = append(folders, k)
+				}
+				sort.Strings(folders)
+				for _, k := range folders {
+					b.Logf("on disk, %s: %.0f bytes/cluster", k, per(onDisk[k])/float64(n))
+				}
 				b.ReportMetric(serveCPU.Seconds()/float64(b.N), "serve-cpu-s")
 				b.ReportMetric(gitCPU.Seconds()/float64(b.N), "git-cpu-s")
 				b.ReportMetric(simCPU.Seconds()/float64(b.N), "simulate-cpu-s")
@@ -557,6 +593,62 @@ func watchHeap() func() uint64 {
 // ownCommits lists gitfleet's commits in a revision range of the remote.
 func ownCommits(b testing.TB, r *fleetRepo, revs string) []string {
 	return strings.Fields(r.git("rev-list", "--grep", "Gitfleet-Commit: true", revs))
+}
+
+// startCPUProfile profiles the process into path until the returned
+// function is called; it does nothing when the profile flag is not set.
+func startCPUProfile(b testing.TB, path string) func() {
+	if *benchCPUProfile == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+}
+
+// newObjectDiskBytes sums the size on disk (compressed, or as stored in a
+// pack) of the objects that revs added to the remote: by type ("commit",
+// "tree", "blob") and by type and status folder ("tree status/bindings").
+func newObjectDiskBytes(b testing.TB, r *fleetRepo, revs string) map[string]int {
+	b.Helper()
+	listed := exec.Command("git", "--git-dir", r.remote, "rev-list", "--objects", revs)
+	out, err := listed.Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	where := map[string]string{} // object -> its path's folder
+	var in bytes.Buffer
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		h, p, _ := strings.Cut(line, " ")
+		folder := strings.Split(p, "/")
+		where[h] = strings.Join(folder[:min(3, len(folder))], "/")
+		in.WriteString(h + "\n")
+	}
+	cmd := exec.Command("git", "--git-dir", r.remote, "cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize:disk)")
+	cmd.Stdin = &in
+	out, err = cmd.Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			continue
+		}
+		n, _ := strconv.Atoi(f[2])
+		total[f[1]] += n
+		total[f[1]+" "+where[f[0]]] += n
+	}
+	return total
 }
 
 // newBlobBytes sums the sizes of the blobs the commits wrote, by status

@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+
 	"github.com/gitfleet/gitfleet/hub/embedded"
 )
 
@@ -30,7 +32,11 @@ func (s *TreeStore) encodeObject(ref embedded.ObjectRef, obj runtime.Object) (*e
 	if err != nil {
 		return nil, err
 	}
-	main, parts, err := split(obj, mainPath)
+	layout := s.layoutOf(obj)
+	if b, ok := obj.(*fleet.Binding); ok {
+		mainPath = stagedBindingPath(mainPath, b.Spec.TargetCluster, layout)
+	}
+	main, parts, err := split(obj, mainPath, layout)
 	if err != nil {
 		return nil, err
 	}

@@ -56,7 +56,7 @@ type Ref struct {
 //	status/placements/[<ns>/]<name>.yaml
 //	status/snapshots/[<ns>/]<placement>/<index>.yaml   (sub-snapshots <index>-<sub>.yaml)
 //	status/policysnapshots/[<ns>/]<placement>/<index>.yaml
-//	status/bindings/[<ns>/]<placement>/<cluster>.yaml
+//	status/bindings/[<ns>/]<placement>/<cluster>.yaml     (or, grouped, .../stage=<stage>/<cluster>.yaml)
 //	status/overridesnapshots/[<ns>/]<override>/<index>.yaml (ClusterResourceOverrideSnapshots, ResourceOverrideSnapshots)
 //	status/clusters/<name>.yaml
 //	status/strategies/[<ns>/]<name>.yaml
@@ -155,6 +155,9 @@ func PathFor(obj runtime.Object) (string, error) {
 		if err := checkSegment("label "+fleet.PlacementTrackingLabel, placement); err != nil {
 			return "", fmt.Errorf("%s: %w", describeObject(obj), err)
 		}
+		if strings.HasPrefix(placement, stageFolderPrefix) {
+			return "", fmt.Errorf("%s: label %s=%q would read as a folder of a stage", describeObject(obj), fleet.PlacementTrackingLabel, placement)
+		}
 		if err := checkSegment("spec.targetCluster", o.Spec.TargetCluster); err != nil {
 			return "", fmt.Errorf("%s: %w", describeObject(obj), err)
 		}
@@ -211,11 +214,9 @@ func RefFor(p string) (Ref, error) {
 		if err != nil {
 			return bad("part of " + main + ", which is not an object's file")
 		}
-		want := 2 // <stage>/<first>.yaml
-		if parts[1] == placementsDir {
-			want = 1
-		}
-		if strings.Count(rest, "/")+1 != want {
+		depth := strings.Count(rest, "/") + 1
+		// Runs: <stage>/<first>.yaml; placements: [<stage>/]<first>.yaml.
+		if depth != 2 && (parts[1] != placementsDir || depth != 1) {
 			return bad("not where a part of " + main + " goes")
 		}
 		ref.Part = rest
@@ -286,6 +287,13 @@ func RefFor(p string) (Ref, error) {
 		}
 		return Ref{Kind: kind, Namespace: ns, Name: fmt.Sprintf(fleet.OverrideSnapshotNameFmt, override, index)}, nil
 	case bindingsDir:
+		// [<ns>/]<placement>/stage=<stage>/[<first>/]<cluster>
+		if i := stageFolderIndex(rest); i > 0 {
+			if rest[i] == stageFolderPrefix {
+				return bad("a stage folder names its stage")
+			}
+			rest = append(rest[:i:i], rest[len(rest)-1])
+		}
 		ns, placement, cluster, err := placementScoped(rest)
 		if err != nil {
 			return bad(err.Error())

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 )
 
 // StoredObject is one object read from the tree.
@@ -85,7 +87,7 @@ func ReadObjects(files Files, dir string) ([]StoredObject, []error) {
 			fail(p, err)
 			delete(parts, p)
 			continue
-		} else if want != p {
+		} else if _, binding := obj.(*fleet.Binding); want != p && !(binding && want == unstaged(p)) {
 			fail(p, fmt.Errorf("holds %s, which belongs in %s", describeObject(obj), want))
 			delete(parts, p)
 			continue

@@ -236,6 +236,10 @@ func TestRefForNamesThePartsOfSplitObjects(t *testing.T) {
 		"status/runs/example-run.clusters/canary/00010.yaml":           {Kind: fleet.KindClusterStagedUpdateRun, Name: "example-run", Part: "canary/00010.yaml"},
 		"status/runs/ns/example-run.clusters/deletionStage/00000.yaml": {Kind: fleet.KindStagedUpdateRun, Namespace: "ns", Name: "example-run", Part: "deletionStage/00000.yaml"},
 		"status/placements/p.v2.clusters/00000.yaml":                   {Kind: fleet.KindClusterResourcePlacement, Name: "p.v2", Part: "00000.yaml"},
+		"status/placements/p.clusters/canary/00000.yaml":               {Kind: fleet.KindClusterResourcePlacement, Name: "p", Part: "canary/00000.yaml"},
+		"status/bindings/p/stage=canary/member-1.yaml":                 {Kind: fleet.KindClusterResourceBinding, Placement: "p", Cluster: "member-1"},
+		"status/bindings/ns/p/stage=canary/member-1.yaml":              {Kind: fleet.KindResourceBinding, Namespace: "ns", Placement: "p", Cluster: "member-1"},
+		"status/bindings/p/stage=canary/00010/member-1.yaml":           {Kind: fleet.KindClusterResourceBinding, Placement: "p", Cluster: "member-1"},
 	} {
 		got, err := RefFor(p)
 		if err != nil || got != want {
@@ -244,11 +248,178 @@ func TestRefForNamesThePartsOfSplitObjects(t *testing.T) {
 	}
 	for _, p := range []string{
 		"status/runs/example-run.clusters/00010.yaml",
-		"status/placements/p.clusters/canary/00000.yaml",
+		"status/placements/p.clusters/canary/a/00000.yaml",
 		"status/runs/a/b/c.clusters/s/00000.yaml",
+		"status/bindings/p/stage=/member-1.yaml",
+		"status/bindings/a/b/c/member-1.yaml",
+		"status/bindings/p/stage=canary/10/member-1.yaml",
 	} {
 		if ref, err := RefFor(p); err == nil {
 			t.Errorf("RefFor(%s) = %+v, want an error", p, ref)
 		}
+	}
+}
+
+// stagedRun is a split run of two stages that take the clusters of a
+// placement of n by turns (stage-0 the even ones, stage-1 the odd ones), as
+// stages chosen by label do: each stage is spread over the whole list.
+func stagedRun(n int) *fleet.UpdateRun {
+	r := bigRun("", 0, n/2, n/2)
+	for s := range r.Status.StagesStatus {
+		for j := range r.Status.StagesStatus[s].Clusters {
+			r.Status.StagesStatus[s].Clusters[j].ClusterName = fmt.Sprintf("member-%05d", 2*j+s)
+		}
+	}
+	return r
+}
+
+func TestALargeRunGroupsItsPlacementAndBindingsByStage(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	s, _ := newStore(r)
+	s.Interval = 0
+	run := stagedRun(80)
+	pl := bigPlacement("", 85) // member-00080 … 84 are in no stage of the run
+	objs := withKind([]runtime.Object{run, pl, binding("", "member-00000"), binding("", "member-00001"), binding("", "member-00084")})
+	for _, o := range objs[1:] {
+		s.Put(refOfObj(o), o)
+	}
+	if err := s.Flush(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	// The run comes: the placement follows its stages when next written,
+	// and the bindings move at once, as they are.
+	s.Put(refOfObj(run), run)
+	s.Put(refOfObj(pl), pl)
+	if err := s.Flush(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	moved := r.lastCommit(t).changes
+	for _, c := range []string{"member-00000", "member-00001"} {
+		data := moved.Writes["status/bindings/example-placement/stage=stage-"+c[len(c)-1:]+"/"+c+".yaml"]
+		if !slices.Contains(moved.Deletes, "status/bindings/example-placement/"+c+".yaml") || data == nil {
+			t.Errorf("the binding of %s did not move to its stage's folder: %v", c, moved)
+		}
+	}
+	want := []string{"placements/example-placement.clusters/00000.yaml"}
+	for _, stage := range []string{"stage-0", "stage-1"} {
+		for first := 0; first < 40; first += 10 {
+			want = append(want, fmt.Sprintf("placements/example-placement.clusters/%s/%05d.yaml", stage, first))
+		}
+	}
+	want = append(want, "placements/example-placement.yaml")
+	got := files(t, filepath.Join(string(r.Dir), StatusDir))
+	bindings := []string{"bindings/example-placement/member-00084.yaml",
+		"bindings/example-placement/stage=stage-0/member-00000.yaml", "bindings/example-placement/stage=stage-1/member-00001.yaml"}
+	if !slices.Equal(got[:3], bindings) || !slices.Equal(got[3:3+len(want)], want) {
+		t.Fatalf("files:\n%s\nwant the bindings\n%s\nand the placement\n%s", strings.Join(got, "\n"), strings.Join(bindings, "\n"), strings.Join(want, "\n"))
+	}
+	part, _ := r.Read("status/placements/example-placement.clusters/stage-1/00000.yaml")
+	if !bytes.Contains(part, []byte("indexes:\n- 1\n- 3\n- 5\n")) || !bytes.Contains(part, []byte("clusterName: member-00019")) {
+		t.Errorf("the first part of stage-1 does not list clusters 1, 3, 5 … 19 and their positions:\n%s", part)
+	}
+
+	// Restart: every object reads back whole, the placement in KubeFleet's order.
+	loaded, err := NewTreeStore(r, r, clock.NewFake(t0)).Load(ctx)
+	if err != nil || len(loaded) != len(objs) {
+		t.Fatalf("load: %d objects, %v", len(loaded), err)
+	}
+	for _, o := range loaded {
+		wantObj := objs[slices.IndexFunc(objs, func(x runtime.Object) bool { return refOfObj(x) == refOfObj(o) })]
+		got, _ := Encode(o)
+		want, _ := Encode(wantObj)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s reads back as:\n%s\nwant:\n%s", describeObject(o), got, want)
+		}
+	}
+
+	// A batch of stage-1 rewrites one part of stage-1, not one part in four.
+	for _, i := range []int{1, 3, 5, 7} {
+		pl.Status.PlacementStatuses[i].Conditions[0].Message = "changed"
+	}
+	s.Put(refOfObj(pl), pl)
+	if err := s.Flush(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.lastCommit(t).changes.WritePaths(), []string{"status/placements/example-placement.clusters/stage-1/00000.yaml"}; !slices.Equal(got, want) {
+		t.Errorf("the batch wrote %v, want %v", got, want)
+	}
+
+	// Without the run, the bindings move back at once, the placement's
+	// parts when it is next written.
+	s.Delete(refOfObj(run))
+	s.Put(refOfObj(pl), pl)
+	if err := s.Flush(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"bindings/example-placement/member-00000.yaml", "bindings/example-placement/member-00001.yaml", "bindings/example-placement/member-00084.yaml"}
+	for first := 0; first < 85; first += 10 {
+		want = append(want, fmt.Sprintf("placements/example-placement.clusters/%05d.yaml", first))
+	}
+	want = append(want, "placements/example-placement.yaml")
+	if got := files(t, filepath.Join(string(r.Dir), StatusDir)); !slices.Equal(got, want) {
+		t.Errorf("files without the run:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestReadObjectsRefusesIncompleteGroupedParts(t *testing.T) {
+	const parts = "status/placements/example-placement.clusters/"
+	for _, tc := range []struct {
+		name   string
+		change func(d Dir) error
+		want   string
+	}{
+		{"a missing part", func(d Dir) error { return os.Remove(d.join(parts + "stage-0/00030.yaml")) },
+			"status/placements/example-placement.clusters: no part holds entry 60 of placementStatuses"},
+		{"an entry listed twice", func(d Dir) error {
+			data, err := os.ReadFile(d.join(parts + "stage-1/00000.yaml"))
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(d.join(parts+"stage-1/00000.yaml"), bytes.Replace(data, []byte("- 3\n"), []byte("- 2\n"), 1), 0o644)
+		}, parts + "stage-1/00000.yaml: index 2 is also in " + parts + "stage-0/00000.yaml"},
+		{"a part that lists no indexes", func(d Dir) error {
+			return os.WriteFile(d.join(parts+"stage-1/00000.yaml"), []byte("placementStatuses:\n- clusterName: member-00001\n"), 0o644)
+		}, parts + "stage-1/00000.yaml: lists no indexes, but the placement's parts are grouped by stage"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRepo(t)
+			s, _ := newStore(r)
+			for _, o := range withKind([]runtime.Object{stagedRun(80), bigPlacement("", 80)}) {
+				s.Put(refOfObj(o), o)
+			}
+			if err := s.Flush(context.Background(), true); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.change(r.Dir); err != nil {
+				t.Fatal(err)
+			}
+			objs, errs := ReadObjects(r.Dir, StatusDir+"/placements")
+			if len(objs) != 0 || len(errs) == 0 || errs[0].Error() != tc.want {
+				t.Errorf("got %d objects, errors %v; want none and %q", len(objs), errs, tc.want)
+			}
+		})
+	}
+}
+
+func TestBindingsOfALargeStageAreInFoldersOfTen(t *testing.T) {
+	l := layoutOfRun(stagedRun(120), nil) // 60 clusters a stage
+	for cluster, want := range map[string]string{
+		"member-00000": "status/bindings/p/stage=stage-0/00000/member-00000.yaml",
+		"member-00021": "status/bindings/p/stage=stage-1/00010/member-00021.yaml",
+		"member-00119": "status/bindings/p/stage=stage-1/00050/member-00119.yaml",
+		"member-00500": "status/bindings/p/member-00500.yaml",
+	} {
+		flat := "status/bindings/p/" + cluster + ".yaml"
+		got := stagedBindingPath(flat, cluster, l)
+		if got != want {
+			t.Errorf("%s: binding at %s, want %s", cluster, got, want)
+		}
+		if unstaged(got) != flat {
+			t.Errorf("unstaged(%s) = %s, want %s", got, unstaged(got), flat)
+		}
+	}
+	if l := layoutOfRun(bigRun("", 0, 120), nil); l != nil {
+		t.Errorf("a run of one stage groups its placement's files: %+v", l.stages)
 	}
 }

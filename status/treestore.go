@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/clock"
 	"github.com/gitfleet/gitfleet/hub/embedded"
 )
@@ -56,9 +57,14 @@ type TreeStore struct {
 	stored  map[string][]byte                     // file content as last loaded or committed
 	desired map[string][]byte                     // encoded changes not yet committed; nil: delete
 	written map[string]runtime.Object             // the object behind each desired write
-	since   time.Time                             // when the oldest uncommitted change was made
-	last    time.Time                             // end of the last commit
-	timer   clock.Timer
+	// runLayouts are the stage layouts of the known split runs, and
+	// layouts the one of the newest run of each placement: how the
+	// placement's parts and bindings are grouped (stageLayout).
+	runLayouts map[embedded.ObjectRef]*stageLayout
+	layouts    map[placementKey]*stageLayout
+	since      time.Time // when the oldest uncommitted change was made
+	last       time.Time // end of the last commit
+	timer      clock.Timer
 }
 
 var _ embedded.Store = (*TreeStore)(nil)
@@ -79,7 +85,101 @@ func (s *TreeStore) reset() {
 	s.stored = map[string][]byte{}
 	s.desired = map[string][]byte{}
 	s.written = map[string]runtime.Object{}
+	s.runLayouts = map[embedded.ObjectRef]*stageLayout{}
+	s.layouts = map[placementKey]*stageLayout{}
 	s.since = time.Time{}
+}
+
+// learnLayout records the stage layout of run (nil: deleted) and elects
+// the newest run's layout for its placement; moving says whether stored
+// bindings move when the elected layout changes (not while loading, where
+// the files are where they are).
+func (s *TreeStore) learnLayout(ref embedded.ObjectRef, run *fleet.UpdateRun, moving bool) {
+	old := s.runLayouts[ref]
+	var l *stageLayout
+	if run != nil {
+		l = layoutOfRun(run, old)
+	}
+	if l == old {
+		return
+	}
+	if l == nil {
+		delete(s.runLayouts, ref)
+	} else {
+		s.runLayouts[ref] = l
+	}
+	for _, k := range []*stageLayout{old, l} {
+		if k == nil {
+			continue
+		}
+		var newest *stageLayout
+		for _, c := range s.runLayouts {
+			if c.placement == k.placement && c.newer(newest) {
+				newest = c
+			}
+		}
+		if newest == s.layouts[k.placement] {
+			continue
+		}
+		if newest == nil {
+			delete(s.layouts, k.placement)
+		} else {
+			s.layouts[k.placement] = newest
+		}
+		if moving {
+			s.moveBindingsLocked(k.placement, newest)
+		}
+	}
+}
+
+// moveBindingsLocked moves the stored bindings of placement to where
+// layout puts them, at once: a binding waiting for its next write to move
+// would keep the placement's flat folder, which lists every cluster, in
+// the commits of the whole run. A move writes no new blob, only trees.
+// Bindings about to be encoded move with their new content instead.
+func (s *TreeStore) moveBindingsLocked(placement placementKey, layout *stageLayout) {
+	for ref, paths := range s.paths {
+		if len(paths) != 1 || s.latest[ref] != nil {
+			continue
+		}
+		p := paths[0]
+		r, err := RefFor(p)
+		if err != nil || r.Cluster == "" || r.Namespace != placement.namespace || r.Placement != placement.name {
+			continue
+		}
+		q := stagedBindingPath(unstaged(p), r.Cluster, layout)
+		if q == p {
+			continue
+		}
+		data, pending := s.desired[p]
+		if !pending {
+			data = s.stored[p]
+		}
+		if data == nil {
+			continue
+		}
+		s.desired[q], s.written[q] = data, s.written[p]
+		s.desired[p] = nil
+		delete(s.written, p)
+		delete(s.owners, p)
+		s.owners[q] = ref
+		s.paths[ref] = []string{q}
+		if enc := s.cache[ref]; enc != nil {
+			enc.paths = []string{q}
+		}
+	}
+}
+
+// layoutOf is the stage layout obj's files follow: its placement's, for a
+// placement or a binding; nil for anything else.
+func (s *TreeStore) layoutOf(obj runtime.Object) *stageLayout {
+	switch o := obj.(type) {
+	case *fleet.Placement:
+		return s.layouts[placementKey{o.Namespace, o.Name}]
+	case *fleet.Binding:
+		return s.layouts[placementKey{o.Namespace, o.Labels[fleet.PlacementTrackingLabel]}]
+	}
+	return nil
 }
 
 // Load implements embedded.Store: it reads every object of the status and
@@ -119,6 +219,9 @@ func (s *TreeStore) Load(ctx context.Context) ([]runtime.Object, error) {
 		}
 		sort.Strings(paths[1:])
 		s.paths[ref] = paths
+		if run, ok := so.Object.(*fleet.UpdateRun); ok {
+			s.learnLayout(ref, run, false)
+		}
 		objs = append(objs, so.Object)
 	}
 	return objs, errors.Join(errs...)
@@ -261,6 +364,14 @@ func (s *TreeStore) encodeLocked() error {
 		refs = append(refs, ref)
 	}
 	sort.Slice(refs, func(i, j int) bool { return refLess(refs[i], refs[j]) })
+	// Runs first: they decide where their placement's files go.
+	for _, ref := range refs {
+		if run, ok := s.latest[ref].(*fleet.UpdateRun); ok {
+			s.learnLayout(ref, run, true)
+		} else if _, known := s.runLayouts[ref]; known && s.latest[ref] == nil {
+			s.learnLayout(ref, nil, true)
+		}
+	}
 	var errs []error
 	for _, ref := range refs {
 		obj := s.latest[ref]
