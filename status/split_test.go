@@ -423,3 +423,39 @@ func TestBindingsOfALargeStageAreInFoldersOfTen(t *testing.T) {
 		t.Errorf("a run of one stage groups its placement's files: %+v", l.stages)
 	}
 }
+
+// The README's examples of the layout of large fleets name files gitfleet
+// reads as what they say they are.
+func TestTheREADMEsLayoutExamplesAreFilesGitfleetReads(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := bytes.Cut(readme, []byte("### Large fleets: split status files"))
+	if !ok {
+		t.Fatal("README has no section on large fleets")
+	}
+	section, _, _ = bytes.Cut(section, []byte("\n### "))
+	checked := 0
+	for _, line := range strings.Split(string(section), "\n") {
+		p, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+		p = strings.TrimSuffix(p, ",")
+		if !strings.HasPrefix(p, "status/") {
+			continue
+		}
+		ref, err := RefFor(p)
+		if err != nil {
+			t.Errorf("README names %s: %v", p, err)
+			continue
+		}
+		kind := map[string]string{"runs": fleet.KindClusterStagedUpdateRun, "placements": fleet.KindClusterResourcePlacement,
+			"bindings": fleet.KindClusterResourceBinding}[strings.Split(p, "/")[1]]
+		if ref.Kind != kind || (strings.Contains(p, ".clusters/") != (ref.Part != "")) {
+			t.Errorf("README names %s, which gitfleet reads as %+v", p, ref)
+		}
+		checked++
+	}
+	if checked < 10 {
+		t.Errorf("checked %d example paths of the README, want the whole layout", checked)
+	}
+}
