@@ -24,6 +24,8 @@ type Drivers struct {
 	reporter Reporter
 	log      *slog.Logger
 
+	shelf shelf // the resources simulated members hold, one copy each
+
 	mu       sync.Mutex
 	sims     map[string]*Simulated
 	clusters Clusters
@@ -88,7 +90,7 @@ func (ds *Drivers) simulated(name string) *Simulated {
 	defer ds.mu.Unlock()
 	s, ok := ds.sims[name]
 	if !ok {
-		s = newSimulated(name, ds.clock, ds.reporter, ds.log)
+		s = newSimulated(name, ds.clock, ds.reporter, ds.log, &ds.shelf)
 		ds.sims[name] = s
 	}
 	return s

@@ -1,6 +1,7 @@
 package member
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/clock"
+	"github.com/gitfleet/gitfleet/hub"
 )
 
 func TestWorkNameFollowsThePlacementScope(t *testing.T) {
@@ -108,3 +110,55 @@ func TestDriversKeepOneSimulatedMemberPerCluster(t *testing.T) {
 }
 
 func t0() time.Time { return time.Date(2026, 1, 12, 0, 0, 0, 0, time.UTC) }
+
+// nopReporter takes reports and drops them.
+type nopReporter struct{}
+
+func (nopReporter) ReportBindingStatus(hub.Key, int64, []metav1.Condition, []fleet.FailedResourcePlacement) error {
+	return nil
+}
+
+func TestSimulatedMembersShareTheResourcesOfASnapshot(t *testing.T) {
+	ds := NewDrivers(clock.NewFake(t0()), nopReporter{}, nil)
+	deliver := func(cluster, snapshot, value string) *Simulated {
+		t.Helper()
+		m := &fleet.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster,
+			Annotations: map[string]string{fleet.DriverAnnotation: fleet.DriverSimulated}}}
+		b := &fleet.Binding{ObjectMeta: metav1.ObjectMeta{Name: "app-" + cluster, Generation: 1,
+			Labels: map[string]string{fleet.PlacementTrackingLabel: "app"}},
+			Spec: fleet.ResourceBindingSpec{TargetCluster: cluster, ResourceSnapshotName: snapshot}}
+		cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "app", "namespace": "app"}, "data": map[string]any{"key": value}}}
+		sim := ds.For(m).(*Simulated)
+		if err := sim.Deliver(context.Background(), Delivery{Binding: b, Member: m, Resources: []*unstructured.Unstructured{cm}}); err != nil {
+			t.Fatal(err)
+		}
+		return sim
+	}
+	held := func(s *Simulated) *unstructured.Unstructured {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, p := range s.placed {
+			return p.Resources[0]
+		}
+		return nil
+	}
+	a, b := deliver("member-1", "app-0-snapshot", "v1"), deliver("member-2", "app-0-snapshot", "v1")
+	if held(a) != held(b) {
+		t.Error("two members bound to one snapshot hold two copies of its resources")
+	}
+	// Resources that differ (an override, say) are not shared.
+	c := deliver("member-3", "app-0-snapshot", "overridden")
+	if held(c) == held(a) || held(c).Object["data"].(map[string]any)["key"] != "overridden" {
+		t.Errorf("member-3 holds %v, want its own resources", held(c).Object)
+	}
+	if held(a).Object["data"].(map[string]any)["key"] != "v1" {
+		t.Errorf("member-1's resources changed with member-3's delivery: %v", held(a).Object)
+	}
+	// What Placed hands out is a copy: changing it changes no member.
+	placed := a.Placed()
+	placed[0].Resources[0].Object["data"] = map[string]any{"key": "changed"}
+	if held(b).Object["data"].(map[string]any)["key"] != "v1" {
+		t.Error("changing what Placed returned changed what a member holds")
+	}
+}

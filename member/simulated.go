@@ -7,7 +7,9 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"weak"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,6 +39,7 @@ type Simulated struct {
 	clock    clock.Clock
 	reporter Reporter
 	log      *slog.Logger
+	shelf    *shelf // shared by the members of one Drivers
 
 	mu     sync.Mutex
 	placed map[hub.Key]*Placed
@@ -55,11 +58,13 @@ type Placed struct {
 	// overridden is the binding's Overridden condition, reported again
 	// when the resources become available.
 	overridden metav1.Condition
+
+	set *resourceSet // holds Resources on the shelf
 }
 
-func newSimulated(name string, c clock.Clock, r Reporter, log *slog.Logger) *Simulated {
+func newSimulated(name string, c clock.Clock, r Reporter, log *slog.Logger, sh *shelf) *Simulated {
 	return &Simulated{
-		name: name, clock: c, reporter: r, log: log.With("member", name),
+		name: name, clock: c, reporter: r, log: log.With("member", name), shelf: sh,
 		placed: map[hub.Key]*Placed{}, timers: map[hub.Key]clock.Timer{},
 	}
 }
@@ -125,10 +130,11 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 		Placement:        d.Placement(),
 		ResourceSnapshot: d.Binding.Spec.ResourceSnapshotName,
 		Generation:       gen,
-		Resources:        copyResources(d.Resources),
+		set:              s.shelf.hold(d.Binding.Namespace+"/"+d.Binding.Spec.ResourceSnapshotName, d.Resources),
 		Available:        !sim.unavailable && (sim.availableAfter == 0 || availableAt(d.Binding, gen)),
 		overridden:       overridden(d.Binding),
 	}
+	p.Resources = p.set.resources
 	s.placed[key] = p
 	isAvailable := p.Available
 	s.mu.Unlock()
@@ -208,6 +214,55 @@ func (s *Simulated) stopTimerLocked(key hub.Key) {
 		t.Stop()
 		delete(s.timers, key)
 	}
+}
+
+// shelf keeps one copy of each set of resources that simulated members
+// hold: every member bound to a snapshot holds the same manifests, and a
+// copy per member of a 10,000-cluster fleet is 32 MiB. Members only read
+// what they hold (Placed hands out copies). The shelf holds its sets
+// weakly, so a set no member holds any more is collected.
+type shelf struct {
+	mu   sync.Mutex
+	sets map[string]weak.Pointer[resourceSet]
+}
+
+// resourceSet is the resources of one delivery, shared by the members
+// that hold equal ones.
+type resourceSet struct {
+	resources []*unstructured.Unstructured
+}
+
+// hold returns a set equal to in, shared with the members that hold one
+// already for the same snapshot; in is copied when there is none.
+func (sh *shelf) hold(snapshot string, in []*unstructured.Unstructured) *resourceSet {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.sets == nil {
+		sh.sets = map[string]weak.Pointer[resourceSet]{}
+	}
+	if set := sh.sets[snapshot].Value(); set != nil && sameResources(set.resources, in) {
+		return set
+	}
+	set := &resourceSet{resources: copyResources(in)}
+	sh.sets[snapshot] = weak.Make(set)
+	for k, p := range sh.sets { // forget sets no member holds
+		if p.Value() == nil {
+			delete(sh.sets, k)
+		}
+	}
+	return set
+}
+
+func sameResources(a, b []*unstructured.Unstructured) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !equality.Semantic.DeepEqual(a[i].Object, b[i].Object) {
+			return false
+		}
+	}
+	return true
 }
 
 func copyResources(in []*unstructured.Unstructured) []*unstructured.Unstructured {
