@@ -425,6 +425,7 @@ func BenchmarkStatusCommitsPerRun(b *testing.B) {
 					b.StopTimer()
 					self2, children2 := cpuTimes()
 					stopProfile()
+					writeHeapProfile(b, fmt.Sprintf("heap-run-%dx%d.pprof", n, stages))
 					serveCPU += self2 - self
 					gitCPU += children2 - children
 					peak = max(peak, heap())

@@ -21,7 +21,10 @@ type encoding struct {
 	paths []string // its own file first, then the parts in order
 	data  [][]byte // content, by index of paths
 	// values are what each file was encoded from: the main object (its
-	// lists cut when split) and the part values.
+	// lists cut when split) and the part values. An object that is not
+	// split keeps none: it is one file, re-encoded when it is put again
+	// (the hub puts what changed), and 10,000 bindings kept twice, here and
+	// in the hub, would cost more memory than their encoding costs time.
 	values []any
 }
 
@@ -48,7 +51,7 @@ func (s *TreeStore) encodeObject(ref embedded.ObjectRef, obj runtime.Object) (*e
 		}
 	}
 	reuse := func(p string, v any) []byte {
-		if i, ok := prev[p]; ok && reflect.DeepEqual(old.values[i], v) {
+		if i, ok := prev[p]; ok && old.values[i] != nil && reflect.DeepEqual(old.values[i], v) {
 			return old.data[i]
 		}
 		return nil
@@ -63,7 +66,11 @@ func (s *TreeStore) encodeObject(ref embedded.ObjectRef, obj runtime.Object) (*e
 			data = append(splitHeader(obj, mainPath), data...)
 		}
 	}
-	enc.paths, enc.data, enc.values = append(enc.paths, mainPath), append(enc.data, data), append(enc.values, main)
+	kept := any(main)
+	if len(parts) == 0 {
+		kept = nil
+	}
+	enc.paths, enc.data, enc.values = append(enc.paths, mainPath), append(enc.data, data), append(enc.values, kept)
 	for _, p := range parts {
 		data := reuse(p.path, p.value)
 		if data == nil {
