@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-
 	"github.com/gitfleet/gitfleet/hub/embedded"
 )
 
