@@ -295,6 +295,9 @@ func TestALargeRunGroupsItsPlacementAndBindingsByStage(t *testing.T) {
 		t.Fatal(err)
 	}
 	moved := r.lastCommit(t).changes
+	if msg := r.lastCommit(t).message; !strings.Contains(msg, "2 bindings moved") || strings.Contains(msg, "removed") {
+		t.Errorf("the commit that moves the bindings says:\n%s", msg)
+	}
 	for _, c := range []string{"member-00000", "member-00001"} {
 		data := moved.Writes["status/bindings/example-placement/stage=stage-"+c[len(c)-1:]+"/"+c+".yaml"]
 		if !slices.Contains(moved.Deletes, "status/bindings/example-placement/"+c+".yaml") || data == nil {

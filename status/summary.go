@@ -31,9 +31,23 @@ import (
 func Summarize(changes Changeset, objects map[string]runtime.Object, before map[string][]byte) string {
 	var runs []*fleet.UpdateRun
 	var notes, refusals, alsoRefused []string
-	updated, removed := map[string]int{}, map[string]int{}
+	updated, removed, moved := map[string]int{}, map[string]int{}, map[string]int{}
+	// A binding that changes folders (stageLayout) is a deletion and a
+	// write of the same object: it moved.
+	movedFrom := map[string]string{} // by the path PathFor gives
+	for _, p := range changes.Deletes {
+		if familyOf(p) == familyBinding {
+			movedFrom[unstaged(p)] = p
+		}
+	}
+	gone := map[string]bool{}
 	for _, p := range changes.WritePaths() {
 		fam := familyOf(p)
+		if from, ok := movedFrom[unstaged(p)]; ok && fam == familyBinding && from != p {
+			moved[fam]++
+			gone[from] = true
+			continue
+		}
 		if r, only := refusal(fam, objects[p], before[p]); only {
 			// Nothing but the note changed: the refusal is the news.
 			refusals = append(refusals, r)
@@ -55,7 +69,9 @@ func Summarize(changes Changeset, objects map[string]runtime.Object, before map[
 		updated[fam]++
 	}
 	for _, p := range changes.Deletes {
-		removed[familyOf(p)]++
+		if !gone[p] {
+			removed[familyOf(p)]++
+		}
 	}
 
 	var subject string
@@ -63,12 +79,12 @@ func Summarize(changes Changeset, objects map[string]runtime.Object, before map[
 	switch {
 	case len(runs) == 0 && len(refusals) > 0:
 		subject, body = refusals[0], refusals[1:]
-		if rest := counts(updated, removed); rest != "" {
+		if rest := counts(updated, removed, moved); rest != "" {
 			body = append(body, "Also: "+rest+".")
 		}
 	case len(runs) == 1:
 		subject = runName(runs[0]) + " " + RunProgress(runs[0])
-		if rest := counts(updated, removed); rest != "" {
+		if rest := counts(updated, removed, moved); rest != "" {
 			body = append(body, "Also: "+rest+".")
 		}
 		body = append(body, refusals...)
@@ -79,7 +95,7 @@ func Summarize(changes Changeset, objects map[string]runtime.Object, before map[
 				body = append(body, runName(r)+": "+RunProgress(r))
 			}
 		}
-		subject = counts(updated, removed)
+		subject = counts(updated, removed, moved)
 		if subject == "" {
 			subject = "no changes"
 		}
@@ -241,10 +257,13 @@ func familyOf(p string) string {
 
 // counts renders "3 bindings, 1 run updated; 2 snapshots removed": largest
 // count first, ties in family order.
-func counts(updated, removed map[string]int) string {
+func counts(updated, removed, moved map[string]int) string {
 	var parts []string
 	if s := countList(updated); s != "" {
 		parts = append(parts, s+" updated")
+	}
+	if s := countList(moved); s != "" {
+		parts = append(parts, s+" moved")
 	}
 	if s := countList(removed); s != "" {
 		parts = append(parts, s+" removed")
