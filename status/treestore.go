@@ -414,8 +414,11 @@ func (s *TreeStore) encodeLocked() error {
 			}
 		}
 		for i, p := range enc.paths {
-			s.desired[p], s.written[p] = enc.data[i], obj
 			s.owners[p] = ref
+			if _, pending := s.desired[p]; !pending && sameSlice(s.stored[p], enc.data[i]) {
+				continue // a part reused as it was committed: nothing to write
+			}
+			s.desired[p], s.written[p] = enc.data[i], obj
 		}
 		s.paths[ref] = enc.paths
 		s.cache[ref] = enc
@@ -507,6 +510,12 @@ func refOf(obj runtime.Object) embedded.ObjectRef {
 		ref.Key.Name = mo.GetName()
 	}
 	return ref
+}
+
+// sameSlice reports whether a and b are the same bytes in memory (not only
+// equal ones): a cheap test for content the store handed over itself.
+func sameSlice(a, b []byte) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
 }
 
 func refLess(a, b embedded.ObjectRef) bool {
