@@ -51,6 +51,10 @@ func (t *treeFiles) Read(p string) ([]byte, error) {
 	return data, nil
 }
 
+// Release implements status.Snapshot: the store has loaded what it
+// needs, and keeps it itself.
+func (t *treeFiles) Release() { t.files = nil }
+
 // List implements status.Files.
 func (t *treeFiles) List(prefix string) ([]string, error) {
 	var out []string

@@ -490,3 +490,30 @@ func TestTreeStoreRefreshLearnsAPersonsEdit(t *testing.T) {
 		t.Fatalf("write after Refresh was dropped: %d commits", r.count())
 	}
 }
+
+// snapshotDir is a Dir that, like the daemon's copy of the trees, can be
+// released.
+type snapshotDir struct {
+	Dir
+	released bool
+}
+
+func (d *snapshotDir) Release() { d.released = true }
+
+func TestTreeStoreReleasesASnapshotOnceLoaded(t *testing.T) {
+	r := newRepo(t)
+	s, _ := newStore(r)
+	obj := withKind([]runtime.Object{binding("", "member1")})[0]
+	s.Put(refOfObj(obj), obj)
+	if err := s.Flush(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	snap := &snapshotDir{Dir: r.Dir}
+	objs, err := NewTreeStore(snap, r, clock.NewFake(t0)).Load(context.Background())
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("load: %d objects, %v", len(objs), err)
+	}
+	if !snap.released {
+		t.Error("the store keeps the snapshot it loaded from: every file's first version stays in memory")
+	}
+}
