@@ -336,3 +336,24 @@ func (r Ref) Matches(obj runtime.Object) bool {
 	}
 	return mo.GetName() == r.Name
 }
+
+// HistoryPathspecs are git pathspecs (with their magic) of every file that
+// has ever held obj's state, in whichever layout: the object's own file, the
+// part files of a split run or placement, and a binding's file in the stage
+// folders of a large run. `git log -- <pathspecs>` is then the object's
+// history across layout changes, which PathFor alone would cut short.
+func HistoryPathspecs(obj runtime.Object) ([]string, error) {
+	p, err := PathFor(obj)
+	if err != nil {
+		return nil, err
+	}
+	specs := []string{":(top)" + p}
+	switch obj.(type) {
+	case *fleet.UpdateRun, *fleet.Placement:
+		specs = append(specs, ":(top)"+strings.TrimSuffix(p, ".yaml")+partsSuffix)
+	case *fleet.Binding:
+		dir, file := path.Split(p)
+		specs = append(specs, ":(top,glob)"+dir+stageFolderPrefix+"*/**/"+file)
+	}
+	return specs, nil
+}

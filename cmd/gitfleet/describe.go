@@ -104,11 +104,11 @@ func describe(ctx context.Context, w io.Writer, repo string, o runtime.Object) e
 // objectEvents are the last eventLimit commits that changed o's status
 // files, newest last. A tree that is not a Git repository has none.
 func objectEvents(ctx context.Context, repo string, o runtime.Object) ([]printers.Event, error) {
-	paths := statusFiles(o)
-	if len(paths) == 0 {
+	specs := statusPathspecs(o)
+	if len(specs) == 0 {
 		return nil, nil
 	}
-	cs, err := history(ctx, repo, eventLimit, paths...)
+	cs, err := history(ctx, repo, eventLimit, specs...)
 	if err != nil {
 		// A folder that is not a Git clone has files but no history.
 		return nil, nil

@@ -634,15 +634,15 @@ func digits(s string) int {
 	return n
 }
 
-// statusFiles are the repository paths that hold obj's recorded state:
-// describe's Events are the commits that changed them. Like readFamily it
-// is the one place that knows how the status tree lays an object out.
-func statusFiles(obj runtime.Object) []string {
-	p, err := status.PathFor(obj)
+// statusPathspecs are the git pathspecs of every file that has held obj's
+// recorded state (its file, its parts, its stage folders): describe's
+// Events are the commits that changed any of them.
+func statusPathspecs(obj runtime.Object) []string {
+	specs, err := status.HistoryPathspecs(obj)
 	if err != nil {
 		return nil
 	}
-	return []string{p}
+	return specs
 }
 
 // overrideTable prints the two override snapshot kinds in one table.

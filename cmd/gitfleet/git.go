@@ -37,7 +37,7 @@ type commitInfo struct {
 // changed the status tree or an approval request: what get shows is as
 // of that commit. ok is false outside a Git repository or before any.
 func statusCommit(ctx context.Context, repo string) (commitInfo, bool) {
-	cs, err := history(ctx, repo, 1, "status", "approvals")
+	cs, err := history(ctx, repo, 1, ":(top)status", ":(top)approvals")
 	if err != nil || len(cs) == 0 {
 		return commitInfo{}, false
 	}
@@ -45,12 +45,10 @@ func statusCommit(ctx context.Context, repo string) (commitInfo, bool) {
 }
 
 // history is the newest n commits of the checked-out branch that changed
-// any of paths, newest first.
-func history(ctx context.Context, repo string, n int, paths ...string) ([]commitInfo, error) {
+// a file any of pathspecs (git's, with their magic) matches, newest first.
+func history(ctx context.Context, repo string, n int, pathspecs ...string) ([]commitInfo, error) {
 	args := []string{"log", "-n", strconv.Itoa(n), "--format=%h%x00%ct%x00%s", "--"}
-	for _, p := range paths {
-		args = append(args, ":(top)"+p)
-	}
+	args = append(args, pathspecs...)
 	out, err := git(ctx, repo, args...)
 	if err != nil {
 		return nil, err
