@@ -116,9 +116,18 @@ type Bindings interface {
 	ListBindings(ctx context.Context, placement Key) ([]*fleet.Binding, error)
 	GetBinding(ctx context.Context, key Key) (*fleet.Binding, error)
 	CreateBinding(ctx context.Context, b *fleet.Binding) error
-	// UpdateBinding writes spec and status. A spec change raises
-	// metadata.generation. A stale resourceVersion yields a Conflict.
+	// UpdateBinding writes the binding's object: labels, annotations,
+	// finalizers and spec; the stored status is kept. A spec change raises
+	// metadata.generation. Removing the last finalizer of a terminating
+	// binding removes it. A stale resourceVersion is a Conflict. On success
+	// the caller's binding carries the new resourceVersion and generation.
 	UpdateBinding(ctx context.Context, b *fleet.Binding) error
+	// UpdateBindingStatus replaces the binding's status (the status
+	// subresource on an API server); everything else is kept as stored. A
+	// stale resourceVersion is a Conflict. Writing spec and status are two
+	// calls because they are two requests on an API server, each of which
+	// may fail alone.
+	UpdateBindingStatus(ctx context.Context, b *fleet.Binding) error
 	// DeleteBinding starts the deletion: the binding gets a
 	// deletionTimestamp and disappears once its resources are removed from
 	// the member cluster.
@@ -139,8 +148,16 @@ type Strategies interface {
 type UpdateRuns interface {
 	GetUpdateRun(ctx context.Context, key Key) (*fleet.UpdateRun, error)
 	ListUpdateRuns(ctx context.Context) ([]*fleet.UpdateRun, error)
-	// UpdateUpdateRunStatus replaces the status (and finalizers) of a run.
+	// UpdateUpdateRunStatus replaces the status of a run (the status
+	// subresource on an API server); spec and metadata are kept as stored.
+	// A stale resourceVersion is a Conflict; on success the caller's run
+	// carries the new resourceVersion.
 	UpdateUpdateRunStatus(ctx context.Context, r *fleet.UpdateRun) error
+	// UpdateUpdateRunFinalizers replaces the finalizers of a run, and
+	// nothing else; removing the last one of a terminating run removes it.
+	// A stale resourceVersion is a Conflict; on success the caller's run
+	// carries the new resourceVersion.
+	UpdateUpdateRunFinalizers(ctx context.Context, r *fleet.UpdateRun) error
 	// RemoveUpdateRun finishes the deletion of a run whose deletion the
 	// engine has processed (approval requests deleted, metrics dropped).
 	RemoveUpdateRun(ctx context.Context, key Key) error

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -362,32 +363,60 @@ func (h *Hub) CreateBinding(_ context.Context, b *fleet.Binding) error {
 	return nil
 }
 
-// UpdateBinding implements hub.Bindings.
+// UpdateBinding implements hub.Bindings: the object, not the status.
 func (h *Hub) UpdateBinding(_ context.Context, b *fleet.Binding) error {
 	h.mu.Lock()
 	defer h.unlock()
-	cur, ok := h.bindings.peek(keyOf(b))
-	if !ok {
-		return hub.NotFound(fleet.BindingKind(b.Namespace), keyOf(b))
-	}
-	if err := checkVersion(cur, b); err != nil {
+	cur, err := h.currentBinding(b)
+	if err != nil {
 		return err
 	}
-	setKind(b, cur.Kind)
-	b.DeletionTimestamp = cur.DeletionTimestamp
+	next := b.DeepCopy()
+	setKind(next, cur.Kind)
+	next.Status = *cur.Status.DeepCopy()
+	next.DeletionTimestamp = cur.DeletionTimestamp
+	next.CreationTimestamp = cur.CreationTimestamp
+	next.Generation = cur.Generation
 	if !equality.Semantic.DeepEqual(cur.Spec, b.Spec) {
-		b.Generation = cur.Generation + 1
-	} else {
-		b.Generation = cur.Generation
+		next.Generation++
 	}
-	h.stamp(b, false)
-	old := cur
-	if b.DeletionTimestamp != nil && len(b.Finalizers) == 0 {
-		h.removeBinding(old)
+	h.stamp(next, false)
+	b.ResourceVersion, b.Generation = next.ResourceVersion, next.Generation
+	if next.DeletionTimestamp != nil && len(next.Finalizers) == 0 {
+		h.removeBinding(cur)
 		return nil
 	}
-	h.writeBinding(old, b)
+	h.writeBinding(cur, next)
 	return nil
+}
+
+// UpdateBindingStatus implements hub.Bindings.
+func (h *Hub) UpdateBindingStatus(_ context.Context, b *fleet.Binding) error {
+	h.mu.Lock()
+	defer h.unlock()
+	cur, err := h.currentBinding(b)
+	if err != nil {
+		return err
+	}
+	next := cur.DeepCopy()
+	next.Status = *b.Status.DeepCopy()
+	h.stamp(next, false)
+	b.ResourceVersion, b.Generation = next.ResourceVersion, next.Generation
+	h.writeBinding(cur, next)
+	return nil
+}
+
+// currentBinding is the stored binding b updates: NotFound when there is
+// none, Conflict when b's resourceVersion is stale. The lock is held.
+func (h *Hub) currentBinding(b *fleet.Binding) (*fleet.Binding, error) {
+	cur, ok := h.bindings.peek(keyOf(b))
+	if !ok {
+		return nil, hub.NotFound(fleet.BindingKind(b.Namespace), keyOf(b))
+	}
+	if err := checkVersion(cur, b); err != nil {
+		return nil, err
+	}
+	return cur, nil
 }
 
 // DeleteBinding implements hub.Bindings: the binding gets a
@@ -489,6 +518,24 @@ func (h *Hub) ListUpdateRuns(context.Context) ([]*fleet.UpdateRun, error) {
 
 // UpdateUpdateRunStatus implements hub.UpdateRuns.
 func (h *Hub) UpdateUpdateRunStatus(_ context.Context, r *fleet.UpdateRun) error {
+	return h.updateRun(r, func(cur *fleet.UpdateRun) bool { return reflect.DeepEqual(cur.Status, r.Status) },
+		func(next, _ *fleet.UpdateRun) { next.Status = *r.Status.DeepCopy() })
+}
+
+// UpdateUpdateRunFinalizers implements hub.UpdateRuns.
+func (h *Hub) UpdateUpdateRunFinalizers(_ context.Context, r *fleet.UpdateRun) error {
+	return h.updateRun(r, func(cur *fleet.UpdateRun) bool { return slices.Equal(cur.Finalizers, r.Finalizers) },
+		func(next, cur *fleet.UpdateRun) {
+			next.Status = *cur.Status.DeepCopy()
+			next.Finalizers = slices.Clone(r.Finalizers)
+		})
+}
+
+// updateRun writes one part of a stored run: set copies it from the
+// caller's run and the status from the caller's or the stored run, unless same says it is unchanged (then nothing is written:
+// no new resourceVersion, nothing to persist). A terminating run left
+// without finalizers is removed.
+func (h *Hub) updateRun(r *fleet.UpdateRun, same func(cur *fleet.UpdateRun) bool, set func(next, cur *fleet.UpdateRun)) error {
 	h.mu.Lock()
 	defer h.unlock()
 	cur, ok := h.runs.peek(keyOf(r))
@@ -498,20 +545,25 @@ func (h *Hub) UpdateUpdateRunStatus(_ context.Context, r *fleet.UpdateRun) error
 	if err := checkVersion(cur, r); err != nil {
 		return err
 	}
-	if reflect.DeepEqual(cur.Status, r.Status) && reflect.DeepEqual(cur.Finalizers, r.Finalizers) {
-		// Nothing changed: no new resourceVersion, nothing to persist.
+	if same(cur) {
 		r.ResourceVersion = cur.ResourceVersion
 		return nil
 	}
-	// Only the status and finalizers change: share nothing with the caller,
-	// copy the stored spec once, and hand the table the fresh object.
-	next := &fleet.UpdateRun{TypeMeta: cur.TypeMeta, Spec: *cur.Spec.DeepCopy(), Status: *r.Status.DeepCopy()}
+	// Share nothing with the caller: copy the stored spec once and hand
+	// the table the fresh object.
+	next := &fleet.UpdateRun{TypeMeta: cur.TypeMeta, Spec: *cur.Spec.DeepCopy()}
 	cur.ObjectMeta.DeepCopyInto(&next.ObjectMeta)
-	next.Finalizers = append([]string(nil), r.Finalizers...)
+	set(next, cur)
 	h.stamp(next, false)
+	r.ResourceVersion = next.ResourceVersion
+	if next.DeletionTimestamp != nil && len(next.Finalizers) == 0 {
+		h.runs.delete(keyOf(next))
+		h.forget(next.Kind, keyOf(next))
+		h.emit(hub.Event{Kind: hub.EventUpdateRun, Key: keyOf(next), Run: keyOf(next)})
+		return nil
+	}
 	h.runs.putOwned(next)
 	h.persist(next)
-	r.ResourceVersion = next.ResourceVersion
 	return nil
 }
 

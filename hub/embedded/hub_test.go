@@ -51,7 +51,7 @@ func TestReportBindingStatus(t *testing.T) {
 			f := newFixture(t, simulated("member1"))
 			b := f.binding("member1")
 			b.Status.Conditions = []metav1.Condition{rolloutStarted}
-			must(t, f.hub.UpdateBinding(f.ctx, b))
+			must(t, f.hub.UpdateBindingStatus(f.ctx, b))
 			gen := f.binding("member1").Generation
 
 			must(t, f.hub.ReportBindingStatus(key, gen, atGen(tt.first, gen), nil))

@@ -85,6 +85,7 @@ var behaviours = []struct {
 	{"a write on a stale resourceVersion is a Conflict", (*suite).staleWriteIsConflict},
 	{"the generation rises on spec changes only", (*suite).generationRisesOnSpecChangesOnly},
 	{"status writes keep the spec", (*suite).statusWritesKeepTheSpec},
+	{"object and status are written apart", (*suite).objectAndStatusAreWrittenApart},
 	{"a binding with a finalizer stays until the finalizer is removed", (*suite).bindingDeletionWaitsForFinalizer},
 	{"a removed run is gone", (*suite).removedRunIsGone},
 	{"approval requests are listed by labels", (*suite).approvalRequestsListedByLabels},
@@ -235,8 +236,10 @@ func (s *suite) missingObjectIsNotFound() {
 		{"GetUpdateStrategy", fleet.UpdateStrategyKind, func() error { _, err := s.h.GetUpdateStrategy(s.ctx, s.key("none")); return err }},
 		{"GetApprovalRequest", fleet.ApprovalRequestKind, func() error { _, err := s.h.GetApprovalRequest(s.ctx, s.key("none")); return err }},
 		{"UpdateBinding", fleet.BindingKind, func() error { return s.h.UpdateBinding(s.ctx, s.binding("none", "app", "m")) }},
+		{"UpdateBindingStatus", fleet.BindingKind, func() error { return s.h.UpdateBindingStatus(s.ctx, s.binding("none", "app", "m")) }},
 		{"UpdatePlacementStatus", fleet.PlacementKind, func() error { return s.h.UpdatePlacementStatus(s.ctx, s.placement("none")) }},
 		{"UpdateUpdateRunStatus", fleet.UpdateRunKind, func() error { return s.h.UpdateUpdateRunStatus(s.ctx, s.run("none", "app")) }},
+		{"UpdateUpdateRunFinalizers", fleet.UpdateRunKind, func() error { return s.h.UpdateUpdateRunFinalizers(s.ctx, s.run("none", "app")) }},
 		{"UpdateApprovalRequestStatus", fleet.ApprovalRequestKind, func() error {
 			return s.h.UpdateApprovalRequestStatus(s.ctx, s.approval("none", "run", "canary"))
 		}},
@@ -268,13 +271,17 @@ func (s *suite) staleWriteIsConflict() {
 	stale := s.getBinding("b1")
 	fresh := s.getBinding("b1")
 	fresh.Status.Conditions = []metav1.Condition{condition(fleet.ResourceBindingApplied, 1)}
-	s.must(s.h.UpdateBinding(s.ctx, fresh))
+	s.must(s.h.UpdateBindingStatus(s.ctx, fresh))
 	stale.Spec.State = fleet.BindingStateBound
 	if err := s.h.UpdateBinding(s.ctx, stale); !hub.IsConflict(err) {
 		s.t.Errorf("UpdateBinding on a stale resourceVersion: %v; want Conflict", err)
 	}
 	if got := s.getBinding("b1"); got.Spec.State != fleet.BindingStateScheduled {
 		s.t.Errorf("a refused stale write changed the binding to %s", got.Spec.State)
+	}
+	stale.Status.Conditions = []metav1.Condition{condition(fleet.ResourceBindingAvailable, 1)}
+	if err := s.h.UpdateBindingStatus(s.ctx, stale); !hub.IsConflict(err) {
+		s.t.Errorf("UpdateBindingStatus on a stale resourceVersion: %v; want Conflict", err)
 	}
 
 	s.s.Apply(s.t, s.run("run", "app"))
@@ -285,6 +292,10 @@ func (s *suite) staleWriteIsConflict() {
 	staleRun.Status.Conditions = []metav1.Condition{condition(fleet.StagedUpdateRunConditionProgressing, 1)}
 	if err := s.h.UpdateUpdateRunStatus(s.ctx, staleRun); !hub.IsConflict(err) {
 		s.t.Errorf("UpdateUpdateRunStatus on a stale resourceVersion: %v; want Conflict", err)
+	}
+	staleRun.Finalizers = []string{fleet.UpdateRunFinalizer}
+	if err := s.h.UpdateUpdateRunFinalizers(s.ctx, staleRun); !hub.IsConflict(err) {
+		s.t.Errorf("UpdateUpdateRunFinalizers on a stale resourceVersion: %v; want Conflict", err)
 	}
 
 	s.must(s.h.CreateApprovalRequest(s.ctx, s.approval("a", "run", "canary")))
@@ -303,7 +314,7 @@ func (s *suite) generationRisesOnSpecChangesOnly() {
 	s.must(s.h.CreateBinding(s.ctx, s.binding("b1", "app", "member-1")))
 	b := s.getBinding("b1")
 	b.Status.Conditions = []metav1.Condition{condition(fleet.ResourceBindingApplied, 1)}
-	s.must(s.h.UpdateBinding(s.ctx, b))
+	s.must(s.h.UpdateBindingStatus(s.ctx, b))
 	if got := s.getBinding("b1"); got.Generation != 1 || len(got.Status.Conditions) != 1 {
 		s.t.Errorf("after a status change: generation %d, %d conditions; want 1, 1", got.Generation, len(got.Status.Conditions))
 	}
@@ -316,15 +327,13 @@ func (s *suite) generationRisesOnSpecChangesOnly() {
 	b = s.getBinding("b1")
 	b.Spec.State = fleet.BindingStateBound
 	b.Spec.ResourceSnapshotName = "app-0-snapshot"
-	b.Status.Conditions = append(b.Status.Conditions, condition(fleet.ResourceBindingRolloutStarted, 2))
 	s.must(s.h.UpdateBinding(s.ctx, b))
 	if b.Generation != 2 {
 		s.t.Errorf("UpdateBinding left the caller's generation at %d; want 2", b.Generation)
 	}
-	got := s.getBinding("b1")
-	if got.Generation != 2 || got.Spec.State != fleet.BindingStateBound || len(got.Status.Conditions) != 2 {
-		s.t.Errorf("after a spec and status change: generation %d, state %s, %d conditions; want 2, Bound, 2",
-			got.Generation, got.Spec.State, len(got.Status.Conditions))
+	if got := s.getBinding("b1"); got.Generation != 2 || got.Spec.State != fleet.BindingStateBound || got.ResourceVersion != b.ResourceVersion {
+		s.t.Errorf("after a spec change: generation %d, state %s, resourceVersion %s; want 2, Bound, the caller's %s",
+			got.Generation, got.Spec.State, got.ResourceVersion, b.ResourceVersion)
 	}
 
 	s.must(s.h.CreatePolicySnapshot(s.ctx, s.policySnapshot("app", 0)))
@@ -336,6 +345,57 @@ func (s *suite) generationRisesOnSpecChangesOnly() {
 	s.must(err)
 	if ps[0].Generation != 1 || len(ps[0].Status.Conditions) != 1 {
 		s.t.Errorf("policy snapshot after a status change: generation %d, %d conditions; want 1, 1", ps[0].Generation, len(ps[0].Status.Conditions))
+	}
+}
+
+// objectAndStatusAreWrittenApart: an object write keeps the stored status,
+// a status write keeps the stored object, whatever the caller's copy
+// holds — as the status subresource makes it on an API server.
+func (s *suite) objectAndStatusAreWrittenApart() {
+	s.must(s.h.CreateBinding(s.ctx, s.binding("b1", "app", "member-1")))
+	b := s.getBinding("b1")
+	b.Spec.State = fleet.BindingStateBound
+	b.Status.Conditions = []metav1.Condition{condition(fleet.ResourceBindingRolloutStarted, 2)}
+	s.must(s.h.UpdateBinding(s.ctx, b))
+	if got := s.getBinding("b1"); got.Spec.State != fleet.BindingStateBound || len(got.Status.Conditions) != 0 {
+		s.t.Errorf("binding after an object write: state %s, %d conditions; want Bound, 0", got.Spec.State, len(got.Status.Conditions))
+	}
+	b.Spec.State = fleet.BindingStateUnscheduled
+	b.Finalizers = []string{"test.gitfleet.io/work-cleanup"}
+	s.must(s.h.UpdateBindingStatus(s.ctx, b))
+	got := s.getBinding("b1")
+	if got.Spec.State != fleet.BindingStateBound || len(got.Finalizers) != 0 || len(got.Status.Conditions) != 1 || got.Generation != 2 {
+		s.t.Errorf("binding after a status write: state %s, finalizers %v, %d conditions, generation %d; want Bound, none, 1, 2",
+			got.Spec.State, got.Finalizers, len(got.Status.Conditions), got.Generation)
+	}
+	if b.ResourceVersion != got.ResourceVersion {
+		s.t.Errorf("UpdateBindingStatus left the caller at resourceVersion %s; the binding is at %s", b.ResourceVersion, got.ResourceVersion)
+	}
+
+	s.s.Apply(s.t, s.run("run", "app"))
+	r := s.getRun("run")
+	r.Spec.State = fleet.StateStop
+	r.Status.Conditions = []metav1.Condition{condition(fleet.StagedUpdateRunConditionInitialized, 1)}
+	r.Finalizers = []string{fleet.UpdateRunFinalizer}
+	s.must(s.h.UpdateUpdateRunFinalizers(s.ctx, r))
+	gotRun := s.getRun("run")
+	if gotRun.Spec.State != fleet.StateRun || len(gotRun.Status.Conditions) != 0 || !slices.Equal(gotRun.Finalizers, r.Finalizers) ||
+		gotRun.ResourceVersion != r.ResourceVersion {
+		s.t.Errorf("run after a finalizer write: state %s, %d conditions, finalizers %v, resourceVersion %s; want Run, 0, the finalizer, the caller's %s",
+			gotRun.Spec.State, len(gotRun.Status.Conditions), gotRun.Finalizers, gotRun.ResourceVersion, r.ResourceVersion)
+	}
+	r.Finalizers = nil
+	s.must(s.h.UpdateUpdateRunStatus(s.ctx, r))
+	gotRun = s.getRun("run")
+	if gotRun.Spec.State != fleet.StateRun || gotRun.Generation != 1 || len(gotRun.Status.Conditions) != 1 ||
+		!slices.Equal(gotRun.Finalizers, []string{fleet.UpdateRunFinalizer}) || gotRun.ResourceVersion != r.ResourceVersion {
+		s.t.Errorf("run after a status write: state %s, generation %d, %d conditions, finalizers %v, resourceVersion %s; want Run, 1, 1, the finalizer, the caller's %s",
+			gotRun.Spec.State, gotRun.Generation, len(gotRun.Status.Conditions), gotRun.Finalizers, gotRun.ResourceVersion, r.ResourceVersion)
+	}
+	rv := gotRun.ResourceVersion
+	s.must(s.h.UpdateUpdateRunStatus(s.ctx, r))
+	if got := s.getRun("run"); got.ResourceVersion != rv {
+		s.t.Errorf("an unchanged status was written: resourceVersion %s → %s", rv, got.ResourceVersion)
 	}
 }
 
@@ -355,25 +415,14 @@ func (s *suite) statusWritesKeepTheSpec() {
 
 	s.s.Apply(s.t, s.run("run", "app"))
 	r := s.getRun("run")
-	r.Spec.State = fleet.StateStop
-	r.Finalizers = []string{fleet.UpdateRunFinalizer}
 	r.Status.Conditions = []metav1.Condition{condition(fleet.StagedUpdateRunConditionInitialized, 1)}
 	s.must(s.h.UpdateUpdateRunStatus(s.ctx, r))
-	got := s.getRun("run")
-	if got.Spec.State != fleet.StateRun || got.Generation != 1 || len(got.Status.Conditions) != 1 ||
-		!slices.Equal(got.Finalizers, []string{fleet.UpdateRunFinalizer}) {
-		s.t.Errorf("run after a status write: state %s, generation %d, %d conditions, finalizers %v; want Run, 1, 1, the finalizer",
-			got.Spec.State, got.Generation, len(got.Status.Conditions), got.Finalizers)
-	}
-	if r.ResourceVersion != got.ResourceVersion {
-		s.t.Errorf("UpdateUpdateRunStatus left the caller at resourceVersion %s; the run is at %s", r.ResourceVersion, got.ResourceVersion)
-	}
 
 	// A person's spec change keeps what the engine wrote.
 	next := s.run("run", "app")
 	next.Spec.State = fleet.StateStop
 	s.s.Apply(s.t, next)
-	got = s.getRun("run")
+	got := s.getRun("run")
 	if got.Spec.State != fleet.StateStop || got.Generation != 2 || len(got.Status.Conditions) != 1 {
 		s.t.Errorf("run after a person's spec change: state %s, generation %d, %d conditions; want Stop, 2, 1",
 			got.Spec.State, got.Generation, len(got.Status.Conditions))
@@ -411,11 +460,20 @@ func (s *suite) bindingDeletionWaitsForFinalizer() {
 func (s *suite) removedRunIsGone() {
 	s.s.Apply(s.t, s.run("run", "app"))
 	r := s.getRun("run")
-	r.Finalizers = []string{fleet.UpdateRunFinalizer}
-	s.must(s.h.UpdateUpdateRunStatus(s.ctx, r))
+	r.Finalizers = []string{fleet.UpdateRunFinalizer, "test.gitfleet.io/other"}
+	s.must(s.h.UpdateUpdateRunFinalizers(s.ctx, r))
 	s.s.DeleteRun(s.t, s.key("run"))
 	if r := s.getRun("run"); r.DeletionTimestamp == nil {
 		s.t.Fatal("a run deleted with the engine's finalizer has no deletionTimestamp")
+	}
+	// Dropping one finalizer keeps the terminating run; RemoveUpdateRun
+	// ends it whatever finalizers are left.
+	r = s.getRun("run")
+	r.Finalizers = []string{fleet.UpdateRunFinalizer}
+	s.must(s.h.UpdateUpdateRunFinalizers(s.ctx, r))
+	if got := s.getRun("run"); got.DeletionTimestamp == nil || !slices.Equal(got.Finalizers, r.Finalizers) {
+		s.t.Errorf("a terminating run after a finalizer was dropped: deletion %v, finalizers %v; want terminating with %v",
+			got.DeletionTimestamp, got.Finalizers, r.Finalizers)
 	}
 	s.must(s.h.RemoveUpdateRun(s.ctx, s.key("run")))
 	if _, err := s.h.GetUpdateRun(s.ctx, s.key("run")); !hub.IsNotFound(err) {
@@ -521,7 +579,7 @@ func (s *suite) eventsNamePlacementOrRun() {
 	s.must(s.h.CreateApprovalRequest(s.ctx, s.approval("run-after-canary", "run", "canary")))
 	b := s.getBinding("app-member-1")
 	b.Status.Conditions = []metav1.Condition{condition(fleet.ResourceBindingAvailable, 1)}
-	s.must(s.h.UpdateBinding(s.ctx, b))
+	s.must(s.h.UpdateBindingStatus(s.ctx, b))
 	snap := fmt.Sprintf(fleet.ResourceSnapshotNameFmt, "app", 0)
 	s.must(s.h.DeleteResourceSnapshot(s.ctx, s.key(snap)))
 

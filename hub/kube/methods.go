@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -108,10 +109,16 @@ func (h *Hub) CreateBinding(ctx context.Context, b *fleet.Binding) error {
 	return h.create(ctx, fleet.BindingKind(b.Namespace), b)
 }
 
-// UpdateBinding implements hub.Bindings: object, then status (see
-// update). Removing the last finalizer of a deleted binding removes it.
+// UpdateBinding implements hub.Bindings: the object, not the status.
+// Removing the last finalizer of a deleted binding removes it.
 func (h *Hub) UpdateBinding(ctx context.Context, b *fleet.Binding) error {
-	return h.update(ctx, fleet.BindingKind(b.Namespace), b, func() object { return newBinding() })
+	return h.updateObject(ctx, fleet.BindingKind(b.Namespace), b, func() object { return newBinding() })
+}
+
+// UpdateBindingStatus implements hub.Bindings through the status
+// subresource.
+func (h *Hub) UpdateBindingStatus(ctx context.Context, b *fleet.Binding) error {
+	return h.updateStatus(ctx, fleet.BindingKind(b.Namespace), b)
 }
 
 // DeleteBinding implements hub.Bindings: the API server sets the
@@ -148,75 +155,63 @@ func (h *Hub) ListUpdateRuns(context.Context) ([]*fleet.UpdateRun, error) {
 	return listBoth(h, fleet.KindClusterStagedUpdateRun, fleet.KindStagedUpdateRun, newUpdateRun)
 }
 
-// UpdateUpdateRunStatus implements hub.UpdateRuns: the status through the
-// status subresource, the finalizers by a merge patch of metadata (never
-// the spec: the engine's copy carries in-memory defaults the stored spec
-// must not get). Both writes carry the resourceVersion, so a stale run is
-// a Conflict. Order: a finalizer being added goes first, so the run is
-// protected before any progress it guards is recorded; one being removed
-// goes last, as removing the last finalizer of a deleted run ends it and a
-// status write after that would fail.
+// UpdateUpdateRunStatus implements hub.UpdateRuns through the status
+// subresource (never the spec: the engine's copy carries in-memory defaults
+// the stored spec must not get). An unchanged status at the cached
+// resourceVersion is not written, as with the embedded hub.
 func (h *Hub) UpdateUpdateRunStatus(ctx context.Context, r *fleet.UpdateRun) error {
 	kind := fleet.UpdateRunKind(r.Namespace)
+	was, err := h.cachedRun(kind, r)
+	if err != nil {
+		return err
+	}
+	if r.ResourceVersion == was.ResourceVersion && equality.Semantic.DeepEqual(was.Status, r.Status) {
+		return nil
+	}
+	return h.updateStatus(ctx, kind, r)
+}
+
+// UpdateUpdateRunFinalizers implements hub.UpdateRuns by a merge patch of
+// metadata.finalizers at the run's resourceVersion (a stale one is a
+// Conflict).
+func (h *Hub) UpdateUpdateRunFinalizers(ctx context.Context, r *fleet.UpdateRun) error {
+	kind := fleet.UpdateRunKind(r.Namespace)
+	key := keyOf(r)
+	was, err := h.cachedRun(kind, r)
+	if err != nil {
+		return err
+	}
+	if r.ResourceVersion == was.ResourceVersion && slices.Equal(was.Finalizers, r.Finalizers) {
+		return nil
+	}
+	written, err := h.patchFinalizers(ctx, kind, key, r.ResourceVersion, r.Finalizers)
+	if err != nil {
+		return err
+	}
+	r.ResourceVersion = written.GetResourceVersion()
+	if written.GetDeletionTimestamp() != nil && len(written.GetFinalizers()) == 0 {
+		return h.informers[kind].absent(ctx, key)
+	}
+	return h.informers[kind].caughtUp(ctx, written)
+}
+
+// cachedRun is the cached run r writes to. A run naming no
+// resourceVersion is given the cached one; one naming another is stale or
+// newer than the cache, and the API server decides (a Conflict, usually).
+func (h *Hub) cachedRun(kind string, r *fleet.UpdateRun) (*fleet.UpdateRun, error) {
 	key := keyOf(r)
 	cur := h.cached(kind, key)
 	if cur == nil {
-		return wrap(kind, key, apierrors.NewNotFound(resources[kind].GroupResource(), key.Name))
-	}
-	rv := r.ResourceVersion
-	if rv == "" {
-		rv = cur.GetResourceVersion()
+		return nil, wrap(kind, key, apierrors.NewNotFound(resources[kind].GroupResource(), key.Name))
 	}
 	was := newUpdateRun()
 	if err := fromUnstructured(cur, was); err != nil {
-		return err
+		return nil, err
 	}
-	finalizersChanged := !equality.Semantic.DeepEqual(was.Finalizers, r.Finalizers) && !(len(was.Finalizers) == 0 && len(r.Finalizers) == 0)
-	statusChanged := !equality.Semantic.DeepEqual(was.Status, r.Status)
-	if rv == cur.GetResourceVersion() && !finalizersChanged && !statusChanged {
-		return nil // nothing to write, as the embedded hub
+	if r.ResourceVersion == "" {
+		r.ResourceVersion = was.ResourceVersion
 	}
-	in := h.informers[kind]
-	writeFinalizers := func() error {
-		written, err := h.patchFinalizers(ctx, kind, key, rv, r.Finalizers)
-		if err != nil {
-			return err
-		}
-		rv = written.GetResourceVersion()
-		if written.GetDeletionTimestamp() != nil && len(written.GetFinalizers()) == 0 {
-			return in.absent(ctx, key)
-		}
-		return in.caughtUp(ctx, written)
-	}
-	writeStatus := func() error {
-		next := r.DeepCopy()
-		next.ResourceVersion = rv
-		if err := h.updateStatus(ctx, kind, next); err != nil {
-			return err
-		}
-		rv = next.ResourceVersion
-		return nil
-	}
-	first, second := writeStatus, writeFinalizers
-	if addsFinalizers(was.Finalizers, r.Finalizers) {
-		first, second = writeFinalizers, writeStatus
-	}
-	if finalizersChanged && statusChanged {
-		if err := first(); err != nil {
-			return err
-		}
-		if err := second(); err != nil {
-			return err
-		}
-	} else if finalizersChanged {
-		if err := writeFinalizers(); err != nil {
-			return err
-		}
-	} else if err := writeStatus(); err != nil {
-		return err
-	}
-	r.ResourceVersion = rv
-	return nil
+	return was, nil
 }
 
 // RemoveUpdateRun implements hub.UpdateRuns: the run is deleted (if a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -124,47 +123,68 @@ func (h *Hub) create(ctx context.Context, kind string, o object) error {
 // returned, so nobody's write in between is lost (it is a Conflict).
 // Parts equal to the cached object are not written.
 func (h *Hub) update(ctx context.Context, kind string, o object, newT func() object) error {
-	key := keyOf(o)
-	u, err := toUnstructured(kind, o)
+	u, was, err := h.toWrite(kind, o, newT)
 	if err != nil {
 		return err
 	}
+	statusChanged := !equality.Semantic.DeepEqual(was.Object["status"], u.Object["status"])
+	gone, err := h.writeObject(ctx, kind, o, u, was)
+	if err != nil || gone || !statusChanged {
+		return err
+	}
+	u.SetResourceVersion(o.GetResourceVersion())
+	return h.writeStatus(ctx, kind, o, u)
+}
+
+// updateObject writes o's metadata and spec, not its status, unless they
+// equal the cached object's.
+func (h *Hub) updateObject(ctx context.Context, kind string, o object, newT func() object) error {
+	u, was, err := h.toWrite(kind, o, newT)
+	if err != nil {
+		return err
+	}
+	_, err = h.writeObject(ctx, kind, o, u, was)
+	return err
+}
+
+// toWrite converts o for a write (at the cached resourceVersion when o
+// names none) and returns the cached object as the engine would write it.
+func (h *Hub) toWrite(kind string, o object, newT func() object) (u, was *unstructured.Unstructured, err error) {
+	key := keyOf(o)
+	if u, err = toUnstructured(kind, o); err != nil {
+		return nil, nil, err
+	}
 	cur := h.cached(kind, key)
 	if cur == nil {
-		return wrap(kind, key, apierrors.NewNotFound(resources[kind].GroupResource(), key.Name))
+		return nil, nil, wrap(kind, key, apierrors.NewNotFound(resources[kind].GroupResource(), key.Name))
 	}
 	if u.GetResourceVersion() == "" {
 		u.SetResourceVersion(cur.GetResourceVersion())
 	}
-	was, err := normalized(kind, cur, newT)
+	if was, err = normalized(kind, cur, newT); err != nil {
+		return nil, nil, err
+	}
+	return u, was, nil
+}
+
+// writeObject updates the object u (o converted) unless it equals was at
+// the same resourceVersion; gone reports that the write removed the last
+// finalizer of a terminating object, which is then gone.
+func (h *Hub) writeObject(ctx context.Context, kind string, o object, u, was *unstructured.Unstructured) (gone bool, err error) {
+	key := keyOf(o)
+	if u.GetResourceVersion() == was.GetResourceVersion() && sameObject(was, u) {
+		return false, nil
+	}
+	written, err := h.resource(kind, key.Namespace).Update(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
 	if err != nil {
-		return err
+		return false, wrap(kind, key, err)
 	}
-	stale := u.GetResourceVersion() != cur.GetResourceVersion()
-	objectChanged := stale || !sameObject(was, u)
-	statusChanged := !equality.Semantic.DeepEqual(was.Object["status"], u.Object["status"])
-	if !objectChanged && !statusChanged {
-		return nil
-	}
-	res := h.resource(kind, key.Namespace)
-	var written *unstructured.Unstructured
-	if objectChanged {
-		if written, err = res.Update(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
-			return wrap(kind, key, err)
-		}
-		if written.GetDeletionTimestamp() != nil && len(written.GetFinalizers()) == 0 {
-			// The last finalizer is gone: so is the object.
-			return h.informers[kind].absent(ctx, key)
-		}
-		u.SetResourceVersion(written.GetResourceVersion())
-	}
-	if statusChanged {
-		if written, err = res.UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
-			return wrap(kind, key, err)
-		}
+	if written.GetDeletionTimestamp() != nil && len(written.GetFinalizers()) == 0 {
+		// The last finalizer is gone: so is the object.
+		return true, h.informers[kind].absent(ctx, key)
 	}
 	stamped(o, kind, written)
-	return h.informers[kind].caughtUp(ctx, written)
+	return false, h.informers[kind].caughtUp(ctx, written)
 }
 
 // sameObject compares everything but the status and the server-owned
@@ -192,6 +212,12 @@ func (h *Hub) updateStatus(ctx context.Context, kind string, o object) error {
 		}
 		u.SetResourceVersion(cur.GetResourceVersion())
 	}
+	return h.writeStatus(ctx, kind, o, u)
+}
+
+// writeStatus writes the status of u (o converted) and stamps o.
+func (h *Hub) writeStatus(ctx context.Context, kind string, o object, u *unstructured.Unstructured) error {
+	key := keyOf(o)
 	written, err := h.resource(kind, key.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
 	if err != nil {
 		return wrap(kind, key, err)
@@ -225,14 +251,4 @@ func (h *Hub) remove(ctx context.Context, kind string, key hub.Key) error {
 		return wrap(kind, key, err)
 	}
 	return h.informers[kind].gone(ctx, key)
-}
-
-// addsFinalizers reports whether next has a finalizer cur lacks.
-func addsFinalizers(cur, next []string) bool {
-	for _, f := range next {
-		if !slices.Contains(cur, f) {
-			return true
-		}
-	}
-	return false
 }

@@ -136,7 +136,7 @@ func (d *demo) roll(cluster string, index int) {
 		Status: metav1.ConditionTrue, Reason: fleet.RolloutStartedReason, ObservedGeneration: b.Generation,
 		LastTransitionTime: metav1.NewTime(d.clk.Now()),
 		Message:            fmt.Sprintf("Detected the new changes on the resources and started the rollout process, resourceSnapshotIndex: %d, updateRun: example-run", index)})
-	d.must(d.hub.UpdateBinding(d.ctx, b))
+	d.must(d.hub.UpdateBindingStatus(d.ctx, b))
 	d.must(d.hub.Commit(d.ctx))
 }
 

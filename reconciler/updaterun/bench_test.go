@@ -109,7 +109,7 @@ func (m *instantMembers) deliver() {
 		removeCondition(&bnd.Status.Conditions, fleet.ResourceBindingAvailable)
 		bnd.Status.Conditions = append(bnd.Status.Conditions, metav1.Condition{Type: fleet.ResourceBindingAvailable,
 			Status: metav1.ConditionTrue, ObservedGeneration: bnd.Generation, Reason: "Available", LastTransitionTime: metav1.NewTime(m.e.clk.Now())})
-		if err := m.e.h.UpdateBinding(m.e.ctx, bnd); err != nil {
+		if err := m.e.h.UpdateBindingStatus(m.e.ctx, bnd); err != nil {
 			m.e.t.Fatal(err)
 		}
 	}

@@ -250,7 +250,7 @@ func (p *pass) markRolloutStarted(b *fleet.Binding) error {
 		LastTransitionTime: metav1.NewTime(p.now), Reason: fleet.RolloutStartedReason,
 		Message: fmt.Sprintf(RolloutStartedMessageFmt, p.run.Status.ResourceSnapshotIndexUsed, p.run.Name),
 	})
-	if err := p.r.Hub.UpdateBinding(p.ctx, b); err != nil {
+	if err := p.r.Hub.UpdateBindingStatus(p.ctx, b); err != nil {
 		return fmt.Errorf("marking the rollout of binding %s started: %w", objRef(b), err)
 	}
 	return nil

@@ -230,11 +230,13 @@ func (e *env) updateBinding(cluster string, mutate func(*fleet.Binding)) {
 // setBindingCondition plays the member: it reports a delivery condition at
 // the binding's current generation.
 func (e *env) setBindingCondition(cluster, typ string, status metav1.ConditionStatus, reason string) {
-	e.updateBinding(cluster, func(b *fleet.Binding) {
-		removeCondition(&b.Status.Conditions, typ)
-		b.Status.Conditions = append(b.Status.Conditions, metav1.Condition{Type: typ, Status: status,
-			ObservedGeneration: b.Generation, Reason: reason, LastTransitionTime: metav1.NewTime(e.clk.Now())})
-	})
+	b := e.getBinding(cluster)
+	removeCondition(&b.Status.Conditions, typ)
+	b.Status.Conditions = append(b.Status.Conditions, metav1.Condition{Type: typ, Status: status,
+		ObservedGeneration: b.Generation, Reason: reason, LastTransitionTime: metav1.NewTime(e.clk.Now())})
+	if err := e.h.UpdateBindingStatus(e.ctx, b); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 func (e *env) available(clusters ...string) {

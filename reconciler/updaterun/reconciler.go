@@ -104,9 +104,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, key hub.Key) (Result, error)
 		return Result{}, p.handleDelete()
 	}
 	if !slices.Contains(run.Finalizers, fleet.UpdateRunFinalizer) {
+		// The finalizer is written alone and first, so the run is
+		// protected before any progress it guards is recorded.
 		run.Finalizers = append(run.Finalizers, fleet.UpdateRunFinalizer)
-		if err := p.writeStatusAndContinue(); err != nil {
-			return Result{}, err
+		if err := r.Hub.UpdateUpdateRunFinalizers(ctx, run); err != nil {
+			return Result{}, fmt.Errorf("adding the finalizer of update run %s: %w", p.key(), err)
 		}
 		p.log.Info("added the update run finalizer")
 	}
@@ -267,8 +269,7 @@ func (p *pass) recordSucceeded() error {
 	return p.writeStatus()
 }
 
-// writeStatus persists the run's status (and finalizers) as the pass's
-// last write.
+// writeStatus persists the run's status as the pass's last write.
 func (p *pass) writeStatus() error {
 	if err := p.r.Hub.UpdateUpdateRunStatus(p.ctx, p.run); err != nil {
 		return fmt.Errorf("writing the status of update run %s: %w", p.key(), err)
@@ -277,7 +278,7 @@ func (p *pass) writeStatus() error {
 }
 
 // writeStatusAndContinue persists the status when the pass goes on to write
-// again (finalizer, then initialization, then execution). The hub does not
+// again (initialization, then execution). The hub does not
 // hand back the new resourceVersion, so it is re-read; the later write must
 // not conflict with our own.
 func (p *pass) writeStatusAndContinue() error {
