@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/hub/embedded"
+	"github.com/gitfleet/gitfleet/hub"
 )
 
 // encoding is an object's files as last encoded, kept so that the next
@@ -29,7 +29,7 @@ type encoding struct {
 
 // encodeObject returns obj's files, re-encoding only those whose values
 // differ from the cached encoding of ref.
-func (s *TreeStore) encodeObject(ref embedded.ObjectRef, obj runtime.Object) (*encoding, error) {
+func (s *TreeStore) encodeObject(ref hub.ObjectRef, obj runtime.Object) (*encoding, error) {
 	mainPath, err := PathFor(obj)
 	if err != nil {
 		return nil, err

@@ -14,14 +14,14 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/clock"
-	"github.com/gitfleet/gitfleet/hub/embedded"
+	"github.com/gitfleet/gitfleet/hub"
 )
 
 // DefaultInterval is how often, at most, TreeStore commits non-urgent
 // changes: progress that guards no side effect is batched into one commit.
 const DefaultInterval = 2 * time.Second
 
-// TreeStore is the embedded hub's Store over the status tree. Put and Delete
+// TreeStore is a hub.Store over the status tree. Put and Delete
 // only record the latest state of each object in memory (cheap: the hub calls
 // them with its lock held); Flush encodes what changed, drops writes whose
 // bytes equal what is already stored, and hands the rest to the Committer as
@@ -50,24 +50,24 @@ type TreeStore struct {
 	flushMu sync.Mutex // serializes commits; taken before mu
 
 	mu      sync.Mutex
-	latest  map[embedded.ObjectRef]runtime.Object // Put objects (nil: deleted) not yet encoded
-	paths   map[embedded.ObjectRef][]string       // the files of each known object, its own file first
-	owners  map[string]embedded.ObjectRef         // inverse of paths
-	cache   map[embedded.ObjectRef]*encoding      // the last encoding of each object
-	stored  map[string][]byte                     // file content as last loaded or committed
-	desired map[string][]byte                     // encoded changes not yet committed; nil: delete
-	written map[string]runtime.Object             // the object behind each desired write
+	latest  map[hub.ObjectRef]runtime.Object // Put objects (nil: deleted) not yet encoded
+	paths   map[hub.ObjectRef][]string       // the files of each known object, its own file first
+	owners  map[string]hub.ObjectRef         // inverse of paths
+	cache   map[hub.ObjectRef]*encoding      // the last encoding of each object
+	stored  map[string][]byte                // file content as last loaded or committed
+	desired map[string][]byte                // encoded changes not yet committed; nil: delete
+	written map[string]runtime.Object        // the object behind each desired write
 	// runLayouts are the stage layouts of the known split runs, and
 	// layouts the one of the newest run of each placement: how the
 	// placement's parts and bindings are grouped (stageLayout).
-	runLayouts map[embedded.ObjectRef]*stageLayout
+	runLayouts map[hub.ObjectRef]*stageLayout
 	layouts    map[placementKey]*stageLayout
 	since      time.Time // when the oldest uncommitted change was made
 	last       time.Time // end of the last commit
 	timer      clock.Timer
 }
 
-var _ embedded.Store = (*TreeStore)(nil)
+var _ hub.Store = (*TreeStore)(nil)
 
 // NewTreeStore returns a TreeStore loading from files and committing through
 // committer, batching on clk.
@@ -78,14 +78,14 @@ func NewTreeStore(files Files, committer Committer, clk clock.Clock) *TreeStore 
 }
 
 func (s *TreeStore) reset() {
-	s.latest = map[embedded.ObjectRef]runtime.Object{}
-	s.paths = map[embedded.ObjectRef][]string{}
-	s.owners = map[string]embedded.ObjectRef{}
-	s.cache = map[embedded.ObjectRef]*encoding{}
+	s.latest = map[hub.ObjectRef]runtime.Object{}
+	s.paths = map[hub.ObjectRef][]string{}
+	s.owners = map[string]hub.ObjectRef{}
+	s.cache = map[hub.ObjectRef]*encoding{}
 	s.stored = map[string][]byte{}
 	s.desired = map[string][]byte{}
 	s.written = map[string]runtime.Object{}
-	s.runLayouts = map[embedded.ObjectRef]*stageLayout{}
+	s.runLayouts = map[hub.ObjectRef]*stageLayout{}
 	s.layouts = map[placementKey]*stageLayout{}
 	s.since = time.Time{}
 }
@@ -94,7 +94,7 @@ func (s *TreeStore) reset() {
 // the newest run's layout for its placement; moving says whether stored
 // bindings move when the elected layout changes (not while loading, where
 // the files are where they are).
-func (s *TreeStore) learnLayout(ref embedded.ObjectRef, run *fleet.UpdateRun, moving bool) {
+func (s *TreeStore) learnLayout(ref hub.ObjectRef, run *fleet.UpdateRun, moving bool) {
 	old := s.runLayouts[ref]
 	var l *stageLayout
 	if run != nil {
@@ -192,7 +192,7 @@ type Snapshot interface {
 	Release()
 }
 
-// Load implements embedded.Store: it reads every object of the status and
+// Load implements hub.Store: it reads every object of the status and
 // approvals trees (ReadObjects: sorted by path, split objects assembled) and
 // forgets any unflushed change. A file that does not decode, or that sits
 // where its object does not belong, is an error naming the file; the other
@@ -286,15 +286,15 @@ func (s *TreeStore) Forget(p string) {
 	delete(s.stored, p)
 }
 
-// Put implements embedded.Store.
-func (s *TreeStore) Put(ref embedded.ObjectRef, obj runtime.Object) {
+// Put implements hub.Store.
+func (s *TreeStore) Put(ref hub.ObjectRef, obj runtime.Object) {
 	s.record(ref, obj.DeepCopyObject())
 }
 
-// Delete implements embedded.Store.
-func (s *TreeStore) Delete(ref embedded.ObjectRef) { s.record(ref, nil) }
+// Delete implements hub.Store.
+func (s *TreeStore) Delete(ref hub.ObjectRef) { s.record(ref, nil) }
 
-func (s *TreeStore) record(ref embedded.ObjectRef, obj runtime.Object) {
+func (s *TreeStore) record(ref hub.ObjectRef, obj runtime.Object) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.since.IsZero() {
@@ -303,7 +303,7 @@ func (s *TreeStore) record(ref embedded.ObjectRef, obj runtime.Object) {
 	s.latest[ref] = obj
 }
 
-// Flush implements embedded.Store; see TreeStore for the batching rules. An
+// Flush implements hub.Store; see TreeStore for the batching rules. An
 // object that cannot be encoded or placed is reported on every Flush until
 // it changes, without holding back the other changes.
 func (s *TreeStore) Flush(ctx context.Context, urgent bool) error {
@@ -372,7 +372,7 @@ func (s *TreeStore) flush(ctx context.Context, urgent, now bool) error {
 // encodeLocked turns recorded objects into desired file contents. Objects
 // that fail stay recorded, so the error repeats until they change.
 func (s *TreeStore) encodeLocked() error {
-	refs := make([]embedded.ObjectRef, 0, len(s.latest))
+	refs := make([]hub.ObjectRef, 0, len(s.latest))
 	for ref := range s.latest {
 		refs = append(refs, ref)
 	}
@@ -514,8 +514,8 @@ func (s *TreeStore) Pending() bool {
 	return len(s.latest) > 0 || len(s.desired) > 0
 }
 
-func refOf(obj runtime.Object) embedded.ObjectRef {
-	ref := embedded.ObjectRef{Kind: obj.GetObjectKind().GroupVersionKind().Kind}
+func refOf(obj runtime.Object) hub.ObjectRef {
+	ref := hub.ObjectRef{Kind: obj.GetObjectKind().GroupVersionKind().Kind}
 	if mo, ok := obj.(interface{ GetNamespace() string }); ok {
 		ref.Key.Namespace = mo.GetNamespace()
 	}
@@ -531,7 +531,7 @@ func sameSlice(a, b []byte) bool {
 	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
 }
 
-func refLess(a, b embedded.ObjectRef) bool {
+func refLess(a, b hub.ObjectRef) bool {
 	if a.Kind != b.Kind {
 		return a.Kind < b.Kind
 	}

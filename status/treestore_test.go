@@ -18,7 +18,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/clock"
-	"github.com/gitfleet/gitfleet/hub/embedded"
+	"github.com/gitfleet/gitfleet/hub"
 )
 
 // repo is a temp-dir fleet repository whose commits are recorded: the real
@@ -64,9 +64,9 @@ func (r *repo) lastCommit(t *testing.T) commit {
 	return r.commits[len(r.commits)-1]
 }
 
-func refOfObj(obj runtime.Object) embedded.ObjectRef {
+func refOfObj(obj runtime.Object) hub.ObjectRef {
 	mo := obj.(metav1.Object)
-	return embedded.ObjectRef{Kind: kindFor(obj), Key: types.NamespacedName{Namespace: mo.GetNamespace(), Name: mo.GetName()}}
+	return hub.ObjectRef{Kind: kindFor(obj), Key: types.NamespacedName{Namespace: mo.GetNamespace(), Name: mo.GetName()}}
 }
 
 // withKind sets TypeMeta as the hub does before it persists.
@@ -104,7 +104,7 @@ func TestTreeStoreRoundTripsEveryKind(t *testing.T) {
 	if len(loaded) != len(objs) {
 		t.Fatalf("loaded %d objects, put %d", len(loaded), len(objs))
 	}
-	want := map[embedded.ObjectRef]runtime.Object{}
+	want := map[hub.ObjectRef]runtime.Object{}
 	for _, o := range objs {
 		o.(metav1.Object).SetResourceVersion("")
 		want[refOfObj(o)] = o
@@ -191,7 +191,7 @@ func TestTreeStoreDeleteRemovesTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2.Delete(refOfObj(b))
-	s2.Delete(embedded.ObjectRef{Kind: fleet.KindClusterResourceBinding, Key: types.NamespacedName{Name: "never-stored"}})
+	s2.Delete(hub.ObjectRef{Kind: fleet.KindClusterResourceBinding, Key: types.NamespacedName{Name: "never-stored"}})
 	if err := s2.Flush(ctx, true); err != nil {
 		t.Fatal(err)
 	}

@@ -6,36 +6,17 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gitfleet/gitfleet/hub"
 )
 
 // ObjectRef names a persisted object: its kind and key.
-type ObjectRef struct {
-	Kind string
-	Key  types.NamespacedName
-}
+type ObjectRef = hub.ObjectRef
 
-// Store is the embedded hub's persistence boundary. The hub keeps its state
-// in memory and writes every change through to the Store; Flush makes the
-// changes durable. The Git loop backs the Store with the status tree (one
-// file per object, committed and pushed by Flush); MemoryStore serves tests
-// and `gitfleet simulate`.
-//
-// Durability contract: the hub calls Flush, and waits for it to succeed,
-// before any side effect that a change guards (delivering a snapshot to a
-// member after a binding was bound), so a restart from the store never
-// skips or repeats a decision.
-type Store interface {
-	// Load returns every persisted object (typed fleet objects).
-	Load(ctx context.Context) ([]runtime.Object, error)
-	// Put records the new state of an object.
-	Put(ref ObjectRef, obj runtime.Object)
-	// Delete records that an object is gone.
-	Delete(ref ObjectRef)
-	// Flush makes every recorded change durable. urgent is true when a side
-	// effect waits for it; a store may batch non-urgent flushes.
-	Flush(ctx context.Context, urgent bool) error
-}
+// Store is the embedded hub's persistence boundary (hub.Store): the hub
+// keeps its state in memory, writes every change through to the Store and
+// restores from it.
+type Store = hub.Store
 
 // MemoryStore is a Store that keeps objects in memory and counts flushes.
 type MemoryStore struct {
