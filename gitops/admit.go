@@ -6,12 +6,10 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/hub"
-	"github.com/gitfleet/gitfleet/hub/embedded"
 	"github.com/gitfleet/gitfleet/render"
 )
 
@@ -26,7 +24,7 @@ const RejectedChangeAnnotation = fleet.RejectedChangeAnnotation
 // that failed to render are withheld (kept as they were), deleted files
 // delete their objects.
 type Admitter struct {
-	hub *embedded.Hub
+	hub admitHub
 	// sources remembers where each object came from in the last render, so
 	// a file that stops rendering withholds its objects instead of
 	// deleting them.
@@ -38,9 +36,12 @@ func refOf(group, kind, namespace, name string) render.ObjectRef {
 }
 
 // fleetObject is a fleet object as render and the hub hand it out.
-type fleetObject interface {
-	metav1.Object
-	runtime.Object
+type fleetObject = hub.Object
+
+// admitHub is what admission reads and writes.
+type admitHub interface {
+	hub.Hub
+	Desired
 }
 
 func keyOf(o metav1.Object) hub.Key { return hub.Key{Namespace: o.GetNamespace(), Name: o.GetName()} }
@@ -50,42 +51,48 @@ func refOfObject(group string, o fleetObject) render.ObjectRef {
 }
 
 // NewAdmitter returns an Admitter feeding h.
-func NewAdmitter(h *embedded.Hub) *Admitter { return &Admitter{hub: h} }
+func NewAdmitter(h Hub) *Admitter { return &Admitter{hub: h} }
 
 // kind is how one family of fleet objects is admitted: read, checked as
-// an update (nil: any update is fine), applied, annotated, listed, deleted.
+// an update (nil: any update is fine), noted on (nil: never), listed.
+// Applying and deleting go through Desired.
 type kind[T fleetObject] struct {
 	group    string
 	get      func(context.Context, hub.Key) (T, error)
 	validate func(old, cur T) field.ErrorList
-	apply    func(T)
-	note     func(key hub.Key, value string)
+	noted    bool
 	list     func(context.Context) ([]T, error)
-	remove   func(hub.Key)
 }
 
 // admitKind applies every object of a family from Git, refusing updates
 // the API server would refuse (noted on the stored object), and deletes
 // stored objects that are gone from Git unless their file failed to render.
-func admitKind[T fleetObject](ctx context.Context, c *render.Content, objs []T, k kind[T], withheld func(render.ObjectRef) bool) ([]string, error) {
+func admitKind[T fleetObject](ctx context.Context, h Desired, c *render.Content, objs []T, k kind[T], withheld func(render.ObjectRef) bool) ([]string, error) {
 	var rejected []string
 	seen := map[hub.Key]bool{}
 	for _, o := range objs {
 		key := keyOf(o)
 		seen[key] = true
+		kindName := hub.KindOf(o)
 		if k.validate != nil {
 			if old, err := k.get(ctx, key); err == nil {
 				if errs := k.validate(old, o); len(errs) > 0 {
 					msg := rejection(c, refOfObject(k.group, o), errs.ToAggregate().Error())
-					k.note(key, msg)
+					if err := h.Annotate(ctx, kindName, key, RejectedChangeAnnotation, msg); err != nil {
+						return nil, err
+					}
 					rejected = append(rejected, msg)
 					continue
 				}
 			}
 		}
-		k.apply(o)
-		if k.note != nil {
-			k.note(key, "")
+		if err := h.Apply(ctx, o); err != nil {
+			return nil, err
+		}
+		if k.noted {
+			if err := h.Annotate(ctx, kindName, key, RejectedChangeAnnotation, ""); err != nil {
+				return nil, err
+			}
 		}
 	}
 	stored, err := k.list(ctx)
@@ -94,7 +101,9 @@ func admitKind[T fleetObject](ctx context.Context, c *render.Content, objs []T, 
 	}
 	for _, o := range stored {
 		if !seen[keyOf(o)] && !withheld(refOfObject(k.group, o)) {
-			k.remove(keyOf(o))
+			if err := h.Delete(ctx, hub.KindOf(o), keyOf(o)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return rejected, nil
@@ -113,36 +122,34 @@ func (a *Admitter) Admit(ctx context.Context, c *render.Content) ([]string, erro
 		rejected = append(rejected, r...)
 		return err
 	}
-	if err := collect(admitKind(ctx, c, c.Members, kind[*fleet.MemberCluster]{
-		group: fleet.ClusterGroup, apply: h.ApplyMemberCluster, list: h.ListMemberClusters,
-		remove: func(k hub.Key) { h.DeleteMemberCluster(k.Name) },
+	if err := collect(admitKind(ctx, h, c, c.Members, kind[*fleet.MemberCluster]{
+		group: fleet.ClusterGroup, list: h.ListMemberClusters,
 	}, withheld)); err != nil {
 		return nil, err
 	}
-	if err := collect(admitKind(ctx, c, c.Placements, kind[*fleet.Placement]{
+	if err := collect(admitKind(ctx, h, c, c.Placements, kind[*fleet.Placement]{
 		group: fleet.PlacementGroup, get: h.GetPlacement, validate: fleet.ValidatePlacementUpdate,
-		apply: h.ApplyPlacement, note: func(k hub.Key, v string) { h.AnnotatePlacement(k, RejectedChangeAnnotation, v) },
-		list: h.ListPlacements, remove: h.DeletePlacement,
+		noted: true, list: h.ListPlacements,
 	}, withheld)); err != nil {
 		return nil, err
 	}
-	if err := collect(admitKind(ctx, c, c.Strategies, kind[*fleet.UpdateStrategy]{
-		group: fleet.PlacementGroup, apply: h.ApplyUpdateStrategy,
-		list:   func(context.Context) ([]*fleet.UpdateStrategy, error) { return h.ListUpdateStrategies(), nil },
-		remove: h.DeleteUpdateStrategy,
+	if err := collect(admitKind(ctx, h, c, c.Strategies, kind[*fleet.UpdateStrategy]{
+		group: fleet.PlacementGroup, list: h.ListUpdateStrategies,
 	}, withheld)); err != nil {
 		return nil, err
 	}
-	if err := collect(admitKind(ctx, c, c.Runs, kind[*fleet.UpdateRun]{
+	if err := collect(admitKind(ctx, h, c, c.Runs, kind[*fleet.UpdateRun]{
 		group: fleet.PlacementGroup, get: h.GetUpdateRun, validate: fleet.ValidateUpdateRunUpdate,
-		apply: func(r *fleet.UpdateRun) { h.ApplyUpdateRun(r) },
-		note:  func(k hub.Key, v string) { h.AnnotateUpdateRun(k, RejectedChangeAnnotation, v) },
-		list:  h.ListUpdateRuns, remove: h.DeleteUpdateRun,
+		noted: true, list: h.ListUpdateRuns,
 	}, withheld)); err != nil {
 		return nil, err
 	}
 
-	rejected = append(rejected, a.noteWithheld(ctx, c)...)
+	notes, err := a.noteWithheld(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	rejected = append(rejected, notes...)
 	a.sources = c.Sources
 	return rejected, nil
 }
@@ -150,7 +157,7 @@ func (a *Admitter) Admit(ctx context.Context, c *render.Content) ([]string, erro
 // noteWithheld tells, on the status file of a run or placement whose file
 // no longer renders, why its last good version is still the one in use —
 // the person who pushed the typo reads it where they look for progress.
-func (a *Admitter) noteWithheld(ctx context.Context, c *render.Content) []string {
+func (a *Admitter) noteWithheld(ctx context.Context, c *render.Content) ([]string, error) {
 	var notes []string
 	for _, e := range c.Errors {
 		if e.Name == "" {
@@ -158,20 +165,24 @@ func (a *Admitter) noteWithheld(ctx context.Context, c *render.Content) []string
 		}
 		key := hub.Key{Namespace: e.Namespace, Name: e.Name}
 		msg := fmt.Sprintf("the manifest no longer renders (%s); the last accepted spec is still in use", e.Error())
+		var err error
 		switch e.Kind {
 		case fleet.KindClusterStagedUpdateRun, fleet.KindStagedUpdateRun:
-			if _, err := a.hub.GetUpdateRun(ctx, key); err == nil {
-				a.hub.AnnotateUpdateRun(key, RejectedChangeAnnotation, msg)
-				notes = append(notes, msg)
-			}
+			_, err = a.hub.GetUpdateRun(ctx, key)
 		case fleet.KindClusterResourcePlacement, fleet.KindResourcePlacement:
-			if _, err := a.hub.GetPlacement(ctx, key); err == nil {
-				a.hub.AnnotatePlacement(key, RejectedChangeAnnotation, msg)
-				notes = append(notes, msg)
-			}
+			_, err = a.hub.GetPlacement(ctx, key)
+		default:
+			continue
 		}
+		if err != nil {
+			continue
+		}
+		if err := a.hub.Annotate(ctx, e.Kind, key, RejectedChangeAnnotation, msg); err != nil {
+			return notes, err
+		}
+		notes = append(notes, msg)
 	}
-	return notes
+	return notes, nil
 }
 
 // rejection words a refused update the way a person reads it in the status

@@ -9,7 +9,6 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/hub"
-	"github.com/gitfleet/gitfleet/hub/embedded"
 )
 
 // syncApprovals takes the people's part of every approval request file in
@@ -17,7 +16,7 @@ import (
 // those files is gitfleet's (the spec is immutable, ApprovalAccepted is
 // written by the engine), so only Approved is read back. It returns the
 // names of the requests whose approval changed.
-func syncApprovals(ctx context.Context, h *embedded.Hub, fromGit []*fleet.ApprovalRequest) ([]*fleet.ApprovalRequest, error) {
+func syncApprovals(ctx context.Context, h admitHub, fromGit []*fleet.ApprovalRequest) ([]*fleet.ApprovalRequest, error) {
 	var changed []*fleet.ApprovalRequest
 	for _, g := range fromGit {
 		key := hub.Key{Namespace: g.Namespace, Name: g.Name}
@@ -45,12 +44,14 @@ func syncApprovals(ctx context.Context, h *embedded.Hub, fromGit []*fleet.Approv
 			meta.RemoveStatusCondition(&next.Status.Conditions, fleet.ApprovalRequestConditionApproved)
 			next.Status.Conditions = append([]metav1.Condition{*want}, next.Status.Conditions...)
 		}
-		if err := h.ApplyApprovalRequestStatus(next); err != nil {
+		if err := h.ApplyApprovalRequestStatus(ctx, next); err != nil {
 			return changed, err
 		}
 		// A person's edit was taken: a note that an earlier one was not
 		// is history now.
-		h.AnnotateApprovalRequest(key, fleet.RejectedChangeAnnotation, "")
+		if err := h.Annotate(ctx, fleet.ApprovalRequestKind(key.Namespace), key, fleet.RejectedChangeAnnotation, ""); err != nil {
+			return changed, err
+		}
 		changed = append(changed, g)
 	}
 	return changed, nil

@@ -31,8 +31,6 @@ import (
 	"github.com/gitfleet/gitfleet/hub/embedded"
 	"github.com/gitfleet/gitfleet/member"
 	"github.com/gitfleet/gitfleet/reconciler"
-	"github.com/gitfleet/gitfleet/reconciler/placement"
-	"github.com/gitfleet/gitfleet/reconciler/scheduler"
 	"github.com/gitfleet/gitfleet/reconciler/updaterun"
 	"github.com/gitfleet/gitfleet/render"
 	"github.com/gitfleet/gitfleet/status"
@@ -83,7 +81,23 @@ type Config struct {
 	// Forge opens approval pull requests and sets commit statuses
 	// (optional; forge.go).
 	Forge *ForgeConfig
-	Log   *slog.Logger
+	// NewHub builds the hub the loop runs the engine on, writing what it
+	// holds through to store, the status tree (default: the embedded hub,
+	// NewEmbeddedHub).
+	NewHub func(ctx context.Context, store hub.Store, clk clock.Clock, clusters member.Clusters) (Hub, error)
+	Log    *slog.Logger
+}
+
+// NewEmbeddedHub is the default Config.NewHub: the hub in gitfleet's
+// memory, restored from and persisted to store, selecting resources as
+// render does.
+func NewEmbeddedHub(_ context.Context, store hub.Store, clk clock.Clock, clusters member.Clusters) (Hub, error) {
+	h := embedded.New(clk, store)
+	h.SetSelector(render.Select)
+	if clusters != nil {
+		h.Members().UseClusters(clusters)
+	}
+	return h, nil
 }
 
 // Observer is told what the Git side did, for metrics.
@@ -107,7 +121,7 @@ type Daemon struct {
 	clock clock.Clock
 	log   *slog.Logger
 
-	Hub        *embedded.Hub
+	Hub        Hub
 	Store      *status.TreeStore
 	Controller *reconciler.Controller
 
@@ -174,6 +188,9 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	if cfg.NewHub == nil {
+		cfg.NewHub = NewEmbeddedHub
+	}
 	d := &Daemon{cfg: cfg, src: cfg.Source, clock: cfg.Clock, log: cfg.Log, approved: map[string]bool{}, branchGone: map[string]bool{},
 		unrendered: map[string]*fleet.Commit{}, sources: map[string]*fleet.GitSource{}}
 
@@ -203,30 +220,22 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	}
 	d.Store.OnError = func(err error) { d.log.Error("pushing status failed", "err", err) }
 
-	d.Hub = embedded.New(d.clock, hubStore{d.Store, d.unrendered, d.sources})
-	d.Hub.SetSelector(render.Select)
-	if cfg.Clusters != nil {
-		d.Hub.Members().UseClusters(cfg.Clusters)
+	if d.Hub, err = cfg.NewHub(ctx, hubStore{d.Store, d.unrendered, d.sources}, d.clock, cfg.Clusters); err != nil {
+		return nil, err
 	}
-	n, err := d.Hub.Restore(ctx)
+	n, err := d.Hub.Start(ctx)
 	if err != nil {
 		return nil, err
 	}
-	d.Hub.Resync()
 	if cfg.Forge != nil && cfg.Forge.Forge != nil {
 		d.forge = newForgeSync(d, cfg.Forge)
 	}
 	d.log.Info("restored hub state from the status tree", "objects", n, "status_commit", statusTip.String())
 
-	engine := &updaterun.Reconciler{Hub: d.Hub, Clock: d.clock, StuckThreshold: cfg.StuckThreshold, Metrics: cfg.Metrics,
-		Log: d.log.With("controller", "updaterun")}
-	d.Controller = &reconciler.Controller{
-		Hub: d.Hub, Clock: d.clock, Runs: engine, Committer: d.Hub,
-		Scheduler: &scheduler.Scheduler{Hub: d.Hub, Clock: d.clock, Log: d.log.With("controller", "scheduler")},
-		Status:    d.placementStatus,
-		OnError:   cfg.OnReconcileError,
-		Log:       d.log.With("controller", "reconciler"),
-	}
+	d.Controller = reconciler.NewEngine(d.Hub, d.clock, reconciler.EngineOptions{
+		StuckThreshold: cfg.StuckThreshold, Metrics: cfg.Metrics, Committer: d.Hub,
+		OnError: cfg.OnReconcileError, OnBindings: cfg.OnBindings, Log: d.log,
+	})
 	d.admit = NewAdmitter(d.Hub)
 
 	d.processed, err = d.resumePoint(ctx, head.Commit)
@@ -278,21 +287,6 @@ func (d *Daemon) resumePoint(ctx context.Context, tip plumbing.Hash) (plumbing.H
 		}
 	}
 	return plumbing.ZeroHash, nil
-}
-
-// placementStatus recomputes a placement's status from its bindings.
-func (d *Daemon) placementStatus(ctx context.Context, key hub.Key) error {
-	if err := placement.UpdateStatus(ctx, d.Hub, d.clock, key); err != nil {
-		return err
-	}
-	if d.cfg.OnBindings != nil {
-		bindings, err := d.Hub.ListBindings(ctx, key)
-		if err != nil {
-			return err
-		}
-		d.cfg.OnBindings(key, bindings)
-	}
-	return nil
 }
 
 // Run follows the repository (on every signal of triggers, plus the
@@ -476,7 +470,7 @@ func (d *Daemon) shutdown() {
 		d.log.Error("listing placements for their final status failed", "err", err)
 	} else {
 		for _, p := range placements {
-			if err := d.placementStatus(ctx, hub.Key{Namespace: p.Namespace, Name: p.Name}); err != nil {
+			if err := d.Controller.Status(ctx, hub.Key{Namespace: p.Namespace, Name: p.Name}); err != nil {
 				d.log.Error("final placement status failed", "placement", p.Name, "err", err)
 			}
 		}
@@ -753,7 +747,7 @@ func (d *Daemon) recordUnrendered(c *object.Commit, err error) {
 		}}},
 	}
 	d.unrendered[rec.Name] = rec
-	d.Store.Put(embedded.ObjectRef{Kind: fleet.KindCommit, Key: hub.Key{Name: rec.Name}}, rec)
+	d.Store.Put(hub.ObjectRef{Kind: fleet.KindCommit, Key: hub.Key{Name: rec.Name}}, rec)
 	d.log.Error("commit does not render; skipped, the hub keeps the last good fleet objects",
 		"commit", short(c.Hash), "reason", reason, "err", err.Error(), "record", "status/commits/"+rec.Name+".yaml")
 	if d.cfg.Observer != nil {
@@ -877,14 +871,17 @@ func (d *Daemon) repairApproval(ctx context.Context, e render.ManifestError, com
 	}
 	d.log.Warn("approval request file broken by a commit; gitfleet writes its record back (it approves nothing as it is)",
 		"file", e.File, "commit", commit.String(), "error", e.Error())
-	d.Hub.AnnotateApprovalRequest(key, fleet.RejectedChangeAnnotation, fmt.Sprintf(
-		"%s (commit %.7s): the file approved nothing, so gitfleet wrote its record of the request back; approve it again", e.Error(), commit.String()))
+	if err := d.Hub.Annotate(ctx, ref.Kind, key, fleet.RejectedChangeAnnotation, fmt.Sprintf(
+		"%s (commit %.7s): the file approved nothing, so gitfleet wrote its record of the request back; approve it again", e.Error(), commit.String())); err != nil {
+		d.log.Warn("noting the broken approval request file on the request failed", "file", e.File, "err", err.Error())
+		return
+	}
 	cur, err := d.Hub.GetApprovalRequest(ctx, key)
 	if err != nil {
 		return
 	}
 	d.Store.Forget(e.File)
-	d.Store.Put(embedded.ObjectRef{Kind: ref.Kind, Key: key}, cur)
+	d.Store.Put(hub.ObjectRef{Kind: ref.Kind, Key: key}, cur)
 }
 
 // commit is the status tree's Committer: status/ goes to the status branch,
@@ -1038,8 +1035,7 @@ func short(h plumbing.Hash) string { return h.String()[:12] }
 // the remote has no commit gitfleet has not processed. Commits it finds
 // unprocessed it processes (it fetched them anyway), answering false.
 func (d *Daemon) Idle(ctx context.Context) (bool, error) {
-	if !d.Controller.Idle() || !d.Controller.Blocked(ctx) || d.Hub.PendingDeliveries() > 0 ||
-		d.Hub.Members().Pending() > 0 || d.Store.Pending() {
+	if !d.Controller.Idle() || !d.Controller.Blocked(ctx) || d.Hub.Pending() > 0 || d.Store.Pending() {
 		return false, nil
 	}
 	head, err := d.src.Fetch(ctx)

@@ -23,6 +23,7 @@ import (
 	"github.com/gitfleet/gitfleet/clock"
 	"github.com/gitfleet/gitfleet/gitops"
 	"github.com/gitfleet/gitfleet/gitsource"
+	"github.com/gitfleet/gitfleet/hub/embedded"
 	"github.com/gitfleet/gitfleet/internal/await"
 	"github.com/gitfleet/gitfleet/internal/gittest"
 	"github.com/gitfleet/gitfleet/status"
@@ -697,7 +698,7 @@ func (d *daemon) remoteRefs() string {
 // or a commit arrives: no reconcile queued or running, no delivery pending,
 // no status unpushed.
 func (d *daemon) quiet() bool {
-	return d.Controller.Idle() && d.Hub.PendingDeliveries() == 0 && !d.Store.Pending()
+	return d.Controller.Idle() && d.Hub.(*embedded.Hub).PendingDeliveries() == 0 && !d.Store.Pending()
 }
 
 // advanceUntil waits for cond, stepping clk to its next timer whenever the

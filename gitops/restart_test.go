@@ -13,6 +13,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/clock"
+	"github.com/gitfleet/gitfleet/hub/embedded"
 	"github.com/gitfleet/gitfleet/status"
 )
 
@@ -311,7 +312,7 @@ func TestRestartOnAFinishedFleetCommitsNothing(t *testing.T) {
 	d = startDaemonWith(t, url, t.TempDir(), 0, onFakeClock(clk))
 	d.advanceUntil(t, clk, "the restarted daemon to settle with every binding available", func() bool {
 		idle, err := d.Idle(context.Background())
-		return err == nil && idle && d.Controller.TimersDueWithin(time.Hour) == 0 && d.Hub.Members().Pending() == 0
+		return err == nil && idle && d.Controller.TimersDueWithin(time.Hour) == 0 && d.Hub.(*embedded.Hub).Members().Pending() == 0
 	})
 	d.stop(t)
 	if after := strings.TrimSpace(r.git("rev-parse", "main")); after != before {

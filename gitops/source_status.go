@@ -13,7 +13,6 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/gitsource"
 	"github.com/gitfleet/gitfleet/hub"
-	"github.com/gitfleet/gitfleet/hub/embedded"
 	"github.com/gitfleet/gitfleet/status"
 )
 
@@ -73,7 +72,7 @@ func (d *Daemon) recordSource(ctx context.Context, head plumbing.Hash, err error
 		}
 	}
 	d.sources[name] = src
-	d.Store.Put(embedded.ObjectRef{Kind: fleet.KindGitSource, Key: hub.Key{Name: name}}, src)
+	d.Store.Put(hub.ObjectRef{Kind: fleet.KindGitSource, Key: hub.Key{Name: name}}, src)
 	if ferr := d.Store.Flush(ctx, false); ferr != nil && err == nil {
 		d.log.Warn("recording the source status failed; it is retried with the next status commit", "err", ferr.Error())
 	}

@@ -16,7 +16,9 @@ import (
 	"errors"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -25,6 +27,23 @@ import (
 
 // Key addresses an object; see the package comment for scope.
 type Key = types.NamespacedName
+
+// Object is a fleet object of api/v1beta1.
+type Object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// KindOf is the kind of a fleet object: its TypeMeta's, or, when the
+// caller left that empty, the one the registry gives its Go type in its
+// scope.
+func KindOf(o Object) string {
+	if k := o.GetObjectKind().GroupVersionKind().Kind; k != "" {
+		return k
+	}
+	k, _ := fleet.KindFor(o)
+	return k.Kind
+}
 
 // The hubs return the API errors a Kubernetes API server returns
 // (k8s.io/apimachinery/pkg/api/errors), so the engine tests an error from

@@ -23,9 +23,6 @@ import (
 	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/hub/embedded"
 	"github.com/gitfleet/gitfleet/reconciler"
-	"github.com/gitfleet/gitfleet/reconciler/placement"
-	"github.com/gitfleet/gitfleet/reconciler/scheduler"
-	"github.com/gitfleet/gitfleet/reconciler/updaterun"
 	"github.com/gitfleet/gitfleet/render"
 	"github.com/gitfleet/gitfleet/status"
 )
@@ -192,12 +189,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		}
 	}
 
-	engine := &updaterun.Reconciler{Hub: h, Clock: clk, StuckThreshold: opts.StuckThreshold, Log: opts.Log}
-	sched := &scheduler.Scheduler{Hub: h, Clock: clk, Log: opts.Log}
-	ctrl := &reconciler.Controller{
-		Hub: h, Clock: clk, Runs: engine, Scheduler: sched, Committer: h, Log: opts.Log,
-		Status: func(ctx context.Context, key hub.Key) error { return placement.UpdateStatus(ctx, h, clk, key) },
-	}
+	ctrl := reconciler.NewEngine(h, clk, reconciler.EngineOptions{
+		StuckThreshold: opts.StuckThreshold, Committer: h, Log: opts.Log,
+	})
 	if !opts.NoTimeline {
 		ctrl.Observer = func(before, after *fleet.UpdateRun) {
 			name := nameOf(before, after)
@@ -244,7 +238,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	// Bring placement statuses up to date with the final bindings.
 	ps, _ := h.ListPlacements(ctx)
 	for _, p := range ps {
-		if err := placement.UpdateStatus(ctx, h, clk, hub.Key{Namespace: p.Namespace, Name: p.Name}); err != nil {
+		if err := ctrl.Status(ctx, hub.Key{Namespace: p.Namespace, Name: p.Name}); err != nil {
 			return nil, err
 		}
 	}
@@ -337,7 +331,7 @@ func approveAll(ctx context.Context, h *embedded.Hub, clk clock.Clock, keep map[
 			if approved(a) || keep[a.Namespace+"/"+a.Name] {
 				continue
 			}
-			if err := h.ApplyApprovalRequestStatus(status.ApprovedCopy(a, clk.Now())); err != nil {
+			if err := h.ApplyApprovalRequestStatus(ctx, status.ApprovedCopy(a, clk.Now())); err != nil {
 				return out, err
 			}
 			run := a.Spec.TargetUpdateRun

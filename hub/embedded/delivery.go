@@ -7,10 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"strconv"
-	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
@@ -376,51 +373,18 @@ func (h *Hub) reportNotOverridden(d member.Delivery, why string) error {
 	return h.ReportBindingStatus(d.Key(), d.Generation(), []metav1.Condition{member.NotOverridden(d.Binding, why)}, nil)
 }
 
-// deliveryConditionTypes are the binding conditions the delivery layer
-// owns; RolloutStarted belongs to the run.
-var deliveryConditionTypes = []string{
-	fleet.ResourceBindingOverridden, fleet.ResourceBindingWorkSynchronized, fleet.ResourceBindingApplied,
-	fleet.ResourceBindingAvailable, fleet.ResourceBindingDiffReported,
-}
-
-// ReportBindingStatus implements member.Reporter: the reported conditions
-// replace the delivery conditions of the binding (a type not reported is
-// dropped, as KubeFleet drops Available when Applied is not True) and
-// failed replaces its failed placements. Transition times come from the
-// hub's clock and are kept when a condition's status does not change. The
-// report is ignored when the binding is gone or its generation is no longer
-// generation; nothing is written when nothing changed.
+// ReportBindingStatus implements member.Reporter (see member.MergeReport):
+// the report is ignored when the binding is gone or its generation is no
+// longer generation; nothing is written when nothing changed.
 func (h *Hub) ReportBindingStatus(key hub.Key, generation int64, conds []metav1.Condition, failed []fleet.FailedResourcePlacement) error {
 	h.mu.Lock()
 	defer h.unlock()
 	cur, ok := h.bindings.peek(key)
-	if !ok || cur.Generation != generation {
+	if !ok {
 		return nil
 	}
-	now := metav1.NewTime(h.clock.Now().UTC().Truncate(time.Second))
-	next := cur.DeepCopy()
-	reported := map[string]bool{}
-	for _, c := range conds {
-		c.LastTransitionTime = now
-		meta.SetStatusCondition(&next.Status.Conditions, c)
-		reported[c.Type] = true
-	}
-	for _, t := range deliveryConditionTypes {
-		if !reported[t] {
-			meta.RemoveStatusCondition(&next.Status.Conditions, t)
-		}
-	}
-	next.Status.FailedPlacements = nil
-	for _, f := range failed {
-		f.Condition.LastTransitionTime = now
-		for _, was := range cur.Status.FailedPlacements {
-			if equality.Semantic.DeepEqual(was.ResourceIdentifier, f.ResourceIdentifier) && was.Condition.Status == f.Condition.Status {
-				f.Condition.LastTransitionTime = was.Condition.LastTransitionTime
-			}
-		}
-		next.Status.FailedPlacements = append(next.Status.FailedPlacements, f)
-	}
-	if equality.Semantic.DeepEqual(cur.Status, next.Status) {
+	next := member.MergeReport(cur, generation, conds, failed, h.clock.Now())
+	if next == nil {
 		return nil
 	}
 	h.stamp(next, false)

@@ -165,13 +165,13 @@ func (h *Hub) DeleteUpdateRun(key hub.Key) {
 
 // ApplyApprovalRequestStatus records a person's change to an approval
 // request's conditions (an Approved condition merged in Git).
-func (h *Hub) ApplyApprovalRequestStatus(a *fleet.ApprovalRequest) error {
-	cur, err := h.GetApprovalRequest(context.Background(), keyOf(a))
+func (h *Hub) ApplyApprovalRequestStatus(ctx context.Context, a *fleet.ApprovalRequest) error {
+	cur, err := h.GetApprovalRequest(ctx, keyOf(a))
 	if err != nil {
 		return err
 	}
 	cur.Status = *a.Status.DeepCopy()
-	return h.UpdateApprovalRequestStatus(context.Background(), cur)
+	return h.UpdateApprovalRequestStatus(ctx, cur)
 }
 
 // keepMeta carries server-owned metadata from the stored object to its
@@ -194,10 +194,10 @@ func setMemberKind(m *fleet.MemberCluster) {
 }
 
 // ListUpdateStrategies returns every strategy.
-func (h *Hub) ListUpdateStrategies() []*fleet.UpdateStrategy {
+func (h *Hub) ListUpdateStrategies(context.Context) ([]*fleet.UpdateStrategy, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.strategies.list(nil)
+	return h.strategies.list(nil), nil
 }
 
 // AnnotateUpdateRun sets (or, with an empty value, removes) one annotation

@@ -54,6 +54,17 @@ var families = []struct{ name, ns string }{{"cluster-scoped", ""}, {"namespaced"
 
 // Run runs the suite; newSubject returns an empty hub for each test.
 func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
+	for _, b := range desiredBehaviours {
+		t.Run(b.name, func(t *testing.T) {
+			for _, f := range families {
+				t.Run(f.name, func(t *testing.T) {
+					s := newSubject(t)
+					su := &suite{t: t, ctx: await.Context(t), s: s, h: s.Hub, ns: f.ns}
+					b.test(su, su.desired())
+				})
+			}
+		})
+	}
 	for _, b := range behaviours {
 		t.Run(b.name, func(t *testing.T) {
 			for _, f := range families {

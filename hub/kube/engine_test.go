@@ -22,8 +22,6 @@ import (
 	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/internal/await"
 	"github.com/gitfleet/gitfleet/reconciler"
-	"github.com/gitfleet/gitfleet/reconciler/placement"
-	"github.com/gitfleet/gitfleet/reconciler/scheduler"
 	"github.com/gitfleet/gitfleet/reconciler/updaterun"
 )
 
@@ -66,12 +64,9 @@ func newEngineFleet(tb testing.TB, th *testHub, h *Hub, members map[string]map[s
 	if _, _, err := updaterun.EnsureLatestResourceSnapshot(ctx, h, stored, []*unstructured.Unstructured{workload}, ""); err != nil {
 		tb.Fatal(err)
 	}
-	ctrl := &reconciler.Controller{Hub: h, Clock: clk,
-		Runs:      &updaterun.Reconciler{Hub: h, Clock: clk},
-		Scheduler: &scheduler.Scheduler{Hub: h, Clock: clk},
-		Status:    func(ctx context.Context, key hub.Key) error { return placement.UpdateStatus(ctx, h, clk, key) },
-		OnError:   func(c string, err error) { tb.Logf("%s: %v", c, err) },
-	}
+	ctrl := reconciler.NewEngine(h, clk, reconciler.EngineOptions{
+		OnError: func(c string, err error) { tb.Logf("%s: %v", c, err) },
+	})
 	return &engineFleet{th: th, h: h, ctrl: ctrl}
 }
 

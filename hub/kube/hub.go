@@ -33,7 +33,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/clock"
 	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/member"
 )
 
 // FieldManager names gitfleet's writes in managedFields.
@@ -59,7 +61,22 @@ type Config struct {
 	// default 1.5 MiB request limit. Lower it for an etcd configured with
 	// a lower --max-request-bytes.
 	MaxSnapshotBytes int
-	Log              *slog.Logger
+	// Select picks, sorted, a placement's resources out of those the Git
+	// loop hands over with SetResources (render.Select); used when
+	// Resources is nil.
+	Select func(p *fleet.Placement, resources []*unstructured.Unstructured) ([]*unstructured.Unstructured, error)
+	// Store receives every object the hub holds once Start has loaded it
+	// (the status tree in `serve --hub kube`; optional).
+	Store hub.Store
+	// Deliver makes the hub deliver bound bindings to their members with
+	// gitfleet's drivers (simulated, kubeconfig: through Clusters) on
+	// Commit, as the embedded hub does; off, an agent or a test plays the
+	// members.
+	Deliver  bool
+	Clusters member.Clusters
+	// Clock stamps members' reports (default the wall clock).
+	Clock clock.Clock
+	Log   *slog.Logger
 }
 
 // Client-side rate limits used when Config.Rest sets none.
@@ -80,6 +97,20 @@ type Hub struct {
 
 	mu          sync.Mutex
 	subscribers []func(hub.Event)
+	// workload is what SetResources handed over.
+	workload []*unstructured.Unstructured
+	// intents are the deliveries and removals binding changes asked for
+	// (gitloop.go), seq orders them.
+	intents map[hub.Key]intent
+	seq     uint64
+
+	// ctx is New's: it bounds the members' reports, which carry none.
+	ctx     context.Context
+	clock   clock.Clock
+	members *member.Drivers
+	// mirrorMu orders the mirror's writes to Config.Store.
+	mirrorMu sync.Mutex
+	mirror   mirror
 }
 
 var _ hub.Hub = (*Hub)(nil)
@@ -130,9 +161,19 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Hub{cfg: cfg, client: client, informers: map[string]*informer{}, log: cfg.Log}
+	h := &Hub{cfg: cfg, client: client, informers: map[string]*informer{}, log: cfg.Log,
+		intents: map[hub.Key]intent{}, ctx: ctx, clock: cfg.Clock}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.clock == nil {
+		h.clock = clock.Real{}
+	}
+	if cfg.Deliver {
+		h.members = member.NewDrivers(h.clock, h, h.log.With("component", "delivery"))
+		if cfg.Clusters != nil {
+			h.members.UseClusters(cfg.Clusters)
+		}
 	}
 	// No periodic resync: the engine has its own safety poll, and a resync
 	// would wake every run for nothing.
@@ -220,6 +261,10 @@ func (h *Hub) handle(in *informer, old, obj any, deleted bool) {
 	}
 	if changesPlan(in.kind, prev, u, deleted) {
 		h.planRevision.Add(1)
+	}
+	h.mirrorEvent(in.kind, u, deleted)
+	if in.kind == fleet.KindClusterResourceBinding || in.kind == fleet.KindResourceBinding {
+		h.noteBinding(prev, u, deleted)
 	}
 	in.observed(u, deleted)
 	e, ok := eventOf(in.kind, prev, u)

@@ -83,12 +83,19 @@ func (h *Hub) DeleteResourceSnapshot(ctx context.Context, key hub.Key) error {
 // Config.MaxSnapshotBytes.
 func (h *Hub) MaxSnapshotBytes() int { return h.cfg.MaxSnapshotBytes }
 
-// SelectResources implements hub.ResourceSnapshots with Config.Resources.
+// SelectResources implements hub.ResourceSnapshots with Config.Resources,
+// or Config.Select over what SetResources handed over.
 func (h *Hub) SelectResources(ctx context.Context, p *fleet.Placement) ([]*unstructured.Unstructured, error) {
-	if h.cfg.Resources == nil {
-		return nil, errNoResources
+	switch {
+	case h.cfg.Resources != nil:
+		return h.cfg.Resources(ctx, p)
+	case h.cfg.Select != nil:
+		h.mu.Lock()
+		workload := h.workload
+		h.mu.Unlock()
+		return h.cfg.Select(p, workload)
 	}
-	return h.cfg.Resources(ctx, p)
+	return nil, errNoResources
 }
 
 // ---- bindings ----

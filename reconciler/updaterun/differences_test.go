@@ -121,7 +121,7 @@ func TestApprovalExplanationIsRemovedWithTheCondition(t *testing.T) {
 	e.ok()
 	a, _ := e.ar(name)
 	a.Status.Conditions = nil
-	if err := e.h.ApplyApprovalRequestStatus(a); err != nil {
+	if err := e.h.ApplyApprovalRequestStatus(e.ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	e.ok()

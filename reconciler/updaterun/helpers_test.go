@@ -342,7 +342,7 @@ func (e *env) approveAt(name string, observed int64) {
 	a.Status.Conditions = append(a.Status.Conditions, metav1.Condition{Type: fleet.ApprovalRequestConditionApproved,
 		Status: metav1.ConditionTrue, ObservedGeneration: observed, Reason: fleet.ClusterApprovalRequestApprovedReason,
 		Message: "ClusterApprovalRequest has been approved", LastTransitionTime: metav1.NewTime(e.clk.Now())})
-	if err := e.h.ApplyApprovalRequestStatus(a); err != nil {
+	if err := e.h.ApplyApprovalRequestStatus(e.ctx, a); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -1,0 +1,58 @@
+package member
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+)
+
+// deliveryConditionTypes are the binding conditions the delivery layer
+// owns; RolloutStarted belongs to the run.
+var deliveryConditionTypes = []string{
+	fleet.ResourceBindingOverridden, fleet.ResourceBindingWorkSynchronized, fleet.ResourceBindingApplied,
+	fleet.ResourceBindingAvailable, fleet.ResourceBindingDiffReported,
+}
+
+// MergeReport is what a Reporter writes: the binding's status with the
+// reported conditions replacing its delivery conditions (a type not
+// reported is dropped, as KubeFleet drops Available when Applied is not
+// True) and failed replacing its failed placements. Transition times are
+// now, kept when a condition's status does not change. It returns nil when
+// the report is for another generation or changes nothing, so every hub
+// ignores the same reports.
+func MergeReport(cur *fleet.Binding, generation int64, conds []metav1.Condition, failed []fleet.FailedResourcePlacement, now time.Time) *fleet.Binding {
+	if cur.Generation != generation {
+		return nil
+	}
+	at := metav1.NewTime(now.UTC().Truncate(time.Second))
+	next := cur.DeepCopy()
+	reported := map[string]bool{}
+	for _, c := range conds {
+		c.LastTransitionTime = at
+		meta.SetStatusCondition(&next.Status.Conditions, c)
+		reported[c.Type] = true
+	}
+	for _, t := range deliveryConditionTypes {
+		if !reported[t] {
+			meta.RemoveStatusCondition(&next.Status.Conditions, t)
+		}
+	}
+	next.Status.FailedPlacements = nil
+	for _, f := range failed {
+		f.Condition.LastTransitionTime = at
+		for _, was := range cur.Status.FailedPlacements {
+			if equality.Semantic.DeepEqual(was.ResourceIdentifier, f.ResourceIdentifier) && was.Condition.Status == f.Condition.Status {
+				f.Condition.LastTransitionTime = was.Condition.LastTransitionTime
+			}
+		}
+		next.Status.FailedPlacements = append(next.Status.FailedPlacements, f)
+	}
+	if equality.Semantic.DeepEqual(cur.Status, next.Status) {
+		return nil
+	}
+	return next
+}

@@ -1,0 +1,70 @@
+package reconciler
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/clock"
+	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/reconciler/placement"
+	"github.com/gitfleet/gitfleet/reconciler/scheduler"
+	"github.com/gitfleet/gitfleet/reconciler/updaterun"
+)
+
+// EngineOptions are what differs between the places the engine runs:
+// `serve` on either hub, `simulate`, tests.
+type EngineOptions struct {
+	// StuckThreshold is the engine's stuck threshold (default 5m).
+	StuckThreshold time.Duration
+	// Metrics receives the engine's metrics (optional).
+	Metrics updaterun.Recorder
+	// Committer ends every pass (optional; the hub's Commit).
+	Committer Committer
+	// OnError hears about failed reconciles (optional; metrics).
+	OnError func(controller string, err error)
+	// OnBindings hears the bindings of a placement after each placement
+	// status update (optional; metrics of version skew).
+	OnBindings func(placement hub.Key, bindings []*fleet.Binding)
+	// Observer is told about every run pass (optional; simulate's
+	// timeline).
+	Observer PassObserver
+	Log      *slog.Logger
+}
+
+// NewEngine wires gitfleet's reconcilers on h, once for every caller: the
+// scheduler, the update-run engine and the placement status, on one
+// Controller. Nothing runs until the Controller's Run or Drain.
+func NewEngine(h hub.Hub, clk clock.Clock, opts EngineOptions) *Controller {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	status := func(ctx context.Context, key hub.Key) error {
+		if err := placement.UpdateStatus(ctx, h, clk, key); err != nil {
+			return err
+		}
+		if opts.OnBindings == nil {
+			return nil
+		}
+		bindings, err := h.ListBindings(ctx, key)
+		if err != nil {
+			return err
+		}
+		opts.OnBindings(key, bindings)
+		return nil
+	}
+	return &Controller{
+		Hub:   h,
+		Clock: clk,
+		Runs: &updaterun.Reconciler{Hub: h, Clock: clk, StuckThreshold: opts.StuckThreshold, Metrics: opts.Metrics,
+			Log: log.With("controller", "updaterun")},
+		Scheduler: &scheduler.Scheduler{Hub: h, Clock: clk, Log: log.With("controller", "scheduler")},
+		Status:    status,
+		Committer: opts.Committer,
+		Observer:  opts.Observer,
+		OnError:   opts.OnError,
+		Log:       log.With("controller", "reconciler"),
+	}
+}
