@@ -143,7 +143,8 @@ type handledState struct {
 	terminating     bool
 }
 
-// New connects to the hub, checks that the fleet CRDs are served, starts
+// New connects to the hub, checks that the fleet CRDs are served and that
+// KubeFleet's own hub agent is not at work there (checkNoKubeFleet), starts
 // an informer per kind and waits for their caches. The informers stop when
 // ctx ends.
 func New(ctx context.Context, cfg Config) (*Hub, error) {
@@ -154,7 +155,7 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 	if rc.Burst == 0 {
 		rc.Burst = DefaultBurst
 	}
-	if err := checkServed(rc); err != nil {
+	if err := Check(ctx, rc); err != nil {
 		return nil, err
 	}
 	client, err := dynamic.NewForConfig(rc)

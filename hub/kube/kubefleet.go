@@ -1,0 +1,69 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// KubeFleet's hub agent (its scheduler, rollout and update-run controllers)
+// holds this leader election Lease while it runs: the name and namespace
+// are the defaults of KubeFleet's hubagent (--leader-election-namespace,
+// its LeaderElectionID).
+const (
+	KubeFleetLeaseNamespace = "fleet-system"
+	KubeFleetLeaseName      = "136224848560.hub.fleet.azure.com"
+)
+
+// Check tells, before any informer starts, whether gitfleet can run on the
+// hub behind rc: gitfleet's CRDs are served and KubeFleet's own hub agent
+// is not at work there. New checks the same.
+func Check(ctx context.Context, rc *rest.Config) error {
+	if err := checkServed(rc); err != nil {
+		return err
+	}
+	return checkNoKubeFleet(ctx, rc, time.Now())
+}
+
+// checkNoKubeFleet refuses a hub whose KubeFleet hub agent is at work: its
+// Lease is held and was renewed within its lease duration. gitfleet's
+// engine and KubeFleet's controllers would both write the runs' status and
+// the bindings, each undoing the other. A Lease left behind by an agent
+// that is gone (not renewed) does not count; one gitfleet may not read is
+// reported, as the check could not be made.
+func checkNoKubeFleet(ctx context.Context, rc *rest.Config, now time.Time) error {
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	l, err := cs.CoordinationV1().Leases(KubeFleetLeaseNamespace).Get(ctx, KubeFleetLeaseName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("checking for KubeFleet's hub agent (Lease %s/%s): %w; gitfleet must not run beside it",
+			KubeFleetLeaseNamespace, KubeFleetLeaseName, err)
+	}
+	holder, renewed, duration := "", time.Time{}, 15*time.Second
+	if l.Spec.HolderIdentity != nil {
+		holder = *l.Spec.HolderIdentity
+	}
+	if l.Spec.RenewTime != nil {
+		renewed = l.Spec.RenewTime.Time
+	}
+	if l.Spec.LeaseDurationSeconds != nil {
+		duration = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	}
+	if holder == "" || now.Sub(renewed) > duration {
+		return nil
+	}
+	return fmt.Errorf("KubeFleet's hub agent runs on this hub (%s holds Lease %s/%s, renewed %s ago): "+
+		"its scheduler and update-run controllers would fight gitfleet's engine over the same objects; "+
+		"uninstall the hub agent or use another hub cluster",
+		holder, KubeFleetLeaseNamespace, KubeFleetLeaseName, now.Sub(renewed).Round(time.Second))
+}
