@@ -7,9 +7,11 @@
 package gitops
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"path"
 	"slices"
@@ -797,6 +799,19 @@ func (d *Daemon) syncApprovals(ctx context.Context, commit plumbing.Hash) error 
 	for _, e := range errs {
 		d.repairApproval(ctx, e, commit)
 	}
+	// Only files people changed count: one holding what gitfleet last
+	// wrote there (or read at start) says nothing new, while the hub may
+	// have moved on — an approval given with `kubectl patch` on a kube hub
+	// that the status tree has not caught up with yet must not be undone.
+	ars = slices.DeleteFunc(ars, func(a *fleet.ApprovalRequest) bool {
+		p, err := status.PathFor(a)
+		if err != nil {
+			return false
+		}
+		data, err := fs.ReadFile(fsys, p)
+		stored, known := d.Store.Stored(p)
+		return err == nil && known && bytes.Equal(data, stored)
+	})
 	changed, err := syncApprovals(ctx, d.Hub, ars)
 	for _, ar := range changed {
 		attrs := []any{"approval_request", ar.Name}

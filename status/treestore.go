@@ -537,3 +537,13 @@ func refLess(a, b hub.ObjectRef) bool {
 	}
 	return a.Key.String() < b.Key.String()
 }
+
+// Stored returns what the store believes the file at p holds: what it
+// last loaded or committed there. A file in Git with exactly these bytes
+// says nothing new from people.
+func (s *TreeStore) Stored(p string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	data, ok := s.stored[p]
+	return data, ok
+}

@@ -38,7 +38,8 @@ type serveOptions struct {
 	untilIdle                                  bool
 	timeout                                    time.Duration
 	maxFileSize, maxTreeSize                   int64
-	kubeconfig, hubKubeconfig                  string
+	kubeconfig                                 string
+	hub                                        hubOptions
 	auth                                       gitsource.Auth
 	leaderElection                             leader.Options
 	forge                                      forgeOptions
@@ -133,7 +134,7 @@ repository, by filesystem notifications.`,
 	f.StringVar(&o.auth.SSHKeyPassphraseFile, "ssh-key-passphrase-file", "", "file holding the SSH key's passphrase")
 	f.StringVar(&o.auth.KnownHostsFile, "known-hosts-file", "", "known_hosts to verify SSH servers with")
 	f.StringVar(&o.auth.CAFile, "ca-file", "", "extra PEM CA bundle for https remotes")
-	f.StringVar(&o.hubKubeconfig, "hub-kubeconfig", "", "kubeconfig of the cluster that holds the leader election Lease (default: the pod's service account in a cluster, else KUBECONFIG or ~/.kube/config)")
+	o.hub.addFlags(f)
 	o.forge.addFlags(f)
 	o.leaderElection.AddFlags(f)
 	_ = cmd.MarkFlagRequired("repo")
@@ -144,6 +145,9 @@ func runServe(ctx context.Context, o serveOptions) error {
 	log := slog.Default()
 	if o.webhookAddr != "" && o.webhookSecretFile == "" {
 		return errors.New("--webhook-addr needs --webhook-secret-file: unsigned webhooks are refused")
+	}
+	if err := o.hub.validate(); err != nil {
+		return err
 	}
 	forgeCfg, err := o.forge.config(o.repo)
 	if err != nil {
@@ -213,9 +217,13 @@ func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metric
 	if clusters != nil {
 		members = clusters
 	}
+	newHub, err := o.hub.newHub(ctx, log)
+	if err != nil {
+		return err
+	}
 	var src *gitsource.Source
 	var d *gitops.Daemon
-	err := retryStart(ctx, log, o.repo, func() (err error) {
+	err = retryStart(ctx, log, o.repo, func() (err error) {
 		src, err = gitsource.Open(ctx, gitsource.Config{URL: o.repo, Branch: o.branch, StatusBranch: o.statusBranch,
 			CacheDir: o.cacheDir, Auth: o.auth, AllowInsecureHTTP: o.allowInsecureHTTP, Logger: log.With("component", "gitsource"),
 			MaxFileSize: o.maxFileSize, MaxTotalSize: o.maxTreeSize})
@@ -236,6 +244,7 @@ func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metric
 			},
 			Clusters: members,
 			Forge:    forgeCfg,
+			NewHub:   newHub,
 			Log:      log,
 		})
 		return err
@@ -289,7 +298,7 @@ func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metric
 // with an error at once (the pod restarts as a standby), so that the next
 // leader is the only writer.
 func runElected(ctx context.Context, o serveOptions, log *slog.Logger, endpoints *metrics.Endpoints, lead func(context.Context) error) error {
-	rc, err := leader.RESTConfig(o.hubKubeconfig)
+	rc, err := o.hub.restConfig()
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gitfleet/gitfleet/clock"
+	"github.com/gitfleet/gitfleet/gitops"
+	"github.com/gitfleet/gitfleet/hub"
+	kubehub "github.com/gitfleet/gitfleet/hub/kube"
+	"github.com/gitfleet/gitfleet/member"
+	"github.com/gitfleet/gitfleet/render"
+)
+
+// The two hubs serve runs the engine on.
+const (
+	hubEmbedded = "embedded"
+	hubKube     = "kube"
+)
+
+var _ gitops.Hub = (*kubehub.Hub)(nil)
+
+// hubOptions choose the hub: gitfleet's own (state in Git) or a Kubernetes
+// API server (state in etcd, Git as the interface).
+type hubOptions struct {
+	kind, kubeconfig, context string
+}
+
+func (o *hubOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.kind, "hub", hubEmbedded, "where the fleet state lives: embedded (gitfleet's memory, persisted in status/ in Git) or kube (a Kubernetes API server with gitfleet's CRDs, config/crd; status/ in Git mirrors it)")
+	f.StringVar(&o.kubeconfig, "hub-kubeconfig", "", "kubeconfig of the hub cluster: the API server of --hub kube and the leader election Lease (default: the pod's service account in a cluster, else KUBECONFIG or ~/.kube/config)")
+	f.StringVar(&o.context, "hub-context", "", "kubeconfig context of the hub cluster (default: the current context)")
+}
+
+func (o hubOptions) validate() error {
+	switch o.kind {
+	case hubEmbedded, hubKube:
+		return nil
+	}
+	return fmt.Errorf("--hub %q: want %s or %s", o.kind, hubEmbedded, hubKube)
+}
+
+// restConfig reaches the hub cluster: the in-cluster service account when
+// neither --hub-kubeconfig nor --hub-context is given and serve runs in a
+// pod, else the kubeconfig as kubectl loads it.
+func (o hubOptions) restConfig() (*rest.Config, error) {
+	if o.kubeconfig == "" && o.context == "" {
+		c, err := rest.InClusterConfig()
+		if err == nil {
+			return c, nil
+		} else if !errors.Is(err, rest.ErrNotInCluster) {
+			return nil, fmt.Errorf("in-cluster config: %w", err)
+		}
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	c, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("hub kubeconfig: %w", err)
+	}
+	return c, nil
+}
+
+// newHub is gitops.Config.NewHub for --hub: nil for the embedded hub (the
+// default), else the kube hub on the hub cluster, delivering to members as
+// the embedded hub does and mirroring itself into the status tree.
+//
+// The hub is checked first, so a hub serve cannot use (no CRDs, KubeFleet's
+// hub agent at work) ends serve at once instead of being retried.
+func (o hubOptions) newHub(ctx context.Context, log *slog.Logger) (func(context.Context, hub.Store, clock.Clock, member.Clusters) (gitops.Hub, error), error) {
+	if o.kind != hubKube {
+		return nil, nil
+	}
+	rc, err := o.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	if err := kubehub.Check(ctx, rc); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, store hub.Store, clk clock.Clock, clusters member.Clusters) (gitops.Hub, error) {
+		h, err := kubehub.New(ctx, kubehub.Config{Rest: rc, Select: render.Select, Store: store, Deliver: true,
+			Clusters: clusters, Clock: clk, Log: log.With("component", "hub")})
+		if err != nil {
+			return nil, err
+		}
+		log.Info("the fleet state lives on the hub cluster", "server", rc.Host)
+		return h, nil
+	}, nil
+}
