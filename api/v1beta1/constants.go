@@ -65,6 +65,10 @@ const (
 
 	// CommitAnnotation records the commit a resource snapshot was rendered from.
 	CommitAnnotation = GitfleetPrefix + "commit"
+	// CommitLabel is the same commit as a label, so that `kubectl get
+	// clusterresourcesnapshots --show-labels` on a Kubernetes hub shows it
+	// beside the index (absent for a hash longer than a label value).
+	CommitLabel = GitfleetPrefix + "commit"
 	// DriverAnnotation on a MemberCluster names how gitfleet reaches it:
 	// "simulated" or "kubeconfig:<context>".
 	DriverAnnotation = GitfleetPrefix + "driver"

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/hub"
@@ -128,6 +129,9 @@ func EnsureLatestResourceSnapshot(ctx context.Context, h hub.Hub, p *fleet.Place
 	}
 	if commit != "" {
 		master.Annotations[fleet.CommitAnnotation] = commit
+		if len(validation.IsValidLabelValue(commit)) == 0 {
+			master.Labels[fleet.CommitLabel] = commit
+		}
 	}
 	// Sub-snapshots first: a master is only complete with all of them.
 	for i := 1; i < len(parts); i++ {
