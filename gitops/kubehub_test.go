@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/gitops"
 	"github.com/gitfleet/gitfleet/internal/kubetest"
 	"github.com/gitfleet/gitfleet/status"
 )
@@ -51,7 +52,8 @@ func TestServeOnAKubernetesHub(t *testing.T) {
 	k.run("apply", "--server-side", "-R", "-f", filepath.Join("..", "config", "crd"))
 	k.run("wait", "--for", "condition=established", "crd", "--all", "--timeout", "5m")
 
-	r := newFleetRepo(t, quickstartFleet(t))
+	files := quickstartFleet(t)
+	r := newFleetRepo(t, files)
 	startServe(t, "--repo", "file://"+r.remote, "--cache-dir", t.TempDir(), "--interval", "100ms",
 		"--status-interval", "50ms", "--metrics-addr", "",
 		"--hub", "kube", "--hub-kubeconfig", k.kubeconfig, "--hub-context", "hub")
@@ -91,19 +93,22 @@ func TestServeOnAKubernetesHub(t *testing.T) {
 		out, _ := k.try("get", "clusterstagedupdaterun", "example-run", "-o", "jsonpath={.status.conditions[?(@.type==\"Succeeded\")].status}")
 		return out == "True"
 	})
-	r.waitPhase("example-run", fleet.PhaseSucceeded)
+	const path = "status/runs/example-run.yaml"
+	eventually(t, "the finished run in Git", func() bool {
+		run := runOnce(t, r, path)
+		return run != nil && run.Phase() == fleet.PhaseSucceeded
+	})
 	eventually(t, "the approval given on the hub to be in approvals/ in Git", func() bool {
 		a := r.approval("example-run-after-canary")
+		if a == nil {
+			return false
+		}
 		c := meta.FindStatusCondition(a.Status.Conditions, fleet.ApprovalRequestConditionApproved)
 		return c != nil && c.Status == "True" && c.Reason == "testPassed"
 	})
 
 	// status/ holds what the hub holds, encoded as the embedded hub
 	// encodes its objects.
-	path, err := status.PathFor(r.run("example-run"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	eventually(t, "the run's status file to equal the hub's run", func() bool {
 		var onHub fleet.UpdateRun
 		if err := json.Unmarshal([]byte(k.run("get", "clusterstagedupdaterun", "example-run", "-o", "json")), &onHub); err != nil {
@@ -116,4 +121,40 @@ func TestServeOnAKubernetesHub(t *testing.T) {
 		}
 		return string(r.file(path)) == string(want)
 	})
+
+	// A change the API server's admission would refuse is not applied; the
+	// reason lands in the run's status file in Git, as with the embedded
+	// hub.
+	immutable := strings.Replace(string(files["run.yaml"]), "placementName: example-placement", "placementName: another-placement", 1)
+	r.commit("move the run", map[string][]byte{"run.yaml": []byte(immutable)})
+	eventually(t, "the refusal in the run's status file", func() bool {
+		run := runOnce(t, r, path)
+		return run != nil && strings.Contains(run.Annotations[gitops.RejectedChangeAnnotation], "placementName is immutable")
+	})
+	if got := strings.TrimSpace(k.run("get", "clusterstagedupdaterun", "example-run", "-o", "jsonpath={.spec.placementName}")); got != "example-placement" {
+		t.Errorf("the refused placementName reached the hub: %q", got)
+	}
+
+	// A run removed from Git is deleted from the hub (the engine finishes
+	// the deletion) and from status/.
+	r.commit("remove the run", map[string][]byte{"run.yaml": nil})
+	eventually(t, "the run to be gone from the hub", func() bool {
+		out, err := k.try("get", "clusterstagedupdaterun", "example-run")
+		return err != nil && strings.Contains(out, "NotFound")
+	})
+	eventually(t, "the run's status file to be gone from Git", func() bool { return r.file(path) == nil })
+}
+
+// runOnce reads the run at path from the remote once (r.run reads it twice,
+// and a push in between may make the second read miss), nil when absent.
+func runOnce(t testing.TB, r *fleetRepo, path string) *fleet.UpdateRun {
+	data := r.file(path)
+	if data == nil {
+		return nil
+	}
+	obj, err := status.DecodeFile(path, data)
+	if err != nil {
+		t.Fatalf("decoding %s: %v", path, err)
+	}
+	return obj.(*fleet.UpdateRun)
 }
