@@ -232,7 +232,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	if cfg.Forge != nil && cfg.Forge.Forge != nil {
 		d.forge = newForgeSync(d, cfg.Forge)
 	}
-	d.log.Info("restored hub state from the status tree", "objects", n, "status_commit", statusTip.String())
+	d.log.Info("hub started: its state restored from the status tree (embedded) or read from the API server (kube)", "objects", n, "status_commit", statusTip.String())
 
 	d.Controller = reconciler.NewEngine(d.Hub, d.clock, reconciler.EngineOptions{
 		StuckThreshold: cfg.StuckThreshold, Metrics: cfg.Metrics, Committer: d.Hub,

@@ -255,3 +255,16 @@ func KeyString(k Key) string {
 	}
 	return k.Namespace + "/" + k.Name
 }
+
+// ReplaceApprovalRequestStatus writes a's status onto the stored request
+// a names, at its current resourceVersion: a person's conditions, as
+// both hubs take them from Git (a's own resourceVersion, read from a file,
+// means nothing to the hub).
+func ReplaceApprovalRequestStatus(ctx context.Context, h ApprovalRequests, a *fleet.ApprovalRequest) error {
+	cur, err := h.GetApprovalRequest(ctx, Key{Namespace: a.Namespace, Name: a.Name})
+	if err != nil {
+		return err
+	}
+	cur.Status = *a.Status.DeepCopy()
+	return h.UpdateApprovalRequestStatus(ctx, cur)
+}

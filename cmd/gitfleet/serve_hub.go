@@ -2,18 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gitfleet/gitfleet/clock"
 	"github.com/gitfleet/gitfleet/gitops"
 	"github.com/gitfleet/gitfleet/hub"
 	kubehub "github.com/gitfleet/gitfleet/hub/kube"
+	"github.com/gitfleet/gitfleet/internal/leader"
 	"github.com/gitfleet/gitfleet/member"
 	"github.com/gitfleet/gitfleet/render"
 )
@@ -50,22 +49,7 @@ func (o hubOptions) validate() error {
 // neither --hub-kubeconfig nor --hub-context is given and serve runs in a
 // pod, else the kubeconfig as kubectl loads it.
 func (o hubOptions) restConfig() (*rest.Config, error) {
-	if o.kubeconfig == "" && o.context == "" {
-		c, err := rest.InClusterConfig()
-		if err == nil {
-			return c, nil
-		} else if !errors.Is(err, rest.ErrNotInCluster) {
-			return nil, fmt.Errorf("in-cluster config: %w", err)
-		}
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	c, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("hub kubeconfig: %w", err)
-	}
-	return c, nil
+	return leader.RESTConfig(o.kubeconfig, o.context)
 }
 
 // newHub is gitops.Config.NewHub for --hub: nil for the embedded hub (the

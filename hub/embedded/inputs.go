@@ -166,12 +166,7 @@ func (h *Hub) DeleteUpdateRun(key hub.Key) {
 // ApplyApprovalRequestStatus records a person's change to an approval
 // request's conditions (an Approved condition merged in Git).
 func (h *Hub) ApplyApprovalRequestStatus(ctx context.Context, a *fleet.ApprovalRequest) error {
-	cur, err := h.GetApprovalRequest(ctx, keyOf(a))
-	if err != nil {
-		return err
-	}
-	cur.Status = *a.Status.DeepCopy()
-	return h.UpdateApprovalRequestStatus(ctx, cur)
+	return hub.ReplaceApprovalRequestStatus(ctx, h, a)
 }
 
 // keepMeta carries server-owned metadata from the stored object to its

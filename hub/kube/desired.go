@@ -110,12 +110,7 @@ func (h *Hub) ListUpdateStrategies(context.Context) ([]*fleet.UpdateStrategy, er
 // ApplyApprovalRequestStatus implements gitops.Desired: a person's
 // conditions, merged in Git, replace the request's status on the hub.
 func (h *Hub) ApplyApprovalRequestStatus(ctx context.Context, a *fleet.ApprovalRequest) error {
-	cur, err := h.GetApprovalRequest(ctx, keyOf(a))
-	if err != nil {
-		return err
-	}
-	cur.Status = *a.Status.DeepCopy()
-	return h.UpdateApprovalRequestStatus(ctx, cur)
+	return hub.ReplaceApprovalRequestStatus(ctx, h, a)
 }
 
 // SetResources implements gitops.Desired: the workload resources of the

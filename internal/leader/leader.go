@@ -220,11 +220,13 @@ func (e *Elector) started(lctx context.Context) {
 	e.stop()
 }
 
-// RESTConfig reaches the API server that holds the Lease: the kubeconfig
-// file at path when given, else the pod's service account (in a cluster),
-// else KUBECONFIG or ~/.kube/config as kubectl reads them.
-func RESTConfig(path string) (*rest.Config, error) {
-	if path == "" {
+// RESTConfig reaches the hub cluster (the API server of `serve --hub kube`
+// and the one that holds the Lease): the kubeconfig file at path, in
+// kubeContext (default its current context), when either is given, else
+// the pod's service account (in a cluster), else KUBECONFIG or
+// ~/.kube/config as kubectl reads them.
+func RESTConfig(path, kubeContext string) (*rest.Config, error) {
+	if path == "" && kubeContext == "" {
 		c, err := rest.InClusterConfig()
 		if err == nil {
 			return c, nil
@@ -234,7 +236,8 @@ func RESTConfig(path string) (*rest.Config, error) {
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = path
-	c, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	c, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("hub kubeconfig: %w", err)
 	}
