@@ -27,13 +27,6 @@ import (
 // embedded hub sets it).
 const WorkCleanupFinalizer = fleet.FleetPrefix + "work-cleanup"
 
-// mirror is the hub's side of Config.Store: once Start has loaded the
-// store, every object the informers hold is put there, as the embedded hub
-// persists every write, so status/ in Git shows the hub.
-type mirror struct {
-	on bool
-}
-
 // newTyped returns an empty typed object of kind's family.
 func newTyped(kind string) hub.Object {
 	switch kind {
@@ -96,7 +89,7 @@ func (h *Hub) mirrorEvent(kind string, u *unstructured.Unstructured, deleted boo
 	}
 	h.mirrorMu.Lock()
 	defer h.mirrorMu.Unlock()
-	if h.mirror.on {
+	if h.mirroring {
 		h.mirrorLocked(kind, u, deleted)
 	}
 }
@@ -116,7 +109,7 @@ func (h *Hub) Start(ctx context.Context) (int, error) {
 		}
 	}
 	h.mirrorMu.Lock()
-	h.mirror.on = h.cfg.Store != nil
+	h.mirroring = h.cfg.Store != nil
 	held := map[hub.ObjectRef]bool{}
 	n := 0
 	for kind, in := range h.informers {

@@ -108,9 +108,12 @@ type Hub struct {
 	ctx     context.Context
 	clock   clock.Clock
 	members *member.Drivers
-	// mirrorMu orders the mirror's writes to Config.Store.
-	mirrorMu sync.Mutex
-	mirror   mirror
+	// mirrorMu orders the writes to Config.Store. Once Start has loaded
+	// the store (mirroring), every object the informers hold is put there,
+	// as the embedded hub persists every write, so status/ in Git shows
+	// the hub.
+	mirrorMu  sync.Mutex
+	mirroring bool
 }
 
 var _ hub.Hub = (*Hub)(nil)
