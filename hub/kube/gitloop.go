@@ -46,6 +46,10 @@ func newTyped(kind string) hub.Object {
 		return &fleet.ApprovalRequest{}
 	case fleet.KindMemberCluster:
 		return &fleet.MemberCluster{}
+	case fleet.KindClusterResourceOverrideSnapshot:
+		return &fleet.ClusterResourceOverrideSnapshot{}
+	case fleet.KindResourceOverrideSnapshot:
+		return &fleet.ResourceOverrideSnapshot{}
 	}
 	return nil
 }
@@ -322,8 +326,16 @@ func (h *Hub) dispatch(ctx context.Context, in intent) error {
 		if len(snapshots) == 0 {
 			return h.reportSyncFailed(d, fmt.Sprintf("resource snapshot %q is not found", b.Spec.ResourceSnapshotName))
 		}
-		if d.Resources, err = member.Manifests(snapshots); err != nil {
+		res, err := member.Manifests(snapshots)
+		if err != nil {
 			return h.reportSyncFailed(d, err.Error())
+		}
+		cros, ros, missing := h.overrideSnapshots(b)
+		if len(missing) > 0 {
+			return h.reportNotOverridden(d, missing[0])
+		}
+		if d.Resources, err = member.Override(res, m, cros, ros); err != nil {
+			return h.reportNotOverridden(d, err.Error())
 		}
 		if err := h.members.For(m).Deliver(ctx, d); err != nil {
 			return fmt.Errorf("deliver binding %s to member cluster %q: %w", hub.KeyString(in.key), d.Cluster(), err)
@@ -394,6 +406,35 @@ func (h *Hub) reportSyncFailed(d member.Delivery, why string) error {
 		Type: fleet.ResourceBindingWorkSynchronized, Status: metav1.ConditionFalse, ObservedGeneration: gen,
 		Reason: fleet.SyncWorkFailedReason, Message: "Failed to synchronize the work to the latest: " + why,
 	}}, nil)
+}
+
+// overrideSnapshots are the override snapshots the binding froze, as the
+// embedded hub finds them; missing says which are gone.
+func (h *Hub) overrideSnapshots(b *fleet.Binding) (cros []*fleet.ClusterResourceOverrideSnapshot, ros []*fleet.ResourceOverrideSnapshot, missing []string) {
+	for _, name := range b.Spec.ClusterResourceOverrideSnapshots {
+		s := &fleet.ClusterResourceOverrideSnapshot{}
+		if err := h.get(fleet.KindClusterResourceOverrideSnapshot, hub.Key{Name: name}, s); err != nil {
+			missing = append(missing, fmt.Sprintf("clusterResourceOverrideSnapshot %s is not found", name))
+			continue
+		}
+		cros = append(cros, s)
+	}
+	for _, n := range b.Spec.ResourceOverrideSnapshots {
+		s := &fleet.ResourceOverrideSnapshot{}
+		if err := h.get(fleet.KindResourceOverrideSnapshot, hub.Key{Namespace: n.Namespace, Name: n.Name}, s); err != nil {
+			missing = append(missing, fmt.Sprintf("resourceOverrideSnapshot %s is not found", n))
+			continue
+		}
+		ros = append(ros, s)
+	}
+	return cros, ros, missing
+}
+
+// reportNotOverridden reports Overridden=False and leaves the member as it
+// is: nothing of the binding is delivered while its overrides fail.
+func (h *Hub) reportNotOverridden(d member.Delivery, why string) error {
+	h.log.Warn("cannot apply the override rules", "binding", hub.KeyString(d.Key()), "reason", why)
+	return h.ReportBindingStatus(d.Key(), d.Generation(), []metav1.Condition{member.NotOverridden(d.Binding, why)}, nil)
 }
 
 func hasFinalizer(o metav1.Object, f string) bool {
