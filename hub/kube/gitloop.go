@@ -27,31 +27,14 @@ import (
 // embedded hub sets it).
 const WorkCleanupFinalizer = fleet.FleetPrefix + "work-cleanup"
 
-// newTyped returns an empty typed object of kind's family.
+// newTyped returns an empty typed object of kind (the registry's Go type).
 func newTyped(kind string) hub.Object {
-	switch kind {
-	case fleet.KindClusterResourcePlacement, fleet.KindResourcePlacement:
-		return &fleet.Placement{}
-	case fleet.KindClusterSchedulingPolicySnapshot, fleet.KindSchedulingPolicySnapshot:
-		return &fleet.PolicySnapshot{}
-	case fleet.KindClusterResourceSnapshot, fleet.KindResourceSnapshot:
-		return &fleet.ResourceSnapshot{}
-	case fleet.KindClusterResourceBinding, fleet.KindResourceBinding:
-		return &fleet.Binding{}
-	case fleet.KindClusterStagedUpdateStrategy, fleet.KindStagedUpdateStrategy:
-		return &fleet.UpdateStrategy{}
-	case fleet.KindClusterStagedUpdateRun, fleet.KindStagedUpdateRun:
-		return &fleet.UpdateRun{}
-	case fleet.KindClusterApprovalRequest, fleet.KindApprovalRequest:
-		return &fleet.ApprovalRequest{}
-	case fleet.KindMemberCluster:
-		return &fleet.MemberCluster{}
-	case fleet.KindClusterResourceOverrideSnapshot:
-		return &fleet.ClusterResourceOverrideSnapshot{}
-	case fleet.KindResourceOverrideSnapshot:
-		return &fleet.ResourceOverrideSnapshot{}
+	k, ok := fleet.LookupKind(kind)
+	if !ok {
+		return nil
 	}
-	return nil
+	o, _ := k.New().(hub.Object)
+	return o
 }
 
 // mirrored is u as the embedded hub would persist it: typed, without what
