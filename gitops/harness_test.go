@@ -145,7 +145,12 @@ func (r *fleetRepo) merge(branch, msg string) {
 
 // file returns a file of the remote's main branch, or nil.
 func (r *fleetRepo) file(path string) []byte {
-	cmd := exec.Command("git", "--git-dir", r.remote, "show", "main:"+path)
+	return r.fileAt("main", path)
+}
+
+// fileAt is a file of the remote at rev, or nil.
+func (r *fleetRepo) fileAt(rev, path string) []byte {
+	cmd := exec.Command("git", "--git-dir", r.remote, "show", rev+":"+path)
 	out, err := cmd.Output()
 	if err != nil {
 		return nil
@@ -168,18 +173,29 @@ func (r *fleetRepo) object(path string) runtime.Object {
 
 // run returns a run from the remote's status tree, or nil; a run too
 // large for one file is assembled from its parts, as gitfleet reads it.
+// Every file comes from one commit: the daemon pushes while tests poll, and
+// a file and its parts read from two commits need not agree.
 func (r *fleetRepo) run(name string) *fleet.UpdateRun {
+	rev, err := gitRun(r.remote, "rev-parse", "--verify", "-q", "main")
+	if err != nil {
+		return nil
+	}
+	files := remoteFiles{r: r, rev: strings.TrimSpace(rev)}
 	p := "status/runs/" + name + ".yaml"
-	data := r.file(p)
+	data := r.fileAt(files.rev, p)
 	if data == nil {
 		return nil
 	}
 	if !strings.HasPrefix(string(data), "# This file lists no clusters") {
-		return r.object(p).(*fleet.UpdateRun)
+		obj, err := status.DecodeFile(p, data)
+		if err != nil {
+			r.t.Fatalf("decoding %s: %v", p, err)
+		}
+		return obj.(*fleet.UpdateRun)
 	}
-	objs, errs := status.ReadObjects(remoteFiles{r}, "status/runs")
+	objs, errs := status.ReadObjects(files, "status/runs")
 	if len(errs) > 0 {
-		r.t.Fatalf("reading the runs: %v", errs)
+		r.t.Fatalf("reading the runs at %s: %v", files.rev, errs)
 	}
 	for _, o := range objs {
 		if o.Path == p {
@@ -189,18 +205,29 @@ func (r *fleetRepo) run(name string) *fleet.UpdateRun {
 	return nil
 }
 
-// remoteFiles reads the remote's main branch as status.Files.
-type remoteFiles struct{ r *fleetRepo }
+// remoteFiles reads the remote at one commit (rev; main when empty) as
+// status.Files.
+type remoteFiles struct {
+	r   *fleetRepo
+	rev string
+}
+
+func (f remoteFiles) at() string {
+	if f.rev == "" {
+		return "main"
+	}
+	return f.rev
+}
 
 func (f remoteFiles) Read(p string) ([]byte, error) {
-	if data := f.r.file(p); data != nil {
+	if data := f.r.fileAt(f.at(), p); data != nil {
 		return data, nil
 	}
 	return nil, os.ErrNotExist
 }
 
 func (f remoteFiles) List(prefix string) ([]string, error) {
-	out, err := gitRun(f.r.remote, "ls-tree", "-r", "--name-only", "main", "--", prefix)
+	out, err := gitRun(f.r.remote, "ls-tree", "-r", "--name-only", f.at(), "--", prefix)
 	return strings.Fields(out), err
 }
 

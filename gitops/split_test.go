@@ -83,12 +83,12 @@ func testRestartAssemblesSplitObjects(t *testing.T, n, stages int, groupedIn []s
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, errs := status.ReadObjects(remoteFiles{r}, "status/placements")
+	objs, errs := status.ReadObjects(remoteFiles{r: r}, "status/placements")
 	if len(errs) > 0 || len(objs) != 1 || len(objs[0].Files) < 2 {
 		t.Fatalf("reading the split placement from Git: %d objects, errors %v", len(objs), errs)
 	}
 	sameInGit(t, placement, objs[0].Object)
-	bindings, errs := status.ReadObjects(remoteFiles{r}, "status/bindings")
+	bindings, errs := status.ReadObjects(remoteFiles{r: r}, "status/bindings")
 	if len(errs) > 0 || len(bindings) != n {
 		t.Fatalf("reading the bindings from Git: %d objects, errors %v", len(bindings), errs)
 	}
