@@ -82,6 +82,9 @@ type Result struct {
 	Hub *embedded.Hub
 	// Commits is the number of first-parent commits replayed.
 	Commits int
+	// Rendered is how many of them were rendered: a commit that changed
+	// only status/ and approvals/ renders as its parent did.
+	Rendered int
 	// ManifestErrors are problems found in the manifests at HEAD.
 	ManifestErrors []render.ManifestError
 	// Rejected are the changes at HEAD the API server would refuse, one
@@ -157,7 +160,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	var head *render.Content
-	for _, c := range history {
+	for i, c := range history {
+		if i > 0 && i < len(history)-1 && onlyStatus(ctx, src, history[i-1], c) {
+			// gitfleet's own status commits (and approvals, which the
+			// simulation gives itself) render as their parent did.
+			continue
+		}
+		res.Rendered++
 		content, err := renderCommit(ctx, src, c, opts.Path)
 		if err != nil {
 			return nil, fmt.Errorf("rendering commit %s: %w", c.String()[:12], err)
@@ -306,6 +315,13 @@ func openHistory(ctx context.Context, opts Options) ([]plumbing.Hash, *gitsource
 		hashes[i] = c.Hash
 	}
 	return hashes, src, cleanup, nil
+}
+
+// onlyStatus reports whether commit changed nothing but files under status/
+// and approvals/ since parent (its first parent in the replayed history).
+func onlyStatus(ctx context.Context, src *gitsource.Source, parent, commit plumbing.Hash) bool {
+	paths, err := src.ChangedPaths(ctx, parent, commit)
+	return err == nil && gitsource.OnlyUnder(paths, render.StatusDir+"/", render.ApprovalsDir+"/")
 }
 
 // renderCommit renders the hub content of one commit.

@@ -206,6 +206,35 @@ spec:
 	}
 }
 
+// Replaying from scratch a history full of gitfleet's status commits
+// renders only the commits that change the fleet (and the tip), with the
+// same outcome as a history without them.
+func TestReplaySkipsCommitsThatChangeOnlyStatus(t *testing.T) {
+	files := quickstart(t)
+	v2 := []byte(strings.Replace(string(files["workload.yaml"]), "key: value1", "key: value2", 1))
+	statusOnly := func(i int) map[string][]byte {
+		return map[string][]byte{
+			fmt.Sprintf("status/runs/example-run-%d.yaml", i): []byte("# written by gitfleet\n"),
+			fmt.Sprintf("approvals/example-run-%d.yaml", i):   []byte("# a request\n"),
+		}
+	}
+	repo := newRepo(t, files, statusOnly(1), statusOnly(2), map[string][]byte{"workload.yaml": v2}, statusOnly(3), statusOnly(4))
+	res, err := Run(context.Background(), Options{Repo: repo, Approve: true, FromStatus: FromScratch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Commits != 6 || res.Rendered != 3 {
+		t.Errorf("replayed %d commits and rendered %d; want 6 and 3 (the first, the workload change, the tip)", res.Commits, res.Rendered)
+	}
+	snaps, err := res.Hub.ListResourceSnapshots(context.Background(), keyOf("example-placement"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) != 2 {
+		t.Errorf("got %d resource snapshots, want 2", len(snaps))
+	}
+}
+
 func keyOf(name string) hub.Key { return hub.Key{Name: name} }
 
 // A simulation starts from the state recorded in status/ (here written by
