@@ -17,7 +17,7 @@
 //     in the values; a path that does not exist fails the patch.
 //
 // Delivery calls Apply with the override snapshots a binding froze; a
-// failure is reported as Overridden=False (ConditionMessage) and nothing of
+// failure is reported as Overridden=False (member.NotOverridden) and nothing of
 // the binding is applied.
 package override
 
@@ -33,19 +33,6 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 )
-
-// Reasons and messages of the binding's Overridden condition (KubeFleet's
-// condition reasons and work generator messages).
-const (
-	OverriddenSucceededReason  = "OverriddenSucceeded"
-	OverriddenSucceededMessage = "Successfully applied the override rules on the resources"
-	OverriddenFailedReason     = "OverriddenFailed"
-)
-
-// ConditionMessage is the message of Overridden=False for a failed Apply.
-func ConditionMessage(err error) string {
-	return fmt.Sprintf("Failed to apply the override rules on the resources: %s", err)
-}
 
 // Error is an override snapshot that failed on one resource; its message is
 // KubeFleet's.

@@ -224,15 +224,6 @@ func equalObjects(a, b *unstructured.Unstructured) bool {
 	return string(ay) == string(by)
 }
 
-func TestConditionMessage(t *testing.T) {
-	err := &Error{SnapshotKind: fleet.KindResourceOverrideSnapshot, SnapshotName: "settings-0",
-		Target: `ConfigMap "settings" in namespace "app"`, Err: errors.New("boom")}
-	want := `Failed to apply the override rules on the resources: ResourceOverrideSnapshot "settings-0" failed to apply on ConfigMap "settings" in namespace "app": boom`
-	if got := ConditionMessage(err); got != want {
-		t.Errorf("got  %s\nwant %s", got, want)
-	}
-}
-
 func TestRuleAndPolicyMatches(t *testing.T) {
 	east := member("east-1", "region", "eastus")
 	sel := func(kv ...string) *fleet.ClusterSelector {
