@@ -78,6 +78,13 @@ func overridden(b *fleet.Binding) metav1.Condition {
 	return condition(fleet.ResourceBindingOverridden, metav1.ConditionTrue, OverriddenSucceededReason, OverriddenSucceededMessage, b.Generation)
 }
 
+// NotSynchronized is WorkSynchronized=False: the binding's manifests could
+// not be made (a snapshot gone or unreadable), and nothing was delivered.
+func NotSynchronized(b *fleet.Binding, why string) metav1.Condition {
+	return condition(fleet.ResourceBindingWorkSynchronized, metav1.ConditionFalse, fleet.SyncWorkFailedReason,
+		"Failed to synchronize the work to the latest: "+why, b.Generation)
+}
+
 // NotOverridden is Overridden=False: applying the binding's overrides
 // failed with why, and nothing of the binding was delivered.
 func NotOverridden(b *fleet.Binding, why string) metav1.Condition {

@@ -83,6 +83,32 @@ type Driver interface {
 	Remove(ctx context.Context, d Delivery) error
 }
 
+// Prepare is what cluster receives for binding b: the manifests of its
+// snapshot group with its frozen override snapshots applied. missing names
+// the override snapshots b froze that are gone (KubeFleet's words). When
+// the manifests cannot be made, failed is the condition b reports instead
+// (WorkSynchronized=False or Overridden=False) and nothing is delivered:
+// both hubs deliver through this, so they fail alike.
+func Prepare(b *fleet.Binding, cluster *fleet.MemberCluster, snapshots []*fleet.ResourceSnapshot,
+	cros []*fleet.ClusterResourceOverrideSnapshot, ros []*fleet.ResourceOverrideSnapshot, missing []string,
+) (resources []*unstructured.Unstructured, failed *metav1.Condition) {
+	fail := func(c metav1.Condition) ([]*unstructured.Unstructured, *metav1.Condition) { return nil, &c }
+	if len(snapshots) == 0 {
+		return fail(NotSynchronized(b, fmt.Sprintf("resource snapshot %q is not found", b.Spec.ResourceSnapshotName)))
+	}
+	res, err := Manifests(snapshots)
+	if err != nil {
+		return fail(NotSynchronized(b, err.Error()))
+	}
+	if len(missing) > 0 {
+		return fail(NotOverridden(b, missing[0]))
+	}
+	if res, err = Override(res, cluster, cros, ros); err != nil {
+		return fail(NotOverridden(b, err.Error()))
+	}
+	return res, nil
+}
+
 // Manifests decodes the selected resources of a snapshot group, in order.
 func Manifests(snapshots []*fleet.ResourceSnapshot) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured

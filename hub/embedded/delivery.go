@@ -268,18 +268,9 @@ func (h *Hub) dispatch(ctx context.Context, in intent) error {
 			log.Info("not delivering: the member cluster is not in the fleet")
 			return nil
 		}
-		if len(snapshots) == 0 {
-			return h.reportSyncFailed(d, fmt.Sprintf("resource snapshot %q is not found", in.binding.Spec.ResourceSnapshotName))
-		}
-		res, err := member.Manifests(snapshots)
-		if err != nil {
-			return h.reportSyncFailed(d, err.Error())
-		}
-		if len(noOverride) > 0 {
-			return h.reportNotOverridden(d, noOverride[0])
-		}
-		if res, err = member.Override(res, d.Member, cros, ros); err != nil {
-			return h.reportNotOverridden(d, err.Error())
+		res, failed := member.Prepare(in.binding, d.Member, snapshots, cros, ros, noOverride)
+		if failed != nil {
+			return h.reportNotDelivered(d, *failed)
 		}
 		d.Resources = res
 		if err := drivers.For(d.Member).Deliver(ctx, d); err != nil {
@@ -357,20 +348,11 @@ func (h *Hub) snapshotGroupLocked(b *fleet.Binding) []*fleet.ResourceSnapshot {
 	return append([]*fleet.ResourceSnapshot{master}, subs...)
 }
 
-func (h *Hub) reportSyncFailed(d member.Delivery, why string) error {
-	gen := d.Generation()
-	h.delivery.log.Warn("cannot synchronize the work", "binding", d.Key().String(), "reason", why)
-	return h.ReportBindingStatus(d.Key(), gen, []metav1.Condition{{
-		Type: fleet.ResourceBindingWorkSynchronized, Status: metav1.ConditionFalse, ObservedGeneration: gen,
-		Reason: fleet.SyncWorkFailedReason, Message: "Failed to synchronize the work to the latest: " + why,
-	}}, nil)
-}
-
-// reportNotOverridden reports Overridden=False and leaves the member as it
-// is: nothing of the binding is delivered while its overrides fail.
-func (h *Hub) reportNotOverridden(d member.Delivery, why string) error {
-	h.delivery.log.Warn("cannot apply the override rules", "binding", d.Key().String(), "reason", why)
-	return h.ReportBindingStatus(d.Key(), d.Generation(), []metav1.Condition{member.NotOverridden(d.Binding, why)}, nil)
+// reportNotDelivered reports why nothing of the binding was delivered
+// (member.Prepare's condition) and leaves the member as it is.
+func (h *Hub) reportNotDelivered(d member.Delivery, c metav1.Condition) error {
+	h.delivery.log.Warn("not delivering", "binding", d.Key().String(), "condition", c.Type, "reason", c.Message)
+	return h.ReportBindingStatus(d.Key(), d.Generation(), []metav1.Condition{c}, nil)
 }
 
 // ReportBindingStatus implements member.Reporter (see member.MergeReport):

@@ -306,20 +306,12 @@ func (h *Hub) dispatch(ctx context.Context, in intent) error {
 		if err != nil {
 			return err
 		}
-		if len(snapshots) == 0 {
-			return h.reportSyncFailed(d, fmt.Sprintf("resource snapshot %q is not found", b.Spec.ResourceSnapshotName))
-		}
-		res, err := member.Manifests(snapshots)
-		if err != nil {
-			return h.reportSyncFailed(d, err.Error())
-		}
 		cros, ros, missing := h.overrideSnapshots(b)
-		if len(missing) > 0 {
-			return h.reportNotOverridden(d, missing[0])
+		res, failed := member.Prepare(b, m, snapshots, cros, ros, missing)
+		if failed != nil {
+			return h.reportNotDelivered(d, *failed)
 		}
-		if d.Resources, err = member.Override(res, m, cros, ros); err != nil {
-			return h.reportNotOverridden(d, err.Error())
-		}
+		d.Resources = res
 		if err := h.members.For(m).Deliver(ctx, d); err != nil {
 			return fmt.Errorf("deliver binding %s to member cluster %q: %w", hub.KeyString(in.key), d.Cluster(), err)
 		}
@@ -382,13 +374,11 @@ func (h *Hub) snapshotGroup(ctx context.Context, b *fleet.Binding) ([]*fleet.Res
 	return append([]*fleet.ResourceSnapshot{master}, subs...), nil
 }
 
-func (h *Hub) reportSyncFailed(d member.Delivery, why string) error {
-	gen := d.Generation()
-	h.log.Warn("cannot synchronize the work", "binding", hub.KeyString(d.Key()), "reason", why)
-	return h.ReportBindingStatus(d.Key(), gen, []metav1.Condition{{
-		Type: fleet.ResourceBindingWorkSynchronized, Status: metav1.ConditionFalse, ObservedGeneration: gen,
-		Reason: fleet.SyncWorkFailedReason, Message: "Failed to synchronize the work to the latest: " + why,
-	}}, nil)
+// reportNotDelivered reports why nothing of the binding was delivered
+// (member.Prepare's condition) and leaves the member as it is.
+func (h *Hub) reportNotDelivered(d member.Delivery, c metav1.Condition) error {
+	h.log.Warn("not delivering", "binding", hub.KeyString(d.Key()), "condition", c.Type, "reason", c.Message)
+	return h.ReportBindingStatus(d.Key(), d.Generation(), []metav1.Condition{c}, nil)
 }
 
 // overrideSnapshots are the override snapshots the binding froze, as the
@@ -411,13 +401,6 @@ func (h *Hub) overrideSnapshots(b *fleet.Binding) (cros []*fleet.ClusterResource
 		ros = append(ros, s)
 	}
 	return cros, ros, missing
-}
-
-// reportNotOverridden reports Overridden=False and leaves the member as it
-// is: nothing of the binding is delivered while its overrides fail.
-func (h *Hub) reportNotOverridden(d member.Delivery, why string) error {
-	h.log.Warn("cannot apply the override rules", "binding", hub.KeyString(d.Key()), "reason", why)
-	return h.ReportBindingStatus(d.Key(), d.Generation(), []metav1.Condition{member.NotOverridden(d.Binding, why)}, nil)
 }
 
 func hasFinalizer(o metav1.Object, f string) bool {
