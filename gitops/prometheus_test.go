@@ -23,6 +23,7 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/clock"
 	"github.com/gitfleet/gitfleet/gitops"
+	"github.com/gitfleet/gitfleet/internal/testproc"
 	"github.com/gitfleet/gitfleet/metrics"
 )
 
@@ -70,7 +71,7 @@ scrape_configs:
 	p.cmd = exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p.cmd.SysProcAttr = testproc.Attr()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ import (
 
 	"github.com/gitfleet/gitfleet/internal/await"
 	"github.com/gitfleet/gitfleet/internal/gittest"
+	"github.com/gitfleet/gitfleet/internal/testproc"
 )
 
 // Version is the Gitea hack/gitea.sh builds; its cache directory is named
@@ -116,7 +117,7 @@ func Start(t testing.TB) *Server {
 	}
 	cmd := s.command("web", "--port", fmt.Sprint(port))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = testproc.Attr()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start gitea: %v", err)
 	}

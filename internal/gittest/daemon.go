@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gitfleet/gitfleet/internal/testproc"
 )
 
 // Daemon serves every repository below base over git:// from a real
@@ -31,7 +33,7 @@ func Daemon(tb testing.TB, base string) string {
 	cmd := exec.Command(filepath.Join(execPath, "git-daemon"), "--reuseaddr", "--base-path="+base, "--export-all",
 		"--enable=receive-pack", "--listen=127.0.0.1", fmt.Sprintf("--port=%d", port), base)
 	cmd.Env = Env(base)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = testproc.Attr()
 	if err := cmd.Start(); err != nil {
 		tb.Fatalf("git daemon: %v", err)
 	}

@@ -39,6 +39,7 @@ import (
 
 	"github.com/gitfleet/gitfleet/internal/await"
 	"github.com/gitfleet/gitfleet/internal/gittest"
+	"github.com/gitfleet/gitfleet/internal/testproc"
 )
 
 // Versions are the ones hack/testbin.sh builds; its cache directory is
@@ -261,7 +262,7 @@ func (c *Cluster) command(name string, args ...string) *exec.Cmd {
 	if err == nil {
 		cmd.Stdout, cmd.Stderr = log, log
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = testproc.Attr()
 	return cmd
 }
 
