@@ -157,6 +157,12 @@ func TestCRDsOnKubeAPIServer(t *testing.T) {
 			{"placement type is immutable",
 				[]string{"patch", "crp", "example-placement", "--type=merge", "-p", `{"spec":{"policy":{"placementType":"PickN","numberOfClusters":1}}}`}, "",
 				"spec.policy", fleet.MsgPlacementTypeImmutable},
+			{"a ClusterResourceOverride refers to a cluster-scoped placement",
+				[]string{"create", "-f", "-", "--dry-run=server"},
+				fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata: {name: cro}\nspec:\n  placement: {name: p, scope: Namespaced}\n"+
+					"  clusterResourceSelectors: [{group: '', version: v1, kind: Namespace, name: app}]\n"+
+					"  policy: {overrideRules: [{overrideType: Delete}]}\n", fleet.PlacementAPIVersion, fleet.KindClusterResourceOverride),
+				"spec.placement.scope", fleet.MsgCROPlacementNamespaced},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				got := k.with(t).input(tc.stdin).fail(tc.args...)
@@ -182,6 +188,9 @@ func TestCRDsOnKubeAPIServer(t *testing.T) {
 // simulate, get and the placement reconciler produce.
 var gitfleetObjects = []string{
 	"examples/quickstart/*.yaml",
+	"examples/overrides/*.yaml",
+	"render/testdata/overrides/*.yaml",
+	"simulate/testdata/e2e-overrides/*.yaml",
 	"render/testdata/demo/fleet/*.yaml",
 	"render/testdata/demo/clusters/*.yaml",
 	"render/testdata/demo/approvals/*.yaml",
@@ -273,8 +282,8 @@ func storeUnpruned(t *testing.T, hub *kubetest.Cluster) {
 		storeWithTwin(fmt.Sprintf("goBuiltObjects()[%d]", i), &unstructured.Unstructured{Object: m})
 	}
 	t.Logf("%d objects of %d kinds stored unpruned", n, len(kinds))
-	if len(kinds) != 17 {
-		t.Errorf("%d kinds among the objects stored; want all 17: %v", len(kinds), kinds)
+	if len(kinds) != 19 {
+		t.Errorf("%d kinds among the objects stored; want all 19: %v", len(kinds), kinds)
 	}
 }
 
@@ -286,8 +295,8 @@ var families = []func(namespace string) string{
 
 // goBuiltObjects fill the fields no file above has: a policy snapshot with
 // every field of a policy and a decision, a rolling-update placement with
-// int-or-string budgets and a full apply strategy, and override snapshots
-// with JSON patch values of every shape and a Delete rule.
+// int-or-string budgets and a full apply strategy, and overrides and their
+// snapshots with JSON patch values of every shape and a Delete rule.
 func goBuiltObjects() []runtime.Object {
 	at := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	labels := &metav1.LabelSelector{MatchLabels: map[string]string{"environment": "prod"},
@@ -319,6 +328,22 @@ func goBuiltObjects() []runtime.Object {
 		return map[string]string{fleet.OverrideTrackingLabel: override, fleet.OverrideIndexLabel: "0", fleet.IsLatestSnapshotLabel: "true"}
 	}
 	return []runtime.Object{
+		&fleet.ClusterResourceOverride{
+			TypeMeta:   metav1.TypeMeta{APIVersion: fleet.PlacementAPIVersion, Kind: fleet.KindClusterResourceOverride},
+			ObjectMeta: metav1.ObjectMeta{Name: "example-override"},
+			Spec: fleet.ClusterResourceOverrideSpec{
+				Placement:                &fleet.PlacementRef{Name: "example-placement", Scope: fleet.ClusterScoped},
+				ClusterResourceSelectors: []fleet.ResourceSelectorTerm{{Group: "", Version: "v1", Kind: "Namespace", Name: "app"}},
+				Policy:                   &fleet.OverridePolicy{OverrideRules: rules}},
+		},
+		&fleet.ResourceOverride{
+			TypeMeta:   metav1.TypeMeta{APIVersion: fleet.PlacementAPIVersion, Kind: fleet.KindResourceOverride},
+			ObjectMeta: metav1.ObjectMeta{Name: "example-override", Namespace: "team-a"},
+			Spec: fleet.ResourceOverrideSpec{
+				Placement:         &fleet.PlacementRef{Name: "example-placement", Scope: fleet.NamespaceScoped},
+				ResourceSelectors: []fleet.ResourceSelector{{Group: "apps", Version: "v1", Kind: "Deployment", Name: "web"}},
+				Policy:            &fleet.OverridePolicy{OverrideRules: rules}},
+		},
 		&fleet.ClusterResourceOverrideSnapshot{
 			TypeMeta:   metav1.TypeMeta{APIVersion: fleet.PlacementAPIVersion, Kind: fleet.KindClusterResourceOverrideSnapshot},
 			ObjectMeta: metav1.ObjectMeta{Name: "example-override-0", Labels: overrideLabels("example-override")},
@@ -384,7 +409,15 @@ func fleetObjects(t *testing.T, file string) []*unstructured.Unstructured {
 			t.Fatalf("%s: %v", file, err)
 		}
 		u := &unstructured.Unstructured{Object: m}
-		if m == nil || (u.GetAPIVersion() != fleet.PlacementAPIVersion && u.GetAPIVersion() != fleet.ClusterAPIVersion) {
+		if m == nil {
+			continue
+		}
+		// Overrides may be written in KubeFleet's v1alpha1 spelling;
+		// gitfleet stores them at v1beta1, as the hub serves them.
+		if k, ok := fleet.LookupKind(u.GetKind()); ok && slices.Contains(k.ReadVersions, strings.TrimPrefix(u.GetAPIVersion(), k.Group+"/")) {
+			u.SetAPIVersion(k.APIVersion())
+		}
+		if u.GetAPIVersion() != fleet.PlacementAPIVersion && u.GetAPIVersion() != fleet.ClusterAPIVersion {
 			continue
 		}
 		if _, ok := m["spec"]; !ok && u.GetKind() != fleet.KindMemberCluster {

@@ -112,8 +112,9 @@ func readCRDs(t *testing.T) map[string]crd {
 // namespace is the cluster-scoped kind of a family), serving and storing
 // v1beta1 only.
 func TestEveryKindHasACRD(t *testing.T) {
-	// The override snapshots are a pair of their own Go types.
+	// The overrides and their snapshots are pairs of their own Go types.
 	scope := map[string]string{fleet.KindMemberCluster: "Cluster",
+		fleet.KindClusterResourceOverride: "Cluster", fleet.KindResourceOverride: "Namespaced",
 		fleet.KindClusterResourceOverrideSnapshot: "Cluster", fleet.KindResourceOverrideSnapshot: "Namespaced"}
 	for _, kindOf := range families {
 		scope[kindOf("")] = "Cluster"

@@ -148,6 +148,38 @@ type ResourceSnapshot struct {
 	Spec fleet.ResourceSnapshotSpec `json:"spec"`
 }
 
+// ---- overrides ----
+
+// ClusterResourceOverride overrides cluster-scoped resources, and through a
+// selected Namespace everything in it, on the member clusters its rules
+// select. KubeFleet's rule that the placement is immutable is left out:
+// gitfleet takes a changed placement (runs freeze override snapshots, not
+// overrides), and the CRD must not refuse what Git is allowed to say. The
+// scope rule allows a missing scope: KubeFleet's schema defaults it to
+// Cluster, as gitfleet's decoder does; this CRD has no default, so the rule
+// must not fail on an object written without it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,categories={fleet,fleet-placement}
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.placement) || !has(self.spec.placement.scope) || self.spec.placement.scope != 'Namespaced'",message="clusterResourceOverride placement reference cannot be Namespaced scope",fieldPath=`.spec.placement.scope`
+type ClusterResourceOverride struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec fleet.ClusterResourceOverrideSpec `json:"spec"`
+}
+
+// ResourceOverride overrides namespaced resources of its own namespace.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,categories={fleet,fleet-placement}
+type ResourceOverride struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec fleet.ResourceOverrideSpec `json:"spec"`
+}
+
 // ---- override snapshots ----
 
 // ClusterResourceOverrideSnapshot is one immutable version of a
