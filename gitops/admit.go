@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -47,7 +48,7 @@ type admitHub interface {
 func keyOf(o metav1.Object) hub.Key { return hub.Key{Namespace: o.GetNamespace(), Name: o.GetName()} }
 
 func refOfObject(group string, o fleetObject) render.ObjectRef {
-	return refOf(group, o.GetObjectKind().GroupVersionKind().Kind, o.GetNamespace(), o.GetName())
+	return refOf(group, hub.KindOf(o), o.GetNamespace(), o.GetName())
 }
 
 // NewAdmitter returns an Admitter feeding h.
@@ -87,7 +88,20 @@ func admitKind[T fleetObject](ctx context.Context, h Desired, c *render.Content,
 			}
 		}
 		if err := h.Apply(ctx, o); err != nil {
-			return nil, err
+			if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) {
+				return nil, err
+			}
+			// A Kubernetes hub's API server refused what gitfleet's own
+			// validation let through: the object keeps its last accepted
+			// spec, as with any refused change, and the sync goes on.
+			msg := rejection(c, refOfObject(k.group, o), err.Error())
+			if k.noted {
+				if err := h.Annotate(ctx, kindName, key, RejectedChangeAnnotation, msg); err != nil && !hub.IsNotFound(err) {
+					return nil, err
+				}
+			}
+			rejected = append(rejected, msg)
+			continue
 		}
 		if k.noted {
 			if err := h.Annotate(ctx, kindName, key, RejectedChangeAnnotation, ""); err != nil {
@@ -130,6 +144,16 @@ func (a *Admitter) Admit(ctx context.Context, c *render.Content) ([]string, erro
 	if err := collect(admitKind(ctx, h, c, c.Placements, kind[*fleet.Placement]{
 		group: fleet.PlacementGroup, get: h.GetPlacement, validate: fleet.ValidatePlacementUpdate,
 		noted: true, list: h.ListPlacements,
+	}, withheld)); err != nil {
+		return nil, err
+	}
+	if err := collect(admitKind(ctx, h, c, c.ClusterResourceOverrides, kind[*fleet.ClusterResourceOverride]{
+		group: fleet.PlacementGroup, list: h.ListClusterResourceOverrides,
+	}, withheld)); err != nil {
+		return nil, err
+	}
+	if err := collect(admitKind(ctx, h, c, c.ResourceOverrides, kind[*fleet.ResourceOverride]{
+		group: fleet.PlacementGroup, list: h.ListResourceOverrides,
 	}, withheld)); err != nil {
 		return nil, err
 	}

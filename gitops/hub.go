@@ -41,7 +41,7 @@ type Desired interface {
 	// commit, which placements select from.
 	SetResources(res []*unstructured.Unstructured)
 	// Apply creates or updates a person's object (a member cluster,
-	// placement, strategy or run) as `kubectl apply` does: spec, labels and
+	// placement, override, strategy or run) as `kubectl apply` does: spec, labels and
 	// annotations are taken, the status is kept, a spec change raises the
 	// generation.
 	Apply(ctx context.Context, obj hub.Object) error
@@ -55,6 +55,10 @@ type Desired interface {
 	// ListUpdateStrategies lists every strategy, so that those removed
 	// from Git are deleted.
 	ListUpdateStrategies(ctx context.Context) ([]*fleet.UpdateStrategy, error)
+	// ListClusterResourceOverrides and ListResourceOverrides list every
+	// override, so that those removed from Git are deleted.
+	ListClusterResourceOverrides(ctx context.Context) ([]*fleet.ClusterResourceOverride, error)
+	ListResourceOverrides(ctx context.Context) ([]*fleet.ResourceOverride, error)
 	// ApplyApprovalRequestStatus takes a person's change to an approval
 	// request's conditions (an Approved condition merged in Git).
 	ApplyApprovalRequestStatus(ctx context.Context, a *fleet.ApprovalRequest) error

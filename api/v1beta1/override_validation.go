@@ -175,6 +175,7 @@ func validateOverrideRule(rule OverrideRule, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if cs := rule.ClusterSelector; cs != nil {
 		tp := p.Child("clusterSelector", "clusterSelectorTerms")
+		errs = append(errs, requireTerms(cs, tp)...)
 		if len(cs.ClusterSelectorTerms) > MaxOverrideSelectorTerms {
 			errs = append(errs, field.TooMany(tp, len(cs.ClusterSelectorTerms), MaxOverrideSelectorTerms))
 		}

@@ -126,6 +126,9 @@ func TestValidateClusterResourceOverride(t *testing.T) {
 				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Maybe"}}}
 		}, want{"spec.policy.overrideRules[0].clusterSelector.clusterSelectorTerms[0].labelSelector", field.ErrorTypeInvalid,
 			`the labelSelector in cluster selector &LabelSelector{MatchLabels:map[string]string{},MatchExpressions:[]LabelSelectorRequirement{LabelSelectorRequirement{Key:env,Operator:Maybe,Values:[],},},} is invalid: "Maybe" is not a valid label selector operator`}},
+		{"a cluster selector needs clusterSelectorTerms, as the CRD schema says", func(o *ClusterResourceOverride) {
+			o.Spec.Policy.OverrideRules[0].ClusterSelector = &ClusterSelector{}
+		}, want{"spec.policy.overrideRules[0].clusterSelector.clusterSelectorTerms", field.ErrorTypeRequired, ""}},
 		{"at most 10 cluster selector terms", func(o *ClusterResourceOverride) {
 			terms := &o.Spec.Policy.OverrideRules[0].ClusterSelector.ClusterSelectorTerms
 			for i := 0; i < 10; i++ {
@@ -194,7 +197,7 @@ func TestValidateClusterResourceOverrideAccepts(t *testing.T) {
 			o.Spec.Policy.OverrideRules[0].JSONPatchOverrides[0] = JSONPatchOverride{Operator: JSONPatchOverrideOpRemove, Path: "/metadata/annotations/note"}
 		}},
 		{"Delete without patches", func(o *ClusterResourceOverride) {
-			o.Spec.Policy.OverrideRules[0] = OverrideRule{ClusterSelector: &ClusterSelector{}, OverrideType: DeleteOverrideType}
+			o.Spec.Policy.OverrideRules[0] = OverrideRule{ClusterSelector: &ClusterSelector{ClusterSelectorTerms: []ClusterSelectorTerm{}}, OverrideType: DeleteOverrideType}
 		}},
 		{"no cluster selector (matches no cluster)", func(o *ClusterResourceOverride) { o.Spec.Policy.OverrideRules[0].ClusterSelector = nil }},
 		{"undefaulted override type is JSONPatch", func(o *ClusterResourceOverride) { o.Spec.Policy.OverrideRules[0].OverrideType = "" }},

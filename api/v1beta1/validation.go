@@ -436,6 +436,7 @@ func validateClusterAffinity(a *ClusterAffinity, typ PlacementType, p *field.Pat
 	}
 	if req := a.RequiredDuringSchedulingIgnoredDuringExecution; req != nil {
 		tp := p.Child("requiredDuringSchedulingIgnoredDuringExecution", "clusterSelectorTerms")
+		errs = append(errs, requireTerms(req, tp)...)
 		for i, t := range req.ClusterSelectorTerms {
 			check(t.LabelSelector, tp.Index(i).Child("labelSelector"), "cluster selector")
 		}
@@ -593,4 +594,15 @@ func ValidateMemberCluster(m *MemberCluster) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// requireTerms refuses a cluster selector without clusterSelectorTerms
+// (`clusterSelector: {}`), a required field of KubeFleet's schema: the API
+// server of a Kubernetes hub refuses it, so the embedded hub must too. An
+// empty list (`clusterSelectorTerms: []`) is present and allowed.
+func requireTerms(cs *ClusterSelector, p *field.Path) field.ErrorList {
+	if cs.ClusterSelectorTerms == nil {
+		return field.ErrorList{field.Required(p, "")}
+	}
+	return nil
 }

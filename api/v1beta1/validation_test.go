@@ -263,6 +263,9 @@ func TestValidatePlacement(t *testing.T) {
 			p.Spec.Policy.Affinity = &Affinity{ClusterAffinity: &ClusterAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &ClusterSelector{
 				ClusterSelectorTerms: []ClusterSelectorTerm{{LabelSelector: bad}}}}}
 		}, want{"spec.policy.affinity.clusterAffinity.requiredDuringSchedulingIgnoredDuringExecution.clusterSelectorTerms[0].labelSelector", field.ErrorTypeInvalid, ""}},
+		{"required affinity needs clusterSelectorTerms, as the CRD schema says", func(p *Placement) {
+			p.Spec.Policy.Affinity = &Affinity{ClusterAffinity: &ClusterAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &ClusterSelector{}}}
+		}, want{"spec.policy.affinity.clusterAffinity.requiredDuringSchedulingIgnoredDuringExecution.clusterSelectorTerms", field.ErrorTypeRequired, ""}},
 		{"toleration Exists with a value", func(p *Placement) {
 			p.Spec.Policy.Tolerations = []Toleration{{Key: "k", Operator: TolerationOpExists, Value: "v"}}
 		}, want{"spec.policy.tolerations[0].value", field.ErrorTypeInvalid, "toleration value needs to be empty, when operator is Exists"}},

@@ -22,6 +22,12 @@ func (h *Hub) Apply(_ context.Context, obj hub.Object) error {
 		h.ApplyUpdateStrategy(o)
 	case *fleet.UpdateRun:
 		h.ApplyUpdateRun(o)
+	case *fleet.ClusterResourceOverride:
+		applyOverride(h, o, &h.cros, fleet.KindClusterResourceOverride,
+			func(o *fleet.ClusterResourceOverride) any { return &o.Spec })
+	case *fleet.ResourceOverride:
+		applyOverride(h, o, &h.ros, fleet.KindResourceOverride,
+			func(o *fleet.ResourceOverride) any { return &o.Spec })
 	default:
 		return fmt.Errorf("the hub takes no %T from people", obj)
 	}
@@ -40,6 +46,10 @@ func (h *Hub) Delete(_ context.Context, kind string, key hub.Key) error {
 		h.DeleteUpdateStrategy(key)
 	case fleet.KindClusterStagedUpdateRun, fleet.KindStagedUpdateRun:
 		h.DeleteUpdateRun(key)
+	case fleet.KindClusterResourceOverride:
+		deleteOverride(h, key, &h.cros)
+	case fleet.KindResourceOverride:
+		deleteOverride(h, key, &h.ros)
 	default:
 		return fmt.Errorf("the hub deletes no %s for people", kind)
 	}

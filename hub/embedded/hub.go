@@ -35,6 +35,11 @@ type Hub struct {
 	strategies table[*fleet.UpdateStrategy]
 	runs       table[*fleet.UpdateRun]
 	approvals  table[*fleet.ApprovalRequest]
+	// cros and ros are the overrides as people wrote them, kept as an API
+	// server keeps them (the status tree has no files for them: they are
+	// in Git, and the admitter applies them again after a restart).
+	cros table[*fleet.ClusterResourceOverride]
+	ros  table[*fleet.ResourceOverride]
 	// croSnapshots and roSnapshots are the override snapshots (overrides.go).
 	croSnapshots table[*fleet.ClusterResourceOverrideSnapshot]
 	roSnapshots  table[*fleet.ResourceOverrideSnapshot]
@@ -82,6 +87,8 @@ func New(c clock.Clock, store Store) *Hub {
 		runs:       newTable[*fleet.UpdateRun](),
 		approvals:  newTable[*fleet.ApprovalRequest](),
 
+		cros:         newTable[*fleet.ClusterResourceOverride](),
+		ros:          newTable[*fleet.ResourceOverride](),
 		croSnapshots: newTable[*fleet.ClusterResourceOverrideSnapshot](),
 		roSnapshots:  newTable[*fleet.ResourceOverrideSnapshot](),
 	}

@@ -171,15 +171,15 @@ func (h *Hub) ApplyApprovalRequestStatus(ctx context.Context, a *fleet.ApprovalR
 
 // keepMeta carries server-owned metadata from the stored object to its
 // replacement, raising the generation when the spec changed.
-func keepMeta(next, cur *metav1.ObjectMeta, specChanged bool) {
-	next.CreationTimestamp = cur.CreationTimestamp
-	next.UID = cur.UID
-	next.ResourceVersion = cur.ResourceVersion
-	next.Finalizers = cur.Finalizers
-	next.DeletionTimestamp = cur.DeletionTimestamp
-	next.Generation = cur.Generation
+func keepMeta(next, cur metav1.Object, specChanged bool) {
+	next.SetCreationTimestamp(cur.GetCreationTimestamp())
+	next.SetUID(cur.GetUID())
+	next.SetResourceVersion(cur.GetResourceVersion())
+	next.SetFinalizers(cur.GetFinalizers())
+	next.SetDeletionTimestamp(cur.GetDeletionTimestamp())
+	next.SetGeneration(cur.GetGeneration())
 	if specChanged {
-		next.Generation++
+		next.SetGeneration(cur.GetGeneration() + 1)
 	}
 }
 

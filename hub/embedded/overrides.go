@@ -4,11 +4,57 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/hub"
 )
 
 var _ hub.OverrideSnapshots = (*Hub)(nil)
+
+// applyOverride stores a person's ClusterResourceOverride or
+// ResourceOverride as `kubectl apply` would: a spec change raises the
+// generation, an unchanged one writes nothing. Nothing reacts to it: runs
+// read overrides through their snapshots, which the commit recorder makes.
+func applyOverride[T object](h *Hub, o T, t *table[T], kind string, spec func(T) any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	setKind(o, kind)
+	next := o.DeepCopyObject().(T)
+	if cur, ok := t.peek(keyOf(o)); ok {
+		specChanged := !equality.Semantic.DeepEqual(spec(cur), spec(o))
+		if !specChanged && equality.Semantic.DeepEqual(cur.GetLabels(), o.GetLabels()) &&
+			equality.Semantic.DeepEqual(cur.GetAnnotations(), o.GetAnnotations()) {
+			return
+		}
+		keepMeta(next, cur, specChanged)
+		h.stamp(next, false)
+	} else {
+		h.stamp(next, true)
+	}
+	t.putOwned(next)
+}
+
+// deleteOverride deletes a person's override; a missing one is no error.
+func deleteOverride[T object](h *Hub, key hub.Key, t *table[T]) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t.delete(key)
+}
+
+// ListClusterResourceOverrides implements gitops.Desired.
+func (h *Hub) ListClusterResourceOverrides(context.Context) ([]*fleet.ClusterResourceOverride, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cros.list(nil), nil
+}
+
+// ListResourceOverrides implements gitops.Desired.
+func (h *Hub) ListResourceOverrides(context.Context) ([]*fleet.ResourceOverride, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ros.list(nil), nil
+}
 
 // ListClusterResourceOverrideSnapshots implements hub.OverrideSnapshots.
 func (h *Hub) ListClusterResourceOverrideSnapshots(context.Context) ([]*fleet.ClusterResourceOverrideSnapshot, error) {

@@ -3,13 +3,16 @@ package hubtest
 import (
 	"maps"
 	"slices"
+	"strconv"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/gitops"
 	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/internal/await"
 )
 
 // The behaviours below are the Git loop's inputs (gitops.Desired): how the
@@ -24,6 +27,7 @@ var desiredBehaviours = []struct {
 	{"notes are set and removed without a new generation", (*suite).notesKeepTheGeneration},
 	{"delete removes people's objects; a run waits for the engine", (*suite).deleteRemoves},
 	{"a merged approval reaches the request's status", (*suite).approvalFromGit},
+	{"overrides are applied, listed and deleted", (*suite).overridesApplied},
 }
 
 func (s *suite) desired() gitops.Desired {
@@ -127,4 +131,69 @@ func (s *suite) approvalFromGit(d gitops.Desired) {
 	if !meta.IsStatusConditionTrue(got.Status.Conditions, fleet.ApprovalRequestConditionApproved) {
 		s.t.Errorf("request after an approval from Git: %v; want Approved", got.Status.Conditions)
 	}
+}
+
+// override is a ClusterResourceOverride on the cluster-scoped family, a
+// ResourceOverride on the namespaced one, replacing /data/value with value.
+func (s *suite) override(name, value string) Object {
+	rules := &fleet.OverridePolicy{OverrideRules: []fleet.OverrideRule{{
+		ClusterSelector: &fleet.ClusterSelector{ClusterSelectorTerms: []fleet.ClusterSelectorTerm{{}}},
+		OverrideType:    fleet.JSONPatchOverrideType,
+		JSONPatchOverrides: []fleet.JSONPatchOverride{{Operator: fleet.JSONPatchOverrideOpReplace, Path: "/data/value",
+			Value: apiextensionsv1.JSON{Raw: []byte(strconv.Quote(value))}}},
+	}}}
+	if s.ns == "" {
+		return &fleet.ClusterResourceOverride{ObjectMeta: s.meta(name, nil), Spec: fleet.ClusterResourceOverrideSpec{
+			ClusterResourceSelectors: []fleet.ResourceSelectorTerm{{Version: "v1", Kind: "Namespace", Name: "app"}},
+			Policy:                   rules}}
+	}
+	return &fleet.ResourceOverride{ObjectMeta: s.meta(name, nil), Spec: fleet.ResourceOverrideSpec{
+		ResourceSelectors: []fleet.ResourceSelector{{Version: "v1", Kind: "ConfigMap", Name: "config"}},
+		Policy:            rules}}
+}
+
+// listOverrides lists the family's overrides.
+func (s *suite) listOverrides(d gitops.Desired) []Object {
+	var out []Object
+	if s.ns == "" {
+		l, err := d.ListClusterResourceOverrides(s.ctx)
+		s.must(err)
+		for _, o := range l {
+			out = append(out, o)
+		}
+		return out
+	}
+	l, err := d.ListResourceOverrides(s.ctx)
+	s.must(err)
+	for _, o := range l {
+		out = append(out, o)
+	}
+	return out
+}
+
+func (s *suite) overridesApplied(d gitops.Desired) {
+	only := func(what string, wantGeneration int64) Object {
+		s.t.Helper()
+		l := s.listOverrides(d)
+		if len(l) != 1 || l[0].GetName() != "env" || l[0].GetGeneration() != wantGeneration {
+			s.t.Fatalf("overrides %s: %v; want env at generation %d", what, names(l), wantGeneration)
+		}
+		return l[0]
+	}
+	s.must(d.Apply(s.ctx, s.override("env", "a")))
+	rv := only("after an apply", 1).GetResourceVersion()
+	s.must(d.Apply(s.ctx, s.override("env", "a")))
+	if got := only("after an unchanged apply", 1).GetResourceVersion(); got != rv {
+		s.t.Errorf("applying an unchanged override wrote it: resourceVersion %s → %s", rv, got)
+	}
+	s.must(d.Apply(s.ctx, s.override("env", "b")))
+	only("after a spec change", 2)
+
+	kind := fleet.KindClusterResourceOverride
+	if s.ns != "" {
+		kind = fleet.KindResourceOverride
+	}
+	s.must(d.Delete(s.ctx, kind, s.key("env")))
+	await.Until(s.t, "the deleted override to leave the list", func() bool { return len(s.listOverrides(d)) == 0 })
+	s.must(d.Delete(s.ctx, kind, s.key("env")))
 }

@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
@@ -105,6 +106,18 @@ func (h *Hub) Annotate(ctx context.Context, kind string, key hub.Key, name, valu
 func (h *Hub) ListUpdateStrategies(context.Context) ([]*fleet.UpdateStrategy, error) {
 	return listBoth(h, fleet.KindClusterStagedUpdateStrategy, fleet.KindStagedUpdateStrategy,
 		func() *fleet.UpdateStrategy { return &fleet.UpdateStrategy{} })
+}
+
+// ListClusterResourceOverrides implements gitops.Desired.
+func (h *Hub) ListClusterResourceOverrides(context.Context) ([]*fleet.ClusterResourceOverride, error) {
+	return list(h, fleet.KindClusterResourceOverride, "", true, labels.Everything(),
+		func() *fleet.ClusterResourceOverride { return &fleet.ClusterResourceOverride{} })
+}
+
+// ListResourceOverrides implements gitops.Desired.
+func (h *Hub) ListResourceOverrides(context.Context) ([]*fleet.ResourceOverride, error) {
+	return list(h, fleet.KindResourceOverride, "", true, labels.Everything(),
+		func() *fleet.ResourceOverride { return &fleet.ResourceOverride{} })
 }
 
 // ApplyApprovalRequestStatus implements gitops.Desired: a person's

@@ -56,6 +56,9 @@ func mirrored(kind string, u *unstructured.Unstructured) (runtime.Object, error)
 
 // mirrorLocked writes one change to the store; h.mirrorMu is held.
 func (h *Hub) mirrorLocked(kind string, u *unstructured.Unstructured, deleted bool) {
+	if unmirrored[kind] {
+		return
+	}
 	ref := hub.ObjectRef{Kind: kind, Key: hub.Key{Namespace: u.GetNamespace(), Name: u.GetName()}}
 	if deleted {
 		h.cfg.Store.Delete(ref)

@@ -6,31 +6,26 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 )
 
-// resources maps every kind the hub serves to its resource on the API
-// server (the plural names of config/crd).
-var resources = map[string]schema.GroupVersionResource{
-	fleet.KindClusterResourcePlacement:        placementGVR("clusterresourceplacements"),
-	fleet.KindResourcePlacement:               placementGVR("resourceplacements"),
-	fleet.KindClusterSchedulingPolicySnapshot: placementGVR("clusterschedulingpolicysnapshots"),
-	fleet.KindSchedulingPolicySnapshot:        placementGVR("schedulingpolicysnapshots"),
-	fleet.KindClusterResourceSnapshot:         placementGVR("clusterresourcesnapshots"),
-	fleet.KindResourceSnapshot:                placementGVR("resourcesnapshots"),
-	fleet.KindClusterResourceBinding:          placementGVR("clusterresourcebindings"),
-	fleet.KindResourceBinding:                 placementGVR("resourcebindings"),
-	fleet.KindClusterStagedUpdateStrategy:     placementGVR("clusterstagedupdatestrategies"),
-	fleet.KindStagedUpdateStrategy:            placementGVR("stagedupdatestrategies"),
-	fleet.KindClusterStagedUpdateRun:          placementGVR("clusterstagedupdateruns"),
-	fleet.KindStagedUpdateRun:                 placementGVR("stagedupdateruns"),
-	fleet.KindClusterApprovalRequest:          placementGVR("clusterapprovalrequests"),
-	fleet.KindApprovalRequest:                 placementGVR("approvalrequests"),
-	fleet.KindMemberCluster:                   {Group: fleet.ClusterGroup, Version: fleet.Version, Resource: "memberclusters"},
+// resources maps every kind the hub serves, KubeFleet's kinds of the
+// registry (api/v1beta1), to its resource on the API server (the plural
+// names of config/crd). gitfleet's own records (commits, sources) live in
+// Git only.
+var resources = func() map[string]schema.GroupVersionResource {
+	out := map[string]schema.GroupVersionResource{}
+	for _, k := range fleet.Kinds() {
+		if k.Group == fleet.PlacementGroup || k.Group == fleet.ClusterGroup {
+			out[k.Kind] = k.GroupVersionResource()
+		}
+	}
+	return out
+}()
 
-	fleet.KindClusterResourceOverrideSnapshot: placementGVR("clusterresourceoverridesnapshots"),
-	fleet.KindResourceOverrideSnapshot:        placementGVR("resourceoverridesnapshots"),
-}
-
-func placementGVR(resource string) schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: fleet.PlacementGroup, Version: fleet.Version, Resource: resource}
+// unmirrored are the kinds the hub serves that the status tree does not
+// hold: people's overrides are in Git as they wrote them (their snapshots
+// are mirrored).
+var unmirrored = map[string]bool{
+	fleet.KindClusterResourceOverride: true,
+	fleet.KindResourceOverride:        true,
 }
 
 // Resource is the API resource serving kind, for tests and tools that talk
