@@ -4,6 +4,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gitfleet/gitfleet/hub/kube"
+	"github.com/gitfleet/gitfleet/internal/await"
 	"github.com/gitfleet/gitfleet/internal/kubetest"
 	"github.com/gitfleet/gitfleet/internal/leader"
 )
@@ -64,5 +69,72 @@ func TestLeaderElectionRBACOnARealAPIServer(t *testing.T) {
 	}
 	if _, err := cs.CoordinationV1().Leases("default").List(context.Background(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("listing leases of another namespace as gitfleet: %v, want Forbidden", err)
+	}
+}
+
+// With components/kube-hub, gitfleet's service account may do on the hub
+// what serve --hub kube does there (the hub's own start asks the API
+// server for every verb on every kind, and starts an informer per kind),
+// and nothing outside the fleet kinds. Without one of its rules the start
+// fails naming what is missing, instead of waiting for a cache forever.
+func TestKubeHubRBACOnARealAPIServer(t *testing.T) {
+	cluster := kubetest.Start(t, "hub")[0]
+	cluster.InstallCRDs(filepath.Join("..", "config", "crd"))
+	objs := renderWithComponents(t, "kube-hub")
+	admin := cluster.Client()
+	created := map[string]*unstructured.Unstructured{}
+	for _, id := range []string{"Namespace/" + namespace, "ServiceAccount/gitfleet", "ClusterRole/gitfleet-hub", "ClusterRoleBinding/gitfleet-hub"} {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(mustGet(t, objs, id).raw, &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.Create(context.Background(), u); err != nil {
+			t.Fatalf("creating %s: %v", id, err)
+		}
+		created[id] = u
+	}
+	asGitfleet := &rest.Config{Host: cluster.Server, BearerToken: cluster.AdminToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true},
+		Impersonate: rest.ImpersonationConfig{UserName: "system:serviceaccount:" + namespace + ":gitfleet"}}
+	ctx := await.Context(t)
+
+	hctx, stop := context.WithCancel(ctx)
+	_, err := kube.New(hctx, kube.Config{Rest: asGitfleet})
+	stop()
+	if err != nil {
+		t.Fatalf("starting the hub as gitfleet: %v", err)
+	}
+	cs := kubernetes.NewForConfigOrDie(asGitfleet)
+	if _, err := cs.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("listing secrets as gitfleet: %v, want Forbidden (the fleet kinds only)", err)
+	}
+	if _, err := cs.CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("listing leases as gitfleet: %v, want Forbidden (KubeFleet's Lease by name only)", err)
+	}
+
+	// Drop the rule of the status subresources.
+	role := created["ClusterRole/gitfleet-hub"]
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	kept := rules[:0]
+	for _, r := range rules {
+		if res, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources"); !slices.Contains(res, "clusterstagedupdateruns/status") {
+			kept = append(kept, r)
+		}
+	}
+	if err := unstructured.SetNestedSlice(role.Object, kept, "rules"); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Update(ctx, role); err != nil {
+		t.Fatal(err)
+	}
+	var checked error
+	await.Until(t, "the hub check to see the narrower role", func() bool {
+		checked = kube.Check(ctx, asGitfleet)
+		return checked != nil
+	})
+	for _, want := range []string{"gitfleet may not use these resources of the hub as it must: ", "; clusterstagedupdateruns/status (update, patch); ",
+		"; stagedupdateruns/status (update, patch); ", "deploy/components/kube-hub/rbac.yaml"} {
+		if !strings.Contains(checked.Error(), want) {
+			t.Errorf("the check without the status rule says\n%v\nwant it to say %q", checked, want)
+		}
 	}
 }

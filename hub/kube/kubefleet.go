@@ -3,10 +3,15 @@ package kube
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -27,7 +32,68 @@ func Check(ctx context.Context, rc *rest.Config) error {
 	if err := checkServed(rc); err != nil {
 		return err
 	}
+	if err := checkAllowed(ctx, rc); err != nil {
+		return err
+	}
 	return checkNoKubeFleet(ctx, rc, time.Now())
+}
+
+// hubVerbs are what the hub does to every kind it serves; statusVerbs to
+// the status of those whose CRD has one.
+var (
+	hubVerbs    = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	statusVerbs = []string{"update", "patch"}
+)
+
+// checkAllowed asks the API server (SelfSubjectAccessReview) whether
+// gitfleet's identity may do what the hub does, and names what it may not:
+// without a list or watch an informer would wait for its cache forever,
+// without a write a run would stop halfway.
+func checkAllowed(ctx context.Context, rc *rest.Config) error {
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	var denied []string
+	ask := func(gvr schema.GroupVersionResource, sub string, verbs []string) error {
+		what := gvr.Resource
+		if sub != "" {
+			what += "/" + sub
+		}
+		var no []string
+		for _, verb := range verbs {
+			r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Subresource: sub, Verb: verb}}},
+				metav1.CreateOptions{})
+			if err != nil {
+				return fmt.Errorf("asking the hub what gitfleet may do: %w", err)
+			}
+			if !r.Status.Allowed {
+				no = append(no, verb)
+			}
+		}
+		if len(no) > 0 {
+			denied = append(denied, what+" ("+strings.Join(no, ", ")+")")
+		}
+		return nil
+	}
+	for _, kind := range slices.Sorted(maps.Keys(resources)) {
+		gvr := resources[kind]
+		if err := ask(gvr, "", hubVerbs); err != nil {
+			return err
+		}
+		if !statusless[kind] {
+			if err := ask(gvr, "status", statusVerbs); err != nil {
+				return err
+			}
+		}
+	}
+	if len(denied) > 0 {
+		return fmt.Errorf("gitfleet may not use these resources of the hub as it must: %s; "+
+			"grant them, as deploy/components/kube-hub/rbac.yaml does", strings.Join(denied, "; "))
+	}
+	return nil
 }
 
 // checkNoKubeFleet refuses a hub whose KubeFleet hub agent is at work: its

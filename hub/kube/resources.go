@@ -28,6 +28,15 @@ var unmirrored = map[string]bool{
 	fleet.KindResourceOverride:        true,
 }
 
+// statusless are the kinds whose CRD has no status subresource: people's
+// overrides and their snapshots.
+var statusless = map[string]bool{
+	fleet.KindClusterResourceOverride:         true,
+	fleet.KindResourceOverride:                true,
+	fleet.KindClusterResourceOverrideSnapshot: true,
+	fleet.KindResourceOverrideSnapshot:        true,
+}
+
 // Resource is the API resource serving kind, for tests and tools that talk
 // to the hub's API server directly.
 func Resource(kind string) (schema.GroupVersionResource, bool) {
