@@ -245,6 +245,9 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d.lastGood = d.processed
+	if err := d.approvalsChangedWhileDown(ctx, head.Commit); err != nil {
+		return nil, err
+	}
 	if err := d.sync(ctx, head); err != nil {
 		return nil, err
 	}
@@ -837,29 +840,41 @@ const lastChangeDepth = 100
 // when none of the last lastChangeDepth commits did. It names who approved
 // in the log.
 func (d *Daemon) lastChange(ctx context.Context, tip plumbing.Hash, p string) *object.Commit {
+	return d.lastChanges(ctx, tip, []string{p}, lastChangeDepth)[p]
+}
+
+// lastChanges is lastChange of several files in one walk of at most depth
+// commits; a file none of them changed has no entry.
+func (d *Daemon) lastChanges(ctx context.Context, tip plumbing.Hash, paths []string, depth int) map[string]*object.Commit {
+	found := make(map[string]*object.Commit, len(paths))
 	h := tip
-	for range lastChangeDepth {
+	for range depth {
 		c, err := d.src.Commit(ctx, h)
 		if err != nil {
-			return nil
+			return found
 		}
 		parent := plumbing.ZeroHash
 		if c.NumParents() > 0 {
 			parent = c.ParentHashes[0]
 		}
-		paths, err := d.src.ChangedPaths(ctx, parent, c.Hash)
+		changed, err := d.src.ChangedPaths(ctx, parent, c.Hash)
 		if err != nil {
-			return nil
+			return found
 		}
-		if slices.Contains(paths, p) {
-			return c
+		for _, p := range paths {
+			if _, done := found[p]; done {
+				continue
+			}
+			if _, ok := slices.BinarySearch(changed, p); ok {
+				found[p] = c
+			}
 		}
-		if parent.IsZero() {
-			return nil
+		if len(found) == len(paths) || parent.IsZero() {
+			return found
 		}
 		h = parent
 	}
-	return nil
+	return found
 }
 
 // repairApproval handles an approval request file that does not read: if

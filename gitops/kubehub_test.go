@@ -36,6 +36,28 @@ func (k kubectl) run(args ...string) string {
 	return out
 }
 
+// startKubeHub starts the hub's API server with gitfleet's CRDs installed,
+// and one API server per member named. kubectl's kubeconfig has a context
+// per cluster, named after it, the hub's the current one; clusters are the
+// hub, then the members.
+func startKubeHub(t *testing.T, members ...string) (kubectl, []*kubetest.Cluster) {
+	t.Helper()
+	clusters := kubetest.Start(t, append([]string{"hub"}, members...)...)
+	k := kubectl{t: t, bin: filepath.Join(kubetest.Bin(t), "kubectl"), kubeconfig: kubetest.Kubeconfig(t, clusters, nil)}
+	k.run("apply", "--server-side", "-R", "-f", filepath.Join("..", "config", "crd"))
+	k.run("wait", "--for", "condition=established", "crd", "--all", "--timeout", "5m")
+	return k, clusters
+}
+
+// serveOnKubeHub are the arguments of `gitfleet serve --hub kube` on r with
+// k's hub, caching in cacheDir; kubeconfig:<context> members are reached
+// through k's kubeconfig too.
+func serveOnKubeHub(r *fleetRepo, k kubectl, cacheDir string) []string {
+	return []string{"--repo", "file://" + r.remote, "--cache-dir", cacheDir, "--interval", "100ms",
+		"--status-interval", "50ms", "--metrics-addr", "",
+		"--hub", "kube", "--hub-kubeconfig", k.kubeconfig, "--hub-context", "hub", "--kubeconfig", k.kubeconfig}
+}
+
 // TestServeOnAKubernetesHub walks seed 003 (examples/quickstart) with
 // `gitfleet serve --hub kube` and the real kubectl against the hub: the
 // fleet objects pushed to Git are applied to the hub, the snapshots and
@@ -47,16 +69,12 @@ func TestServeOnAKubernetesHub(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver and gitfleet serve")
 	}
-	hubCluster := kubetest.Start(t, "hub")[0]
-	k := kubectl{t: t, bin: filepath.Join(kubetest.Bin(t), "kubectl"), kubeconfig: kubetest.Kubeconfig(t, []*kubetest.Cluster{hubCluster}, nil)}
-	k.run("apply", "--server-side", "-R", "-f", filepath.Join("..", "config", "crd"))
-	k.run("wait", "--for", "condition=established", "crd", "--all", "--timeout", "5m")
+	k, clusters := startKubeHub(t)
+	hubCluster := clusters[0]
 
 	files := quickstartFleet(t)
 	r := newFleetRepo(t, files)
-	startServe(t, "--repo", "file://"+r.remote, "--cache-dir", t.TempDir(), "--interval", "100ms",
-		"--status-interval", "50ms", "--metrics-addr", "",
-		"--hub", "kube", "--hub-kubeconfig", k.kubeconfig, "--hub-context", "hub")
+	startServe(t, serveOnKubeHub(r, k, t.TempDir())...)
 
 	var out string
 	eventually(t, "the resource snapshot on the hub with its index, latest and commit", func() bool {
@@ -157,4 +175,65 @@ func runOnce(t testing.TB, r *fleetRepo, path string) *fleet.UpdateRun {
 		t.Fatalf("decoding %s: %v", path, err)
 	}
 	return obj.(*fleet.UpdateRun)
+}
+
+// TestApprovalsGivenWhileServeIsDownCountOnAKubernetesHub: an approval
+// given on either side while no `serve --hub kube` runs counts once serve
+// is back, and reaches the other side. The canary stage's before-stage
+// approval is merged in Git while serve is down (the hub's record still
+// says nothing: Git must win), its after-stage approval is given with
+// kubectl on the hub while serve is down again (the file in Git is still
+// what gitfleet wrote: the hub must win).
+func TestApprovalsGivenWhileServeIsDownCountOnAKubernetesHub(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a kube-apiserver and gitfleet serve")
+	}
+	k, _ := startKubeHub(t)
+	files := quickstartFleet(t)
+	files["strategy.yaml"] = kubeconfigFleet(t)["strategy.yaml"] // an approval before the canary stage too
+	r := newFleetRepo(t, files)
+	args := serveOnKubeHub(r, k, t.TempDir())
+	approvedOnHub := func(name string) string {
+		out, _ := k.try("get", "clusterapprovalrequests", name, "-o", `jsonpath={.status.conditions[?(@.type=="Approved")].reason}`)
+		return out
+	}
+	approvedInGit := func(name string) string {
+		a := r.approval(name)
+		if a == nil {
+			return ""
+		}
+		if c := meta.FindStatusCondition(a.Status.Conditions, fleet.ApprovalRequestConditionApproved); c != nil && c.Status == "True" {
+			return c.Reason
+		}
+		return ""
+	}
+
+	serve := startServe(t, args...)
+	eventually(t, "the before-canary approval request in Git", func() bool { return r.approval("example-run-before-canary") != nil })
+	serve.kill()
+	r.approve("example-run-before-canary") // what `gitfleet approve` writes: reason ClusterApprovalRequestApproved
+	const fromGit = fleet.ClusterApprovalRequestApprovedReason
+
+	serve = startServe(t, args...)
+	eventually(t, "the approval merged while serve was down on the hub", func() bool {
+		return approvedOnHub("example-run-before-canary") == fromGit
+	})
+	eventually(t, "the after-canary approval request in Git (the canary stage ran)", func() bool {
+		return r.approval("example-run-after-canary") != nil
+	})
+	serve.kill()
+	k.run("patch", "clusterapprovalrequests", "example-run-after-canary", "--type=merge", "--subresource=status", "-p",
+		`{"status":{"conditions":[{"type":"Approved","status":"True","reason":"testPassed","message":"approved","lastTransitionTime":"2026-11-24T00:00:00Z","observedGeneration":1}]}}`)
+
+	startServe(t, args...)
+	r.waitPhase("example-run", fleet.PhaseSucceeded)
+	eventually(t, "the approval given on the hub while serve was down in Git", func() bool {
+		return approvedInGit("example-run-after-canary") == "testPassed"
+	})
+	if got := approvedInGit("example-run-before-canary"); got != fromGit {
+		t.Errorf("approvals/example-run-before-canary.yaml in Git has Approved reason %q; want the merged %q", got, fromGit)
+	}
+	if got := approvedOnHub("example-run-after-canary"); got != "testPassed" {
+		t.Errorf("the hub's example-run-after-canary has Approved reason %q; want kubectl's testPassed", got)
+	}
 }

@@ -16,6 +16,11 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 )
 
+// MessagePrefix starts the message of every status commit: it tells
+// gitfleet's writes of the status tree from the other commits it makes (the
+// approval branches').
+const MessagePrefix = "status: "
+
 // Summarize writes the commit message for a changeset: a subject saying what
 // happened, so `git log` of the status branch reads as the rollout's history.
 //
@@ -108,7 +113,7 @@ func Summarize(changes Changeset, objects map[string]runtime.Object, before map[
 		}
 		body = append(body, notes...)
 	}
-	msg := "status: " + subject
+	msg := MessagePrefix + subject
 	if len(body) > 0 {
 		msg += "\n\n" + strings.Join(body, "\n")
 	}
