@@ -237,3 +237,55 @@ func TestApprovalsGivenWhileServeIsDownCountOnAKubernetesHub(t *testing.T) {
 		t.Errorf("the hub's example-run-after-canary has Approved reason %q; want kubectl's testPassed", got)
 	}
 }
+
+// TestServeOnAKubernetesHubDeliversToRealMembers: with `serve --hub
+// kube`, kubeconfig:<context> members on real API servers receive the
+// workload with a ClusterResourceOverride applied per member, and the run
+// succeeds. member2 starts simulated; once its driver becomes
+// kubeconfig:member2 in Git, the hub delivers its binding again, without a
+// new run, as the embedded hub does.
+func TestServeOnAKubernetesHubDeliversToRealMembers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts kube-apiservers and gitfleet serve")
+	}
+	k, clusters := startKubeHub(t, "member1", "member2")
+	member1, member2 := clusters[1], clusters[2]
+	files := oneStageFleet(2)
+	real := string(files["members.yaml"])
+	files["members.yaml"] = []byte(strings.Replace(real, `"kubeconfig:member2"`, "simulated", 1))
+	files["overrides.yaml"] = []byte(`apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ClusterResourceOverride
+metadata: {name: namespace-member}
+spec:
+  placement: {name: example-placement}
+  clusterResourceSelectors: [{group: "", kind: Namespace, name: test-namespace, version: v1}]
+  policy:
+    overrideRules:
+    - clusterSelector: {clusterSelectorTerms: []}
+      jsonPatchOverrides:
+      - {op: add, path: /metadata/labels, value: {member: "${MEMBER-CLUSTER-NAME}"}}
+`)
+	files["run.yaml"] = runNamed("example-run")
+	r := newFleetRepo(t, files)
+	startServe(t, serveOnKubeHub(r, k, t.TempDir())...)
+
+	overridden := func(c *kubetest.Cluster) string {
+		ns := c.Get("v1", "Namespace", "", "test-namespace")
+		if ns == nil {
+			return ""
+		}
+		return ns.GetLabels()["member"]
+	}
+	r.waitPhase("example-run", fleet.PhaseSucceeded)
+	if v, o := member1.ConfigMapValue("test-namespace", "test-cm", "key"), overridden(member1); v != "value0" || o != "member1" {
+		t.Errorf("member1 has test-cm %q and namespace label member=%q; want value0 and member1", v, o)
+	}
+	if v := member2.ConfigMapValue("test-namespace", "test-cm", "key"); v != "" {
+		t.Errorf("member2 is simulated, but its API server has test-cm %q", v)
+	}
+
+	r.commit("member2 is a real cluster now", map[string][]byte{"members.yaml": []byte(real)})
+	eventually(t, "member2 to receive the workload, overridden, once its driver is kubeconfig:member2", func() bool {
+		return member2.ConfigMapValue("test-namespace", "test-cm", "key") == "value0" && overridden(member2) == "member2"
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -83,6 +84,18 @@ func (ds *Drivers) For(m *fleet.MemberCluster) Driver {
 			"member cluster %q has an unknown %s annotation %q; set it to %q or %q",
 			m.Name, fleet.DriverAnnotation, v, fleet.DriverSimulated, fleet.DriverKubeconfigPrefix+"<context>")}
 	}
+}
+
+// DriverConfig sums up the annotations of a member cluster that choose
+// and shape its driver (the driver, and a simulated member's behaviour):
+// when it changes, the member's bound bindings are delivered again, so a
+// member given its driver annotation, or moved from simulated to a real
+// cluster, receives what it is bound to without a new run. Both hubs use
+// it, so they re-deliver on the same changes.
+func DriverConfig(annotations map[string]string) string {
+	_, unavailable := annotations[fleet.SimUnavailableAnnotation]
+	return strconv.Quote(annotations[fleet.DriverAnnotation]) + strconv.Quote(annotations[fleet.SimAvailableAfterAnnotation]) +
+		strconv.Quote(annotations[fleet.SimUnavailableAnnotation]) + strconv.FormatBool(unavailable)
 }
 
 func (ds *Drivers) simulated(name string) *Simulated {

@@ -193,10 +193,10 @@ func (h *Hub) redeliverReconfiguredLocked() {
 	h.delivery.checkedMembers = h.membersRevision
 	for cluster, seen := range h.delivery.configs {
 		m, ok := h.members.peek(hub.Key{Name: cluster})
-		if !ok || driverConfig(m) == seen {
+		if !ok || member.DriverConfig(m.Annotations) == seen {
 			continue
 		}
-		h.delivery.configs[cluster] = driverConfig(m)
+		h.delivery.configs[cluster] = member.DriverConfig(m.Annotations)
 		bound := h.bindings.list(func(b *fleet.Binding) bool {
 			return b.Spec.TargetCluster == cluster && b.Spec.State == fleet.BindingStateBound && b.DeletionTimestamp == nil
 		})
@@ -225,14 +225,6 @@ func (h *Hub) Resync() {
 	}
 }
 
-func driverConfig(m *fleet.MemberCluster) string {
-	a := m.Annotations
-	return strconv.Quote(a[fleet.DriverAnnotation]) + strconv.Quote(a[fleet.SimAvailableAfterAnnotation]) +
-		strconv.Quote(a[fleet.SimUnavailableAnnotation]) + strconv.FormatBool(hasKey(a, fleet.SimUnavailableAnnotation))
-}
-
-func hasKey(m map[string]string, k string) bool { _, ok := m[k]; return ok }
-
 // dispatch performs one flushed intent, unless a newer write replaced it
 // (the newer one goes out with the next Commit, after its own flush).
 func (h *Hub) dispatch(ctx context.Context, in intent) error {
@@ -246,7 +238,7 @@ func (h *Hub) dispatch(ctx context.Context, in intent) error {
 	d := member.Delivery{Binding: in.binding}
 	if m, ok := h.members.get(hub.Key{Name: in.binding.Spec.TargetCluster}); ok {
 		d.Member = m
-		h.delivery.configs[m.Name] = driverConfig(m)
+		h.delivery.configs[m.Name] = member.DriverConfig(m.Annotations)
 	}
 	drivers := h.delivery.drivers
 	var (

@@ -230,6 +230,26 @@ func (h *Hub) noteBinding(old, cur *unstructured.Unstructured, deleted bool) {
 	}
 }
 
+// noteMember delivers again every Bound binding of a member cluster whose
+// driver annotations changed (member.DriverConfig), as the embedded hub
+// does: a member given its driver, or moved from simulated to a real
+// cluster, receives what it is bound to without a new run.
+func (h *Hub) noteMember(old, cur *unstructured.Unstructured, deleted bool) {
+	if h.members == nil || old == nil || deleted || member.DriverConfig(old.GetAnnotations()) == member.DriverConfig(cur.GetAnnotations()) {
+		return
+	}
+	for _, kind := range []string{fleet.KindClusterResourceBinding, fleet.KindResourceBinding} {
+		for _, obj := range h.informers[kind].inf.GetStore().List() {
+			b := obj.(*unstructured.Unstructured)
+			target, _, _ := unstructured.NestedString(b.Object, "spec", "targetCluster")
+			state, _, _ := unstructured.NestedString(b.Object, "spec", "state")
+			if target == cur.GetName() && state == string(fleet.BindingStateBound) && b.GetDeletionTimestamp() == nil {
+				h.queue(deliverIntent, hub.Key{Namespace: b.GetNamespace(), Name: b.GetName()})
+			}
+		}
+	}
+}
+
 func (h *Hub) queue(kind intentKind, key hub.Key) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -267,8 +267,11 @@ func (h *Hub) handle(in *informer, old, obj any, deleted bool) {
 		h.planRevision.Add(1)
 	}
 	h.mirrorEvent(in.kind, u, deleted)
-	if in.kind == fleet.KindClusterResourceBinding || in.kind == fleet.KindResourceBinding {
+	switch in.kind {
+	case fleet.KindClusterResourceBinding, fleet.KindResourceBinding:
 		h.noteBinding(prev, u, deleted)
+	case fleet.KindMemberCluster:
+		h.noteMember(prev, u, deleted)
 	}
 	in.observed(u, deleted)
 	e, ok := eventOf(in.kind, prev, u)
