@@ -240,8 +240,8 @@ func TestApprovalsGivenWhileServeIsDownCountOnAKubernetesHub(t *testing.T) {
 
 // TestServeOnAKubernetesHubDeliversToRealMembers: with `serve --hub
 // kube`, kubeconfig:<context> members on real API servers receive the
-// workload with a ClusterResourceOverride applied per member, and the run
-// succeeds. member2 starts simulated; once its driver becomes
+// workload with a ClusterResourceOverride and a ResourceOverride applied
+// per member, and the run succeeds. member2 starts simulated; once its driver becomes
 // kubeconfig:member2 in Git, the hub delivers its binding again, without a
 // new run, as the embedded hub does.
 func TestServeOnAKubernetesHubDeliversToRealMembers(t *testing.T) {
@@ -264,7 +264,22 @@ spec:
     - clusterSelector: {clusterSelectorTerms: []}
       jsonPatchOverrides:
       - {op: add, path: /metadata/labels, value: {member: "${MEMBER-CLUSTER-NAME}"}}
+---
+apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ResourceOverride
+metadata: {name: cm-per-member, namespace: test-namespace}
+spec:
+  placement: {name: example-placement}
+  resourceSelectors: [{group: "", kind: ConfigMap, name: test-cm, version: v1}]
+  policy:
+    overrideRules:
+    - clusterSelector: {clusterSelectorTerms: []}
+      jsonPatchOverrides:
+      - {op: replace, path: /data/key, value: "value0-on-${MEMBER-CLUSTER-NAME}"}
 `)
+	// The ResourceOverride's snapshots live in its namespace on the hub,
+	// which people create there (README, --hub kube).
+	k.run("create", "namespace", "test-namespace")
 	files["run.yaml"] = runNamed("example-run")
 	r := newFleetRepo(t, files)
 	startServe(t, serveOnKubeHub(r, k, t.TempDir())...)
@@ -277,8 +292,8 @@ spec:
 		return ns.GetLabels()["member"]
 	}
 	r.waitPhase("example-run", fleet.PhaseSucceeded)
-	if v, o := member1.ConfigMapValue("test-namespace", "test-cm", "key"), overridden(member1); v != "value0" || o != "member1" {
-		t.Errorf("member1 has test-cm %q and namespace label member=%q; want value0 and member1", v, o)
+	if v, o := member1.ConfigMapValue("test-namespace", "test-cm", "key"), overridden(member1); v != "value0-on-member1" || o != "member1" {
+		t.Errorf("member1 has test-cm %q and namespace label member=%q; want value0-on-member1 and member1", v, o)
 	}
 	if v := member2.ConfigMapValue("test-namespace", "test-cm", "key"); v != "" {
 		t.Errorf("member2 is simulated, but its API server has test-cm %q", v)
@@ -286,6 +301,6 @@ spec:
 
 	r.commit("member2 is a real cluster now", map[string][]byte{"members.yaml": []byte(real)})
 	eventually(t, "member2 to receive the workload, overridden, once its driver is kubeconfig:member2", func() bool {
-		return member2.ConfigMapValue("test-namespace", "test-cm", "key") == "value0" && overridden(member2) == "member2"
+		return member2.ConfigMapValue("test-namespace", "test-cm", "key") == "value0-on-member2" && overridden(member2) == "member2"
 	})
 }

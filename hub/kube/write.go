@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -66,12 +67,31 @@ func (h *Hub) cached(kind string, key hub.Key) *unstructured.Unstructured {
 }
 
 // wrap names the object in an API error; hub.IsNotFound and friends see
-// through it.
+// through it. A namespaced object whose namespace the hub lacks says how
+// to fix it: gitfleet writes fleet objects only, and the namespaces of
+// namespaced ones (a ResourcePlacement, a StagedUpdateRun, a
+// ResourceOverride's snapshots) are the hub's people's to create, as on a
+// KubeFleet hub, where they hold the workload.
 func wrap(kind string, key hub.Key, err error) error {
 	if err == nil {
 		return nil
 	}
+	if key.Namespace != "" && namespaceMissing(err) {
+		return fmt.Errorf("%s %q: namespace %q is not on the hub; create it there (kubectl create namespace %s): %w",
+			kind, keyString(key), key.Namespace, key.Namespace, err)
+	}
 	return fmt.Errorf("%s %q: %w", kind, keyString(key), err)
+}
+
+// namespaceMissing reports whether err is the API server's NotFound of the
+// namespace a write went to.
+func namespaceMissing(err error) bool {
+	var s apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &s) {
+		return false
+	}
+	d := s.Status().Details
+	return d != nil && d.Kind == "namespaces"
 }
 
 // stamped copies what the API server assigned on a write into the caller's
