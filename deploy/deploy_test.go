@@ -43,6 +43,8 @@ var contractFlags = []string{
 	"metrics-addr", "status-branch", "stuck-threshold", "until-idle", "timeout",
 	"username-file", "password-file", "token-file", "ssh-key-file", "known-hosts-file",
 	"cache-dir", "kubeconfig", "leader-elect", "leader-election-namespace",
+	// the Kubernetes hub issue's flags, beyond DESIGN.md's contract
+	"hub",
 }
 
 // ---------------------------------------------------------------------------
@@ -689,6 +691,18 @@ func serveFlags(t *testing.T) []string {
 		t.Logf("cmd/gitfleet/serve.go not readable (%v): checking against the contract only", err)
 		return nil
 	}
+	// serve's flag groups of their own (--hub*, --forge*).
+	more, _ := filepath.Glob(filepath.Join("..", "cmd", "gitfleet", "serve_*.go"))
+	for _, f := range more {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		m, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(b, m...)
+	}
 	if bytes.Contains(b, []byte("leaderElection.AddFlags(f)")) {
 		l, err := os.ReadFile(filepath.Join("..", "internal", "leader", "leader.go"))
 		if err != nil {
@@ -879,6 +893,21 @@ func TestComponentSSH(t *testing.T) {
 	}
 	if _, ok := flags["repo"]; !ok {
 		t.Error("components/ssh lost --repo")
+	}
+}
+
+func TestComponentKubeHub(t *testing.T) {
+	objs := renderWithComponents(t, "kube-hub")
+	d, c := gitfleetDeployment(t, objs)
+	flags := checkArgs(t, c, d.Spec.Template.Spec)
+	if flags["hub"] != "kube" || flags["hub-kubeconfig"] != "" {
+		t.Errorf("with components/kube-hub: --hub=%q --hub-kubeconfig=%q; want kube and the pod's service account", flags["hub"], flags["hub-kubeconfig"])
+	}
+	crb := mustGet(t, objs, "ClusterRoleBinding/gitfleet-hub")
+	var rb roleBinding
+	crb.decode(t, &rb)
+	if sa := d.Spec.Template.Spec.ServiceAccountName; len(rb.Subjects) != 1 || rb.Subjects[0].Name != sa || rb.Subjects[0].Namespace != namespace {
+		t.Errorf("ClusterRoleBinding subjects = %+v, want the pod's ServiceAccount %s in %s", rb.Subjects, sa, namespace)
 	}
 }
 

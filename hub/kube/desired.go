@@ -56,8 +56,10 @@ func (h *Hub) Apply(ctx context.Context, obj hub.Object) error {
 	}
 	key := keyOf(obj)
 	force := true
-	written, err := h.resource(kind, key.Namespace).Patch(ctx, key.Name, types.ApplyPatchType, data,
-		metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
+	written, err := h.inNamespace(ctx, key.Namespace, func() (*unstructured.Unstructured, error) {
+		return h.resource(kind, key.Namespace).Patch(ctx, key.Name, types.ApplyPatchType, data,
+			metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
+	})
 	if err != nil {
 		return wrap(kind, key, err)
 	}

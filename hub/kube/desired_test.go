@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,20 +10,29 @@ import (
 	"github.com/gitfleet/gitfleet/internal/await"
 )
 
-// A namespaced fleet object in Git whose namespace the hub lacks is not
-// applied, and the error says to create the namespace on the hub (the
-// API server's own answer only names the namespace as not found).
-func TestApplyIntoANamespaceTheHubLacksSaysToCreateIt(t *testing.T) {
+// A namespaced fleet object in Git whose namespace the hub lacks is
+// applied into a namespace gitfleet creates (labelled as its own), so the
+// commit's other objects are not held back by a missing namespace.
+func TestApplyIntoANamespaceTheHubLacksCreatesIt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver")
 	}
-	h := startHub(t).newHub(t, Config{})
-	err := h.Apply(await.Context(t), &fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "nowhere"},
-		Spec: fleet.UpdateRunSpec{PlacementName: "app", StagedUpdateStrategyName: "s", State: fleet.StateRun}})
-	if err == nil || !strings.Contains(err.Error(), `namespace "nowhere" is not on the hub; create it there (kubectl create namespace nowhere)`) {
-		t.Fatalf("Apply into a missing namespace: %v; want the fix named", err)
+	th := startHub(t)
+	h := th.newHub(t, Config{})
+	ctx := await.Context(t)
+	run := &fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "nowhere"},
+		Spec: fleet.UpdateRunSpec{PlacementName: "app", StagedUpdateStrategyName: "s", State: fleet.StateRun}}
+	if err := h.Apply(ctx, run); err != nil {
+		t.Fatalf("Apply into a missing namespace: %v", err)
 	}
-	if !hub.IsNotFound(err) {
-		t.Errorf("the error %v is no longer a NotFound", err)
+	if _, err := h.GetUpdateRun(ctx, hub.Key{Namespace: "nowhere", Name: "run"}); err != nil {
+		t.Errorf("the applied run: %v", err)
+	}
+	ns, err := th.client.Resource(namespacesGVR).Get(ctx, "nowhere", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ns.GetLabels()["app.kubernetes.io/managed-by"]; got != NamespaceManagedBy {
+		t.Errorf("the namespace gitfleet created is managed by %q; want %q", got, NamespaceManagedBy)
 	}
 }

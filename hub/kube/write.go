@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
@@ -66,18 +67,44 @@ func (h *Hub) cached(kind string, key hub.Key) *unstructured.Unstructured {
 	return obj.(*unstructured.Unstructured)
 }
 
+// NamespaceManagedBy is the app.kubernetes.io/managed-by label of the
+// namespaces gitfleet creates on the hub.
+const NamespaceManagedBy = "gitfleet"
+
+// inNamespace makes a write into namespace and, when the hub lacks the
+// namespace, creates it and writes again. A namespaced fleet object in Git
+// (a ResourcePlacement, a StagedUpdateRun, a ResourceOverride and its
+// snapshots) declares its namespace: waiting for a person to create it
+// would hold every other object of the commit back. gitfleet never deletes
+// a namespace; where it may not create one, wrap says what to do.
+func (h *Hub) inNamespace(ctx context.Context, namespace string, write func() (*unstructured.Unstructured, error)) (*unstructured.Unstructured, error) {
+	written, err := write()
+	if namespace == "" || !namespaceMissing(err) {
+		return written, err
+	}
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName(namespace)
+	ns.SetLabels(map[string]string{"app.kubernetes.io/managed-by": NamespaceManagedBy})
+	if _, cerr := h.client.Resource(namespacesGVR).Create(ctx, ns, metav1.CreateOptions{FieldManager: FieldManager}); cerr != nil && !apierrors.IsAlreadyExists(cerr) {
+		return nil, fmt.Errorf("%w (creating the namespace: %v)", err, cerr)
+	}
+	h.log.Info("created a namespace on the hub for the fleet objects of Git", "namespace", namespace)
+	return write()
+}
+
+var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
 // wrap names the object in an API error; hub.IsNotFound and friends see
-// through it. A namespaced object whose namespace the hub lacks says how
-// to fix it: gitfleet writes fleet objects only, and the namespaces of
-// namespaced ones (a ResourcePlacement, a StagedUpdateRun, a
-// ResourceOverride's snapshots) are the hub's people's to create, as on a
-// KubeFleet hub, where they hold the workload.
+// through it. A namespaced object whose namespace the hub lacks, and
+// gitfleet could not create (inNamespace), says how to fix it.
 func wrap(kind string, key hub.Key, err error) error {
 	if err == nil {
 		return nil
 	}
 	if key.Namespace != "" && namespaceMissing(err) {
-		return fmt.Errorf("%s %q: namespace %q is not on the hub; create it there (kubectl create namespace %s): %w",
+		return fmt.Errorf("%s %q: namespace %q is not on the hub and gitfleet could not create it; create it there (kubectl create namespace %s) or let gitfleet create namespaces (deploy/components/kube-hub/rbac.yaml): %w",
 			kind, keyString(key), key.Namespace, key.Namespace, err)
 	}
 	return fmt.Errorf("%s %q: %w", kind, keyString(key), err)
@@ -117,7 +144,9 @@ func (h *Hub) create(ctx context.Context, kind string, o object) error {
 	u.SetResourceVersion("")
 	status, hasStatus := u.Object["status"].(map[string]any)
 	res := h.resource(kind, key.Namespace)
-	written, err := res.Create(ctx, u, metav1.CreateOptions{FieldManager: FieldManager})
+	written, err := h.inNamespace(ctx, key.Namespace, func() (*unstructured.Unstructured, error) {
+		return res.Create(ctx, u, metav1.CreateOptions{FieldManager: FieldManager})
+	})
 	if err != nil {
 		return wrap(kind, key, err)
 	}
