@@ -77,9 +77,12 @@ func TestSignedWebhookFetchesAtOnceAndUnsignedOnesNothing(t *testing.T) {
 
 	waitForCanaryApproval(t, r)
 	d.settle(t, r)
-	statusTree := r.git("rev-parse", "main:status")
 	v2 := strings.Replace(string(files["workload.yaml"]), "key: value1", "key: value2", 1)
 	commit := r.commit("value2", map[string][]byte{"workload.yaml": []byte(v2)})
+	// The person's commit carries the status tree of its parent: read it
+	// from the commit, as a status commit the daemon pushed after settle
+	// (one it was due to write anyway) is not the webhooks' doing.
+	statusTree := r.git("rev-parse", commit+":status")
 	before := fetches.fetches.Load()
 
 	for name, headers := range map[string]map[string]string{
