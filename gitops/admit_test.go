@@ -2,6 +2,9 @@ package gitops_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,5 +123,17 @@ func TestAnObjectTheHubRefusesDoesNotStopTheSync(t *testing.T) {
 	}
 	if len(held) != 1 || held[0].Name != "taken" {
 		t.Errorf("the hub holds %d overrides; want taken alone", len(held))
+	}
+}
+
+// A start or sync that fails on the hub's API server points at the hub,
+// not at the Git remote.
+func TestNextStepOfAHubErrorNamesTheHub(t *testing.T) {
+	err := fmt.Errorf("recording snapshots: %w", apierrors.NewForbidden(schema.GroupResource{Group: fleet.PlacementGroup, Resource: "resourcesnapshots"}, "p-0", errors.New("RBAC")))
+	if got := gitops.NextStep(err); !strings.Contains(got, "the hub's API server answered this") {
+		t.Errorf("NextStep(%v) = %q; want it to name the hub", err, got)
+	}
+	if got := gitops.NextStep(errors.New("dial tcp: connection refused")); !strings.Contains(got, "remote is reachable") {
+		t.Errorf("NextStep of a network error = %q; want the remote's check", got)
 	}
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -1091,7 +1092,10 @@ func (d *Daemon) Idle(ctx context.Context) (bool, error) {
 
 // NextStep says what a person can do about a failed fetch, sync or start.
 func NextStep(err error) string {
+	var api apierrors.APIStatus
 	switch {
+	case errors.As(err, &api):
+		return "the hub's API server answered this (--hub kube): fix what it names (the CRDs of config/crd, RBAC, a namespace); gitfleet retries on its own"
 	case errors.Is(err, gitsource.ErrAuth):
 		return "check the credentials (--token-file, --password-file, --ssh-key-file) and that they may read the repository"
 	case errors.Is(err, gitsource.ErrNotFound):

@@ -361,7 +361,7 @@ func retryStart(ctx context.Context, log *slog.Logger, repo string, start func()
 			return err
 		}
 		wait := backoff.Next()
-		log.Error("cannot start: the fleet repository cannot be read yet; retrying",
+		log.Error("cannot start yet: reading the fleet repository or starting the hub failed; retrying",
 			"repo", gitsource.RedactURL(repo), "err", err.Error(), "attempt", backoff.Attempts(), "retry_in", wait.String(),
 			"next_step", gitops.NextStep(err))
 		t := time.NewTimer(wait)
