@@ -55,6 +55,9 @@ func (h *Hub) Apply(ctx context.Context, obj hub.Object) error {
 		return err
 	}
 	key := keyOf(obj)
+	if err := h.settle(ctx, kind, key); err != nil {
+		return err
+	}
 	force := true
 	written, err := h.inNamespace(ctx, key.Namespace, func() (*unstructured.Unstructured, error) {
 		return h.resource(kind, key.Namespace).Patch(ctx, key.Name, types.ApplyPatchType, data,
@@ -72,6 +75,9 @@ func (h *Hub) Delete(ctx context.Context, kind string, key hub.Key) error {
 	if _, ok := resources[kind]; !ok {
 		return fmt.Errorf("the hub deletes no %s for people", kind)
 	}
+	if err := h.settle(ctx, kind, key); err != nil {
+		return err
+	}
 	if err := h.remove(ctx, kind, key); err != nil && !hub.IsNotFound(err) {
 		return err
 	}
@@ -88,6 +94,9 @@ func (h *Hub) Annotate(ctx context.Context, kind string, key hub.Key, name, valu
 	if have, ok := cur.GetAnnotations()[name]; have == value && (ok || value == "") {
 		return nil
 	}
+	if err := h.settle(ctx, kind, key); err != nil {
+		return err
+	}
 	var v any = value
 	if value == "" {
 		v = nil // a merge patch removes a null
@@ -102,6 +111,17 @@ func (h *Hub) Annotate(ctx context.Context, kind string, key hub.Key, name, valu
 		return wrap(kind, key, err)
 	}
 	return h.informers[kind].caughtUp(ctx, written)
+}
+
+// settle lets the engine's status writes of a run go first: a person's
+// change through Git lands after what the engine handed over, as it would
+// had the engine's write been synchronous.
+func (h *Hub) settle(ctx context.Context, kind string, key hub.Key) error {
+	if !isRunKind(kind) {
+		return nil
+	}
+	_, err := h.settleRun(ctx, key, "")
+	return err
 }
 
 // ListUpdateStrategies implements gitops.Desired.

@@ -6,7 +6,9 @@
 // Reads come from the informers' caches. Every write waits until the
 // hub's own informer has caught up with it (the written resourceVersion, or
 // the deletion), bounded by the caller's context, so a pass that writes and
-// then reads sees its write, as with the embedded hub. Writes of other
+// then reads sees its write, as with the embedded hub. The one exception is
+// a run's status, which the hub writes behind the engine's back and shows
+// to reads until the cache has it (runstatus.go). Writes of other
 // clients (a member agent's binding status, a person's approval) show up
 // when the watch delivers them, and wake the engine through Subscribe.
 package kube
@@ -114,6 +116,15 @@ type Hub struct {
 	// the hub.
 	mirrorMu  sync.Mutex
 	mirroring bool
+
+	// chains write the runs' statuses (runstatus.go), tokens numbers
+	// the resourceVersions they hand out.
+	chainMu sync.Mutex
+	chains  map[hub.Key]*statusChain
+	tokens  uint64
+	// beforeStatusWrite, when set, runs before each write of a chain
+	// (tests provoke a race with it).
+	beforeStatusWrite func(run hub.Key)
 }
 
 var _ hub.Hub = (*Hub)(nil)
@@ -166,7 +177,7 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		return nil, err
 	}
 	h := &Hub{cfg: cfg, client: client, informers: map[string]*informer{}, log: cfg.Log,
-		intents: map[hub.Key]intent{}, ctx: ctx, clock: cfg.Clock}
+		intents: map[hub.Key]intent{}, ctx: ctx, clock: cfg.Clock, chains: map[hub.Key]*statusChain{}}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -274,10 +285,16 @@ func (h *Hub) handle(in *informer, old, obj any, deleted bool) {
 		h.noteMember(prev, u, deleted)
 	}
 	in.observed(u, deleted)
-	e, ok := eventOf(in.kind, prev, u)
-	if !ok {
-		return
+	if deleted && isRunKind(in.kind) {
+		h.forgetRun(hub.Key{Namespace: u.GetNamespace(), Name: u.GetName()})
 	}
+	if e, ok := eventOf(in.kind, prev, u); ok {
+		h.notify(e)
+	}
+}
+
+// notify tells the subscribers about e.
+func (h *Hub) notify(e hub.Event) {
 	h.mu.Lock()
 	subs := h.subscribers
 	h.mu.Unlock()

@@ -166,6 +166,12 @@ func (th *testHub) apply(t testing.TB, h *Hub, obj hubtest.Object) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The person comes after the engine's status writes handed over so far
+	// (runstatus.go), as after a synchronous write; one racing them makes
+	// the engine's write a Conflict and its run pass again.
+	if err := h.settle(await.Context(t), kind, keyOf(u)); err != nil {
+		t.Fatal(err)
+	}
 	force := true
 	written, err := th.resource(resources[kind], u.GetNamespace()).Patch(await.Context(t), u.GetName(), types.ApplyPatchType, data,
 		metav1.PatchOptions{FieldManager: "person", Force: &force})
@@ -181,6 +187,9 @@ func (th *testHub) apply(t testing.TB, h *Hub, obj hubtest.Object) {
 func (th *testHub) deleteRun(t testing.TB, h *Hub, key hub.Key) {
 	t.Helper()
 	kind := fleet.UpdateRunKind(key.Namespace)
+	if err := h.settle(await.Context(t), kind, key); err != nil {
+		t.Fatal(err)
+	}
 	if err := th.resource(resources[kind], key.Namespace).Delete(await.Context(t), key.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -154,7 +154,13 @@ func (h *Hub) GetUpdateStrategy(_ context.Context, key hub.Key) (*fleet.UpdateSt
 // GetUpdateRun implements hub.UpdateRuns.
 func (h *Hub) GetUpdateRun(_ context.Context, key hub.Key) (*fleet.UpdateRun, error) {
 	r := newUpdateRun()
-	return r, h.get(fleet.UpdateRunKind(key.Namespace), key, r)
+	if err := h.get(fleet.UpdateRunKind(key.Namespace), key, r); err != nil {
+		return r, err
+	}
+	if o := h.runOverlay(key, r); o != nil {
+		return o, nil
+	}
+	return r, nil
 }
 
 // ListUpdateRuns implements hub.UpdateRuns.
@@ -164,16 +170,22 @@ func (h *Hub) ListUpdateRuns(context.Context) ([]*fleet.UpdateRun, error) {
 
 // UpdateUpdateRunStatus implements hub.UpdateRuns through the status
 // subresource (never the spec: the engine's copy carries in-memory defaults
-// the stored spec must not get). An unchanged status at the cached
-// resourceVersion is not written, as with the embedded hub.
+// the stored spec must not get), written behind the caller's back
+// (runstatus.go). An unchanged status is not written, as with the embedded
+// hub.
 func (h *Hub) UpdateUpdateRunStatus(ctx context.Context, r *fleet.UpdateRun) error {
 	kind := fleet.UpdateRunKind(r.Namespace)
-	was, err := h.cachedRun(kind, r)
-	if err != nil {
-		return err
+	if !isToken(r.ResourceVersion) {
+		was, err := h.cachedRun(kind, r)
+		if err != nil {
+			return err
+		}
+		if r.ResourceVersion == was.ResourceVersion && equality.Semantic.DeepEqual(was.Status, r.Status) {
+			return nil
+		}
 	}
-	if r.ResourceVersion == was.ResourceVersion && equality.Semantic.DeepEqual(was.Status, r.Status) {
-		return nil
+	if handed, err := h.handOverRunStatus(ctx, kind, r); handed || err != nil {
+		return err
 	}
 	return h.updateStatus(ctx, kind, r)
 }
@@ -184,6 +196,11 @@ func (h *Hub) UpdateUpdateRunStatus(ctx context.Context, r *fleet.UpdateRun) err
 func (h *Hub) UpdateUpdateRunFinalizers(ctx context.Context, r *fleet.UpdateRun) error {
 	kind := fleet.UpdateRunKind(r.Namespace)
 	key := keyOf(r)
+	rv, err := h.settleRun(ctx, key, r.ResourceVersion)
+	if err != nil {
+		return err
+	}
+	r.ResourceVersion = rv
 	was, err := h.cachedRun(kind, r)
 	if err != nil {
 		return err
@@ -225,6 +242,9 @@ func (h *Hub) cachedRun(kind string, r *fleet.UpdateRun) (*fleet.UpdateRun, erro
 // person did not already) and its finalizers dropped, so it is gone.
 func (h *Hub) RemoveUpdateRun(ctx context.Context, key hub.Key) error {
 	kind := fleet.UpdateRunKind(key.Namespace)
+	if _, err := h.settleRun(ctx, key, ""); err != nil {
+		return err
+	}
 	cur := h.cached(kind, key)
 	if cur == nil {
 		return nil

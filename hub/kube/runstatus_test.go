@@ -1,0 +1,126 @@
+package kube
+
+import (
+	"sync"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/internal/await"
+)
+
+// TestRunStatusIsWrittenBehindTheEngine: a run's status handed over reads
+// back at once and reaches the API server; a person's write that comes
+// between the handover and the write makes the write a Conflict, wakes
+// the run, and the next handover built on the lost status gets the
+// Conflict, so the engine passes again from the API server's copy.
+func TestRunStatusIsWrittenBehindTheEngine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a kube-apiserver")
+	}
+	th := startHub(t)
+	th.reset(t)
+	h := th.newHub(t, Config{})
+	ctx := await.Context(t)
+	key := hub.Key{Name: "run"}
+	spec := fleet.UpdateRunSpec{PlacementName: "app", StagedUpdateStrategyName: "strategy", ResourceSnapshotIndex: "0", State: fleet.StateRun}
+	th.apply(t, h, &fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: key.Name}, Spec: spec})
+	condition := func(typ string) []metav1.Condition {
+		return []metav1.Condition{{Type: typ, Status: metav1.ConditionTrue, ObservedGeneration: 1, Reason: "Test",
+			Message: "handed over by the test", LastTransitionTime: metav1.Now().Rfc3339Copy()}}
+	}
+	stored := func() []any {
+		u, err := th.client.Resource(resources[fleet.KindClusterStagedUpdateRun]).Get(ctx, key.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		return conds
+	}
+
+	// Handed over, read back at once, then written.
+	r, err := h.GetUpdateRun(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Status.Conditions = condition(fleet.StagedUpdateRunConditionInitialized)
+	if err := h.UpdateUpdateRunStatus(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.GetUpdateRun(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ResourceVersion != r.ResourceVersion || len(got.Status.Conditions) != 1 {
+		t.Errorf("run read after the handover: resourceVersion %s, %d conditions; want the caller's %s, 1",
+			got.ResourceVersion, len(got.Status.Conditions), r.ResourceVersion)
+	}
+	await.Until(t, "the status handed over on the API server", func() bool { return len(stored()) == 1 })
+
+	// Another writer's status (a replica that lost its lease) between the
+	// next handover and its write: a status-only change, which wakes no
+	// run by itself.
+	release, held := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h.chainMu.Lock()
+	h.beforeStatusWrite = func(hub.Key) { once.Do(func() { close(held); <-release }) }
+	h.chainMu.Unlock()
+	woken := make(chan struct{}, 1)
+	h.Subscribe(func(e hub.Event) {
+		if e.Kind == hub.EventUpdateRun && e.Run == key {
+			select {
+			case woken <- struct{}{}:
+			default:
+			}
+		}
+	})
+	r.Status.Conditions = append(r.Status.Conditions, condition(fleet.StagedUpdateRunConditionProgressing)...)
+	if err := h.UpdateUpdateRunStatus(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	<-held
+	res := th.client.Resource(resources[fleet.KindClusterStagedUpdateRun])
+	other, err := res.Get(ctx, key.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": fleet.StagedUpdateRunConditionProgressing,
+		"status": "True", "observedGeneration": int64(1), "reason": "Other", "message": "written by another replica",
+		"lastTransitionTime": "2026-01-01T00:00:00Z"}}}
+	written, err := res.UpdateStatus(ctx, other, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.informers[fleet.KindClusterStagedUpdateRun].caughtUp(ctx, written); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	select {
+	case <-woken:
+	case <-ctx.Done():
+		t.Fatal("the run was not woken after its status write failed")
+	}
+	r.Status.Conditions = append(r.Status.Conditions, condition(fleet.StagedUpdateRunConditionSucceeded)...)
+	if err := h.UpdateUpdateRunStatus(ctx, r); !hub.IsConflict(err) {
+		t.Errorf("a handover built on a lost status: %v; want a Conflict", err)
+	}
+	got, err = h.GetUpdateRun(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ResourceVersion != written.GetResourceVersion() || len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Reason != "Other" {
+		t.Errorf("run after the lost write: resourceVersion %s, conditions %+v; want the other writer's %s",
+			got.ResourceVersion, got.Status.Conditions, written.GetResourceVersion())
+	}
+	got.Status.Conditions = condition(fleet.StagedUpdateRunConditionSucceeded)
+	if err := h.UpdateUpdateRunStatus(ctx, got); err != nil {
+		t.Errorf("a handover built on the API server's copy: %v", err)
+	}
+	await.Until(t, "the status built on the API server's copy written", func() bool {
+		c := stored()
+		return len(c) == 1 && c[0].(map[string]any)["type"] == fleet.StagedUpdateRunConditionSucceeded
+	})
+}
