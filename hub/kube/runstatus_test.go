@@ -13,10 +13,11 @@ import (
 )
 
 // TestRunStatusIsWrittenBehindTheEngine: a run's status handed over reads
-// back at once and reaches the API server; a person's write that comes
-// between the handover and the write makes the write a Conflict, wakes
-// the run, and the next handover built on the lost status gets the
-// Conflict, so the engine passes again from the API server's copy.
+// back at once and reaches the API server; another writer's status that
+// comes between a handover and its write (provoked by holding the write)
+// makes that write a Conflict and wakes the run, the next handover built
+// on the lost status is the Conflict, and one built on the API server's
+// copy is written.
 func TestRunStatusIsWrittenBehindTheEngine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver")
