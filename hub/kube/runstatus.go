@@ -184,7 +184,9 @@ func (h *Hub) writeChain(key hub.Key, c *statusChain) {
 
 // runOverlay is the run as the engine last handed it over, carrying the
 // chain's token, unless another writer came after the chain's last write
-// (the cache is past it): nil then, and the cache is the truth.
+// (the cache is past it): nil then, and the cache is the truth. While a
+// write is in flight the cache may already hold it (the watch can beat
+// the response), so only an idle chain tells another writer's.
 func (h *Hub) runOverlay(key hub.Key, cached *fleet.UpdateRun) *fleet.UpdateRun {
 	h.chainMu.Lock()
 	defer h.chainMu.Unlock()
@@ -192,7 +194,7 @@ func (h *Hub) runOverlay(key hub.Key, cached *fleet.UpdateRun) *fleet.UpdateRun 
 	if c == nil || c.err != nil || c.latest == nil {
 		return nil
 	}
-	if cached.ResourceVersion != c.base && atLeast(cached.ResourceVersion, c.base) {
+	if !c.busy() && cached.ResourceVersion != c.base && atLeast(cached.ResourceVersion, c.base) {
 		return nil
 	}
 	cached.Status = *c.latest.Status.DeepCopy()
