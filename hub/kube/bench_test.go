@@ -58,7 +58,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // The hub writes it behind the engine's back (runstatus.go), so the next
 // cluster's binding writes and the member's report overlap it, and a
 // status handed over while one is in flight replaces the one waiting
-// (writes/cluster drops below 3 when the API server is slow). What is left
+// (when the API server is slow, fewer status writes than clusters go out). What is left
 // on the critical path of a cluster is two binding round trips, the
 // member's turn-around (a watch event, its status write, the event back)
 // and a pass of the engine (under 1 ms), with the run's status writes
