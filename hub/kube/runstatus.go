@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -133,9 +134,7 @@ func (h *Hub) staleRun(kind string, key hub.Key) error {
 		errors.New("the object has been modified; please apply your changes to the latest version and try again")))
 }
 
-func isToken(rv string) bool {
-	return len(rv) > len(tokenPrefix) && rv[:len(tokenPrefix)] == tokenPrefix
-}
+func isToken(rv string) bool { return strings.HasPrefix(rv, tokenPrefix) }
 
 func closed() chan struct{} {
 	c := make(chan struct{})
