@@ -170,7 +170,12 @@ type UpdateRuns interface {
 	// UpdateUpdateRunStatus replaces the status of a run (the status
 	// subresource on an API server); spec and metadata are kept as stored.
 	// A stale resourceVersion is a Conflict; on success the caller's run
-	// carries the new resourceVersion.
+	// carries the new resourceVersion. A hub may write the status behind
+	// the caller (hub/kube does: the latest status handed over is written,
+	// reads show it at once, a Conflict found later wakes the run), so a
+	// run's status may trail its bindings, never lead them: the engine
+	// writes bindings first and reads a started or finished cluster back
+	// from its binding after a crash, as KubeFleet does.
 	UpdateUpdateRunStatus(ctx context.Context, r *fleet.UpdateRun) error
 	// UpdateUpdateRunFinalizers replaces the finalizers of a run, and
 	// nothing else; removing the last one of a terminating run removes it.
