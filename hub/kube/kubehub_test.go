@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/hub"
@@ -41,30 +40,7 @@ func startHub(t testing.TB) *testHub {
 		QPS: DefaultQPS, Burst: DefaultBurst}
 	th := &testHub{cluster: c, rest: rc, client: dynamic.NewForConfigOrDie(rc)}
 	ctx := await.Context(t)
-	files, err := filepath.Glob(filepath.Join("..", "..", "config", "crd", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no CRDs in config/crd: %v", err)
-	}
-	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(b, &u.Object); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		data, err := u.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		force := true
-		if _, err := th.client.Resource(crds).Patch(ctx, u.GetName(), types.ApplyPatchType, data,
-			metav1.PatchOptions{FieldManager: "kubectl", Force: &force}); err != nil {
-			t.Fatalf("installing %s: %v", f, err)
-		}
-	}
+	c.InstallCRDs(filepath.Join("..", "..", "config", "crd"))
 	await.Until(t, "the fleet CRDs to be served", func() bool { return checkServed(rc) == nil })
 	ns := &unstructured.Unstructured{}
 	ns.SetAPIVersion("v1")
