@@ -305,7 +305,7 @@ metadata:
 spec:
   placement: {name: ap}
   clusterResourceSelectors: [{group: "", version: v1, kind: Namespace, name: other}]
-  policy: {overrideRules: [{clusterSelector: {}, overrideType: Delete}]}
+  policy: {overrideRules: [{clusterSelector: {clusterSelectorTerms: []}, overrideType: Delete}]}
 ---
 apiVersion: placement.kubernetes-fleet.io/v1alpha1
 kind: ResourceOverride
@@ -315,7 +315,7 @@ metadata:
 spec:
   placement: {name: app, scope: Namespaced}
   resourceSelectors: [{group: "", version: v1, kind: ConfigMap, name: other}]
-  policy: {overrideRules: [{clusterSelector: {}, overrideType: Delete}]}
+  policy: {overrideRules: [{clusterSelector: {clusterSelectorTerms: []}, overrideType: Delete}]}
 `
 	if err := os.WriteFile(filepath.Join(repo, "typos.yaml"), []byte(typos), 0o644); err != nil {
 		t.Fatal(err)

@@ -127,7 +127,7 @@ func TestApply(t *testing.T) {
 			manifest: configMapSettings, cluster: prod,
 			cros: []*fleet.ClusterResourceOverrideSnapshot{cro(t, "app-namespace-0", `
 clusterResourceSelectors: [{group: "", version: v1, kind: Namespace, name: app}]
-policy: {overrideRules: [{clusterSelector: {}, jsonPatchOverrides: [{op: replace, path: /data/logLevel, value: info}]}]}`)},
+policy: {overrideRules: [{clusterSelector: {clusterSelectorTerms: []}, jsonPatchOverrides: [{op: replace, path: /data/logLevel, value: info}]}]}`)},
 			ros:  []*fleet.ResourceOverrideSnapshot{ro(t, "app", "settings-0", roProdLogLevel)},
 			want: strings.Replace(configMapSettings, "logLevel: debug", "logLevel: warn", 1)},
 		{name: "within an override the later rule wins",
@@ -136,8 +136,8 @@ policy: {overrideRules: [{clusterSelector: {}, jsonPatchOverrides: [{op: replace
 resourceSelectors: [{group: "", version: v1, kind: ConfigMap, name: settings}]
 policy:
   overrideRules:
-  - {clusterSelector: {}, jsonPatchOverrides: [{op: replace, path: /data/logLevel, value: info}]}
-  - {clusterSelector: {}, jsonPatchOverrides: [{op: replace, path: /data/logLevel, value: error}]}`)},
+  - {clusterSelector: {clusterSelectorTerms: []}, jsonPatchOverrides: [{op: replace, path: /data/logLevel, value: info}]}
+  - {clusterSelector: {clusterSelectorTerms: []}, jsonPatchOverrides: [{op: replace, path: /data/logLevel, value: error}]}`)},
 			want: strings.Replace(configMapSettings, "logLevel: debug", "logLevel: error", 1)},
 		{name: "a rule without a cluster selector matches no cluster",
 			manifest: configMapSettings, cluster: prod,
@@ -153,7 +153,7 @@ policy: {overrideRules: [{jsonPatchOverrides: [{op: replace, path: /data/logLeve
 			manifest: clusterRoleReader, cluster: staging,
 			cros: []*fleet.ClusterResourceOverrideSnapshot{cro(t, "reader-0", `
 clusterResourceSelectors: [{group: rbac.authorization.k8s.io, version: v1, kind: ClusterRole, name: reader}]
-policy: {overrideRules: [{clusterSelector: {}, jsonPatchOverrides: [{op: add, path: /metadata/annotations, value: {region: "${MEMBER-CLUSTER-LABEL-KEY-region}"}}]}]}`)},
+policy: {overrideRules: [{clusterSelector: {clusterSelectorTerms: []}, jsonPatchOverrides: [{op: add, path: /metadata/annotations, value: {region: "${MEMBER-CLUSTER-LABEL-KEY-region}"}}]}]}`)},
 			want: strings.Replace(clusterRoleReader, "  name: reader\n", "  name: reader\n  annotations:\n    region: west\n", 1)},
 		{name: "Delete keeps the resource off the matching cluster",
 			manifest: configMapSettings, cluster: staging,
@@ -165,13 +165,13 @@ policy: {overrideRules: [{clusterSelector: {clusterSelectorTerms: [{labelSelecto
 			manifest: configMapSettings, cluster: prod,
 			ros: []*fleet.ResourceOverrideSnapshot{ro(t, "app", "settings-0", `
 resourceSelectors: [{group: "", version: v1, kind: ConfigMap, name: settings}]
-policy: {overrideRules: [{clusterSelector: {}, jsonPatchOverrides: [{op: replace, path: /data/replicas, value: "3"}]}]}`)},
+policy: {overrideRules: [{clusterSelector: {clusterSelectorTerms: []}, jsonPatchOverrides: [{op: replace, path: /data/replicas, value: "3"}]}]}`)},
 			wantErr: `ResourceOverrideSnapshot "settings-0" failed to apply on ConfigMap "settings" in namespace "app": replace operation does not apply: doc is missing key: /data/replicas: missing value`},
 		{name: "adding below a missing parent fails",
 			manifest: namespaceApp, cluster: prod,
 			cros: []*fleet.ClusterResourceOverrideSnapshot{cro(t, "app-namespace-0", `
 clusterResourceSelectors: [{group: "", version: v1, kind: Namespace, name: app}]
-policy: {overrideRules: [{clusterSelector: {}, jsonPatchOverrides: [{op: add, path: /metadata/labels/environment, value: prod}]}]}`)},
+policy: {overrideRules: [{clusterSelector: {clusterSelectorTerms: []}, jsonPatchOverrides: [{op: add, path: /metadata/labels/environment, value: prod}]}]}`)},
 			wantErr: `ClusterResourceOverrideSnapshot "app-namespace-0" failed to apply on Namespace "app": add operation does not apply: doc is missing path: "/metadata/labels/environment": missing value`},
 		{name: "a label variable the cluster lacks fails",
 			manifest: namespaceApp, cluster: member("bare"),
@@ -181,7 +181,7 @@ policy: {overrideRules: [{clusterSelector: {}, jsonPatchOverrides: [{op: add, pa
 			manifest: configMapSettings, cluster: prod,
 			ros: []*fleet.ResourceOverrideSnapshot{ro(t, "app", "settings-0", `
 resourceSelectors: [{group: "", version: v1, kind: ConfigMap, name: settings}]
-policy: {overrideRules: [{clusterSelector: {}, jsonPatchOverrides: [{op: replace, path: /data/logLevel, value: "${MEMBER-CLUSTER-LABEL-KEY-level"}]}]}`)},
+policy: {overrideRules: [{clusterSelector: {clusterSelectorTerms: []}, jsonPatchOverrides: [{op: replace, path: /data/logLevel, value: "${MEMBER-CLUSTER-LABEL-KEY-level"}]}]}`)},
 			wantErr: `ResourceOverrideSnapshot "settings-0" failed to apply on ConfigMap "settings" in namespace "app": input "${MEMBER-CLUSTER-LABEL-KEY-level" is missing the closing bracket ` + "`}`"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
