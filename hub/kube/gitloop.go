@@ -147,8 +147,9 @@ func (h *Hub) Commit(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Pending implements gitops.Hub: deliveries waiting for a Commit plus the
-// member changes still under way.
+// Pending implements gitops.Hub: deliveries waiting for a Commit, the
+// member changes still under way and the runs' status writes not made yet
+// (runstatus.go), which the status tree in Git waits for.
 func (h *Hub) Pending() int {
 	h.mu.Lock()
 	n := len(h.intents)
@@ -156,7 +157,7 @@ func (h *Hub) Pending() int {
 	if h.members != nil {
 		n += h.members.Pending()
 	}
-	return n
+	return n + h.statusWritesPending()
 }
 
 // Members is the registry of member drivers deliveries go through (nil

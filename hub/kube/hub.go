@@ -21,6 +21,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -79,12 +80,22 @@ type Config struct {
 	// Clock stamps members' reports (default the wall clock).
 	Clock clock.Clock
 	Log   *slog.Logger
+	// RunStatusSpacing is the least time between two writes of one run's
+	// status (runstatus.go): DefaultRunStatusSpacing when 0, none when
+	// negative.
+	RunStatusSpacing time.Duration
 }
 
 // Client-side rate limits used when Config.Rest sets none.
 const (
 	DefaultQPS   = 500
 	DefaultBurst = 1000
+	// DefaultRunStatusSpacing lets a run's status coalesce for 100 ms
+	// between writes: at maxConcurrency 1 every cluster changes it, and
+	// the API server spent most of a core on these 40 KB writes while the
+	// binding writes of the next cluster waited for it (KubeFleet anchor,
+	// N = 100: 2.7–2.8 s without, 1.4–1.8 s with, same machine).
+	DefaultRunStatusSpacing = 100 * time.Millisecond
 )
 
 // Hub implements hub.Hub, hub.Notifier and hub.Revisioner over a
@@ -165,6 +176,9 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 	rc := rest.CopyConfig(cfg.Rest)
 	if rc.QPS == 0 {
 		rc.QPS = DefaultQPS
+	}
+	if cfg.RunStatusSpacing == 0 {
+		cfg.RunStatusSpacing = DefaultRunStatusSpacing
 	}
 	if rc.Burst == 0 {
 		rc.Burst = DefaultBurst

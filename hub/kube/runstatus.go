@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,6 +59,8 @@ type statusChain struct {
 	idle chan struct{}
 	// err is the write that failed; the handover built on it gets it.
 	err error
+	// written is when the last write returned (Config.RunStatusSpacing).
+	written time.Time
 }
 
 func (c *statusChain) busy() bool {
@@ -129,6 +132,20 @@ func (h *Hub) handOverRunStatus(ctx context.Context, kind string, r *fleet.Updat
 	return true, nil
 }
 
+// statusWritesPending counts the runs whose status is handed over and not
+// written yet: the status tree in Git and kubectl see it only once written.
+func (h *Hub) statusWritesPending() int {
+	h.chainMu.Lock()
+	defer h.chainMu.Unlock()
+	n := 0
+	for _, c := range h.chains {
+		if c.busy() {
+			n++
+		}
+	}
+	return n
+}
+
 func (h *Hub) staleRun(kind string, key hub.Key) error {
 	return wrap(kind, key, apierrors.NewConflict(resources[kind].GroupResource(), key.Name,
 		errors.New("the object has been modified; please apply your changes to the latest version and try again")))
@@ -153,6 +170,21 @@ func (h *Hub) writeChain(key hub.Key, c *statusChain) {
 			h.chainMu.Unlock()
 			return
 		}
+		if wait := h.cfg.RunStatusSpacing - h.clock.Now().Sub(c.written); !c.written.IsZero() && wait > 0 {
+			// Let the handovers of the spacing coalesce: the API server
+			// decodes, validates and stores the whole status on every
+			// write, time the bindings on the critical path wait for.
+			wctx := c.ctx
+			h.chainMu.Unlock()
+			done := make(chan struct{})
+			t := h.clock.AfterFunc(wait, func() { close(done) })
+			select {
+			case <-done:
+			case <-wctx.Done():
+				t.Stop()
+			}
+			h.chainMu.Lock()
+		}
 		run, base, ctx, hook := c.latest, c.base, c.ctx, h.beforeStatusWrite
 		c.pending = false
 		h.chainMu.Unlock()
@@ -166,7 +198,7 @@ func (h *Hub) writeChain(key hub.Key, c *statusChain) {
 			written, werr := h.resource(c.kind, key.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
 			if err = wrap(c.kind, key, werr); err == nil {
 				h.chainMu.Lock()
-				c.base = written.GetResourceVersion()
+				c.base, c.written = written.GetResourceVersion(), h.clock.Now()
 				h.chainMu.Unlock()
 				continue
 			}

@@ -2,12 +2,15 @@ package kube
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/clock"
 	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/internal/await"
 )
@@ -124,4 +127,70 @@ func TestRunStatusIsWrittenBehindTheEngine(t *testing.T) {
 		c := stored()
 		return len(c) == 1 && c[0].(map[string]any)["type"] == fleet.StagedUpdateRunConditionSucceeded
 	})
+}
+
+// TestRunStatusWritesAreSpaced: after a write of a run's status, the
+// statuses handed over within Config.RunStatusSpacing wait (on the hub's
+// clock) and only the latest of them is written, once the spacing passed;
+// the run counts as pending (the status tree waits for it) meanwhile.
+func TestRunStatusWritesAreSpaced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a kube-apiserver")
+	}
+	th := startHub(t)
+	th.reset(t)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := th.newHub(t, Config{Clock: clk, RunStatusSpacing: time.Second})
+	ctx := await.Context(t)
+	key := hub.Key{Name: "run"}
+	th.apply(t, h, &fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: key.Name},
+		Spec: fleet.UpdateRunSpec{PlacementName: "app", StagedUpdateStrategyName: "strategy", ResourceSnapshotIndex: "0", State: fleet.StateRun}})
+	var writes atomic.Int64
+	h.chainMu.Lock()
+	h.beforeStatusWrite = func(hub.Key) { writes.Add(1) }
+	h.chainMu.Unlock()
+	stored := func() string {
+		u, err := th.client.Resource(resources[fleet.KindClusterStagedUpdateRun]).Get(ctx, key.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		if len(conds) != 1 {
+			return ""
+		}
+		return conds[0].(map[string]any)["message"].(string)
+	}
+	handOver := func(msg string) {
+		t.Helper()
+		r, err := h.GetUpdateRun(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Status.Conditions = []metav1.Condition{{Type: fleet.StagedUpdateRunConditionInitialized, Status: metav1.ConditionTrue,
+			ObservedGeneration: 1, Reason: "Test", Message: msg, LastTransitionTime: metav1.NewTime(clk.Now())}}
+		if err := h.UpdateUpdateRunStatus(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	handOver("first")
+	await.Until(t, "the first status on the API server, written at once", func() bool {
+		return stored() == "first" && h.statusWritesPending() == 0
+	})
+	handOver("second")
+	handOver("third")
+	await.Until(t, "the writer to wait for the spacing on the hub's clock", func() bool { return clk.Pending() > 0 })
+	if n := h.Pending(); n != 1 {
+		t.Errorf("Pending() = %d while a status waits; want 1", n)
+	}
+	if got := stored(); got != "first" {
+		t.Fatalf("the API server has %q before the spacing passed; want first", got)
+	}
+	clk.Advance(time.Second)
+	await.Until(t, "the latest status on the API server after the spacing", func() bool {
+		return stored() == "third" && h.statusWritesPending() == 0
+	})
+	if n := writes.Load(); n != 2 {
+		t.Errorf("%d status writes; want 2 (first, then third: second was replaced while it waited)", n)
+	}
 }
