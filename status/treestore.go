@@ -30,7 +30,10 @@ const DefaultInterval = 2 * time.Second
 // Urgent flushes commit at once. Non-urgent ones commit at most once per
 // Interval: a flush that comes too soon arms a timer on the clock that
 // commits the batch when the interval is over (and retries, every
-// Interval, while the Committer fails).
+// Interval, while the Committer fails). The end of a run (Succeeded or
+// Failed) is the exception: it is what people and pipelines wait for, it
+// has nothing left to be batched with, and it happens once per run, so
+// the flush that carries it commits at once.
 type TreeStore struct {
 	files     Files
 	committer Committer
@@ -62,9 +65,13 @@ type TreeStore struct {
 	// placement's parts and bindings are grouped (stageLayout).
 	runLayouts map[hub.ObjectRef]*stageLayout
 	layouts    map[placementKey]*stageLayout
-	since      time.Time // when the oldest uncommitted change was made
-	last       time.Time // end of the last commit
-	timer      clock.Timer
+	// ended holds the runs that had ended as last loaded or encoded;
+	// ending says one ended since then and the next flush commits at once.
+	ended  map[hub.ObjectRef]bool
+	ending bool
+	since  time.Time // when the oldest uncommitted change was made
+	last   time.Time // end of the last commit
+	timer  clock.Timer
 }
 
 var _ hub.Store = (*TreeStore)(nil)
@@ -87,7 +94,22 @@ func (s *TreeStore) reset() {
 	s.written = map[string]runtime.Object{}
 	s.runLayouts = map[hub.ObjectRef]*stageLayout{}
 	s.layouts = map[placementKey]*stageLayout{}
+	s.ended = map[hub.ObjectRef]bool{}
+	s.ending = false
 	s.since = time.Time{}
+}
+
+// runEnded reports whether obj is a run that has ended: Succeeded or Failed.
+func runEnded(obj runtime.Object) bool {
+	run, ok := obj.(*fleet.UpdateRun)
+	if !ok {
+		return false
+	}
+	switch run.Phase() {
+	case fleet.PhaseSucceeded, fleet.PhaseFailed:
+		return true
+	}
+	return false
 }
 
 // learnLayout records the stage layout of run (nil: deleted) and elects
@@ -234,6 +256,9 @@ func (s *TreeStore) Load(ctx context.Context) ([]runtime.Object, error) {
 		s.paths[ref] = paths
 		if run, ok := so.Object.(*fleet.UpdateRun); ok {
 			s.learnLayout(ref, run, false)
+			if runEnded(run) {
+				s.ended[ref] = true
+			}
 		}
 		objs = append(objs, so.Object)
 	}
@@ -326,6 +351,7 @@ func (s *TreeStore) flush(ctx context.Context, urgent, now bool) error {
 	}
 	if changes.Empty() {
 		s.since = time.Time{}
+		s.ending = false
 		if len(s.latest) == 0 {
 			s.stopTimerLocked()
 		}
@@ -333,7 +359,7 @@ func (s *TreeStore) flush(ctx context.Context, urgent, now bool) error {
 		return encodeErr
 	}
 	at := s.clock.Now()
-	if wait := s.last.Add(s.Interval).Sub(at); !now && s.Interval > 0 && !s.last.IsZero() && wait > 0 {
+	if wait := s.last.Add(s.Interval).Sub(at); !now && !s.ending && s.Interval > 0 && !s.last.IsZero() && wait > 0 {
 		s.armLocked(wait)
 		s.mu.Unlock()
 		return encodeErr
@@ -342,6 +368,8 @@ func (s *TreeStore) flush(ctx context.Context, urgent, now bool) error {
 	// Changes recorded while the commit runs start a new lag measurement.
 	since := s.since
 	s.since = time.Time{}
+	ending := s.ending
+	s.ending = false
 	s.mu.Unlock()
 
 	whole, wholeObjs := wholeObjects(changes, objects)
@@ -356,6 +384,7 @@ func (s *TreeStore) flush(ctx context.Context, urgent, now bool) error {
 		if s.since.IsZero() || since.Before(s.since) {
 			s.since = since
 		}
+		s.ending = s.ending || ending
 		return errors.Join(encodeErr, fmt.Errorf("commit status: %w", err))
 	}
 	for _, p := range changes.Deletes {
@@ -388,6 +417,15 @@ func (s *TreeStore) encodeLocked() error {
 	var errs []error
 	for _, ref := range refs {
 		obj := s.latest[ref]
+		if _, isRun := obj.(*fleet.UpdateRun); isRun || obj == nil {
+			ended := runEnded(obj)
+			s.ending = s.ending || ended && !s.ended[ref]
+			if ended {
+				s.ended[ref] = true
+			} else {
+				delete(s.ended, ref)
+			}
+		}
 		old := s.paths[ref]
 		if obj == nil {
 			for _, p := range old {

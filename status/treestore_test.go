@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -267,6 +268,109 @@ func TestTreeStoreBatchesNonUrgentFlushes(t *testing.T) {
 	}
 	if clk.Pending() != 0 {
 		t.Errorf("%d timers left armed", clk.Pending())
+	}
+}
+
+// The end of a run is what people wait for and has nothing to be batched
+// with: the flush that carries it commits at once, within the interval.
+// Later changes of the ended run, and a run loaded as ended, batch again.
+func TestTreeStoreCommitsTheEndOfARunAtOnce(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		status metav1.ConditionStatus
+		loaded bool // the store restarted (Load) before the run ended
+	}{
+		{name: "succeeded", status: metav1.ConditionTrue},
+		{name: "failed", status: metav1.ConditionFalse},
+		{name: "succeeded after a restart", status: metav1.ConditionTrue, loaded: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRepo(t)
+			s, clk := newStore(r)
+			run := withKind([]runtime.Object{waitingRun("")})[0].(*fleet.UpdateRun)
+			s.Put(refOfObj(run), run)
+			if err := s.Flush(ctx, false); err != nil { // the first commit goes at once
+				t.Fatal(err)
+			}
+			if tc.loaded {
+				s, clk = newStore(r)
+				if _, err := s.Load(ctx); err != nil {
+					t.Fatal(err)
+				}
+				b := withKind([]runtime.Object{binding("", "member0")})[0]
+				s.Put(refOfObj(b), b)
+				if err := s.Flush(ctx, false); err != nil { // the first commit after a start goes at once
+					t.Fatal(err)
+				}
+			}
+			base := r.count()
+			clk.Advance(100 * time.Millisecond)
+			ended := run.DeepCopy()
+			meta.SetStatusCondition(&ended.Status.Conditions, cond(fleet.StagedUpdateRunConditionSucceeded, tc.status, "UpdateRunEnded", "ended", 3*time.Minute))
+			s.Put(refOfObj(ended), ended)
+			// A commit in between would make the next one wait the
+			// interval again; the end must not wait for it.
+			b := withKind([]runtime.Object{binding("", "member1")})[0]
+			s.Put(refOfObj(b), b)
+			if err := s.Flush(ctx, false); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.count() - base; got != 1 {
+				t.Fatalf("flush of the ended run: %d new commits, want 1 (at once)", got)
+			}
+			if r.lastCommit(t).urgent {
+				t.Error("the end of a run was committed as urgent: nothing waits for it")
+			}
+
+			// Once ended, the run's further changes are batched again.
+			clk.Advance(100 * time.Millisecond)
+			again := ended.DeepCopy()
+			again.Labels = map[string]string{"touched": "yes"}
+			s.Put(refOfObj(again), again)
+			if err := s.Flush(ctx, false); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.count() - base; got != 1 {
+				t.Fatalf("a change of an ended run committed at once: %d new commits, want 1", got)
+			}
+			clk.Advance(DefaultInterval)
+			if got := r.count() - base; got != 2 {
+				t.Fatalf("after the interval: %d new commits, want 2", got)
+			}
+		})
+	}
+}
+
+// A run loaded as ended does not make later flushes commit at once.
+func TestTreeStoreBatchesARunLoadedAsEnded(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	s, _ := newStore(r)
+	run := withKind([]runtime.Object{waitingRun("")})[0].(*fleet.UpdateRun)
+	meta.SetStatusCondition(&run.Status.Conditions, cond(fleet.StagedUpdateRunConditionSucceeded, metav1.ConditionTrue, "UpdateRunSucceeded", "done", 3*time.Minute))
+	s.Put(refOfObj(run), run)
+	if err := s.Flush(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	s, clk := newStore(r)
+	if _, err := s.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := withKind([]runtime.Object{binding("", "member1")})[0]
+	s.Put(refOfObj(b), b)
+	if err := s.Flush(ctx, false); err != nil { // the first commit after a start goes at once
+		t.Fatal(err)
+	}
+	clk.Advance(100 * time.Millisecond)
+	again := run.DeepCopy()
+	again.Labels = map[string]string{"touched": "yes"}
+	s.Put(refOfObj(again), again)
+	if err := s.Flush(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.count(); got != 2 {
+		t.Fatalf("a change of a run loaded as ended committed at once: %d commits, want 2", got)
 	}
 }
 
