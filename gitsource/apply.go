@@ -210,7 +210,7 @@ func (s *Source) attempt(ctx context.Context, op, branch string, ops map[string]
 
 	pushErr := s.push(ctx, branch, commit, parent)
 	if pushErr == nil {
-		s.setTip(branch, commit)
+		s.pushed(op, branch, commit, parent)
 		s.log.Info("pushed", "branch", branch, "commit", commit.String())
 		return Result{Commit: commit, Created: true}, false, nil
 	}
@@ -227,6 +227,7 @@ func (s *Source) attempt(ctx context.Context, op, branch string, ops map[string]
 	switch {
 	case now == commit:
 		// The push landed but its report was lost.
+		s.pushed(op, branch, commit, parent)
 		return Result{Commit: commit, Created: true}, false, nil
 	case now != parent, lostRefLock(pushErr):
 		// Moved: a conflict. Not moved but the server could not take the
@@ -260,6 +261,16 @@ func (s *Source) writeCommit(tree, parent plumbing.Hash, msg string) (plumbing.H
 		return plumbing.ZeroHash, err
 	}
 	return s.store.SetEncodedObject(obj)
+}
+
+// pushed records that commit, built on parent, is now the remote's branch:
+// the cached tip moves there, and an Apply to the tracked branch is
+// remembered for PushedItself.
+func (s *Source) pushed(op, branch string, commit, parent plumbing.Hash) {
+	s.setTip(branch, commit)
+	if op == "apply" && branch == s.cfg.Branch && !parent.IsZero() {
+		s.own.add(commit, parent)
+	}
 }
 
 func (s *Source) setTip(branch string, h plumbing.Hash) {

@@ -111,6 +111,7 @@ type Source struct {
 	store   *filesystem.Storage
 	repo    *git.Repository
 	objects *lockedObjects
+	own     ownPushes
 }
 
 // Open prepares the cache: it reuses CacheDir if it holds a healthy clone of
