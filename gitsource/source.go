@@ -326,6 +326,9 @@ func (s *Source) fetchLocked(ctx context.Context) error {
 	if s.cfg.StatusBranch != s.cfg.Branch {
 		branches = append(branches, s.cfg.StatusBranch)
 	}
+	if s.localUpToDate(branches) {
+		return nil
+	}
 	err := s.fetchRefs(ctx, branches...)
 	if len(branches) > 1 && errors.Is(err, errNoSuchBranch) {
 		// The status branch does not exist (yet, or any more).
