@@ -158,6 +158,9 @@ type Daemon struct {
 	unrendered map[string]*fleet.Commit
 	// sources are status/sources/, by name (source_status.go).
 	sources map[string]*fleet.GitSource
+	// personWalk is lastPersonCommit's last answer, for the head it was
+	// asked about: a walk from a newer head stops there.
+	personWalk struct{ head, person plumbing.Hash }
 	// appliedFrom and appliedContent memoize contentCommit.
 	appliedFrom    plumbing.Hash
 	appliedContent string
@@ -498,6 +501,15 @@ func (d *Daemon) sync(ctx context.Context, head gitsource.Head) error {
 	if head.Commit == d.processed && !d.processed.IsZero() {
 		return nil
 	}
+	// The branch moved by gitfleet's own status commits alone (the fetch
+	// after its own push): they hold what the hub wrote, nothing to read.
+	if own, err := d.src.PushedItself(ctx, d.processed, head.Commit); err != nil {
+		return err
+	} else if own {
+		d.processed = head.Commit
+		d.observeProcessed(ctx, head.Commit)
+		return nil
+	}
 	commits, err := d.src.FirstParentHistory(ctx, d.processed, head.Commit)
 	if err != nil {
 		if errors.Is(err, gitsource.ErrNotAncestor) {
@@ -570,15 +582,20 @@ func (d *Daemon) sync(ctx context.Context, head gitsource.Head) error {
 		return err
 	}
 	d.processed = head.Commit
-	if d.cfg.Observer != nil {
-		if c, err := d.src.Commit(ctx, head.Commit); err == nil {
-			d.cfg.Observer.Processed(c, 0)
-		}
-	}
+	d.observeProcessed(ctx, head.Commit)
 	if err := d.Hub.Commit(ctx); err != nil {
 		return err
 	}
 	return d.Store.Flush(ctx, false)
+}
+
+// observeProcessed tells the observer that the tip was processed.
+func (d *Daemon) observeProcessed(ctx context.Context, tip plumbing.Hash) {
+	if d.cfg.Observer != nil {
+		if c, err := d.src.Commit(ctx, tip); err == nil {
+			d.cfg.Observer.Processed(c, 0)
+		}
+	}
 }
 
 // needsRender reports whether a commit may change the hub content: it
