@@ -80,23 +80,38 @@ func (d *Daemon) recordSource(ctx context.Context, head plumbing.Hash, err error
 
 // lastPersonCommit is the newest first-parent commit from head that
 // gitfleet did not make (the Gitfleet-Commit trailer: for display only,
-// nothing is decided on it); "" when none is near.
+// nothing is decided on it); "" when none is near. A walk that reaches the
+// head of the previous call takes that call's answer, so following a branch
+// that gains a status commit per pass reads only the new commits, not the
+// last ownCommitsWalk of them after every fetch.
 func (d *Daemon) lastPersonCommit(ctx context.Context, head plumbing.Hash) string {
+	person, ok := d.walkToPerson(ctx, head)
+	if !ok {
+		return ""
+	}
+	d.personWalk.head, d.personWalk.person = head, person
+	return person.String()
+}
+
+func (d *Daemon) walkToPerson(ctx context.Context, head plumbing.Hash) (plumbing.Hash, bool) {
 	h := head
 	for range ownCommitsWalk {
+		if h == d.personWalk.head && !h.IsZero() {
+			return d.personWalk.person, true
+		}
 		c, err := d.src.Commit(ctx, h)
 		if err != nil {
-			return ""
+			return plumbing.ZeroHash, false
 		}
 		if !gitsource.IsOwnCommit(c) {
-			return c.Hash.String()
+			return c.Hash, true
 		}
 		if c.NumParents() == 0 {
-			return ""
+			return plumbing.ZeroHash, false
 		}
 		h = c.ParentHashes[0]
 	}
-	return ""
+	return plumbing.ZeroHash, false
 }
 
 // contentCommit is the newest first-parent commit from applied (the commit
