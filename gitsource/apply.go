@@ -189,6 +189,17 @@ func (s *Source) attempt(ctx context.Context, op, branch string, ops map[string]
 		}
 	}
 
+	// Start the push session now; the commit is built meanwhile. Unused
+	// (nothing to commit, an error), it is closed without waiting for it.
+	opened := make(chan *pushSession, 1)
+	go func() { opened <- s.openPush(ctx) }()
+	pushing := false
+	defer func() {
+		if !pushing {
+			go func() { _ = (<-opened).close() }()
+		}
+	}()
+
 	var baseTree plumbing.Hash
 	if !parent.IsZero() {
 		if baseTree, err = s.treeOf(parent); err != nil {
@@ -208,7 +219,8 @@ func (s *Source) attempt(ctx context.Context, op, branch string, ops map[string]
 		return res, false, s.wrap(op, err)
 	}
 
-	pushErr := s.push(ctx, branch, commit, parent)
+	pushing = true
+	pushErr := s.push(ctx, <-opened, branch, commit, parent)
 	if pushErr == nil {
 		s.pushed(op, branch, commit, parent)
 		s.log.Info("pushed", "branch", branch, "commit", commit.String())

@@ -37,12 +37,51 @@ func (s *Source) pushContext(ctx context.Context) (context.Context, context.Canc
 	return ctx, cancel, nil
 }
 
-// push updates branch on the remote from parent to commit, as a
+// pushSession is a receive-pack session whose advertised references are
+// read (or the error of opening it).
+type pushSession struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	sess   transport.ReceivePackSession
+	adv    *packp.AdvRefs
+	err    error
+}
+
+// openPush opens a receive-pack session and reads what the remote
+// advertises. attempt opens it while it builds the commit, so that
+// starting git-receive-pack (a local remote) or the round trip to a server
+// overlaps the building rather than following it.
+func (s *Source) openPush(ctx context.Context) *pushSession {
+	ps := &pushSession{}
+	if ps.ctx, ps.cancel, ps.err = s.pushContext(ctx); ps.err != nil {
+		return ps
+	}
+	if ps.sess, ps.err = s.receivePackSession(); ps.err != nil {
+		return ps
+	}
+	ps.adv, ps.err = ps.sess.AdvertisedReferencesContext(ps.ctx)
+	return ps
+}
+
+// close ends the session; one that sent nothing tells the remote there is
+// nothing to do.
+func (ps *pushSession) close() error {
+	var err error
+	if ps.sess != nil {
+		err = ps.sess.Close()
+	}
+	if ps.cancel != nil {
+		ps.cancel()
+	}
+	return err
+}
+
+// push updates branch on the remote from parent to commit through ps, as a
 // compare-and-swap: it is sent only if the remote branch is at parent (or
 // does not exist), with parent as the expected old value, which the
 // server re-checks under its ref lock. That makes every push a
 // fast-forward without depending on the server's
-// receive.denyNonFastForwards, and never a force.
+// receive.denyNonFastForwards, and never a force. It closes ps.
 //
 // go-git's own Push computes the objects to send by walking the whole
 // history reachable from the remote's refs, which makes each push slower
@@ -50,25 +89,19 @@ func (s *Source) pushContext(ctx context.Context) (context.Context, context.Canc
 // Here the remote is known to have parent, so only the objects of the new
 // commit that differ from parent's are sent: the cost follows the size of
 // the change, not of the history.
-func (s *Source) push(ctx context.Context, branch string, commit, parent plumbing.Hash) (err error) {
-	ctx, cancel, err := s.pushContext(ctx)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	sess, err := s.receivePackSession()
-	if err != nil {
-		return err
-	}
+func (s *Source) push(ctx context.Context, ps *pushSession, branch string, commit, parent plumbing.Hash) (err error) {
 	defer func() {
-		if cerr := sess.Close(); err == nil && cerr != nil {
+		if cerr := ps.close(); err == nil && cerr != nil {
 			err = cerr
 		}
 	}()
-	adv, err := sess.AdvertisedReferencesContext(ctx)
-	if err != nil {
-		return err
+	if ps.err != nil {
+		return ps.err
 	}
+	if err := ctx.Err(); err != nil {
+		return err // given up before the push started
+	}
+	ctx, sess, adv := ps.ctx, ps.sess, ps.adv // bounded by the timeout alone
 	refs, err := adv.AllReferences()
 	if err != nil {
 		return err
