@@ -104,7 +104,8 @@ type Hub interface {
 type Placements interface {
 	GetPlacement(ctx context.Context, key Key) (*fleet.Placement, error)
 	ListPlacements(ctx context.Context) ([]*fleet.Placement, error)
-	// UpdatePlacementStatus replaces the status of an existing placement.
+	// UpdatePlacementStatus replaces the status of an existing placement;
+	// on success the caller's placement carries the new resourceVersion.
 	UpdatePlacementStatus(ctx context.Context, p *fleet.Placement) error
 }
 
@@ -151,6 +152,26 @@ type Bindings interface {
 	// deletionTimestamp and disappears once its resources are removed from
 	// the member cluster.
 	DeleteBinding(ctx context.Context, key Key) error
+}
+
+// ReadOnlyBindings is implemented by hubs that can list a placement's
+// bindings without copying them: the returned bindings are the hub's own,
+// shared with every other reader, and must not be modified (the read-only
+// contract of controller-runtime's client.UnsafeDisableDeepCopy). Readers
+// that only look — the placement status, metrics — list 10,000 bindings a
+// pass; copying them all was most of what a pass cost.
+type ReadOnlyBindings interface {
+	ListBindingsReadOnly(ctx context.Context, placement Key) ([]*fleet.Binding, error)
+}
+
+// ListBindingsReadOnly lists the placement's bindings, sorted by name, for
+// a caller that promises not to modify them: without copies on a hub that
+// implements ReadOnlyBindings, through ListBindings on any other.
+func ListBindingsReadOnly(ctx context.Context, h Bindings, placement Key) ([]*fleet.Binding, error) {
+	if ro, ok := h.(ReadOnlyBindings); ok {
+		return ro.ListBindingsReadOnly(ctx, placement)
+	}
+	return h.ListBindings(ctx, placement)
 }
 
 // MemberClusters reads the fleet's clusters.

@@ -33,3 +33,14 @@ type Store interface {
 	// effect waits for it; a store may batch non-urgent flushes.
 	Flush(ctx context.Context, urgent bool) error
 }
+
+// SharingStore is implemented by stores that can record an object without
+// copying it, for a caller whose objects never change once written (the
+// embedded hub replaces its objects, it never modifies them): PutShared is
+// Put with obj shared between the caller and the store, which neither
+// modifies. At 10,000 clusters it saves a copy of every binding, run and
+// placement written, and keeps one copy of each alive instead of two.
+type SharingStore interface {
+	Store
+	PutShared(ref ObjectRef, obj runtime.Object)
+}

@@ -74,7 +74,7 @@ type TreeStore struct {
 	timer  clock.Timer
 }
 
-var _ hub.Store = (*TreeStore)(nil)
+var _ hub.SharingStore = (*TreeStore)(nil)
 
 // NewTreeStore returns a TreeStore loading from files and committing through
 // committer, batching on clk.
@@ -315,6 +315,11 @@ func (s *TreeStore) Forget(p string) {
 func (s *TreeStore) Put(ref hub.ObjectRef, obj runtime.Object) {
 	s.record(ref, obj.DeepCopyObject())
 }
+
+// PutShared implements hub.SharingStore: obj is recorded without a copy,
+// which the store can afford because it never modifies what it records
+// (encoding and split only read).
+func (s *TreeStore) PutShared(ref hub.ObjectRef, obj runtime.Object) { s.record(ref, obj) }
 
 // Delete implements hub.Store.
 func (s *TreeStore) Delete(ref hub.ObjectRef) { s.record(ref, nil) }

@@ -172,8 +172,7 @@ func (h *Hub) guardPendingLocked() []intent {
 				next := cur.DeepCopy()
 				next.Finalizers = append(next.Finalizers, WorkCleanupFinalizer)
 				h.stamp(next, false)
-				h.bindings.put(next)
-				h.persist(next)
+				h.persist(h.bindings.put(next))
 			}
 		}
 		batch = append(batch, in)

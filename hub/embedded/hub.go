@@ -69,6 +69,7 @@ type Selector func(p *fleet.Placement, resources []*unstructured.Unstructured) (
 var _ hub.Hub = (*Hub)(nil)
 var _ hub.Revisioner = (*Hub)(nil)
 var _ hub.Notifier = (*Hub)(nil)
+var _ hub.ReadOnlyBindings = (*Hub)(nil)
 
 // New returns an empty hub writing through to store (a MemoryStore if nil).
 func New(c clock.Clock, store Store) *Hub {
@@ -163,8 +164,16 @@ func checkVersion(stored, incoming object) error {
 	return nil
 }
 
+// persist writes a stored object through to the store. obj must be the
+// table's own object (put's result, or what putOwned stored): it is never
+// modified, so a hub.SharingStore keeps it without a copy.
 func (h *Hub) persist(obj object) {
-	h.store.Put(ObjectRef{Kind: obj.GetObjectKind().GroupVersionKind().Kind, Key: keyOf(obj)}, obj)
+	ref := ObjectRef{Kind: obj.GetObjectKind().GroupVersionKind().Kind, Key: keyOf(obj)}
+	if s, ok := h.store.(hub.SharingStore); ok {
+		s.PutShared(ref, obj)
+		return
+	}
+	h.store.Put(ref, obj)
 }
 
 func (h *Hub) forget(kind string, key hub.Key) {
@@ -206,10 +215,14 @@ func (h *Hub) UpdatePlacementStatus(_ context.Context, p *fleet.Placement) error
 	if err := checkVersion(cur, p); err != nil {
 		return err
 	}
-	next := cur.DeepCopy()
-	next.Status = *p.Status.DeepCopy()
+	// One copy, of the caller's status: the stored spec and metadata are
+	// copied field by field rather than with the old status (10,000
+	// per-cluster entries) only to be thrown away.
+	next := &fleet.Placement{TypeMeta: cur.TypeMeta, Spec: *cur.Spec.DeepCopy(), Status: *p.Status.DeepCopy()}
+	cur.ObjectMeta.DeepCopyInto(&next.ObjectMeta)
 	h.stamp(next, false)
-	h.placements.put(next)
+	p.ResourceVersion = next.ResourceVersion
+	h.placements.putOwned(next)
 	h.persist(next)
 	return nil
 }
@@ -232,8 +245,7 @@ func (h *Hub) CreatePolicySnapshot(_ context.Context, s *fleet.PolicySnapshot) e
 	}
 	setKind(s, fleet.PolicySnapshotKind(s.Namespace))
 	h.stamp(s, true)
-	h.policies.put(s)
-	h.persist(s)
+	h.persist(h.policies.put(s))
 	h.planRevision++
 	h.emit(hub.Event{Kind: hub.EventPolicySnapshot, Key: keyOf(s), Placement: placementOf(s)})
 	return nil
@@ -255,8 +267,7 @@ func (h *Hub) UpdatePolicySnapshot(_ context.Context, s *fleet.PolicySnapshot) e
 		s.Generation = cur.Generation + 1
 	}
 	h.stamp(s, false)
-	h.policies.put(s)
-	h.persist(s)
+	h.persist(h.policies.put(s))
 	h.planRevision++
 	h.emit(hub.Event{Kind: hub.EventPolicySnapshot, Key: keyOf(s), Placement: placementOf(s)})
 	return nil
@@ -280,8 +291,7 @@ func (h *Hub) CreateResourceSnapshot(_ context.Context, s *fleet.ResourceSnapsho
 	}
 	setKind(s, fleet.ResourceSnapshotKind(s.Namespace))
 	h.stamp(s, true)
-	h.snapshots.put(s)
-	h.persist(s)
+	h.persist(h.snapshots.put(s))
 	h.emit(hub.Event{Kind: hub.EventResourceSnapshot, Key: keyOf(s), Placement: placementOf(s)})
 	return nil
 }
@@ -299,8 +309,7 @@ func (h *Hub) UpdateResourceSnapshot(_ context.Context, s *fleet.ResourceSnapsho
 	}
 	setKind(s, cur.Kind)
 	h.stamp(s, false)
-	h.snapshots.put(s)
-	h.persist(s)
+	h.persist(h.snapshots.put(s))
 	h.emit(hub.Event{Kind: hub.EventResourceSnapshot, Key: keyOf(s), Placement: placementOf(s)})
 	return nil
 }
@@ -346,6 +355,16 @@ func (h *Hub) ListBindings(_ context.Context, placement hub.Key) ([]*fleet.Bindi
 	return h.bindings.list(func(b *fleet.Binding) bool { return placementOf(b) == placement }), nil
 }
 
+// ListBindingsReadOnly implements hub.ReadOnlyBindings: the stored
+// bindings themselves, which the hub replaces on every write and never
+// modifies, so a caller that does not modify them either reads a
+// consistent version of each without copying it.
+func (h *Hub) ListBindingsReadOnly(_ context.Context, placement hub.Key) ([]*fleet.Binding, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.bindings.listShared(func(b *fleet.Binding) bool { return placementOf(b) == placement }), nil
+}
+
 // GetBinding implements hub.Bindings.
 func (h *Hub) GetBinding(_ context.Context, key hub.Key) (*fleet.Binding, error) {
 	h.mu.Lock()
@@ -366,7 +385,7 @@ func (h *Hub) CreateBinding(_ context.Context, b *fleet.Binding) error {
 	}
 	setKind(b, fleet.BindingKind(b.Namespace))
 	h.stamp(b, true)
-	h.writeBinding(nil, b)
+	h.writeBinding(nil, b.DeepCopy())
 	return nil
 }
 
@@ -450,13 +469,15 @@ func (h *Hub) DeleteBinding(_ context.Context, key hub.Key) error {
 	return nil
 }
 
+// writeBinding stores cur, which the caller built for the table and does
+// not touch again, in place of old.
 func (h *Hub) writeBinding(old, cur *fleet.Binding) {
 	if old == nil || old.Spec.State != cur.Spec.State ||
 		old.Spec.SchedulingPolicySnapshotName != cur.Spec.SchedulingPolicySnapshotName ||
 		(old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) {
 		h.planRevision++
 	}
-	h.bindings.put(cur)
+	h.bindings.putOwned(cur)
 	h.persist(cur)
 	if h.onBindingWritten != nil {
 		h.onBindingWritten(old, cur)
@@ -627,8 +648,7 @@ func (h *Hub) CreateApprovalRequest(_ context.Context, a *fleet.ApprovalRequest)
 	}
 	setKind(a, fleet.ApprovalRequestKind(a.Namespace))
 	h.stamp(a, true)
-	h.approvals.put(a)
-	h.persist(a)
+	h.persist(h.approvals.put(a))
 	h.emit(approvalEvent(a))
 	return nil
 }
@@ -647,8 +667,7 @@ func (h *Hub) UpdateApprovalRequestStatus(_ context.Context, a *fleet.ApprovalRe
 	next := cur.DeepCopy()
 	next.Status = *a.Status.DeepCopy()
 	h.stamp(next, false)
-	h.approvals.put(next)
-	h.persist(next)
+	h.persist(h.approvals.put(next))
 	h.emit(approvalEvent(next))
 	return nil
 }

@@ -32,8 +32,7 @@ func (h *Hub) ApplyPlacement(p *fleet.Placement) {
 	} else {
 		h.stamp(next, true)
 	}
-	h.placements.put(next)
-	h.persist(next)
+	h.persist(h.placements.put(next))
 	h.planRevision++
 	h.emit(hub.Event{Kind: hub.EventPlacement, Key: keyOf(next), Placement: keyOf(next)})
 }
@@ -70,8 +69,7 @@ func (h *Hub) ApplyMemberCluster(m *fleet.MemberCluster) {
 		h.stamp(next, true)
 	}
 	setJoined(next, h.clock.Now())
-	h.members.put(next)
-	h.persist(next)
+	h.persist(h.members.put(next))
 	h.planRevision++
 	h.membersRevision++
 	h.emit(hub.Event{Kind: hub.EventMemberCluster, Key: keyOf(next)})
@@ -107,8 +105,7 @@ func (h *Hub) ApplyUpdateStrategy(s *fleet.UpdateStrategy) {
 	} else {
 		h.stamp(next, true)
 	}
-	h.strategies.put(next)
-	h.persist(next)
+	h.persist(h.strategies.put(next))
 }
 
 // DeleteUpdateStrategy removes a strategy.
@@ -140,8 +137,7 @@ func (h *Hub) ApplyUpdateRun(r *fleet.UpdateRun) bool {
 		next.Status = fleet.UpdateRunStatus{}
 		h.stamp(next, true)
 	}
-	h.runs.put(next)
-	h.persist(next)
+	h.persist(h.runs.put(next))
 	h.emit(hub.Event{Kind: hub.EventUpdateRun, Key: keyOf(next), Run: keyOf(next)})
 	return true
 }
@@ -158,8 +154,7 @@ func (h *Hub) DeleteUpdateRun(key hub.Key) {
 	now := metav1.NewTime(h.clock.Now().UTC().Truncate(1e9))
 	next.DeletionTimestamp = &now
 	h.stamp(next, false)
-	h.runs.put(next)
-	h.persist(next)
+	h.persist(h.runs.put(next))
 	h.emit(hub.Event{Kind: hub.EventUpdateRun, Key: key, Run: key})
 }
 

@@ -77,8 +77,7 @@ func (h *Hub) PutClusterResourceOverrideSnapshot(_ context.Context, s *fleet.Clu
 	_, exists := h.croSnapshots.peek(keyOf(s))
 	setKind(s, fleet.KindClusterResourceOverrideSnapshot)
 	h.stamp(s, !exists)
-	h.croSnapshots.put(s)
-	h.persist(s)
+	h.persist(h.croSnapshots.put(s))
 	return nil
 }
 
@@ -89,8 +88,7 @@ func (h *Hub) PutResourceOverrideSnapshot(_ context.Context, s *fleet.ResourceOv
 	_, exists := h.roSnapshots.peek(keyOf(s))
 	setKind(s, fleet.KindResourceOverrideSnapshot)
 	h.stamp(s, !exists)
-	h.roSnapshots.put(s)
-	h.persist(s)
+	h.persist(h.roSnapshots.put(s))
 	return nil
 }
 

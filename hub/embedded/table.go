@@ -15,7 +15,9 @@ type object interface {
 }
 
 // table holds the objects of one kind family, keyed by namespace/name. It
-// hands out deep copies so callers never alias the hub's state.
+// hands out deep copies so callers never alias the hub's state. A stored
+// object is never modified, only replaced: that is what lets the hub share
+// it with its Store (hub.SharingStore) and with read-only listers.
 type table[T object] struct {
 	items map[types.NamespacedName]T
 }
@@ -41,7 +43,12 @@ func (t *table[T]) peek(k types.NamespacedName) (T, bool) {
 	return o, ok
 }
 
-func (t *table[T]) put(o T) { t.items[keyOf(o)] = o.DeepCopyObject().(T) }
+// put stores a copy of o and returns the stored copy (for persist).
+func (t *table[T]) put(o T) T {
+	c := o.DeepCopyObject().(T)
+	t.items[keyOf(o)] = c
+	return c
+}
 
 // putOwned stores o itself: the caller built it for the table and never
 // touches it again, which saves a deep copy on the hot write paths.
@@ -52,10 +59,20 @@ func (t *table[T]) delete(k types.NamespacedName) { delete(t.items, k) }
 // list returns copies of the objects matching keep (all when nil), sorted by
 // namespace then name.
 func (t *table[T]) list(keep func(T) bool) []T {
+	out := t.listShared(keep)
+	for i, o := range out {
+		out[i] = o.DeepCopyObject().(T)
+	}
+	return out
+}
+
+// listShared is list without the copies: the stored objects themselves,
+// which callers must not modify.
+func (t *table[T]) listShared(keep func(T) bool) []T {
 	out := make([]T, 0)
 	for _, o := range t.items {
 		if keep == nil || keep(o) {
-			out = append(out, o.DeepCopyObject().(T))
+			out = append(out, o)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

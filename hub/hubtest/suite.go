@@ -417,8 +417,12 @@ func (s *suite) statusWritesKeepTheSpec() {
 	p.Spec.ResourceSelectors[0].Name = "changed-in-memory"
 	p.Status.Conditions = []metav1.Condition{condition("ClusterResourcePlacementScheduled", 1)}
 	s.must(s.h.UpdatePlacementStatus(s.ctx, p))
+	written := p.ResourceVersion
 	p, err = s.h.GetPlacement(s.ctx, s.key("app"))
 	s.must(err)
+	if written != p.ResourceVersion {
+		s.t.Errorf("the caller's placement after a status write has resourceVersion %q; the hub's is %q", written, p.ResourceVersion)
+	}
 	if p.Spec.ResourceSelectors[0].Name != "app" || len(p.Status.Conditions) != 1 || p.Generation != 1 {
 		s.t.Errorf("placement after a status write: selector %q, %d conditions, generation %d; want app, 1, 1",
 			p.Spec.ResourceSelectors[0].Name, len(p.Status.Conditions), p.Generation)
@@ -546,6 +550,11 @@ func (s *suite) listsArePerPlacementAndSorted() {
 	s.must(err)
 	if n := names(got); !slices.Equal(n, []string{"app-member-1", "app-member-2", "app-member-3"}) {
 		s.t.Errorf("ListBindings(app) = %v", n)
+	}
+	ro, err := hub.ListBindingsReadOnly(s.ctx, s.h, s.key("app"))
+	s.must(err)
+	if n := names(ro); !slices.Equal(n, []string{"app-member-1", "app-member-2", "app-member-3"}) {
+		s.t.Errorf("ListBindingsReadOnly(app) = %v", n)
 	}
 	s.must(s.h.CreateResourceSnapshot(s.ctx, s.resourceSnapshot("app", 0)))
 	s.must(s.h.CreateResourceSnapshot(s.ctx, s.resourceSnapshot("other", 0)))
