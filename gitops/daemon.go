@@ -76,7 +76,8 @@ type Config struct {
 	// OnReconcileError hears about failed reconciles (optional; metrics).
 	OnReconcileError func(controller string, err error)
 	// OnBindings hears the bindings of a placement after each placement
-	// status update (optional; metrics of version skew).
+	// status update (optional; metrics of version skew); read only, they
+	// may be the hub's own.
 	OnBindings func(placement hub.Key, bindings []*fleet.Binding)
 	// Clusters delivers to kubeconfig:<context> members (optional; without
 	// it their bindings say no kubeconfig was given).

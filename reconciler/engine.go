@@ -25,7 +25,9 @@ type EngineOptions struct {
 	// OnError hears about failed reconciles (optional; metrics).
 	OnError func(controller string, err error)
 	// OnBindings hears the bindings of a placement after each placement
-	// status update (optional; metrics of version skew).
+	// status update (optional; metrics of version skew). They are the
+	// hub's own where it can share them (hub.ListBindingsReadOnly): read
+	// them, do not modify or keep them.
 	OnBindings func(placement hub.Key, bindings []*fleet.Binding)
 	// Observer is told about every run pass (optional; simulate's
 	// timeline).
@@ -41,14 +43,15 @@ func NewEngine(h hub.Hub, clk clock.Clock, opts EngineOptions) *Controller {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	placements := &placement.Updater{Hub: h, Clock: clk}
 	status := func(ctx context.Context, key hub.Key) error {
-		if err := placement.UpdateStatus(ctx, h, clk, key); err != nil {
+		if err := placements.Update(ctx, key); err != nil {
 			return err
 		}
 		if opts.OnBindings == nil {
 			return nil
 		}
-		bindings, err := h.ListBindings(ctx, key)
+		bindings, err := hub.ListBindingsReadOnly(ctx, h, key)
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -18,10 +20,54 @@ import (
 // UpdateStatus recomputes the placement's status and writes it when it
 // changed (transition times are kept for conditions whose status did not
 // change, so a pass that observes nothing new writes nothing). A placement
-// that does not exist is not an error.
+// that does not exist is not an error. It remembers nothing between calls;
+// the engine uses an Updater, which does.
 func UpdateStatus(ctx context.Context, h hub.Hub, clk clock.Clock, placement hub.Key) error {
+	return (&Updater{Hub: h, Clock: clk}).Update(ctx, placement)
+}
+
+// Updater is UpdateStatus with a memory of its last pass over each
+// placement: the per-cluster entries it computed and the binding each came
+// from. A placement of 10,000 clusters gets a pass for every batch of
+// binding changes, and most of its clusters did not change since the last
+// one; on a hub that shares its bindings (hub.ReadOnlyBindings) the same
+// binding object means the same binding, so their entries are reused and
+// neither recomputed nor compared again. Anything else the entries depend
+// on (the placement's status as written, its generation, the policy and
+// resource snapshots) that changed drops the memory. Safe for concurrent
+// use on different placements.
+type Updater struct {
+	Hub   hub.Hub
+	Clock clock.Clock
+
+	mu    sync.Mutex
+	memos map[hub.Key]*memo
+}
+
+// memo is what an Updater remembers of a placement.
+type memo struct {
+	// inputs names what every entry depends on besides its binding and
+	// decision; the memo holds only while it is the same.
+	inputs  string
+	entries map[string]memoEntry // by cluster
+}
+
+// memoEntry is what a picked cluster's entry was computed from, and the
+// condition statuses it got. The entry itself is not kept: while the memo
+// holds, the stored status has it, so a second copy of 10,000 entries
+// would only cost memory.
+type memoEntry struct {
+	binding *fleet.Binding // the hub's own object, never modified
+	reason  string         // the scheduling decision's reason
+	set     condStatuses
+}
+
+// Update is UpdateStatus.
+func (u *Updater) Update(ctx context.Context, placement hub.Key) error {
+	h := u.Hub
 	p, err := h.GetPlacement(ctx, placement)
 	if hub.IsNotFound(err) {
+		u.forget(placement)
 		return nil
 	}
 	if err != nil {
@@ -32,14 +78,72 @@ func UpdateStatus(ctx context.Context, h hub.Hub, clk clock.Clock, placement hub
 		return err
 	}
 	next := p.DeepCopy()
-	c := computation{p: next, in: in, now: metav1.NewTime(clk.Now().UTC().Truncate(time.Second))}
+	c := computation{p: next, in: in, now: metav1.NewTime(u.Clock.Now().UTC().Truncate(time.Second))}
+	// Without shared bindings no entry would ever be reused, and the memo
+	// would keep a copy of every binding alive.
+	_, sharing := h.(hub.ReadOnlyBindings)
+	inputs := memoInputs(p, in)
+	if m := u.recall(placement); m != nil && m.inputs == inputs {
+		c.memo = m.entries
+	}
 	if err := c.run(); err != nil {
 		return fmt.Errorf("compute the status of %s %s: %w", p.Kind, placement, err)
 	}
-	if equality.Semantic.DeepEqual(p.Status, next.Status) {
-		return nil
+	changed := c.changed(&p.Status)
+	if changed {
+		err = h.UpdatePlacementStatus(ctx, next)
 	}
-	return h.UpdatePlacementStatus(ctx, next)
+	switch {
+	case err != nil || !sharing:
+		u.forget(placement)
+	case changed:
+		// The hub stamps the written status's resourceVersion on next; one
+		// that does not leaves the memo stale, which only costs a full pass.
+		u.remember(placement, memoInputs(next, in), c.entries)
+	default:
+		u.remember(placement, inputs, c.entries)
+	}
+	return err
+}
+
+// memoInputs names what a placement's entries depend on besides each
+// cluster's binding and decision: the placement's status as stored (its
+// resourceVersion) and generation, the apply strategy, the policy snapshot
+// and the resource snapshots (a binding's snapshot name maps to an index).
+func memoInputs(p *fleet.Placement, in inputs) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/%d/", p.ResourceVersion, p.Generation)
+	if as := p.Spec.Strategy.ApplyStrategy; as != nil {
+		b.WriteString(string(as.Type))
+	}
+	if in.policy != nil {
+		fmt.Fprintf(&b, "/%s@%s", in.policy.Name, in.policy.ResourceVersion)
+	}
+	for _, s := range in.snapshots {
+		fmt.Fprintf(&b, "/%s@%s", s.Name, s.ResourceVersion)
+	}
+	return b.String()
+}
+
+func (u *Updater) recall(placement hub.Key) *memo {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.memos[placement]
+}
+
+func (u *Updater) remember(placement hub.Key, inputs string, entries map[string]memoEntry) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.memos == nil {
+		u.memos = map[hub.Key]*memo{}
+	}
+	u.memos[placement] = &memo{inputs: inputs, entries: entries}
+}
+
+func (u *Updater) forget(placement hub.Key) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.memos, placement)
 }
 
 // inputs is what a placement's status is computed from.
@@ -64,7 +168,10 @@ func gather(ctx context.Context, h hub.Hub, p *fleet.Placement) (inputs, error) 
 			in.policy = s
 		}
 	}
-	bindings, err := h.ListBindings(ctx, key)
+	// Read only: a pass looks at every binding of the placement (10,000 of
+	// them) and copies none; what it takes over into the status (override
+	// and failure lists) is copied by the status write.
+	bindings, err := hub.ListBindingsReadOnly(ctx, h, key)
 	if err != nil {
 		return in, fmt.Errorf("list the bindings of %s: %w", key, err)
 	}
@@ -90,6 +197,12 @@ type computation struct {
 	p   *fleet.Placement
 	in  inputs
 	now metav1.Time
+	// memo are the entries of the last pass, valid for in (nil: none);
+	// entries are this pass's, and reused marks the positions in
+	// p.Status.PlacementStatuses taken from memo.
+	memo    map[string]memoEntry
+	entries map[string]memoEntry
+	reused  []bool
 }
 
 func (c *computation) set(conds *[]metav1.Condition, cond metav1.Condition) {
@@ -120,9 +233,15 @@ func (c *computation) run() error {
 	if as := c.p.Spec.Strategy.ApplyStrategy; as != nil && as.Type == fleet.ApplyStrategyTypeReportDiff {
 		expected = condTypesForReportDiff
 	}
-	old := map[string][]metav1.Condition{}
-	for _, s := range st.PlacementStatuses {
-		old[s.ClusterName] = s.Conditions
+	old := make(map[string]*fleet.PerClusterPlacementStatus, len(st.PlacementStatuses))
+	for i := range st.PlacementStatuses {
+		old[st.PlacementStatuses[i].ClusterName] = &st.PlacementStatuses[i]
+	}
+	conditionsOf := func(cluster string) []metav1.Condition {
+		if s := old[cluster]; s != nil {
+			return s.Conditions
+		}
+		return nil
 	}
 
 	var counts [totalConditions]map[metav1.ConditionStatus]int
@@ -130,22 +249,39 @@ func (c *computation) run() error {
 		counts[i] = map[metav1.ConditionStatus]int{}
 	}
 	statuses := make([]fleet.PerClusterPlacementStatus, 0, len(picked))
+	c.entries = make(map[string]memoEntry, len(picked))
+	c.reused = make([]bool, 0, len(picked))
 	for _, d := range picked {
-		s := fleet.PerClusterPlacementStatus{ClusterName: d.ClusterName, Conditions: old[d.ClusterName]}
-		c.set(&s.Conditions, cond(scheduledSuffix, metav1.ConditionTrue, scheduleSucceededReason, d.Reason, c.p.Generation))
-		setTypes := c.perCluster(&s, c.in.bindings[d.ClusterName], expected)
-		for rc, status := range setTypes {
-			counts[rc][status]++
-		}
-		for rc := rolloutStarted; rc < totalConditions; rc++ {
-			if _, ok := setTypes[rc]; !ok {
-				meta.RemoveStatusCondition(&s.Conditions, rc.suffix())
+		b := c.in.bindings[d.ClusterName]
+		e, ok := c.memo[d.ClusterName]
+		was := old[d.ClusterName]
+		reuse := ok && b != nil && e.binding == b && e.reason == d.Reason && was != nil
+		s := fleet.PerClusterPlacementStatus{ClusterName: d.ClusterName, Conditions: conditionsOf(d.ClusterName)}
+		if reuse {
+			s = *was
+		} else {
+			e = memoEntry{binding: b, reason: d.Reason}
+			c.set(&s.Conditions, cond(scheduledSuffix, metav1.ConditionTrue, scheduleSucceededReason, d.Reason, c.p.Generation))
+			e.set = c.perCluster(&s, b, expected)
+			for rc := rolloutStarted; rc < totalConditions; rc++ {
+				if e.set[rc] == "" {
+					meta.RemoveStatusCondition(&s.Conditions, rc.suffix())
+				}
 			}
 		}
+		for rc := rolloutStarted; rc < totalConditions; rc++ {
+			if status := e.set[rc]; status != "" {
+				counts[rc][status]++
+			}
+		}
+		if b != nil {
+			c.entries[d.ClusterName] = e
+		}
+		c.reused = append(c.reused, reuse)
 		statuses = append(statuses, s)
 	}
 	for _, d := range unpicked[:c.failedToSchedule(len(picked), len(unpicked))] {
-		s := fleet.PerClusterPlacementStatus{ClusterName: d.ClusterName, Conditions: old[d.ClusterName]}
+		s := fleet.PerClusterPlacementStatus{ClusterName: d.ClusterName, Conditions: conditionsOf(d.ClusterName)}
 		c.set(&s.Conditions, cond(scheduledSuffix, metav1.ConditionFalse, scheduleFailedReason, d.Reason, c.p.Generation))
 		for rc := rolloutStarted; rc < totalConditions; rc++ {
 			meta.RemoveStatusCondition(&s.Conditions, rc.suffix())
@@ -163,6 +299,30 @@ func (c *computation) run() error {
 	}
 	c.placementConditions(statuses, counts, expected)
 	return nil
+}
+
+// changed reports whether the computed status differs from was, the
+// status it was computed from. Entries reused from the memo are equal to
+// was's entry of the same cluster (the memo holds only while the stored
+// status is the one its entries were written in), so only the others are
+// compared.
+func (c *computation) changed(was *fleet.PlacementStatus) bool {
+	st := &c.p.Status
+	if !equality.Semantic.DeepEqual(was.Conditions, st.Conditions) ||
+		was.ObservedResourceIndex != st.ObservedResourceIndex ||
+		!equality.Semantic.DeepEqual(was.SelectedResources, st.SelectedResources) ||
+		len(was.PlacementStatuses) != len(st.PlacementStatuses) {
+		return true
+	}
+	for i := range st.PlacementStatuses {
+		if i < len(c.reused) && c.reused[i] && was.PlacementStatuses[i].ClusterName == st.PlacementStatuses[i].ClusterName {
+			continue
+		}
+		if !equality.Semantic.DeepEqual(was.PlacementStatuses[i], st.PlacementStatuses[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // scheduledCondition copies the policy snapshot's Scheduled condition, or
@@ -214,14 +374,19 @@ func (c *computation) failedToSchedule(picked, unpicked int) int {
 	return max(0, min(n, unpicked))
 }
 
+// condStatuses is the status a cluster's status got for each condition
+// type; "" for the types it does not have. An array, not a map: a pass
+// computes one for each of 10,000 clusters.
+type condStatuses [totalConditions]metav1.ConditionStatus
+
 // perCluster fills a picked cluster's status from its binding and returns
 // the status set for each condition type (KubeFleet's
 // setResourcePlacementStatusBasedOnBinding, External strategy): conditions
 // are copied from the binding as long as they are True at the binding's
 // generation; the first False one is copied and ends the list; the first
 // missing or stale one is Unknown and ends the list.
-func (c *computation) perCluster(s *fleet.PerClusterPlacementStatus, b *fleet.Binding, expected []resourceCondition) map[resourceCondition]metav1.ConditionStatus {
-	set := map[resourceCondition]metav1.ConditionStatus{}
+func (c *computation) perCluster(s *fleet.PerClusterPlacementStatus, b *fleet.Binding, expected []resourceCondition) condStatuses {
+	var set condStatuses
 	if b == nil {
 		// Picked, but the binding is not there (yet): an in-between state.
 		c.set(&s.Conditions, rolloutStarted.unknownPerCluster(c.p.Generation))

@@ -268,3 +268,39 @@ func TestMissingPickFixedClusterShowsScheduleFailed(t *testing.T) {
 		t.Errorf("member9 status = %+v", s)
 	}
 }
+
+// TestUpdaterComputesWhatAFreshPassComputes holds the Updater, which reuses
+// the entries of clusters whose binding did not change since its last
+// pass, to what a pass that remembers nothing computes: after each step of
+// a rollout (bindings bound, members reporting, a new latest snapshot, a
+// rollback), a fresh UpdateStatus finds nothing to write.
+func TestUpdaterComputesWhatAFreshPassComputes(t *testing.T) {
+	d := newDemo(t, "", stuck)
+	u := &placement.Updater{Hub: d.hub, Clock: d.clk}
+	steps := []struct {
+		name string
+		do   func()
+	}{
+		{"before any run", func() {}},
+		{"member2 rolled", func() { d.roll("member2", 1) }},
+		{"member1 rolled", func() { d.roll("member1", 1) }},
+		{"an hour later", func() { d.clk.Advance(time.Hour) }},
+		{"member3 rolled", func() { d.roll("member3", 1) }},
+		{"a new latest snapshot", func() { d.snapshot(2, "value3", true) }},
+		{"member1 rolled back", func() { d.roll("member1", 0) }},
+	}
+	for _, step := range steps {
+		step.do()
+		d.must(u.Update(d.ctx, d.key))
+		remembered, err := d.hub.GetPlacement(d.ctx, d.key)
+		d.must(err)
+		d.must(placement.UpdateStatus(d.ctx, d.hub, d.clk, d.key))
+		fresh, err := d.hub.GetPlacement(d.ctx, d.key)
+		d.must(err)
+		if fresh.ResourceVersion != remembered.ResourceVersion {
+			a, _ := yaml.Marshal(remembered.Status)
+			b, _ := yaml.Marshal(fresh.Status)
+			t.Fatalf("%s: a fresh pass changed the Updater's status\nUpdater:\n%s\nfresh:\n%s", step.name, a, b)
+		}
+	}
+}
