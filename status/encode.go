@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 
 	goyaml "go.yaml.in/yaml/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,13 +25,29 @@ import (
 // metadata.resourceVersion, the hub's in-memory write counter — persisting it
 // would turn every no-op write into a diff. TypeMeta is filled in from the Go
 // type and the namespace when the caller left it empty.
+//
+// The result is exactly as long as the document: the status tree keeps the
+// bytes of every file it wrote (10,000 bindings), and a buffer grown by
+// doubling would keep up to as much again in spare capacity.
 func Encode(obj runtime.Object) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := EncodeTo(&buf, obj); err != nil {
+	buf := encodeBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledBuffer {
+			encodeBuffers.Put(buf)
+		}
+	}()
+	buf.Reset()
+	if err := EncodeTo(buf, obj); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	return bytes.Clone(buf.Bytes()), nil
 }
+
+// encodeBuffers are Encode's scratch buffers; one larger than
+// maxPooledBuffer (a run of 10,000 clusters in one file) is not kept.
+var encodeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledBuffer = 1 << 20
 
 // encodeTree is Encode through trees of maps and go-yaml: the reference
 // the streaming writer is held to, and what prints the documents it does
