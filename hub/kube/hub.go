@@ -173,15 +173,9 @@ type handledState struct {
 // an informer per kind and waits for their caches. The informers stop when
 // ctx ends.
 func New(ctx context.Context, cfg Config) (*Hub, error) {
-	rc := rest.CopyConfig(cfg.Rest)
-	if rc.QPS == 0 {
-		rc.QPS = DefaultQPS
-	}
+	rc := withLimits(cfg.Rest)
 	if cfg.RunStatusSpacing == 0 {
 		cfg.RunStatusSpacing = DefaultRunStatusSpacing
-	}
-	if rc.Burst == 0 {
-		rc.Burst = DefaultBurst
 	}
 	if err := Check(ctx, rc); err != nil {
 		return nil, err
@@ -230,6 +224,20 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		}
 	}
 	return h, nil
+}
+
+// withLimits is a copy of rc with DefaultQPS and DefaultBurst where rc
+// sets none: client-go's own (5 and 10) would pace the engine's writes, and
+// the start's access reviews, to a crawl.
+func withLimits(rc *rest.Config) *rest.Config {
+	rc = rest.CopyConfig(rc)
+	if rc.QPS == 0 {
+		rc.QPS = DefaultQPS
+	}
+	if rc.Burst == 0 {
+		rc.Burst = DefaultBurst
+	}
+	return rc
 }
 
 // checkServed fails with the fix when the hub lacks gitfleet's CRDs, rather
