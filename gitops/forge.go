@@ -13,6 +13,7 @@ import (
 	"github.com/gitfleet/gitfleet/forge"
 	"github.com/gitfleet/gitfleet/gitsource"
 	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/internal/snapshotdiff"
 	"github.com/gitfleet/gitfleet/status"
 )
 
@@ -276,7 +277,7 @@ func snapshotCommit(ctx context.Context, h hub.Hub, run *fleet.UpdateRun) (strin
 	if err != nil {
 		return "", err
 	}
-	_, commit := snapshotGroup(snaps, run.Status.ResourceSnapshotIndexUsed)
+	_, commit := snapshotdiff.Group(snaps, run.Status.ResourceSnapshotIndexUsed)
 	return commit, nil
 }
 

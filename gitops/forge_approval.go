@@ -1,16 +1,14 @@
 package gitops
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/internal/snapshotdiff"
 )
 
 // approvalInfo is what an approval pull request says: what merging it
@@ -57,9 +55,8 @@ type snapshotChange struct {
 	Resources   []resourceChange
 }
 
-type resourceChange struct {
-	Change, Kind, Namespace, Name string
-}
+// resourceChange is one line of the body's change list.
+type resourceChange = snapshotdiff.Change
 
 // approvalInfoFor reads what the approval request key releases from the
 // hub.
@@ -103,7 +100,7 @@ func approvalInfoFor(ctx context.Context, h hub.Hub, key hub.Key) (*approvalInfo
 	if err != nil {
 		return nil, err
 	}
-	target, commit := snapshotGroup(snaps, info.SnapshotIndex)
+	target, commit := snapshotdiff.Group(snaps, info.SnapshotIndex)
 	info.Commit = commit
 	if at < 0 || released >= len(stages) {
 		return info, nil
@@ -137,11 +134,11 @@ func approvalInfoFor(ctx context.Context, h hub.Hub, key hub.Key) (*approvalInfo
 			case strings.HasPrefix(from, "?"):
 				ch.From, ch.FromUnknown = strings.TrimPrefix(from, "?"), true
 			case from == "":
-				ch.Resources = diffResources(nil, target)
+				ch.Resources = snapshotdiff.Diff(nil, target)
 			default:
-				have, fromCommit := snapshotGroup(snaps, from)
+				have, fromCommit := snapshotdiff.Group(snaps, from)
 				ch.FromCommit = fromCommit
-				ch.Resources = diffResources(have, target)
+				ch.Resources = snapshotdiff.Diff(have, target)
 			}
 			info.Changes = append(info.Changes, ch)
 		}
@@ -156,84 +153,6 @@ func clusterNames(s fleet.StageUpdatingStatus) []string {
 		names[i] = c.ClusterName
 	}
 	return names
-}
-
-// resourceID names a selected resource as kubectl does.
-type resourceID struct{ Kind, Namespace, Name string }
-
-// snapshotGroup returns the resources of snapshot group index (master and
-// sub-snapshots) by identity, with their JSON, and the commit the master
-// records.
-func snapshotGroup(snaps []*fleet.ResourceSnapshot, index string) (map[resourceID][]byte, string) {
-	out := map[resourceID][]byte{}
-	commit := ""
-	for _, s := range snaps {
-		if s.Labels[fleet.ResourceIndexLabel] != index {
-			continue
-		}
-		if c := s.Annotations[fleet.CommitAnnotation]; c != "" {
-			commit = c
-		}
-		for _, raw := range s.Spec.SelectedResources {
-			var obj struct {
-				Kind     string `json:"kind"`
-				Metadata struct {
-					Name, Namespace string
-				} `json:"metadata"`
-			}
-			if json.Unmarshal(raw.Raw, &obj) != nil {
-				continue
-			}
-			out[resourceID{obj.Kind, obj.Metadata.Namespace, obj.Metadata.Name}] = raw.Raw
-		}
-	}
-	return out, commit
-}
-
-// diffResources lists what changes from the resources have to want,
-// sorted by kind, namespace and name.
-func diffResources(have, want map[resourceID][]byte) []resourceChange {
-	var out []resourceChange
-	for id, w := range want {
-		h, ok := have[id]
-		switch {
-		case !ok:
-			out = append(out, resourceChange{"added", id.Kind, id.Namespace, id.Name})
-		case !jsonEqual(h, w):
-			out = append(out, resourceChange{"changed", id.Kind, id.Namespace, id.Name})
-		}
-	}
-	for id := range have {
-		if _, ok := want[id]; !ok {
-			out = append(out, resourceChange{"removed", id.Kind, id.Namespace, id.Name})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Kind != b.Kind {
-			return a.Kind < b.Kind
-		}
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		return a.Name < b.Name
-	})
-	return out
-}
-
-// jsonEqual compares two JSON documents by value (key order and spacing
-// do not count).
-func jsonEqual(a, b []byte) bool {
-	if bytes.Equal(a, b) {
-		return true
-	}
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	ca, _ := json.Marshal(x)
-	cb, _ := json.Marshal(y)
-	return bytes.Equal(ca, cb)
 }
 
 func (a *approvalInfo) title() string {

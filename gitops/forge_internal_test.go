@@ -9,6 +9,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/golden"
+	"github.com/gitfleet/gitfleet/internal/snapshotdiff"
 )
 
 func snapshot(index, commit string, resources ...string) *fleet.ResourceSnapshot {
@@ -37,16 +38,16 @@ func TestSnapshotDiffListsEachResourceOnce(t *testing.T) {
 			`{"kind":"ConfigMap","metadata":{"name":"settings","namespace":"web"},"data":{"color":"green"}}`),
 		snapshot("1", "", `{"kind":"Deployment","metadata":{"name":"web","namespace":"web"}}`),
 	}
-	have, fromCommit := snapshotGroup(snaps, "0")
-	want, commit := snapshotGroup(snaps, "1")
+	have, fromCommit := snapshotdiff.Group(snaps, "0")
+	want, commit := snapshotdiff.Group(snaps, "1")
 	if fromCommit != "c0" || commit != "c1" {
 		t.Errorf("commits %q, %q; want c0, c1 (from the master, not a sub-snapshot)", fromCommit, commit)
 	}
-	got := diffResources(have, want)
+	got := snapshotdiff.Diff(have, want)
 	wantChanges := []resourceChange{
-		{"changed", "ConfigMap", "web", "settings"},
-		{"added", "Deployment", "web", "web"},
-		{"removed", "Service", "web", "old"},
+		{Change: "changed", Kind: "ConfigMap", Namespace: "web", Name: "settings"},
+		{Change: "added", Kind: "Deployment", Namespace: "web", Name: "web"},
+		{Change: "removed", Kind: "Service", Namespace: "web", Name: "old"},
 	}
 	if len(got) != len(wantChanges) {
 		t.Fatalf("changes %v; want %v", got, wantChanges)
@@ -74,8 +75,8 @@ func TestApprovalPullRequestSaysWhatApprovingReleases(t *testing.T) {
 		},
 		Changes: []snapshotChange{
 			{Clusters: []string{"prod-eu", "prod-us"}, From: "3", FromCommit: "0123456789abcdef0123456789abcdef01234567",
-				Resources: []resourceChange{{"changed", "ConfigMap", "web", "settings"}, {"removed", "Service", "web", "old"}}},
-			{Clusters: []string{"prod-asia"}, Resources: []resourceChange{{"added", "Namespace", "", "web"}, {"added", "ConfigMap", "web", "settings"}}},
+				Resources: []resourceChange{{Change: "changed", Kind: "ConfigMap", Namespace: "web", Name: "settings"}, {Change: "removed", Kind: "Service", Namespace: "web", Name: "old"}}},
+			{Clusters: []string{"prod-asia"}, Resources: []resourceChange{{Change: "added", Kind: "Namespace", Namespace: "", Name: "web"}, {Change: "added", Kind: "ConfigMap", Namespace: "web", Name: "settings"}}},
 		},
 	}
 	after := &approvalInfo{Request: "web-run-after-prod", Run: "web-run", Placement: "web", Stage: "prod", After: true,

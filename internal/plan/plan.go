@@ -10,7 +10,6 @@ package plan
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -21,11 +20,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/hub/embedded"
+	"github.com/gitfleet/gitfleet/internal/snapshotdiff"
 	"github.com/gitfleet/gitfleet/simulate"
 	"github.com/gitfleet/gitfleet/status"
 )
@@ -313,7 +312,7 @@ func snapshots(ctx context.Context, res *simulate.Result, start state, m *merge)
 		if prev >= 0 {
 			sn.Previous = strconv.Itoa(prev)
 		}
-		sn.Changes = changes(group(all, sn.Previous), group(all, idx))
+		sn.Changes = changes(all, sn.Previous, idx)
 		out = append(out, sn)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -339,48 +338,21 @@ func previousIndex(snaps []*fleet.ResourceSnapshot, idx string) int {
 	return prev
 }
 
-// group is the selected resources of every snapshot of index idx, by
-// resource ("Kind namespace/name").
-func group(snaps []*fleet.ResourceSnapshot, idx string) map[string]*unstructured.Unstructured {
-	out := map[string]*unstructured.Unstructured{}
-	if idx == "" {
-		return out
+// changes lists what differs between two snapshot groups' resources, as
+// "Kind namespace/name" sorted by that name, the change capitalized.
+func changes(all []*fleet.ResourceSnapshot, before, after string) []ResourceChange {
+	var have map[snapshotdiff.Resource][]byte
+	if before != "" {
+		have, _ = snapshotdiff.Group(all, before)
 	}
-	for _, s := range snaps {
-		if s.Labels[fleet.ResourceIndexLabel] != idx {
-			continue
-		}
-		for _, raw := range s.Spec.SelectedResources {
-			u := &unstructured.Unstructured{}
-			if err := json.Unmarshal(raw.Raw, &u.Object); err != nil {
-				continue
-			}
-			name := u.GetName()
-			if u.GetNamespace() != "" {
-				name = u.GetNamespace() + "/" + name
-			}
-			out[u.GetKind()+" "+name] = u
-		}
-	}
-	return out
-}
-
-// changes lists what differs between two snapshots' resources, sorted.
-func changes(before, after map[string]*unstructured.Unstructured) []ResourceChange {
+	want, _ := snapshotdiff.Group(all, after)
 	var out []ResourceChange
-	for name, a := range after {
-		b, ok := before[name]
-		switch {
-		case !ok:
-			out = append(out, ResourceChange{Change: "Added", Resource: name})
-		case !equality.Semantic.DeepEqual(a.Object, b.Object):
-			out = append(out, ResourceChange{Change: "Changed", Resource: name})
+	for _, c := range snapshotdiff.Diff(have, want) {
+		name := c.Name
+		if c.Namespace != "" {
+			name = c.Namespace + "/" + name
 		}
-	}
-	for name := range before {
-		if _, ok := after[name]; !ok {
-			out = append(out, ResourceChange{Change: "Removed", Resource: name})
-		}
+		out = append(out, ResourceChange{Change: strings.ToUpper(c.Change[:1]) + c.Change[1:], Resource: c.Kind + " " + name})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
 	return out
