@@ -409,14 +409,31 @@ func Kubeconfig(t testing.TB, clusters []*Cluster, extra map[string][2]string) s
 	return path
 }
 
+// freePort returns a port nothing listens on and that no other call of
+// this process returned: clusters start side by side, and the kernel may
+// hand a port just closed here to the next listener, so two servers got
+// the same one (etcd died with "address already in use").
 func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			panic(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !portsGiven[port] {
+			portsGiven[port] = true
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 var quietOnce sync.Once
 
