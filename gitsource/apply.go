@@ -189,6 +189,8 @@ func (s *Source) attempt(ctx context.Context, op, branch string, ops map[string]
 		}
 	}
 
+	defer s.built.discard() // a commit not pushed leaves nothing behind
+
 	// Start the push session now; the commit is built meanwhile. Unused
 	// (nothing to commit, an error), it is closed without waiting for it.
 	opened := make(chan *pushSession, 1)
@@ -220,9 +222,9 @@ func (s *Source) attempt(ctx context.Context, op, branch string, ops map[string]
 	}
 
 	pushing = true
-	pushErr := s.push(ctx, <-opened, branch, commit, parent)
+	sent, pushErr := s.push(ctx, <-opened, branch, commit, parent)
 	if pushErr == nil {
-		s.pushed(op, branch, commit, parent)
+		s.pushed(op, branch, commit, parent, sent)
 		s.log.Info("pushed", "branch", branch, "commit", commit.String())
 		return Result{Commit: commit, Created: true}, false, nil
 	}
@@ -239,7 +241,7 @@ func (s *Source) attempt(ctx context.Context, op, branch string, ops map[string]
 	switch {
 	case now == commit:
 		// The push landed but its report was lost.
-		s.pushed(op, branch, commit, parent)
+		s.pushed(op, branch, commit, parent, sentPack{})
 		return Result{Commit: commit, Created: true}, false, nil
 	case now != parent, lostRefLock(pushErr):
 		// Moved: a conflict. Not moved but the server could not take the
@@ -268,18 +270,24 @@ func (s *Source) writeCommit(tree, parent plumbing.Hash, msg string) (plumbing.H
 	if !parent.IsZero() {
 		c.ParentHashes = []plumbing.Hash{parent}
 	}
-	obj := s.store.NewEncodedObject()
+	obj := s.built.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return s.store.SetEncodedObject(obj)
+	return s.built.SetEncodedObject(obj)
 }
 
 // pushed records that commit, built on parent, is now the remote's branch:
-// the cached tip moves there, and an Apply to the tracked branch is
-// remembered for PushedItself.
-func (s *Source) pushed(op, branch string, commit, parent plumbing.Hash) {
-	s.setTip(branch, commit)
+// its objects go into the cache, the cached tip moves there, and an Apply
+// to the tracked branch is remembered for PushedItself. If the cache
+// cannot take the objects, the tip stays behind and the next fetch brings
+// the commit from the remote.
+func (s *Source) pushed(op, branch string, commit, parent plumbing.Hash, sent sentPack) {
+	if err := s.built.keep(sent.pack, sent.objects); err != nil {
+		s.log.Warn("cannot write a pushed commit to the cache; the next fetch will bring it", "branch", branch, "commit", commit.String(), "err", s.red.scrub(err.Error()))
+	} else {
+		s.setTip(branch, commit)
+	}
 	if op == "apply" && branch == s.cfg.Branch && !parent.IsZero() {
 		s.own.add(commit, parent)
 	}

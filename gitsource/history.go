@@ -33,7 +33,7 @@ func (s *Source) FirstParentHistory(ctx context.Context, from, to plumbing.Hash)
 					return err
 				}
 			}
-			c, err := object.GetCommit(s.store, h)
+			c, err := object.GetCommit(&s.built, h)
 			if err != nil {
 				return fmt.Errorf("commit %s: %w", h, err)
 			}
@@ -106,7 +106,7 @@ func (s *Source) ChangedPaths(ctx context.Context, parent, commit plumbing.Hash)
 
 // treeOf returns the root tree hash of a commit; the caller holds the lock.
 func (s *Source) treeOf(commit plumbing.Hash) (plumbing.Hash, error) {
-	c, err := object.GetCommit(s.store, commit)
+	c, err := object.GetCommit(&s.built, commit)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("commit %s: %w", commit, err)
 	}
@@ -178,7 +178,7 @@ func (s *Source) treeEntries(h plumbing.Hash) (map[string]object.TreeEntry, erro
 	if h.IsZero() {
 		return nil, nil
 	}
-	t, err := object.GetTree(s.store, h)
+	t, err := object.GetTree(&s.built, h)
 	if err != nil {
 		return nil, fmt.Errorf("tree %s: %w", h, err)
 	}

@@ -16,14 +16,15 @@ type CacheStats struct {
 	Bytes        int64 // size of all files below the cache directory
 	DiskBytes    int64 // what they take on disk (whole blocks)
 	LooseObjects int   // objects stored one file each
+	Packs        int   // pack files (each pushed commit adds one)
 }
 
 // Maintain packs the cache, as `git gc` would: every object reachable from
-// a branch goes into one pack, older packs are deleted, and so is every
-// loose object (each status commit writes a few: blobs, trees, the commit)
-// — reachable ones are in the new pack, the others are garbage. Without it
-// a long-running daemon's cache grows by a few files per status commit,
-// forever. It holds the source's lock, so nothing reads or writes the cache
+// a branch goes into one pack, older packs are deleted (each pushed commit
+// adds one, the pack it sent), and so is every loose object (fetches and
+// large pushes write some) — reachable ones are in the new pack, the
+// others are garbage. Without it a long-running daemon's cache grows by a
+// pack per status commit, forever. It holds the source's lock, so nothing reads or writes the cache
 // meanwhile, and it reopens the storage afterwards so no index points at a
 // deleted pack. It returns the cache before and after.
 func (s *Source) Maintain(ctx context.Context) (before, after CacheStats, err error) {
@@ -79,8 +80,12 @@ func (s *Source) statsLocked() (CacheStats, error) {
 		if sys, ok := info.Sys().(*syscall.Stat_t); ok {
 			st.DiskBytes += sys.Blocks * 512
 		}
-		if rel, _ := filepath.Rel(s.cfg.CacheDir, p); len(rel) == len("objects/xx/")+38 && rel[:8] == "objects/" && rel[10] == '/' {
+		rel, _ := filepath.Rel(s.cfg.CacheDir, p)
+		switch {
+		case len(rel) == len("objects/xx/")+38 && rel[:8] == "objects/" && rel[10] == '/':
 			st.LooseObjects++
+		case filepath.Dir(rel) == filepath.Join("objects", "pack") && filepath.Ext(rel) == ".pack":
+			st.Packs++
 		}
 		return nil
 	})

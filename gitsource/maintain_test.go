@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// Status commits leave loose objects in the cache; Maintain packs them and
-// the cache keeps working: fetch, read and apply after it.
+// Status commits leave a pack each in the cache; Maintain packs them into
+// one and the cache keeps working: fetch, read and apply after it.
 func TestMaintainPacksTheCacheAndItKeepsWorking(t *testing.T) {
 	ctx := ctxT(t)
 	f := newFixture(t)
@@ -17,8 +17,8 @@ func TestMaintainPacksTheCacheAndItKeepsWorking(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("cache before: %+v, after: %+v", before, after)
-	if before.LooseObjects < 10 || after.LooseObjects != 0 || after.DiskBytes >= before.DiskBytes {
-		t.Fatalf("Maintain: before %+v, after %+v; want the loose objects packed and a smaller cache", before, after)
+	if before.Packs < 2 || after.Packs != 1 || after.LooseObjects != 0 || after.DiskBytes >= before.DiskBytes {
+		t.Fatalf("Maintain: before %+v, after %+v; want the packs of the commits packed into one and a smaller cache", before, after)
 	}
 
 	if err := humanPush(f.work, 1); err != nil {
@@ -60,6 +60,7 @@ func BenchmarkCacheAfterStatusCommits(b *testing.B) {
 		}
 		b.ReportMetric(float64(before.DiskBytes)/1024, "disk-KiB-before")
 		b.ReportMetric(float64(before.LooseObjects), "loose-before")
+		b.ReportMetric(float64(before.Packs), "packs-before")
 		b.ReportMetric(float64(after.DiskBytes)/1024, "disk-KiB-after")
 		b.ReportMetric(float64(after.LooseObjects), "loose-after")
 	}

@@ -32,7 +32,7 @@ func (l *lockedObjects) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (p
 
 // readObject copies an object out of the store; the caller holds the lock.
 func (s *Source) readObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
-	obj, err := s.store.EncodedObject(t, h)
+	obj, err := s.built.EncodedObject(t, h)
 	if err != nil {
 		return nil, err
 	}

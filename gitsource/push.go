@@ -81,7 +81,8 @@ func (ps *pushSession) close() error {
 // does not exist), with parent as the expected old value, which the
 // server re-checks under its ref lock. That makes every push a
 // fast-forward without depending on the server's
-// receive.denyNonFastForwards, and never a force. It closes ps.
+// receive.denyNonFastForwards, and never a force. It closes ps and returns
+// the pack it sent, which becomes the cache's copy of the commit.
 //
 // go-git's own Push computes the objects to send by walking the whole
 // history reachable from the remote's refs, which makes each push slower
@@ -89,22 +90,22 @@ func (ps *pushSession) close() error {
 // Here the remote is known to have parent, so only the objects of the new
 // commit that differ from parent's are sent: the cost follows the size of
 // the change, not of the history.
-func (s *Source) push(ctx context.Context, ps *pushSession, branch string, commit, parent plumbing.Hash) (err error) {
+func (s *Source) push(ctx context.Context, ps *pushSession, branch string, commit, parent plumbing.Hash) (sent sentPack, err error) {
 	defer func() {
 		if cerr := ps.close(); err == nil && cerr != nil {
 			err = cerr
 		}
 	}()
 	if ps.err != nil {
-		return ps.err
+		return sent, ps.err
 	}
 	if err := ctx.Err(); err != nil {
-		return err // given up before the push started
+		return sent, err // given up before the push started
 	}
 	ctx, sess, adv := ps.ctx, ps.sess, ps.adv // bounded by the timeout alone
 	refs, err := adv.AllReferences()
 	if err != nil {
-		return err
+		return sent, err
 	}
 	name := plumbing.NewBranchReferenceName(branch)
 	var old plumbing.Hash
@@ -113,15 +114,15 @@ func (s *Source) push(ctx context.Context, ps *pushSession, branch string, commi
 	}
 	switch {
 	case old == commit:
-		return nil
+		return sent, nil
 	case !old.IsZero() && old != parent:
-		return errBranchMoved
+		return sent, errBranchMoved
 	}
 
 	remoteHas := map[plumbing.Hash]bool{}
 	iter, err := refs.IterReferences()
 	if err != nil {
-		return err
+		return sent, err
 	}
 	_ = iter.ForEach(func(r *plumbing.Reference) error {
 		if r.Type() == plumbing.HashReference {
@@ -131,7 +132,7 @@ func (s *Source) push(ctx context.Context, ps *pushSession, branch string, commi
 	})
 	objects, err := s.objectsToPush(commit, parent, remoteHas)
 	if err != nil {
-		return err
+		return sent, err
 	}
 
 	req := packp.NewReferenceUpdateRequestFromCapabilities(adv.Capabilities)
@@ -139,8 +140,9 @@ func (s *Source) push(ctx context.Context, ps *pushSession, branch string, commi
 	rd, wr := io.Pipe()
 	req.Packfile = rd
 	encoded := make(chan error, 1)
+	var copied packCopy
 	go func() {
-		enc := packfile.NewEncoder(wr, s.store, !adv.Capabilities.Supports(capability.OFSDelta))
+		enc := packfile.NewEncoder(io.MultiWriter(wr, &copied), &s.built, !adv.Capabilities.Supports(capability.OFSDelta))
 		_, err := enc.Encode(objects, packWindow)
 		encoded <- err
 		wr.CloseWithError(err)
@@ -149,21 +151,35 @@ func (s *Source) push(ctx context.Context, ps *pushSession, branch string, commi
 	if err != nil {
 		rd.Close() // unblock the encoder
 		<-encoded
-		return err
+		return sent, err
 	}
 	if err := <-encoded; err != nil {
-		return err
+		return sent, err
 	}
 	if report != nil {
-		return report.Error()
+		if err := report.Error(); err != nil {
+			return sent, err
+		}
 	}
-	return nil
+	sent.pack = copied.bytes()
+	sent.objects = make(map[plumbing.Hash]bool, len(objects))
+	for _, h := range objects {
+		sent.objects[h] = true
+	}
+	return sent, nil
+}
+
+// sentPack is what a push sent: the pack (nil if none, or too large to
+// keep) and the objects in it.
+type sentPack struct {
+	pack    []byte
+	objects map[plumbing.Hash]bool
 }
 
 // objectsToPush lists the objects the remote needs to have commit, given
 // the hashes its refs point at.
 func (s *Source) objectsToPush(commit, parent plumbing.Hash, remoteHas map[plumbing.Hash]bool) ([]plumbing.Hash, error) {
-	c, err := object.GetCommit(s.store, commit)
+	c, err := object.GetCommit(&s.built, commit)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +201,7 @@ func (s *Source) objectsToPush(commit, parent plumbing.Hash, remoteHas map[plumb
 				have = append(have, h)
 			}
 		}
-		return revlist.Objects(s.store, []plumbing.Hash{commit}, have)
+		return revlist.Objects(&s.built, []plumbing.Hash{commit}, have)
 	}
 	out := []plumbing.Hash{commit}
 	seen := map[plumbing.Hash]bool{}

@@ -165,14 +165,14 @@ func (s *Source) readBlob(h plumbing.Hash, p string) ([]byte, error) {
 
 // readBlobLimit reads a blob of at most limit bytes (0: any size).
 func (s *Source) readBlobLimit(h plumbing.Hash, p string, limit int64) ([]byte, error) {
-	size, err := s.store.EncodedObjectSize(h)
+	size, err := s.built.EncodedObjectSize(h)
 	if err != nil {
 		return nil, s.wrap("read", fmt.Errorf("%s: %w", p, err))
 	}
 	if limit > 0 && size > limit {
 		return nil, errorf("read", ErrTooLarge, fmt.Sprintf("%s is %d bytes, more than the %d byte limit", p, size, limit))
 	}
-	obj, err := s.store.EncodedObject(plumbing.BlobObject, h)
+	obj, err := s.built.EncodedObject(plumbing.BlobObject, h)
 	if err != nil {
 		return nil, s.wrap("read", fmt.Errorf("%s: %w", p, err))
 	}
@@ -197,7 +197,7 @@ func (s *Source) rootTree(commit plumbing.Hash) (*object.Tree, error) {
 	if err != nil {
 		return nil, s.wrap("read", err)
 	}
-	t, err := object.GetTree(s.store, root)
+	t, err := object.GetTree(&s.built, root)
 	if err != nil {
 		return nil, s.wrap("read", err)
 	}

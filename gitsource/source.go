@@ -111,6 +111,7 @@ type Source struct {
 	store   *filesystem.Storage
 	repo    *git.Repository
 	objects *lockedObjects
+	built   layer // what commits read and write, over store
 	own     ownPushes
 }
 
@@ -129,6 +130,7 @@ func Open(ctx context.Context, cfg Config) (*Source, error) {
 		log: cfg.Logger,
 		sem: make(chan struct{}, 1),
 	}
+	s.built.src = s
 	s.url, s.ep, err = normaliseURL(cfg.URL, s.red)
 	if err != nil {
 		return nil, err
@@ -434,6 +436,7 @@ func (s *Source) openCache() error {
 // useCache opens the existing cache and says why it cannot be used, if so.
 func (s *Source) useCache() (reason string) {
 	s.store = newStorage(s.cfg.CacheDir)
+	s.built.reset()
 	repo, err := git.Open(s.store, nil)
 	if err != nil {
 		return "cannot open: " + s.red.scrub(err.Error())
@@ -484,6 +487,7 @@ func (s *Source) initCache() error {
 		return s.wrap("open", err)
 	}
 	s.store = newStorage(dir)
+	s.built.reset()
 	repo, err := git.Init(s.store, nil)
 	if err != nil {
 		return s.wrap("open", err)

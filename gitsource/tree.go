@@ -52,7 +52,7 @@ func (s *Source) buildTree(base plumbing.Hash, ops map[string]fileOp) (plumbing.
 	}
 	// Everything was deleted: the root is the empty tree, which unlike
 	// subdirectories must exist.
-	return s.writeTree(nil)
+	return s.writeTree(nil, plumbing.ZeroHash)
 }
 
 // applyOps returns the hash of the directory dir (tree base) after ops,
@@ -60,7 +60,7 @@ func (s *Source) buildTree(base plumbing.Hash, ops map[string]fileOp) (plumbing.
 func (s *Source) applyOps(base plumbing.Hash, ops map[string]fileOp, dir string) (plumbing.Hash, error) {
 	entries := map[string]object.TreeEntry{}
 	if !base.IsZero() {
-		t, err := object.GetTree(s.store, base)
+		t, err := object.GetTree(&s.built, base)
 		if err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("tree %s: %w", base, err)
 		}
@@ -91,7 +91,11 @@ func (s *Source) applyOps(base plumbing.Hash, ops map[string]fileOp, dir string)
 		if e, ok := entries[name]; ok && e.Mode == filemode.Dir {
 			return plumbing.ZeroHash, errorf("apply", ErrInvalid, fmt.Sprintf("%s is a directory, cannot write a file there", path.Join(dir, name)))
 		}
-		h, err := s.writeBlob(op.data)
+		obj := blob(op.data)
+		if e, ok := entries[name]; ok && e.Hash == obj.Hash() && e.Mode == filemode.Regular {
+			continue // unchanged
+		}
+		h, err := s.built.SetEncodedObject(obj)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
@@ -123,44 +127,28 @@ func (s *Source) applyOps(base plumbing.Hash, ops map[string]fileOp, dir string)
 	for _, e := range entries {
 		list = append(list, e)
 	}
-	return s.writeTree(list)
+	return s.writeTree(list, base)
 }
 
-// writeTree stores a tree with the given entries, in Git's order.
-func (s *Source) writeTree(entries []object.TreeEntry) (plumbing.Hash, error) {
+// writeTree stages a tree with the given entries, in Git's order, unless
+// it is base (the tree it replaces), which exists already.
+func (s *Source) writeTree(entries []object.TreeEntry, base plumbing.Hash) (plumbing.Hash, error) {
 	sort.Sort(object.TreeEntrySorter(entries))
 	t := &object.Tree{Entries: entries}
-	obj := s.store.NewEncodedObject()
+	obj := s.built.NewEncodedObject()
 	if err := t.Encode(obj); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return s.storeObject(obj)
-}
-
-func (s *Source) writeBlob(data []byte) (plumbing.Hash, error) {
-	obj := s.store.NewEncodedObject()
-	obj.SetType(plumbing.BlobObject)
-	obj.SetSize(int64(len(data)))
-	w, err := obj.Writer()
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if _, err := w.Write(data); err != nil {
-		w.Close()
-		return plumbing.ZeroHash, err
-	}
-	if err := w.Close(); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return s.storeObject(obj)
-}
-
-// storeObject writes obj unless the store already has it, which is the
-// common case for unchanged status files and saves a loose object each.
-func (s *Source) storeObject(obj plumbing.EncodedObject) (plumbing.Hash, error) {
-	h := obj.Hash()
-	if s.store.HasEncodedObject(h) == nil {
+	if h := obj.Hash(); h == base {
 		return h, nil
 	}
-	return s.store.SetEncodedObject(obj)
+	return s.built.SetEncodedObject(obj)
+}
+
+// blob is a blob object holding a copy of data.
+func blob(data []byte) *plumbing.MemoryObject {
+	obj := &plumbing.MemoryObject{}
+	obj.SetType(plumbing.BlobObject)
+	_, _ = obj.Write(data) // a MemoryObject's Write cannot fail
+	return obj
 }

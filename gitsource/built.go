@@ -1,0 +1,185 @@
+package gitsource
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+)
+
+// A commit gitfleet makes is built in memory and reaches the cache as one
+// pack, the very pack the push sent, once the remote has taken it. Written
+// as loose objects instead, each blob, tree and commit costs a zlib stream
+// and four system calls, and the push read every one back to pack it: at
+// 10,000 clusters that was a third of serve's CPU, and a few files per
+// status commit for Maintain to clean up.
+
+// maxKeptPack bounds the pushed pack kept in memory to be written to the
+// cache. A larger push (a first push of a whole fleet) writes its new
+// objects loose, as before.
+var maxKeptPack = 64 << 20 // a variable for tests
+
+// maxRecent bounds the trees kept from the commits pushed last, which are
+// the bases of the next commit's trees; past it only the last commit's are
+// kept.
+const maxRecent = 1 << 14
+
+// layer is the object store the commit code reads and writes: objects of
+// the commit being built (staged), trees of the commits pushed last
+// (recent), then the cache. Only the caller of Source's lock uses it.
+type layer struct {
+	src    *Source
+	staged map[plumbing.Hash]plumbing.EncodedObject
+	recent map[plumbing.Hash]plumbing.EncodedObject
+	packs  []ownPack // written for pushed commits since the cache was opened
+}
+
+var _ storer.EncodedObjectStorer = (*layer)(nil)
+
+// reset forgets every object held in memory and the packs written; the
+// cache was replaced or repacked.
+func (l *layer) reset() {
+	l.staged, l.recent, l.packs = nil, nil, nil
+}
+
+func (l *layer) lookup(h plumbing.Hash) plumbing.EncodedObject {
+	if o, ok := l.staged[h]; ok {
+		return o
+	}
+	return l.recent[h]
+}
+
+func (l *layer) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if o := l.lookup(h); o != nil {
+		if t != plumbing.AnyObject && o.Type() != t {
+			return nil, plumbing.ErrObjectNotFound
+		}
+		return o, nil
+	}
+	return l.src.store.EncodedObject(t, h)
+}
+
+func (l *layer) HasEncodedObject(h plumbing.Hash) error {
+	if l.lookup(h) != nil {
+		return nil
+	}
+	return l.src.store.HasEncodedObject(h)
+}
+
+func (l *layer) EncodedObjectSize(h plumbing.Hash) (int64, error) {
+	if o := l.lookup(h); o != nil {
+		return o.Size(), nil
+	}
+	return l.src.store.EncodedObjectSize(h)
+}
+
+func (l *layer) NewEncodedObject() plumbing.EncodedObject { return &plumbing.MemoryObject{} }
+
+// SetEncodedObject stages obj for the commit being built.
+func (l *layer) SetEncodedObject(obj plumbing.EncodedObject) (plumbing.Hash, error) {
+	h := obj.Hash()
+	if l.lookup(h) != nil {
+		return h, nil
+	}
+	if l.staged == nil {
+		l.staged = map[plumbing.Hash]plumbing.EncodedObject{}
+	}
+	l.staged[h] = obj
+	return h, nil
+}
+
+func (l *layer) IterEncodedObjects(plumbing.ObjectType) (storer.EncodedObjectIter, error) {
+	return nil, errors.New("gitsource: cannot iterate the objects of a commit being built")
+}
+
+func (l *layer) AddAlternate(string) error {
+	return errors.New("gitsource: cannot add alternates to a commit being built")
+}
+
+// discard drops the staged objects: the commit was not pushed.
+func (l *layer) discard() { l.staged = nil }
+
+// keep moves the staged objects of a pushed commit into the cache: pack,
+// the pack the push sent (nil if it sent none or it was too large), holds
+// the objects listed in sent. Objects the pack lacks are written loose. The
+// trees and the commit stay in memory as the next commit's bases.
+func (l *layer) keep(pack []byte, sent map[plumbing.Hash]bool) error {
+	staged := l.staged
+	l.staged = nil
+	if len(staged) == 0 {
+		return nil
+	}
+	packed := false
+	if len(pack) > 0 {
+		if err := l.writePack(pack); err != nil {
+			l.src.log.Warn("cannot write the pushed pack to the cache; writing its objects one by one", "err", l.src.red.scrub(err.Error()))
+		} else {
+			packed = true
+			if err := l.addPack(plumbing.Hash(pack[len(pack)-len(plumbing.Hash{}):])); err != nil {
+				// The packs stay as they are until Maintain repacks.
+				l.src.log.Warn("cannot merge the cache's packs", "err", l.src.red.scrub(err.Error()))
+				l.packs = nil
+			}
+		}
+	}
+	if len(l.recent)+len(staged) > maxRecent {
+		l.recent = nil
+	}
+	if l.recent == nil {
+		l.recent = map[plumbing.Hash]plumbing.EncodedObject{}
+	}
+	for h, o := range staged {
+		if !packed || !sent[h] {
+			if _, err := l.src.store.SetEncodedObject(o); err != nil {
+				return fmt.Errorf("object %s: %w", h, err)
+			}
+		}
+		if o.Type() != plumbing.BlobObject {
+			l.recent[h] = o
+		}
+	}
+	return nil
+}
+
+// writePack adds pack to the cache's packs, indexed.
+func (l *layer) writePack(pack []byte) error {
+	w, err := l.src.store.PackfileWriter()
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, bytes.NewReader(pack)); err != nil {
+		_ = w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+// packCopy keeps a copy of what the push encoder writes, up to
+// maxKeptPack bytes; past it the copy is dropped.
+type packCopy struct {
+	buf  bytes.Buffer
+	over bool
+}
+
+func (p *packCopy) Write(b []byte) (int, error) {
+	if !p.over {
+		if p.buf.Len()+len(b) > maxKeptPack {
+			p.over = true
+			p.buf = bytes.Buffer{}
+		} else {
+			p.buf.Write(b)
+		}
+	}
+	return len(b), nil
+}
+
+// bytes is the whole pack, or nil if it grew past maxKeptPack.
+func (p *packCopy) bytes() []byte {
+	if p.over {
+		return nil
+	}
+	return p.buf.Bytes()
+}

@@ -1,0 +1,127 @@
+package gitsource
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// A pushed commit reaches the cache as the pack the push sent, with no
+// loose object, and a Source reopened from the cache alone (the remote
+// gone) reads it: a restart after a status commit needs no fetch.
+func TestPushedCommitsReachTheCacheAsThePackSent(t *testing.T) {
+	ctx := ctxT(t)
+	f := newFixture(t)
+	cfg := f.config(t)
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyN(t, s, 3)
+	after, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.LooseObjects != before.LooseObjects || after.Packs != before.Packs+3 {
+		t.Fatalf("cache before %+v, after three commits %+v; want a pack per commit and no loose object", before, after)
+	}
+
+	tip := f.remoteTip(t, "main")
+	if err := os.Rename(f.bare, f.bare+".away"); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("reopen without the remote: %v", err)
+	}
+	if h, _ := s2.Head(ctx); h.Commit != tip {
+		t.Fatalf("reopened head %s, want the pushed %s", h.Commit, tip)
+	}
+	if data, err := s2.ReadFile(ctx, tip, "status/runs/r.yaml"); err != nil || string(data) != "pass: 2\n" {
+		t.Fatalf("ReadFile from the reopened cache: %q, %v", data, err)
+	}
+}
+
+// A push whose pack is too large to keep in memory writes its objects
+// loose; nothing is lost either way.
+func TestALargePushIsWrittenLoose(t *testing.T) {
+	defer func(n int) { maxKeptPack = n }(maxKeptPack)
+	maxKeptPack = 16 // bytes: every pack is larger
+	ctx := ctxT(t)
+	f := newFixture(t)
+	s := f.open(t)
+	before, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyN(t, s, 2)
+	after, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each commit adds a blob per file, trees on their paths and itself.
+	if after.Packs != before.Packs || after.LooseObjects < before.LooseObjects+2*5 {
+		t.Fatalf("cache before %+v, after %+v; want the objects loose and no new pack", before, after)
+	}
+	tip := f.remoteTip(t, "main")
+	if data, err := s.ReadFile(ctx, tip, "status/runs/r.yaml"); err != nil || string(data) != "pass: 1\n" {
+		t.Fatalf("ReadFile: %q, %v", data, err)
+	}
+	applyN(t, s, 1)
+}
+
+// Packs of pushed commits are merged eight into one as they come, so the
+// cache holds a handful of packs however many commits were pushed, and
+// what they hold stays whole: git fsck finds nothing wrong, and a Source
+// reopened from the cache reads every commit.
+func TestPacksOfPushedCommitsAreMerged(t *testing.T) {
+	ctx := ctxT(t)
+	f := newFixture(t)
+	cfg := f.config(t)
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const commits = 2*packFanIn*packFanIn + 3 // two merges of merges, and some left
+	applyN(t, s, commits)
+	after, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Left: two packs of 64 commits, 3 of one.
+	if got, want := after.Packs-before.Packs, 2+3; got != want || after.LooseObjects != before.LooseObjects {
+		t.Fatalf("cache before %+v, after %d commits %+v; want %d more packs and no loose object", before, commits, after, want)
+	}
+	if out, err := gitErr(cfg.CacheDir, "fsck", "--full", "--strict"); err != nil {
+		t.Fatalf("git fsck of the cache: %v\n%s", err, out)
+	}
+
+	s2, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tip := f.remoteTip(t, "main")
+	hist, err := s2.FirstParentHistory(ctx, plumbing.ZeroHash, tip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hist) < commits {
+		t.Fatalf("history of the reopened cache has %d commits, want at least %d", len(hist), commits)
+	}
+	for i, c := range hist[len(hist)-commits:] { // oldest first
+		want := fmt.Sprintf("pass: %d\n", i)
+		if data, err := s2.ReadFile(ctx, c.Hash, "status/runs/r.yaml"); err != nil || string(data) != want {
+			t.Fatalf("commit %s: status/runs/r.yaml = %q, %v; want %q", c.Hash, data, err, want)
+		}
+	}
+}
