@@ -4,23 +4,18 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
-// A commit gitfleet makes is built in memory and reaches the cache as one
-// pack, the very pack the push sent, once the remote has taken it. Written
-// as loose objects instead, each blob, tree and commit costs a zlib stream
-// and four system calls, and the push read every one back to pack it: at
-// 10,000 clusters that was a third of serve's CPU, and a few files per
-// status commit for Maintain to clean up.
-
-// maxKeptPack bounds the pushed pack kept in memory to be written to the
-// cache. A larger push (a first push of a whole fleet) writes its new
-// objects loose, as before.
-var maxKeptPack = 64 << 20 // a variable for tests
+// A commit gitfleet makes is built in memory, pushed from memory, and
+// reaches the cache as the pack the push sent, once the remote has taken
+// it (packs.go).
+// Written as loose objects instead, each blob, tree and commit cost a zlib
+// stream and four system calls, and the push read every one back to pack
+// it: at 10,000 clusters that was a third of serve's CPU, and a few files
+// per status commit for Maintain to clean up.
 
 // maxRecent bounds the trees kept from the commits pushed last, which are
 // the bases of the next commit's trees; past it only the last commit's are
@@ -29,7 +24,7 @@ const maxRecent = 1 << 14
 
 // layer is the object store the commit code reads and writes: objects of
 // the commit being built (staged), trees of the commits pushed last
-// (recent), then the cache. Only the caller of Source's lock uses it.
+// (recent), then the cache. Only the holder of Source's lock uses it.
 type layer struct {
 	src    *Source
 	staged map[plumbing.Hash]plumbing.EncodedObject
@@ -114,14 +109,16 @@ func (l *layer) keep(pack []byte, sent map[plumbing.Hash]bool) error {
 	}
 	packed := false
 	if len(pack) > 0 {
-		if err := l.writePack(pack); err != nil {
+		if err := l.addPack(pack); err != nil {
 			l.src.log.Warn("cannot write the pushed pack to the cache; writing its objects one by one", "err", l.src.red.scrub(err.Error()))
 		} else {
 			packed = true
-			if err := l.addPack(plumbing.Hash(pack[len(pack)-len(plumbing.Hash{}):])); err != nil {
-				// The packs stay as they are until Maintain repacks.
-				l.src.log.Warn("cannot merge the cache's packs", "err", l.src.red.scrub(err.Error()))
-				l.packs = nil
+		}
+	}
+	for h, o := range staged {
+		if !packed || !sent[h] {
+			if _, err := l.src.store.SetEncodedObject(o); err != nil {
+				return fmt.Errorf("object %s: %w", h, err)
 			}
 		}
 	}
@@ -132,11 +129,6 @@ func (l *layer) keep(pack []byte, sent map[plumbing.Hash]bool) error {
 		l.recent = map[plumbing.Hash]plumbing.EncodedObject{}
 	}
 	for h, o := range staged {
-		if !packed || !sent[h] {
-			if _, err := l.src.store.SetEncodedObject(o); err != nil {
-				return fmt.Errorf("object %s: %w", h, err)
-			}
-		}
 		if o.Type() != plumbing.BlobObject {
 			l.recent[h] = o
 		}
@@ -144,18 +136,10 @@ func (l *layer) keep(pack []byte, sent map[plumbing.Hash]bool) error {
 	return nil
 }
 
-// writePack adds pack to the cache's packs, indexed.
-func (l *layer) writePack(pack []byte) error {
-	w, err := l.src.store.PackfileWriter()
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(w, bytes.NewReader(pack)); err != nil {
-		_ = w.Close()
-		return err
-	}
-	return w.Close()
-}
+// maxKeptPack bounds the pushed pack kept in memory to be written to the
+// cache. A larger push (the first of a large fleet's status, or a push
+// after the remote lost the parent) writes its new objects loose.
+var maxKeptPack = 64 << 20 // a variable for tests
 
 // packCopy keeps a copy of what the push encoder writes, up to
 // maxKeptPack bytes; past it the copy is dropped.

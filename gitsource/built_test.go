@@ -1,6 +1,8 @@
 package gitsource
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -8,10 +10,10 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
-// A pushed commit reaches the cache as the pack the push sent, with no
-// loose object, and a Source reopened from the cache alone (the remote
-// gone) reads it: a restart after a status commit needs no fetch.
-func TestPushedCommitsReachTheCacheAsThePackSent(t *testing.T) {
+// A pushed commit reaches the cache as a pack, with no loose object, that
+// git fsck finds whole, and a Source reopened from the cache alone (the
+// remote gone) reads it: a restart after a status commit needs no fetch.
+func TestPushedCommitsReachTheCacheAsOnePackEach(t *testing.T) {
 	ctx := ctxT(t)
 	f := newFixture(t)
 	cfg := f.config(t)
@@ -23,13 +25,20 @@ func TestPushedCommitsReachTheCacheAsThePackSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	applyN(t, s, 3)
+	applyN(t, s, 2)
+	large := bytes.Repeat([]byte("cluster: ready\n"), 20000) // a size of several header bytes
+	if _, err := s.Apply(ctx, Change{Message: "large", Writes: map[string][]byte{"status/large.yaml": large}}); err != nil {
+		t.Fatal(err)
+	}
 	after, err := s.Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if after.LooseObjects != before.LooseObjects || after.Packs != before.Packs+3 {
 		t.Fatalf("cache before %+v, after three commits %+v; want a pack per commit and no loose object", before, after)
+	}
+	if out, err := gitErr(cfg.CacheDir, "fsck", "--full", "--strict"); err != nil {
+		t.Fatalf("git fsck of the cache: %v\n%s", err, out)
 	}
 
 	tip := f.remoteTip(t, "main")
@@ -43,37 +52,56 @@ func TestPushedCommitsReachTheCacheAsThePackSent(t *testing.T) {
 	if h, _ := s2.Head(ctx); h.Commit != tip {
 		t.Fatalf("reopened head %s, want the pushed %s", h.Commit, tip)
 	}
-	if data, err := s2.ReadFile(ctx, tip, "status/runs/r.yaml"); err != nil || string(data) != "pass: 2\n" {
+	if data, err := s2.ReadFile(ctx, tip, "status/runs/r.yaml"); err != nil || string(data) != "pass: 1\n" {
 		t.Fatalf("ReadFile from the reopened cache: %q, %v", data, err)
+	}
+	if data, err := s2.ReadFile(ctx, tip, "status/large.yaml"); err != nil || !bytes.Equal(data, large) {
+		t.Fatalf("ReadFile of the large file from the reopened cache: %d bytes, %v", len(data), err)
 	}
 }
 
-// A push whose pack is too large to keep in memory writes its objects
-// loose; nothing is lost either way.
-func TestALargePushIsWrittenLoose(t *testing.T) {
-	defer func(n int) { maxKeptPack = n }(maxKeptPack)
-	maxKeptPack = 16 // bytes: every pack is larger
-	ctx := ctxT(t)
-	f := newFixture(t)
-	s := f.open(t)
-	before, err := s.Stats(ctx)
-	if err != nil {
-		t.Fatal(err)
+// A pushed commit whose pack is too large to keep in memory, or cannot be
+// written to the cache, is written loose; nothing is lost.
+func TestAPushedCommitIsWrittenLooseWithoutItsPack(t *testing.T) {
+	for name, fail := range map[string]func(t *testing.T){
+		"pack too large to keep": func(t *testing.T) {
+			n := maxKeptPack
+			t.Cleanup(func() { maxKeptPack = n })
+			maxKeptPack = 16 // bytes: every pack is larger
+		},
+		"pack cannot be written": func(t *testing.T) {
+			c := createTemp
+			t.Cleanup(func() { createTemp = c })
+			createTemp = func(string, string) (*os.File, error) { return nil, errors.New("disk full") }
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxT(t)
+			f := newFixture(t)
+			s := f.open(t)
+			before, err := s.Stats(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fail(t)
+			applyN(t, s, 2)
+			after, err := s.Stats(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Each commit adds a blob per file, trees on their paths and itself.
+			if after.Packs != before.Packs || after.LooseObjects < before.LooseObjects+2*5 {
+				t.Fatalf("cache before %+v, after %+v; want the objects loose and no new pack", before, after)
+			}
+			tip := f.remoteTip(t, "main")
+			if h, _ := s.Head(ctx); h.Commit != tip {
+				t.Fatalf("cached tip %s, want the pushed %s", h.Commit, tip)
+			}
+			if data, err := s.ReadFile(ctx, tip, "status/runs/r.yaml"); err != nil || string(data) != "pass: 1\n" {
+				t.Fatalf("ReadFile: %q, %v", data, err)
+			}
+		})
 	}
-	applyN(t, s, 2)
-	after, err := s.Stats(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Each commit adds a blob per file, trees on their paths and itself.
-	if after.Packs != before.Packs || after.LooseObjects < before.LooseObjects+2*5 {
-		t.Fatalf("cache before %+v, after %+v; want the objects loose and no new pack", before, after)
-	}
-	tip := f.remoteTip(t, "main")
-	if data, err := s.ReadFile(ctx, tip, "status/runs/r.yaml"); err != nil || string(data) != "pass: 1\n" {
-		t.Fatalf("ReadFile: %q, %v", data, err)
-	}
-	applyN(t, s, 1)
 }
 
 // Packs of pushed commits are merged eight into one as they come, so the

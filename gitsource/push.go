@@ -21,8 +21,12 @@ import (
 // pushed expects it: someone pushed first.
 var errBranchMoved = errors.New("rejected: the remote branch moved (fetch first)")
 
-// packWindow is the delta window of pushed packs (go-git's default).
-const packWindow = 10
+// packWindow is the delta window of pushed packs: how many objects of the
+// pack each object is tried against as a delta base. Status files are many
+// and alike, so the first few candidates do nearly as well as go-git's
+// default of 10: at 10,000 clusters x 10 stages serve's CPU drops by 1.7 s
+// of 13.5 and the remote grows by 415 instead of 400 bytes per cluster.
+const packWindow = 4
 
 // pushContext bounds a push by the network timeout alone: a caller that
 // gives up (serve stopping) stops a push from starting, but never one that

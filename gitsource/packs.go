@@ -1,0 +1,377 @@
+package gitsource
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha1"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+)
+
+// The pack a push sent becomes the cache's copy of the commit: it is
+// indexed in memory (go-git's parser, reading the pack from memory rather
+// than back from a temporary file, as go-git's pack writer does) and
+// written with its index, with no loose object per blob, tree and commit.
+//
+// go-git looks an object up in every pack's index in turn, so a pack per
+// status commit would make a busy daemon read slower by the hour until
+// Maintain. Packs of pushed commits are therefore merged as they come,
+// eight of a size into one of the next size, like a counter: the cache
+// holds at most seven packs of each size, and a pushed byte is copied once
+// per size, log8 of the commits since Maintain. Merging copies the packs'
+// entries byte for byte and builds the index from theirs; nothing is
+// inflated or hashed again. Git's pack format allows it: a pack's deltas
+// point at objects of the same pack by relative offset or by hash, and
+// both survive concatenation. An object in two packs (a status file back
+// to an earlier content) is twice in the merged one, and its index lists
+// it twice, as git's index-pack does for such a pack.
+
+// packFanIn is how many packs of one size are merged into one.
+const packFanIn = 8
+
+// ownPack is a pack this Source wrote for pushed commits; a pack of size
+// level L holds packFanIn^L commits.
+type ownPack struct {
+	hash  plumbing.Hash
+	level int
+}
+
+// addPack writes pack to the cache and merges the newest packs while
+// packFanIn of them have the same size. A failed merge leaves the packs as
+// they are, for Maintain.
+func (l *layer) addPack(pack []byte) error {
+	h, err := l.writePack(pack)
+	if err != nil {
+		return err
+	}
+	l.packs = append(l.packs, ownPack{hash: h})
+	for n := len(l.packs); n >= packFanIn; n = len(l.packs) {
+		tail := l.packs[n-packFanIn:]
+		for _, p := range tail {
+			if p.level != tail[0].level {
+				return nil
+			}
+		}
+		merged, err := l.mergePacks(tail)
+		if err != nil {
+			l.src.log.Warn("cannot merge the cache's packs; they stay until cache maintenance", "err", l.src.red.scrub(err.Error()))
+			l.packs = nil
+			return nil
+		}
+		l.packs = append(l.packs[:n-packFanIn], ownPack{hash: merged, level: tail[0].level + 1})
+	}
+	return nil
+}
+
+// writePack indexes pack and writes it to the cache; it returns its hash.
+func (l *layer) writePack(pack []byte) (plumbing.Hash, error) {
+	if len(pack) < 12+20 {
+		return plumbing.ZeroHash, errors.New("truncated pack")
+	}
+	idx := new(idxfile.Writer)
+	parser, err := packfile.NewParser(packfile.NewScanner(bytes.NewReader(pack)), idx)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	checksum, err := parser.Parse()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	index, err := idx.Index()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	entries, err := indexEntries(index)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	tmp, err := createTemp(l.packDir(), "tmp_pack_")
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	defer os.Remove(tmp.Name()) // gone already once in place
+	_, err = tmp.Write(pack)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return checksum, l.place(tmp.Name(), checksum, entries)
+}
+
+// packWriter writes a pack to a temporary file of the cache's pack
+// directory and collects its index.
+type packWriter struct {
+	tmp     *os.File
+	sum     hashWriter
+	out     *bufio.Writer
+	offset  uint64
+	entries []idxfile.Entry
+}
+
+type hashWriter interface {
+	io.Writer
+	Sum([]byte) []byte
+}
+
+// createTemp creates a pack's temporary file; tests make it fail.
+var createTemp = os.CreateTemp
+
+func (l *layer) newPackWriter(count uint32) (*packWriter, error) {
+	tmp, err := createTemp(l.packDir(), "tmp_pack_")
+	if err != nil {
+		return nil, err
+	}
+	w := &packWriter{tmp: tmp, sum: sha1.New(), entries: make([]idxfile.Entry, 0, count)}
+	w.out = bufio.NewWriterSize(io.MultiWriter(tmp, w.sum), 64<<10)
+	header := make([]byte, 12)
+	copy(header, "PACK")
+	binary.BigEndian.PutUint32(header[4:], 2)
+	binary.BigEndian.PutUint32(header[8:], count)
+	_, err = w.out.Write(header)
+	w.offset = uint64(len(header))
+	return w, err
+}
+
+// close removes the temporary file unless install renamed it.
+func (w *packWriter) close() {
+	w.tmp.Close()
+	os.Remove(w.tmp.Name())
+}
+
+// install finishes the pack and puts it and its index in place.
+func (l *layer) install(w *packWriter) (plumbing.Hash, error) {
+	if err := w.out.Flush(); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	var checksum plumbing.Hash
+	copy(checksum[:], w.sum.Sum(nil))
+	if _, err := w.tmp.Write(checksum[:]); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := w.tmp.Close(); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return checksum, l.place(w.tmp.Name(), checksum, w.entries)
+}
+
+// place puts a pack's temporary file and its index in place, the pack
+// first: an index names a complete pack. The store re-reads its indexes.
+func (l *layer) place(tmp string, checksum plumbing.Hash, entries []idxfile.Entry) error {
+	if err := os.Rename(tmp, l.packPath(checksum, "pack")); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(l.packPath(checksum, "idx"), encodeIndex(entries, checksum)); err != nil {
+		return err
+	}
+	l.src.store.Reindex()
+	return nil
+}
+
+// mergePacks writes the packs as one, removes them and returns the new
+// pack's hash.
+func (l *layer) mergePacks(packs []ownPack) (plumbing.Hash, error) {
+	var total uint32
+	for _, p := range packs {
+		n, err := packCount(l.packPath(p.hash, "pack"))
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		total += n
+	}
+	w, err := l.newPackWriter(total)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	defer w.close()
+	for _, p := range packs {
+		if err := l.appendEntries(w, p.hash); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("merging pack %s: %w", p.hash, err)
+		}
+	}
+	if len(w.entries) != int(total) {
+		return plumbing.ZeroHash, fmt.Errorf("the packs' indexes list %d objects, their headers %d", len(w.entries), total)
+	}
+	merged, err := l.install(w)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	for _, p := range packs {
+		if p.hash == merged {
+			continue
+		}
+		if err := l.src.store.DeleteOldObjectPackAndIndex(p.hash, time.Time{}); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	l.src.store.Reindex()
+	return merged, nil
+}
+
+// appendEntries copies the entries of pack h (without its header and
+// checksum) to w and adds their index entries, shifted to where they land.
+func (l *layer) appendEntries(w *packWriter, h plumbing.Hash) error {
+	entries, err := readIndex(l.packPath(h, "idx"))
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(l.packPath(h, "pack"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	body := info.Size() - 12 - 20
+	if body < 0 {
+		return errors.New("truncated pack")
+	}
+	if _, err := f.Seek(12, io.SeekStart); err != nil {
+		return err
+	}
+	if _, err := io.CopyN(w.out, f, body); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Offset < 12 || int64(e.Offset) >= 12+body {
+			return fmt.Errorf("object %s at offset %d is outside the pack", e.Hash, e.Offset)
+		}
+		w.entries = append(w.entries, idxfile.Entry{Hash: e.Hash, CRC32: e.CRC32, Offset: e.Offset - 12 + w.offset})
+	}
+	w.offset += uint64(body)
+	return nil
+}
+
+func (l *layer) packDir() string { return filepath.Join(l.src.cfg.CacheDir, "objects", "pack") }
+
+// packPath is where the cache keeps pack h's file of the given extension.
+func (l *layer) packPath(h plumbing.Hash, ext string) string {
+	return filepath.Join(l.packDir(), "pack-"+h.String()+"."+ext)
+}
+
+// encodeIndex is the version 2 pack index of a pack with the given
+// entries and checksum: a fanout table of counts by the hashes' first
+// byte, the hashes in order, their CRC-32s, their offsets (those past 2 GiB
+// in a table of 64-bit ones), the pack's checksum and the index's own.
+// go-git's index writer lists an object only once, an index git refuses
+// for a pack that holds it twice.
+func encodeIndex(entries []idxfile.Entry, pack plumbing.Hash) []byte {
+	sort.SliceStable(entries, func(i, j int) bool { return bytes.Compare(entries[i].Hash[:], entries[j].Hash[:]) < 0 })
+	var b bytes.Buffer
+	put := func(v uint32) { _ = binary.Write(&b, binary.BigEndian, v) }
+	b.Write([]byte{0xff, 't', 'O', 'c'})
+	put(2)
+	var fanout [256]uint32
+	for _, e := range entries {
+		fanout[e.Hash[0]]++
+	}
+	var sum uint32
+	for _, n := range fanout {
+		sum += n
+		put(sum)
+	}
+	for _, e := range entries {
+		b.Write(e.Hash[:])
+	}
+	for _, e := range entries {
+		put(e.CRC32)
+	}
+	var large []uint64
+	for _, e := range entries {
+		if e.Offset < 1<<31 {
+			put(uint32(e.Offset))
+			continue
+		}
+		put(1<<31 | uint32(len(large)))
+		large = append(large, e.Offset)
+	}
+	for _, o := range large {
+		_ = binary.Write(&b, binary.BigEndian, o)
+	}
+	b.Write(pack[:])
+	own := sha1.Sum(b.Bytes())
+	b.Write(own[:])
+	return b.Bytes()
+}
+
+// packCount reads the object count from a pack's header.
+func packCount(path string) (uint32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	header := make([]byte, 12)
+	if _, err := io.ReadFull(f, header); err != nil {
+		return 0, err
+	}
+	if string(header[:4]) != "PACK" || binary.BigEndian.Uint32(header[4:]) != 2 {
+		return 0, fmt.Errorf("%s: not a version 2 pack", filepath.Base(path))
+	}
+	return binary.BigEndian.Uint32(header[8:]), nil
+}
+
+// readIndex lists the entries of a pack index file.
+func readIndex(path string) ([]idxfile.Entry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	idx := idxfile.NewMemoryIndex()
+	if err := idxfile.NewDecoder(f).Decode(idx); err != nil {
+		return nil, err
+	}
+	return indexEntries(idx)
+}
+
+// indexEntries lists the entries of an index.
+func indexEntries(idx idxfile.Index) ([]idxfile.Entry, error) {
+	iter, err := idx.Entries()
+	if err != nil {
+		return nil, err
+	}
+	defer iter.Close()
+	var out []idxfile.Entry
+	for {
+		e, err := iter.Next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *e)
+	}
+}
+
+// writeFileAtomic writes data to path through a temporary file in the
+// same directory.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "tmp_idx_")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
