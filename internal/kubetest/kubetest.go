@@ -7,7 +7,9 @@
 //
 // Each cluster runs in its own process group and is stopped by PID when
 // the test ends; a cluster can also be stopped and started again mid-test
-// to play an unreachable member.
+// to play an unreachable member. A start fails the test as soon as etcd
+// or the API server exits, with its exit status and the end of its log
+// (a port another process took, say), rather than at the test's deadline.
 package kubetest
 
 import (
@@ -17,6 +19,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	_ "embed"
+	"encoding/hex"
 	"encoding/pem"
 	"fmt"
 	"net"
@@ -26,7 +29,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -37,7 +39,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/gitfleet/gitfleet/internal/await"
 	"github.com/gitfleet/gitfleet/internal/gittest"
 	"github.com/gitfleet/gitfleet/internal/testproc"
 )
@@ -87,9 +88,9 @@ type Cluster struct {
 	dir string
 
 	mu        sync.Mutex
-	apiserver *exec.Cmd
-	etcd      *exec.Cmd
-	workloads []*exec.Cmd // controller-manager, scheduler, kwok
+	apiserver *testproc.Server
+	etcd      *testproc.Server
+	workloads []*testproc.Server // controller-manager, scheduler, kwok
 	// restartWorkloads: StopAPIServer stopped them, StartAPIServer
 	// starts them again.
 	restartWorkloads bool
@@ -121,19 +122,12 @@ func start(t testing.TB, workloads bool, names []string) []*Cluster {
 	var wg sync.WaitGroup
 	errs := make([]error, len(names))
 	for i, name := range names {
-		c := &Cluster{Name: name, t: t, bin: bin, dir: t.TempDir(),
-			AdminToken: "admin-" + name, ViewerToken: "viewer-" + name}
+		c := newCluster(t, bin, name)
 		out[i] = c
-		t.Cleanup(func() {
-			if t.Failed() {
-				c.logTails()
-			}
-			c.Stop()
-		})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = c.start()
+			errs[i] = c.start(freePorts())
 		}()
 	}
 	wg.Wait()
@@ -155,6 +149,27 @@ func start(t testing.TB, workloads bool, names []string) []*Cluster {
 	return out
 }
 
+// newCluster is a cluster not started yet, stopped when t ends. Its
+// tokens are random: an API server of another test binary that took its
+// port must not accept them, or a wait would take that server's answer
+// for this one's.
+func newCluster(t testing.TB, bin, name string) *Cluster {
+	secret := func() string {
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		return hex.EncodeToString(b)
+	}
+	c := &Cluster{Name: name, t: t, bin: bin, dir: t.TempDir(),
+		AdminToken: "admin-" + name + "-" + secret(), ViewerToken: "viewer-" + name + "-" + secret()}
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.logTails()
+		}
+		c.Stop()
+	})
+	return c
+}
+
 //go:embed kwok-stages.yaml
 var kwokStages []byte
 
@@ -172,24 +187,25 @@ func (c *Cluster) startWorkloads() error {
 	if err := os.WriteFile(stages, kwokStages, 0o600); err != nil {
 		return err
 	}
-	cmds := []*exec.Cmd{
-		c.command("kube-controller-manager", "--kubeconfig", kubeconfig, "--leader-elect=false", "--secure-port", "0",
+	cmds := [][]string{
+		{"kube-controller-manager", "--kubeconfig", kubeconfig, "--leader-elect=false", "--secure-port", "0",
 			"--service-account-private-key-file", filepath.Join(c.dir, "sa.key"), "--use-service-account-credentials=false",
 			// The fake node sends no kubelet heartbeats: the node lifecycle
 			// controller would turn it NotReady after 40s and evict its pods.
-			"--controllers", "*,-node-lifecycle-controller"),
-		c.command("kube-scheduler", "--kubeconfig", kubeconfig, "--leader-elect=false", "--secure-port", "0"),
-		c.command("kwok", "--kubeconfig", kubeconfig, "--config", stages, "--manage-all-nodes=false",
+			"--controllers", "*,-node-lifecycle-controller"},
+		{"kube-scheduler", "--kubeconfig", kubeconfig, "--leader-elect=false", "--secure-port", "0"},
+		{"kwok", "--kubeconfig", kubeconfig, "--config", stages, "--manage-all-nodes=false",
 			"--manage-nodes-with-annotation-selector", "kwok.x-k8s.io/node=fake", "--server-address", "127.0.0.1:0",
-			"--node-ip", "127.0.0.1"),
+			"--node-ip", "127.0.0.1"},
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, cmd := range cmds {
-		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("start %s of %s: %w", filepath.Base(cmd.Path), c.Name, err)
+		s, err := c.run(cmd[0], cmd[1:]...)
+		if err != nil {
+			return err
 		}
-		c.workloads = append(c.workloads, cmd)
+		c.workloads = append(c.workloads, s)
 	}
 	node := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Node",
@@ -205,29 +221,37 @@ func (c *Cluster) startWorkloads() error {
 	return nil
 }
 
-func (c *Cluster) start() error {
+// ports are the ones a cluster listens on.
+type ports struct{ etcd, etcdPeer, apiserver int }
+
+func freePorts() ports { return ports{freePort(), freePort(), freePort()} }
+
+// start starts etcd and the API server on p; WaitReady waits for them.
+func (c *Cluster) start(p ports) error {
 	if err := c.writeFiles(); err != nil {
 		return err
 	}
-	etcdPort, peerPort, port := freePort(), freePort(), freePort()
-	c.port = port
-	c.Server = fmt.Sprintf("https://127.0.0.1:%d", port)
-	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
-	c.etcd = c.command("etcd",
+	c.port = p.apiserver
+	c.Server = fmt.Sprintf("https://127.0.0.1:%d", p.apiserver)
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", p.etcd)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", p.etcdPeer)
+	etcd, err := c.run("etcd",
 		"--name", "default",
 		"--data-dir", filepath.Join(c.dir, "etcd"),
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
 		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
 		"--initial-cluster", "default="+peerURL,
 		"--unsafe-no-fsync", "--log-level", "warn")
-	if err := c.etcd.Start(); err != nil {
-		return fmt.Errorf("start etcd of %s: %w", c.Name, err)
+	if err != nil {
+		return err
 	}
+	c.mu.Lock()
+	c.etcd = etcd
+	c.mu.Unlock()
 	c.apiserverArgs = []string{
 		"--etcd-servers", etcdURL,
 		"--bind-address", "127.0.0.1",
-		"--secure-port", fmt.Sprint(port),
+		"--secure-port", fmt.Sprint(p.apiserver),
 		"--cert-dir", filepath.Join(c.dir, "certs"),
 		"--token-auth-file", filepath.Join(c.dir, "tokens.csv"),
 		"--authorization-mode", "RBAC",
@@ -249,29 +273,37 @@ func (c *Cluster) start() error {
 func (c *Cluster) startAPIServer() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.apiserver = c.command("kube-apiserver", c.apiserverArgs...)
-	if err := c.apiserver.Start(); err != nil {
-		return fmt.Errorf("start kube-apiserver of %s: %w", c.Name, err)
+	s, err := c.run("kube-apiserver", c.apiserverArgs...)
+	if err != nil {
+		return err
 	}
+	c.apiserver = s
 	return nil
 }
 
-func (c *Cluster) command(name string, args ...string) *exec.Cmd {
-	cmd := exec.Command(filepath.Join(c.bin, name), args...)
-	log, err := os.Create(filepath.Join(c.dir, name+".log"))
-	if err == nil {
-		cmd.Stdout, cmd.Stderr = log, log
-	}
-	cmd.SysProcAttr = testproc.Attr()
-	return cmd
+// run starts the test binary name of the cluster, logging to name.log.
+func (c *Cluster) run(name string, args ...string) (*testproc.Server, error) {
+	return testproc.Start(name+" of "+c.Name, exec.Command(filepath.Join(c.bin, name), args...),
+		filepath.Join(c.dir, name+".log"))
 }
 
-// WaitReady waits until the API server answers /readyz.
+// WaitReady waits until the API server answers /readyz; it fails the test
+// at once, saying why, when etcd or the API server exits first.
 func (c *Cluster) WaitReady() {
 	c.t.Helper()
+	if err := c.waitReady(); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *Cluster) waitReady() error {
+	c.t.Helper()
+	c.mu.Lock()
+	servers := []*testproc.Server{c.etcd, c.apiserver}
+	c.mu.Unlock()
 	client := c.httpClient()
-	await.Until(c.t, "the API server of "+c.Name+" to be ready (log: "+filepath.Join(c.dir, "kube-apiserver.log")+")", func() bool {
-		req, _ := http.NewRequest("GET", c.Server+"/readyz", nil)
+	return testproc.Wait(c.t, "the API server of "+c.Name+" to be ready", func(ctx context.Context) bool {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.Server+"/readyz", nil)
 		req.Header.Set("Authorization", "Bearer "+c.AdminToken)
 		resp, err := client.Do(req)
 		if err != nil {
@@ -279,7 +311,7 @@ func (c *Cluster) WaitReady() {
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
-	})
+	}, servers...)
 }
 
 func (c *Cluster) httpClient() *http.Client {
@@ -295,11 +327,13 @@ func (c *Cluster) StopAPIServer() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, w := range c.workloads {
-		kill(w)
+		w.Kill()
 	}
 	c.restartWorkloads = len(c.workloads) > 0
 	c.workloads = nil
-	kill(c.apiserver)
+	if c.apiserver != nil {
+		c.apiserver.Kill()
+	}
 	c.apiserver = nil
 }
 
@@ -307,15 +341,23 @@ func (c *Cluster) StopAPIServer() {
 // until it is ready, and starts the controllers again if it had them.
 func (c *Cluster) StartAPIServer() {
 	c.t.Helper()
-	if err := c.startAPIServer(); err != nil {
+	if err := c.restartAPIServer(); err != nil {
 		c.t.Fatal(err)
 	}
-	c.WaitReady()
-	if c.restartWorkloads {
-		if err := c.startWorkloads(); err != nil {
-			c.t.Fatal(err)
-		}
+}
+
+func (c *Cluster) restartAPIServer() error {
+	c.t.Helper()
+	if err := c.startAPIServer(); err != nil {
+		return err
 	}
+	if err := c.waitReady(); err != nil {
+		return err
+	}
+	if c.restartWorkloads {
+		return c.startWorkloads()
+	}
+	return nil
 }
 
 // logTails logs the end of each process's log and whether it still runs,
@@ -323,16 +365,10 @@ func (c *Cluster) StartAPIServer() {
 func (c *Cluster) logTails() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, cmd := range append([]*exec.Cmd{c.etcd, c.apiserver}, c.workloads...) {
-		if cmd == nil || cmd.Process == nil {
-			continue
+	for _, s := range append([]*testproc.Server{c.etcd, c.apiserver}, c.workloads...) {
+		if s != nil {
+			c.t.Logf("%s (running: %v), the end of its log %s:\n%s", s.Name, s.Running(), s.Log, s.Tail())
 		}
-		name := filepath.Base(cmd.Path)
-		alive := syscall.Kill(cmd.Process.Pid, 0) == nil
-		data, _ := os.ReadFile(filepath.Join(c.dir, name+".log"))
-		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-		lines = lines[max(0, len(lines)-15):]
-		c.t.Logf("%s of %s (running: %v), last lines of its log:\n%s", name, c.Name, alive, strings.Join(lines, "\n"))
 	}
 }
 
@@ -340,20 +376,12 @@ func (c *Cluster) logTails() {
 func (c *Cluster) Stop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, w := range c.workloads {
-		kill(w)
+	for _, s := range append(c.workloads, c.apiserver, c.etcd) {
+		if s != nil {
+			s.Kill()
+		}
 	}
-	kill(c.apiserver)
-	kill(c.etcd)
 	c.apiserver, c.etcd, c.workloads = nil, nil, nil
-}
-
-func kill(cmd *exec.Cmd) {
-	if cmd == nil || cmd.Process == nil {
-		return
-	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	_ = cmd.Wait()
 }
 
 // writeFiles writes the token file and the service account key pair.

@@ -1,0 +1,76 @@
+package kubetest
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+)
+
+// takePort listens on a free loopback port until the test ends, as
+// another process that took the port a cluster was given.
+func takePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// wantExit fails t unless err says that process exited because its port
+// was taken.
+func wantExit(t *testing.T, err error, process string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("the cluster started although %s's port was taken", process)
+	}
+	for _, want := range []string{process + " of ", " exited (exit status", "address already in use"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q:\n%v", want, err)
+		}
+	}
+}
+
+// A server that cannot listen exits at once; the start says so then,
+// rather than waiting for /readyz until the test's deadline.
+func TestAStartFailsAtOnceWhenAServerCannotListen(t *testing.T) {
+	bin := Bin(t)
+	for _, tc := range []struct {
+		name, process string
+		take          func(p *ports) *int
+	}{
+		{"etcd's client port is taken", "etcd", func(p *ports) *int { return &p.etcd }},
+		{"etcd's peer port is taken", "etcd", func(p *ports) *int { return &p.etcdPeer }},
+		{"the API server's port is taken", "kube-apiserver", func(p *ports) *int { return &p.apiserver }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := freePorts()
+			*tc.take(&p) = takePort(t)
+			c := newCluster(t, bin, "member1")
+			err := c.start(p)
+			if err == nil {
+				err = c.waitReady()
+			}
+			wantExit(t, err, tc.process)
+		})
+	}
+}
+
+func TestARestartFailsAtOnceWhenTheAPIServerCannotListen(t *testing.T) {
+	c := Start(t, "member1")[0]
+	c.StopAPIServer()
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", c.port))
+	if err != nil {
+		t.Fatalf("take the stopped API server's port: %v", err)
+	}
+	wantExit(t, c.restartAPIServer(), "kube-apiserver")
+
+	// Once the port is free again the cluster starts as before.
+	l.Close()
+	c.StartAPIServer()
+	if c.Get("v1", "Namespace", "", "default") == nil {
+		t.Fatal("the restarted cluster has no default namespace")
+	}
+}
