@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -25,6 +26,7 @@ type Server struct {
 
 	cmd    *exec.Cmd
 	exited chan struct{}
+	killed atomic.Pointer[string] // why KillFor killed it
 }
 
 // Start starts cmd as a test server (see Attr) with its output in the file
@@ -69,13 +71,24 @@ func (s *Server) Kill() {
 	<-s.exited
 }
 
+// KillFor kills the server that said, without exiting, that it cannot
+// serve (why): ExitError then gives why as the cause of its exit.
+func (s *Server) KillFor(why string) {
+	s.killed.Store(&why)
+	s.Kill()
+}
+
 // ExitError says that the server exited, how, and how its log ends; nil
 // while it runs.
 func (s *Server) ExitError() error {
 	if s.Running() {
 		return nil
 	}
-	return fmt.Errorf("%s exited (%s); the end of its log %s:\n%s", s.Name, s.cmd.ProcessState, s.Log, s.Tail())
+	how := s.cmd.ProcessState.String()
+	if why := s.killed.Load(); why != nil {
+		how = "killed: " + *why
+	}
+	return fmt.Errorf("%s exited (%s); the end of its log %s:\n%s", s.Name, how, s.Log, s.Tail())
 }
 
 // Tail is the end of the server's log: its last lines, at most 4 KB.

@@ -113,3 +113,14 @@ func TestTheTailIsTheEndOfTheLog(t *testing.T) {
 		})
 	}
 }
+
+func TestAServerKilledForAReasonExitsWithIt(t *testing.T) {
+	s := start(t, "gitea", "echo 'Failed to start server'; exec sleep 600")
+	err := testproc.Wait(t, "gitea to serve", func(context.Context) bool {
+		s.KillFor("it logged that it failed to start its server")
+		return false
+	}, s)
+	if err == nil || !strings.Contains(err.Error(), "gitea exited (killed: it logged that it failed to start its server)") {
+		t.Fatalf("want the reason it was killed, got %v", err)
+	}
+}
