@@ -1,13 +1,14 @@
 package gittest
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/gitfleet/gitfleet/internal/testproc"
 )
@@ -20,48 +21,39 @@ import (
 func Daemon(tb testing.TB, base string) string {
 	tb.Helper()
 	Require(tb, "git")
-	execPath := Must(tb, base, "--exec-path")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	addr := l.Addr().String()
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	// git-daemon itself, not "git daemon", which would be a parent process
-	// forwarding to it.
-	cmd := exec.Command(filepath.Join(execPath, "git-daemon"), "--reuseaddr", "--base-path="+base, "--export-all",
-		"--enable=receive-pack", "--listen=127.0.0.1", fmt.Sprintf("--port=%d", port), base)
-	cmd.Env = Env(base)
-	cmd.SysProcAttr = testproc.Attr()
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("git daemon: %v", err)
+	url, err := daemon(tb, base, port)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	tb.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-	})
-	if err := waitListening(addr, exited); err != nil {
-		tb.Fatalf("git daemon: %v", err)
-	}
-	return "git://" + addr + "/"
+	return url
 }
 
-// waitListening waits until addr accepts connections, or the server
-// exits. There is no deadline of its own: the test's -timeout bounds it.
-func waitListening(addr string, exited <-chan struct{}) error {
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("exited before listening on %s", addr)
-		case <-time.After(20 * time.Millisecond):
-		}
+// daemon starts git-daemon on port and waits until it listens, or fails
+// with why it exited.
+func daemon(tb testing.TB, base string, port int) (string, error) {
+	tb.Helper()
+	// git-daemon itself, not "git daemon", which would be a parent process
+	// forwarding to it.
+	cmd := exec.Command(filepath.Join(Must(tb, base, "--exec-path"), "git-daemon"), "--verbose", "--reuseaddr",
+		"--base-path="+base, "--export-all", "--enable=receive-pack", "--listen=127.0.0.1", fmt.Sprintf("--port=%d", port), base)
+	cmd.Env = Env(base)
+	s, err := testproc.Start("git daemon", cmd, filepath.Join(tb.TempDir(), "git-daemon.log"))
+	if err != nil {
+		return "", err
 	}
+	tb.Cleanup(s.Kill)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	// --verbose logs this once it listens: a connection to the port could
+	// reach another process that took it, while the daemon dies of that.
+	err = testproc.Wait(tb, "git daemon to listen on "+addr, func(context.Context) bool {
+		log, _ := os.ReadFile(s.Log)
+		return bytes.Contains(log, []byte("Ready to rumble"))
+	}, s)
+	return "git://" + addr + "/", err
 }
