@@ -10,6 +10,7 @@ package giteatest
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -21,7 +22,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -92,16 +92,28 @@ type User struct {
 // ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	gittest.Require(t, "git")
-	bin := Bin(t)
-	static := staticRoot(t)
-	dir := t.TempDir()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
+	s, err := start(t, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Admin = s.CreateUser("gitadmin", true)
+	return s
+}
+
+// start starts Gitea on port and waits until it serves, or fails with why
+// it exited.
+func start(t testing.TB, port int) (*Server, error) {
+	t.Helper()
+	gittest.Require(t, "git")
+	bin := Bin(t)
+	static := staticRoot(t)
+	dir := t.TempDir()
 	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), t: t, bin: bin, dir: dir,
 		conf: filepath.Join(dir, "custom", "conf", "app.ini")}
 	if err := os.MkdirAll(filepath.Dir(s.conf), 0o755); err != nil {
@@ -111,31 +123,34 @@ func Start(t testing.TB) *Server {
 		t.Fatal(err)
 	}
 
-	logFile, err := os.Create(filepath.Join(dir, "gitea.out"))
+	web, err := testproc.Start("gitea", s.command("web", "--port", fmt.Sprint(port)), filepath.Join(dir, "gitea.out"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := s.command("web", "--port", fmt.Sprint(port))
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = testproc.Attr()
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start gitea: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); logFile.Close(); close(exited) }()
 	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
+		web.Kill()
 		if t.Failed() {
-			s.logTail()
+			t.Logf("gitea output (tail):\n%s", web.Tail())
 		}
 	})
-	if err := s.waitReady(exited); err != nil {
-		s.logTail()
-		t.Fatalf("gitea: %v", err)
-	}
-	s.Admin = s.CreateUser("gitadmin", true)
-	return s
+	// A request times out so that the log is read again: what holds the
+	// port may never answer.
+	client := &http.Client{Timeout: 5 * time.Second}
+	err = testproc.Wait(t, "gitea to serve "+s.URL, func(ctx context.Context) bool {
+		// Gitea that cannot listen says so and waits, never exiting.
+		if log, _ := os.ReadFile(web.Log); bytes.Contains(log, []byte("Failed to start server")) {
+			web.KillFor("it logged that it failed to start its server")
+			return false
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/api/v1/version", nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, web)
+	return s, err
 }
 
 func (s *Server) appINI(port int, static string) string {
@@ -221,36 +236,6 @@ func (s *Server) command(args ...string) *exec.Cmd {
 	cmd.Env = append(os.Environ(), "HOME="+s.dir, "GITEA_WORK_DIR="+s.dir, "GIT_CONFIG_NOSYSTEM=1",
 		"GITEA_I_AM_BEING_UNSAFE_RUNNING_AS_ROOT=true")
 	return cmd
-}
-
-// waitReady waits until the API answers, or Gitea exits. There is no
-// deadline of its own: the test's -timeout bounds it.
-func (s *Server) waitReady(exited <-chan struct{}) error {
-	ctx := await.Context(s.t)
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/api/v1/version", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("exited before serving %s", s.URL)
-		case <-ctx.Done():
-			return fmt.Errorf("not serving %s: %w", s.URL, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-func (s *Server) logTail() {
-	b, _ := os.ReadFile(filepath.Join(s.dir, "gitea.out"))
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
-	}
-	s.t.Logf("gitea output (tail):\n%s", b)
 }
 
 var tokenLine = regexp.MustCompile(`Access token was successfully created\S*\s+(\S+)`)
