@@ -454,13 +454,13 @@ func (d *Daemon) maintainCache(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		before, after, err := d.src.Maintain(ctx)
+		r, err := d.src.Maintain(ctx)
 		if err != nil {
 			d.log.Warn("cache maintenance failed; trying again at the next interval", "err", err.Error())
 			continue
 		}
-		d.log.Info("cache packed", "disk_bytes_before", before.DiskBytes, "disk_bytes_after", after.DiskBytes,
-			"loose_objects_before", before.LooseObjects)
+		d.log.Info("cache packed", "repacked", r.Repacked, "disk_bytes_before", r.Before.DiskBytes, "disk_bytes_after", r.After.DiskBytes,
+			"packs_before", r.Before.Packs, "loose_objects_before", r.Before.LooseObjects)
 	}
 }
 

@@ -16,42 +16,81 @@ type CacheStats struct {
 	Bytes        int64 // size of all files below the cache directory
 	DiskBytes    int64 // what they take on disk (whole blocks)
 	LooseObjects int   // objects stored one file each
-	Packs        int   // pack files (each pushed commit adds one)
+	Packs        int   // pack files
+	PackBytes    int64 // their size
 }
 
-// Maintain packs the cache, as `git gc` would: every object reachable from
-// a branch goes into one pack, older packs are deleted (each pushed commit
-// adds one, the pack it sent), and so is every loose object (fetches and
-// large pushes write some) — reachable ones are in the new pack, the
-// others are garbage. Without it a long-running daemon's cache grows by a
-// pack per status commit, forever. It holds the source's lock, so nothing reads or writes the cache
-// meanwhile, and it reopens the storage afterwards so no index points at a
-// deleted pack. It returns the cache before and after.
-func (s *Source) Maintain(ctx context.Context) (before, after CacheStats, err error) {
+// MaintainReport says what Maintain did.
+type MaintainReport struct {
+	Before, After CacheStats
+	// Repacked is true for a full repack, false when the packs were only
+	// merged into one.
+	Repacked bool
+}
+
+// Maintain keeps the cache small and quick to read. Every pushed commit
+// and every fetch adds a pack (pushed ones are merged as they come,
+// packs.go); Maintain merges them all into one, byte for byte, which costs
+// a copy of the cache. Once the packs have grown to twice what the last
+// full repack left (and on a Source's first Maintain, or with loose
+// objects, which large pushes and fetches write), it repacks as git gc
+// would instead: every object reachable from a branch goes into one pack
+// with deltas, and everything else is dropped (objects of deleted approval
+// branches, status files pushed again with an earlier content). A full
+// repack reads every object of the history, so doing it only when the
+// cache doubled keeps its cost in proportion to what was pushed since,
+// not to the age of the repository. It holds the source's lock, so
+// nothing reads or writes the cache meanwhile.
+func (s *Source) Maintain(ctx context.Context) (MaintainReport, error) {
+	var r MaintainReport
 	if err := s.lock(ctx); err != nil {
-		return before, after, s.wrap("maintain", err)
+		return r, s.wrap("maintain", err)
 	}
 	defer s.unlock()
-	if before, err = s.statsLocked(); err != nil {
-		return before, after, err
+	var err error
+	if r.Before, err = s.statsLocked(); err != nil {
+		return r, err
 	}
+	r.Repacked = s.repacked == 0 || r.Before.LooseObjects > 0 || r.Before.PackBytes > 2*s.repacked
+	if !r.Repacked {
+		if err := s.built.mergeAll(); err != nil {
+			s.log.Warn("cannot merge the cache's packs; repacking it", "err", s.red.scrub(err.Error()))
+			r.Repacked = true
+		}
+	}
+	if r.Repacked {
+		if err := s.repackLocked(); err != nil {
+			return r, err
+		}
+	}
+	if r.After, err = s.statsLocked(); err != nil {
+		return r, err
+	}
+	if r.Repacked {
+		s.repacked = max(r.After.PackBytes, 1)
+	}
+	return r, nil
+}
+
+// repackLocked repacks the cache as git gc would and reopens the storage,
+// so no index points at a deleted pack.
+func (s *Source) repackLocked() error {
 	if err := s.repo.RepackObjects(&git.RepackConfig{}); err != nil {
-		return before, after, s.wrap("maintain", fmt.Errorf("repack: %w", err))
+		return s.wrap("maintain", fmt.Errorf("repack: %w", err))
 	}
 	if err := s.store.ForEachObjectHash(func(h plumbing.Hash) error {
 		return s.store.DeleteLooseObject(h)
 	}); err != nil {
-		return before, after, s.wrap("maintain", fmt.Errorf("deleting loose objects: %w", err))
+		return s.wrap("maintain", fmt.Errorf("deleting loose objects: %w", err))
 	}
 	if reason := s.useCache(); reason != "" {
 		// Never expected: the repack left something unreadable. The
 		// remote has everything; the next fetch clones again.
 		if err := s.recloneLocked("after maintenance: " + reason); err != nil {
-			return before, after, err
+			return err
 		}
 	}
-	after, err = s.statsLocked()
-	return before, after, err
+	return nil
 }
 
 // Stats measures the cache on disk.
@@ -86,6 +125,7 @@ func (s *Source) statsLocked() (CacheStats, error) {
 			st.LooseObjects++
 		case filepath.Dir(rel) == filepath.Join("objects", "pack") && filepath.Ext(rel) == ".pack":
 			st.Packs++
+			st.PackBytes += info.Size()
 		}
 		return nil
 	})

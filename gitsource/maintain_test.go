@@ -5,33 +5,68 @@ import (
 	"testing"
 )
 
-// Status commits leave a pack each in the cache; Maintain packs them into
-// one and the cache keeps working: fetch, read and apply after it.
-func TestMaintainPacksTheCacheAndItKeepsWorking(t *testing.T) {
+// Status commits and fetches leave a pack each in the cache. Maintain
+// repacks the cache fully the first time, then merges the packs into one
+// until they have grown to twice what the repack left, then repacks again;
+// the cache stays whole (git fsck) and keeps working: fetch, read and
+// apply after each.
+func TestMaintainMergesThePacksAndRepacksWhenTheCacheDoubled(t *testing.T) {
 	ctx := ctxT(t)
 	f := newFixture(t)
 	s := f.open(t)
-	applyN(t, s, 10)
-	before, after, err := s.Maintain(ctx)
-	if err != nil {
-		t.Fatal(err)
+	cache := s.GitDir()
+	pass, human := 0, 0
+	status := func(n int) {
+		t.Helper()
+		for range n {
+			pass++
+			if _, err := s.Apply(ctx, Change{Message: "status", Writes: map[string][]byte{
+				"status/runs/r.yaml": fmt.Appendf(nil, "pass: %d\n", pass),
+			}}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	t.Logf("cache before: %+v, after: %+v", before, after)
-	if before.Packs < 2 || after.Packs != 1 || after.LooseObjects != 0 || after.DiskBytes >= before.DiskBytes {
-		t.Fatalf("Maintain: before %+v, after %+v; want the packs of the commits packed into one and a smaller cache", before, after)
+	maintain := func(step string, wantRepacked bool) MaintainReport {
+		t.Helper()
+		r, err := s.Maintain(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %+v", step, r)
+		if r.Repacked != wantRepacked || r.Before.Packs < 2 || r.After.Packs != 1 || r.After.LooseObjects != 0 {
+			t.Fatalf("%s: %+v; want repacked %v and the packs made one", step, r, wantRepacked)
+		}
+		if out, err := gitErr(cache, "fsck", "--full", "--strict"); err != nil {
+			t.Fatalf("%s: git fsck of the cache: %v\n%s", step, err, out)
+		}
+		human++
+		if err := humanPush(f.work, human); err != nil {
+			t.Fatal(err)
+		}
+		head, err := s.Fetch(ctx)
+		if err != nil || head.Commit != f.remoteTip(t, "main") {
+			t.Fatalf("%s: Fetch after Maintain: %v, %v", step, head, err)
+		}
+		if data, err := s.ReadFile(ctx, head.Commit, "status/runs/r.yaml"); err != nil || string(data) != fmt.Sprintf("pass: %d\n", pass) {
+			t.Fatalf("%s: ReadFile after Maintain: %q, %v", step, data, err)
+		}
+		return r
 	}
 
-	if err := humanPush(f.work, 1); err != nil {
-		t.Fatal(err)
+	status(10)
+	first := maintain("first", true)
+	if first.After.DiskBytes >= first.Before.DiskBytes {
+		t.Fatalf("the first repack left %d bytes on disk of %d", first.After.DiskBytes, first.Before.DiskBytes)
 	}
-	head, err := s.Fetch(ctx)
-	if err != nil || head.Commit != f.remoteTip(t, "main") {
-		t.Fatalf("Fetch after Maintain: %v, %v", head, err)
+	status(1)
+	merged := maintain("a little later", false)
+	if merged.After.PackBytes > 2*first.After.PackBytes {
+		t.Fatalf("the merge left %d bytes of packs; the repack left %d", merged.After.PackBytes, first.After.PackBytes)
 	}
-	if data, err := s.ReadFile(ctx, head.Commit, "status/runs/r.yaml"); err != nil || string(data) != "pass: 9\n" {
-		t.Fatalf("ReadFile after Maintain: %q, %v", data, err)
-	}
-	applyN(t, s, 1)
+	status(40)
+	maintain("the cache doubled", true)
+	status(1)
 }
 
 func applyN(t testing.TB, s *Source, n int) {
@@ -54,10 +89,11 @@ func BenchmarkCacheAfterStatusCommits(b *testing.B) {
 		f := newFixture(b)
 		s := f.open(b)
 		applyN(b, s, 1000)
-		before, after, err := s.Maintain(ctxT(b))
+		r, err := s.Maintain(ctxT(b))
 		if err != nil {
 			b.Fatal(err)
 		}
+		before, after := r.Before, r.After
 		b.ReportMetric(float64(before.DiskBytes)/1024, "disk-KiB-before")
 		b.ReportMetric(float64(before.LooseObjects), "loose-before")
 		b.ReportMetric(float64(before.Packs), "packs-before")

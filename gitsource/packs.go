@@ -219,6 +219,26 @@ func (l *layer) mergePacks(packs []ownPack) (plumbing.Hash, error) {
 	return merged, nil
 }
 
+// mergeAll merges every pack of the cache, pushed or fetched, into one.
+// Fetched packs are whole too: go-git asks for no thin pack.
+func (l *layer) mergeAll() error {
+	hashes, err := l.src.store.ObjectPacks()
+	if err != nil {
+		return err
+	}
+	if len(hashes) > 1 {
+		packs := make([]ownPack, len(hashes))
+		for i, h := range hashes {
+			packs[i] = ownPack{hash: h}
+		}
+		if _, err := l.mergePacks(packs); err != nil {
+			return l.src.wrap("maintain", fmt.Errorf("merging packs: %w", err))
+		}
+	}
+	l.packs = nil
+	return nil
+}
+
 // appendEntries copies the entries of pack h (without its header and
 // checksum) to w and adds their index entries, shifted to where they land.
 func (l *layer) appendEntries(w *packWriter, h plumbing.Hash) error {

@@ -113,6 +113,9 @@ type Source struct {
 	objects *lockedObjects
 	built   layer // what commits read and write, over store
 	own     ownPushes
+	// repacked is the size of the packs the last full repack left, zero
+	// before the first (Maintain).
+	repacked int64
 }
 
 // Open prepares the cache: it reuses CacheDir if it holds a healthy clone of
