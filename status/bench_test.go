@@ -3,6 +3,9 @@ package status
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -64,4 +67,71 @@ func BenchmarkFlushOneBatch(b *testing.B) {
 		}
 		b.ReportMetric(float64(written)/float64(commits), "bytes/commit")
 	})
+}
+
+// memFiles is a status tree in memory, so that BenchmarkLoad measures
+// decoding, not reading files from disk.
+type memFiles map[string][]byte
+
+func (m memFiles) Read(p string) ([]byte, error) {
+	data, ok := m[p]
+	if !ok {
+		return nil, fs.ErrNotExist
+	}
+	return data, nil
+}
+
+func (m memFiles) List(prefix string) ([]string, error) {
+	var out []string
+	for p := range m {
+		if strings.HasPrefix(p, prefix+"/") {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// BenchmarkLoad measures what a start (serve, `simulate`, `plan`) pays to
+// read the status tree of a 10-stage run of 10,000 clusters: the run and
+// the placement in parts, and 10,000 bindings.
+//
+//	go test ./status/ -run '^$' -bench Load
+func BenchmarkLoad(b *testing.B) {
+	tree := memFiles{}
+	s := NewTreeStore(tree, CommitterFunc(func(_ context.Context, ch Changeset, _ string, _ bool) error {
+		for p, data := range ch.Writes {
+			tree[p] = data
+		}
+		return nil
+	}), clock.NewFake(t0))
+	s.Interval = 0
+	run := bigRun("", 0, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000)
+	objs := []runtime.Object{run, bigPlacement("", 10000)}
+	for _, st := range run.Status.StagesStatus {
+		for _, c := range st.Clusters {
+			objs = append(objs, binding("", c.ClusterName))
+		}
+	}
+	for _, o := range withKind(objs) {
+		s.Put(refOfObj(o), o)
+	}
+	if err := s.Flush(context.Background(), true); err != nil {
+		b.Fatal(err)
+	}
+	size := 0
+	for _, data := range tree {
+		size += len(data)
+	}
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	for b.Loop() {
+		got, err := NewTreeStore(tree, nil, clock.NewFake(t0)).Load(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(got) != len(objs) {
+			b.Fatalf("loaded %d objects, want %d", len(got), len(objs))
+		}
+	}
 }

@@ -2,6 +2,7 @@ package status
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -36,9 +37,21 @@ func DecodeFile(name string, data []byte) (runtime.Object, error) {
 	if multiDocument(data) {
 		return nil, fail("more than one YAML document")
 	}
+	// The document is converted to JSON once, for its kind and its
+	// content: converting is most of the cost of a decode (go-yaml), and a
+	// start reads 10,000 bindings. A document the strict conversion refuses
+	// (duplicate keys, say), or whose kind does not read as a string, is
+	// read the long way, which words the errors.
+	j, err := yaml.YAMLToJSONStrict(data)
 	var tm metav1.TypeMeta
-	if err := yaml.Unmarshal(data, &tm); err != nil {
-		return nil, fail("%v", err)
+	if err == nil {
+		err = json.Unmarshal(j, &tm)
+	}
+	if err != nil {
+		j = nil
+		if err := yaml.Unmarshal(data, &tm); err != nil {
+			return nil, fail("%v", err)
+		}
 	}
 	info, ok := fleet.LookupKind(tm.Kind)
 	if !ok {
@@ -51,7 +64,12 @@ func DecodeFile(name string, data []byte) (runtime.Object, error) {
 		return nil, fail("apiVersion %q does not serve kind %s, want %s", tm.APIVersion, tm.Kind, apiVersion)
 	}
 	obj := info.New()
-	if err := strictUnmarshal(data, obj); err != nil {
+	if j == nil {
+		err = strictUnmarshal(data, obj)
+	} else {
+		err = strictUnmarshalJSON(j, obj)
+	}
+	if err != nil {
 		return nil, fail("%v", err)
 	}
 	if want, _ := fleet.KindFor(obj); want.Kind != tm.Kind {
@@ -72,6 +90,12 @@ func strictUnmarshal(data []byte, v any) error {
 	if err != nil {
 		return err
 	}
+	return strictUnmarshalJSON(j, v)
+}
+
+// strictUnmarshalJSON is strictUnmarshal of a document already converted
+// to JSON.
+func strictUnmarshalJSON(j []byte, v any) error {
 	strict, err := kjson.UnmarshalStrict(j, v, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
 	if err != nil {
 		return err
