@@ -307,7 +307,16 @@ func appendRunParts(parts []part, dir, stage string, clusters []fleet.ClusterUpd
 	return parts
 }
 
-func partPath(dir string, first int) string { return path.Join(dir, fmt.Sprintf("%05d.yaml", first)) }
+// partPath is dir/<first>.yaml, first zero-padded to five digits
+// (fmt.Sprintf("%05d") without its cost: a flush names every part of the
+// objects it encodes). dir is clean.
+func partPath(dir string, first int) string {
+	n := strconv.Itoa(first)
+	if len(n) < 5 {
+		n = "00000"[len(n):] + n
+	}
+	return dir + "/" + n + ".yaml"
+}
 
 // splitHeader is the comment on top of a split object's own file: a person
 // reading it learns where the clusters went.

@@ -20,9 +20,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	yamlv2 "go.yaml.in/yaml/v2"
 )
@@ -108,14 +109,25 @@ func printableEscape(b []byte) bool {
 func WriteJSON(w io.Writer, doc []byte, drop Drop) error {
 	bw, buffered := w.(*bufio.Writer)
 	if !buffered {
-		bw = bufio.NewWriter(w)
+		// Pooled: the status tree encodes thousands of small files per
+		// commit, each into a fresh bytes.Buffer.
+		bw = writers.Get().(*bufio.Writer)
+		bw.Reset(w)
+		defer func() {
+			bw.Reset(nil)
+			writers.Put(bw)
+		}()
 	}
-	e := &emitter{w: bw, drop: drop}
-	if members := e.members(doc); len(members) > 0 {
+	e := emitters.Get().(*emitter)
+	defer e.release()
+	e.w, e.drop = bw, drop
+	members := e.members(doc)
+	if len(members) > 0 {
 		e.object(members, 0, false)
 	} else {
 		e.puts("{}")
 	}
+	e.free(members)
 	e.newline()
 	if e.err != nil {
 		return e.err
@@ -126,16 +138,38 @@ func WriteJSON(w io.Writer, doc []byte, drop Drop) error {
 	return bw.Flush()
 }
 
+var (
+	writers  = sync.Pool{New: func() any { return bufio.NewWriter(nil) }}
+	emitters = sync.Pool{New: func() any { return new(emitter) }}
+)
+
 // emitter tracks the column as go-yaml v2's emitter does, since folding
 // depends on it.
 type emitter struct {
-	w      *bufio.Writer
-	col    int
-	dirty  bool // something was written on the current line
-	err    error
-	styles map[string]style
-	drop   Drop
-	path   []string
+	w     *bufio.Writer
+	col   int
+	dirty bool // something was written on the current line
+	err   error
+	drop  Drop
+	path  []string
+	// spare are lists of members done with, reused for the next objects:
+	// one list per level of the document is all a walk needs.
+	spare [][]member
+}
+
+// release returns e to the pool, keeping its spare lists.
+func (e *emitter) release() {
+	*e = emitter{path: e.path[:0], spare: e.spare}
+	emitters.Put(e)
+}
+
+// free hands a list of members back for reuse, cleared: a pooled emitter
+// must not keep the last document alive.
+func (e *emitter) free(m []member) {
+	if cap(m) > 0 {
+		clear(m[:cap(m)])
+		e.spare = append(e.spare, m[:0])
+	}
 }
 
 func (e *emitter) put(b byte) {
@@ -176,6 +210,9 @@ type member struct {
 // go-yaml's key order: nulls and what drop says are left out.
 func (e *emitter) members(obj []byte) []member {
 	var out []member
+	if n := len(e.spare); n > 0 {
+		out, e.spare = e.spare[n-1], e.spare[:n-1]
+	}
 	for i := 1; obj[i] != '}'; {
 		if obj[i] == ',' {
 			i++
@@ -194,7 +231,15 @@ func (e *emitter) members(obj []byte) []member {
 		}
 		out = append(out, member{key, val})
 	}
-	sort.Slice(out, func(i, j int) bool { return keyLess(out[i].key, out[j].key) })
+	slices.SortFunc(out, func(a, b member) int {
+		switch {
+		case keyLess(a.key, b.key):
+			return -1
+		case keyLess(b.key, a.key):
+			return 1
+		}
+		return 0
+	})
 	return out
 }
 
@@ -285,16 +330,16 @@ func (e *emitter) value(v []byte, n int, inMapping bool) {
 	switch v[0] {
 	case '{':
 		members := e.members(v)
-		if len(members) == 0 {
+		switch {
+		case len(members) == 0:
 			e.puts(" {}")
-			return
-		}
-		if inMapping {
+		case inMapping:
 			e.object(members, n+2, false)
-			return
+		default:
+			e.puts(" ")
+			e.object(members, n+2, true)
 		}
-		e.puts(" ")
-		e.object(members, n+2, true)
+		e.free(members)
 	case '[':
 		if v[1] == ']' {
 			e.puts(" []")
@@ -360,7 +405,7 @@ const (
 // than a string, single-quoted when plain text would be misread, else
 // plain.
 func (e *emitter) styleOf(s string) style {
-	if !readsAsString(s, e) {
+	if !readsAsString(s) {
 		return doubleQuoted
 	}
 	if !plainAllowed(s) {
@@ -372,30 +417,49 @@ func (e *emitter) styleOf(s string) style {
 // readsAsString is go-yaml v2's resolve(s) == "!!str" (and not a base-60
 // float). Only strings starting with a sign, a digit or a dot need its full
 // rules; those ask go-yaml itself, once per distinct string.
-func readsAsString(s string, e *emitter) bool {
+func readsAsString(s string) bool {
 	if s == "" {
 		return false
 	}
 	switch c := s[0]; {
 	case c == '+' || c == '-' || c == '.' || c >= '0' && c <= '9':
-		if st, ok := e.styles[s]; ok {
-			return st != doubleQuoted
-		}
-		out, err := yamlv2.Marshal(s)
-		st := plain
-		if err != nil || strings.HasPrefix(string(out), `"`) {
-			st = doubleQuoted
-		}
-		if e.styles == nil || len(e.styles) > 4096 {
-			e.styles = map[string]style{}
-		}
-		e.styles[s] = st
-		return st != doubleQuoted
+		return !resolved.quoted(s)
 	case strings.ContainsRune("yYnNtTfFoO~", rune(c)):
 		_, special := boolsAndNulls[s]
 		return !special
 	}
 	return true
+}
+
+// resolved remembers go-yaml's verdicts on strings that start like a
+// number, for every document: most are times ("2026-01-09T01:49:06Z"),
+// which every file of a run repeats, and asking go-yaml costs a
+// microsecond and a half each.
+var resolved styleCache
+
+type styleCache struct {
+	mu       sync.Mutex
+	verdicts map[string]bool // true: double-quoted
+}
+
+// quoted reports whether go-yaml v2 double-quotes s because it would read
+// back as something else than a string.
+func (c *styleCache) quoted(s string) bool {
+	c.mu.Lock()
+	q, ok := c.verdicts[s]
+	c.mu.Unlock()
+	if ok {
+		return q
+	}
+	out, err := yamlv2.Marshal(s)
+	q = err != nil || strings.HasPrefix(string(out), `"`)
+	c.mu.Lock()
+	if c.verdicts == nil || len(c.verdicts) >= 4096 {
+		c.verdicts = map[string]bool{} // bounded: times never repeat for long
+	}
+	c.verdicts[s] = q
+	c.mu.Unlock()
+	return q
 }
 
 // boolsAndNulls are the words go-yaml v2 reads as booleans or null.
