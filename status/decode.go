@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/yamlstream"
 )
 
 // Decode reads one fleet object written by Encode (or by a person, for
@@ -36,6 +37,9 @@ func DecodeFile(name string, data []byte) (runtime.Object, error) {
 	}
 	if multiDocument(data) {
 		return nil, fail("more than one YAML document")
+	}
+	if obj, ok := decodeOwn(data); ok {
+		return obj, nil
 	}
 	// The document is converted to JSON once, for its kind and its
 	// content: converting is most of the cost of a decode (go-yaml), and a
@@ -127,4 +131,91 @@ func multiDocument(data []byte) bool {
 		}
 	}
 	return false
+}
+
+// decodeOwn decodes a file the store wrote itself without go-yaml, whose
+// parser is most of what a start pays to read the status tree (10,000
+// bindings, 2,000 parts): yamlstream.ReadJSON reads back what Encode
+// prints. Its reading of plain scalars is trusted only because the object
+// it decoded prints back, through Encode, as exactly the bytes read, and
+// Decode of Encode's output is that object. Anything else — a file a
+// person wrote, one of an older layout, an error to word — reports false
+// and is read the long way, which is what Decode always did. Leading
+// comment lines (the headers of split files) are left out on both sides.
+func decodeOwn(data []byte) (runtime.Object, bool) {
+	body := skipComments(data)
+	j, ok := yamlstream.ReadJSON(body)
+	if !ok {
+		return nil, false
+	}
+	// Encode prints apiVersion and kind first, as plain scalars; reading
+	// them from there spares scanning all of j for them (the decoded
+	// object must say the same).
+	var tm metav1.TypeMeta
+	var rest []byte
+	tm.APIVersion, rest, _ = cutLine(body, "apiVersion: ")
+	tm.Kind, _, _ = cutLine(rest, "kind: ")
+	info, ok := fleet.LookupKind(tm.Kind)
+	if !ok || tm.APIVersion != info.APIVersion() {
+		return nil, false
+	}
+	obj := info.New()
+	switch obj.(type) {
+	case *fleet.ResourceSnapshot, *fleet.ClusterResourceOverrideSnapshot, *fleet.ResourceOverrideSnapshot:
+		// They keep raw JSON text, which would keep ReadJSON's order of
+		// keys instead of the one sigs.k8s.io/yaml gives it: the long way.
+		return nil, false
+	}
+	if strictUnmarshalJSON(j, obj) != nil {
+		return nil, false
+	}
+	if want, _ := fleet.KindFor(obj); want.Kind != tm.Kind || obj.GetObjectKind().GroupVersionKind() != tm.GroupVersionKind() {
+		return nil, false
+	}
+	if again, err := Encode(obj); err != nil || !bytes.Equal(again, body) {
+		return nil, false
+	}
+	return obj, true
+}
+
+// unmarshalOwn is decodeOwn for a part file (into v, a *runPart or a
+// *placementPart): false leaves v as it was.
+func unmarshalOwn[T any](data []byte, v *T) bool {
+	body := skipComments(data)
+	j, ok := yamlstream.ReadJSON(body)
+	if !ok {
+		return false
+	}
+	var got T
+	if strictUnmarshalJSON(j, &got) != nil {
+		return false
+	}
+	if again, err := marshalClean(got); err != nil || !bytes.Equal(again, body) {
+		return false
+	}
+	*v = got
+	return true
+}
+
+// cutLine returns the value of the line that starts data with prefix
+// ("" when it does not), and the lines after it.
+func cutLine(data []byte, prefix string) (value string, rest []byte, ok bool) {
+	line, rest, found := bytes.Cut(data, []byte("\n"))
+	v, ok := bytes.CutPrefix(line, []byte(prefix))
+	if !found || !ok {
+		return "", data, false
+	}
+	return string(v), rest, true
+}
+
+// skipComments is data without its leading comment lines.
+func skipComments(data []byte) []byte {
+	for len(data) > 0 && data[0] == '#' {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			return nil
+		}
+		data = data[i+1:]
+	}
+	return data
 }

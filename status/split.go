@@ -393,8 +393,10 @@ func assemble(obj runtime.Object, mainPath string, parts map[string][]byte) erro
 			}
 			all, err := concat(fs, parts, func(p string, data []byte) ([]fleet.ClusterUpdatingStatus, error) {
 				var rp runPart
-				if err := strictUnmarshal(data, &rp); err != nil {
-					return nil, err
+				if !unmarshalOwn(data, &rp) {
+					if err := strictUnmarshal(data, &rp); err != nil {
+						return nil, err
+					}
 				}
 				if rp.StageName != stage.StageName {
 					return nil, fmt.Errorf("holds clusters of stage %q, not %q", rp.StageName, stage.StageName)
@@ -427,8 +429,10 @@ func assemble(obj runtime.Object, mainPath string, parts map[string][]byte) erro
 func assemblePlacement(dir string, dirs []string, groups map[string][]partFile, parts map[string][]byte) ([]fleet.PerClusterPlacementStatus, error) {
 	read := func(p string, data []byte) (placementPart, error) {
 		var pp placementPart
-		if err := strictUnmarshal(data, &pp); err != nil {
-			return pp, err
+		if !unmarshalOwn(data, &pp) {
+			if err := strictUnmarshal(data, &pp); err != nil {
+				return pp, err
+			}
 		}
 		if pp.Indexes != nil && len(pp.Indexes) != len(pp.PlacementStatuses) {
 			return pp, fmt.Errorf("lists %d indexes for %d entries", len(pp.Indexes), len(pp.PlacementStatuses))
