@@ -155,11 +155,12 @@ type emitter struct {
 	// spare are lists of members done with, reused for the next objects:
 	// one list per level of the document is all a walk needs.
 	spare [][]member
+	keys  map[string]string // JSON text of a key -> the key
 }
 
 // release returns e to the pool, keeping its spare lists.
 func (e *emitter) release() {
-	*e = emitter{path: e.path[:0], spare: e.spare}
+	*e = emitter{path: e.path[:0], spare: e.spare, keys: e.keys}
 	emitters.Put(e)
 }
 
@@ -218,7 +219,7 @@ func (e *emitter) members(obj []byte) []member {
 			i++
 		}
 		end := valueEnd(obj, i)
-		key := e.text(obj[i:end])
+		key := e.key(obj[i:end])
 		i = end + 1 // the colon
 		end = valueEnd(obj, i)
 		val := obj[i:end]
@@ -261,6 +262,24 @@ func EmptyObject(val []byte) bool {
 		i = end
 	}
 	return true
+}
+
+// key is text for a key: the same few field names come in every
+// document, and an emitter (pooled) keeps them rather than allocating them
+// again each time.
+func (e *emitter) key(raw []byte) string {
+	if k, ok := e.keys[string(raw)]; ok {
+		return k
+	}
+	k := e.text(raw)
+	if e.err != nil {
+		return k
+	}
+	if e.keys == nil || len(e.keys) >= 1024 {
+		e.keys = map[string]string{} // bounded: label keys vary
+	}
+	e.keys[string(raw)] = k
+	return k
 }
 
 // text decodes a JSON string.
@@ -510,6 +529,25 @@ func plainAllowed(s string) bool {
 func (e *emitter) scalar(s string, st style, value bool, cont int) {
 	if value {
 		e.put(' ')
+	}
+	// Text that ends before the fold width, or a key, is written whole: a
+	// fold happens only at a space past bestWidth.
+	if !value || e.col+len(s) <= bestWidth {
+		switch {
+		case st == plain:
+			e.puts(s)
+			return
+		case st == singleQuoted && strings.IndexByte(s, '\'') < 0,
+			st == doubleQuoted && strings.IndexByte(s, '"') < 0 && strings.IndexByte(s, '\\') < 0:
+			q := byte('\'')
+			if st == doubleQuoted {
+				q = '"'
+			}
+			e.put(q)
+			e.puts(s)
+			e.put(q)
+			return
+		}
 	}
 	spaces := false
 	switch st {
