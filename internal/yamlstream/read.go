@@ -144,6 +144,10 @@ func (r *reader) value(rest []byte, n int) {
 		return
 	}
 	rest = rest[1:]
+	if len(rest) == 0 {
+		r.failed = true
+		return
+	}
 	switch string(rest) {
 	case "{}", "[]":
 		r.out = append(r.out, rest...)
@@ -158,21 +162,16 @@ func (r *reader) value(rest []byte, n int) {
 		r.i++
 		return
 	}
-	// A plain scalar, folded onto the deeper lines that follow.
-	start := len(r.out)
+	// A plain scalar, folded onto the deeper lines that follow: each line
+	// break reads as a space.
 	text := rest
 	for r.i+1 < len(r.lines) && indentOf(r.lines[r.i+1]) > n {
-		if start == len(r.out) {
-			r.out = append(r.out, text...)
+		if len(text) == len(rest) {
+			text = bytes.Clone(rest)
 		}
 		r.i++
 		line := r.lines[r.i]
-		r.out = append(r.out, ' ')
-		r.out = append(r.out, line[indentOf(line):]...)
-	}
-	if start < len(r.out) {
-		text = bytes.Clone(r.out[start:])
-		r.out = r.out[:start]
+		text = append(append(text, ' '), line[indentOf(line):]...)
 	}
 	r.i++
 	r.plain(text)
@@ -195,7 +194,8 @@ func (r *reader) list(n int) {
 			continue
 		}
 		if len(rest) > 1 && (rest[1] == '\'' || rest[1] == '"') {
-			// A quoted key of a mapping, or a quoted scalar.
+			// A quoted key of a mapping, or a quoted scalar: read it on
+			// the side to see what follows it.
 			if tail, ok := (&reader{}).quoted(rest[1:], -1); ok && len(tail) > 0 && tail[0] == ':' {
 				r.mapping(n+2, rest[1:])
 				continue

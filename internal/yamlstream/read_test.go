@@ -88,9 +88,22 @@ func TestReadJSONRefusesOtherYAML(t *testing.T) {
 		"a: 'unterminated\n", // a quote that does not end
 		"a:\n",               // no value
 		"a: é\n",             // not ASCII
+		"a: \n",              // a space and no value
+		": b\n",              // no key
 	} {
 		if got, ok := ReadJSON([]byte(doc)); ok {
 			t.Errorf("ReadJSON(%q) = %s, want refused", doc, got)
 		}
 	}
+}
+
+// FuzzReadJSONAnyText gives ReadJSON any text: it refuses or returns JSON.
+func FuzzReadJSONAnyText(f *testing.F) {
+	f.Add("a:\n- b: 'c'\n  d: \"e\"\n")
+	f.Add("a: b\n  c\n")
+	f.Fuzz(func(t *testing.T, doc string) {
+		if got, ok := ReadJSON([]byte(doc)); ok && !json.Valid(got) {
+			t.Errorf("ReadJSON(%q) = %s, not JSON", doc, got)
+		}
+	})
 }
