@@ -13,15 +13,30 @@ func cond(msg string) metav1.Condition {
 		LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 9, 1, 49, 6, 0, time.UTC))}
 }
 
-// fieldsOf lists the fields of a struct type, so the tests below know they
-// change every one of them.
-func fieldsOf(v any) map[string]bool {
-	t := reflect.TypeOf(v)
-	out := map[string]bool{}
-	for i := range t.NumField() {
-		out[t.Field(i).Name] = true
+// assertSeesEveryField checks that same tells base() from a copy in which
+// one field of the first entry changed, for every field of T: a field
+// that no change covers fails the test.
+func assertSeesEveryField[T any](t *testing.T, base func() []T, same func(a, b []T) bool, changes map[string]func(*T)) {
+	t.Helper()
+	typ := reflect.TypeFor[T]()
+	for i := range typ.NumField() {
+		f := typ.Field(i).Name
+		change, ok := changes[f]
+		if !ok {
+			t.Errorf("no test changes field %s", f)
+			continue
+		}
+		t.Run(f, func(t *testing.T) {
+			a, b := base(), base()
+			if !same(a, b) || !reflect.DeepEqual(a, b) {
+				t.Fatal("equal copies differ")
+			}
+			change(&b[0])
+			if same(a, b) {
+				t.Errorf("a change of %s went unseen", f)
+			}
+		})
 	}
-	return out
 }
 
 func TestSameClusterUpdatingStatusesSeesAChangeOfEveryField(t *testing.T) {
@@ -37,23 +52,7 @@ func TestSameClusterUpdatingStatusesSeesAChangeOfEveryField(t *testing.T) {
 			c.Conditions[1].LastTransitionTime.Time = c.Conditions[1].LastTransitionTime.Add(time.Second)
 		},
 	}
-	for f := range fieldsOf(ClusterUpdatingStatus{}) {
-		change, ok := changes[f]
-		if !ok {
-			t.Errorf("no test changes field %s", f)
-			continue
-		}
-		t.Run(f, func(t *testing.T) {
-			a, b := base(), base()
-			if !SameClusterUpdatingStatuses(a, b) || !reflect.DeepEqual(a, b) {
-				t.Fatal("equal copies differ")
-			}
-			change(&b[0])
-			if SameClusterUpdatingStatuses(a, b) {
-				t.Errorf("a change of %s went unseen", f)
-			}
-		})
-	}
+	assertSeesEveryField(t, base, SameClusterUpdatingStatuses, changes)
 }
 
 func TestSamePerClusterPlacementStatusesSeesAChangeOfEveryField(t *testing.T) {
@@ -71,23 +70,7 @@ func TestSamePerClusterPlacementStatusesSeesAChangeOfEveryField(t *testing.T) {
 		"FailedPlacements":                   func(c *PerClusterPlacementStatus) { c.FailedPlacements[0].Condition.Reason = "Other" },
 		"Conditions":                         func(c *PerClusterPlacementStatus) { c.Conditions[0].ObservedGeneration = 2 },
 	}
-	for f := range fieldsOf(PerClusterPlacementStatus{}) {
-		change, ok := changes[f]
-		if !ok {
-			t.Errorf("no test changes field %s", f)
-			continue
-		}
-		t.Run(f, func(t *testing.T) {
-			a, b := base(), base()
-			if !SamePerClusterPlacementStatuses(a, b) || !reflect.DeepEqual(a, b) {
-				t.Fatal("equal copies differ")
-			}
-			change(&b[0])
-			if SamePerClusterPlacementStatuses(a, b) {
-				t.Errorf("a change of %s went unseen", f)
-			}
-		})
-	}
+	assertSeesEveryField(t, base, SamePerClusterPlacementStatuses, changes)
 }
 
 // A nil list and an empty one encode differently where the field is not
