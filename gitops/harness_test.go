@@ -8,9 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,8 +24,8 @@ import (
 	"github.com/gitfleet/gitfleet/gitops"
 	"github.com/gitfleet/gitfleet/gitsource"
 	"github.com/gitfleet/gitfleet/hub/embedded"
-	"github.com/gitfleet/gitfleet/internal/await"
 	"github.com/gitfleet/gitfleet/internal/gittest"
+	"github.com/gitfleet/gitfleet/internal/testproc"
 	"github.com/gitfleet/gitfleet/status"
 )
 
@@ -241,10 +241,93 @@ func (r *fleetRepo) approval(name string) *fleet.ApprovalRequest {
 
 // eventually polls cond until it holds; it gives up only near the test
 // binary's -timeout (see internal/await), so a loaded machine makes the
-// suite slower, never red.
+// suite slower, never red. It fails the test at once, with the process's
+// exit status and the end of its log, when a process the test started
+// and still expects to run (serve, Prometheus: see watch) exits.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	await.Until(t, what, cond)
+	if err := waitFor(t, what, cond); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFor is eventually returning the exit of a watched process as an
+// error instead of failing the test.
+func waitFor(t testing.TB, what string, cond func() bool) error {
+	t.Helper()
+	err := testproc.Wait(t, what, func(context.Context) bool { return cond() }, watched(t)...)
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w", what, err)
+	}
+	return nil
+}
+
+// watchLists are, per test, the processes it started and expects to keep
+// running: every wait of the test (eventually) watches them.
+var watchLists sync.Map // testing.TB → *watchList
+
+type watchList struct {
+	mu      sync.Mutex
+	servers []*testproc.Server
+	started int // how many the test started, to number them
+}
+
+func watchListOf(t testing.TB) *watchList {
+	l, loaded := watchLists.LoadOrStore(t, &watchList{})
+	if !loaded {
+		t.Cleanup(func() { watchLists.Delete(t) })
+	}
+	return l.(*watchList)
+}
+
+// startWatched starts cmd as a test server that the waits of t watch
+// (see eventually) until unwatch, and that is killed when t ends, its log
+// shown if t failed. Its
+// name is what with a number when t starts several: "gitfleet serve #2".
+func startWatched(t testing.TB, what string, cmd *exec.Cmd) *testproc.Server {
+	t.Helper()
+	l := watchListOf(t)
+	l.mu.Lock()
+	l.started++
+	n := l.started
+	l.mu.Unlock()
+	name := what
+	if n > 1 {
+		name = fmt.Sprintf("%s #%d", what, n)
+	}
+	s, err := testproc.Start(name, cmd, filepath.Join(t.TempDir(), strings.ReplaceAll(what, " ", "-")+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	l.servers = append(l.servers, s)
+	l.mu.Unlock()
+	t.Cleanup(func() {
+		unwatch(t, s)
+		s.Kill()
+		if t.Failed() {
+			data, _ := os.ReadFile(s.Log)
+			t.Logf("%s log (%s):\n%s", s.Name, strings.Join(cmd.Args, " "), data)
+		}
+	})
+	return s
+}
+
+// unwatch tells the waits of t that s may exit from now on: the test
+// kills it, or waits for it to exit.
+func unwatch(t testing.TB, s *testproc.Server) {
+	l := watchListOf(t)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.servers = slices.DeleteFunc(l.servers, func(w *testproc.Server) bool { return w == s })
+}
+
+// watched are the processes t expects to keep running.
+func watched(t testing.TB) []*testproc.Server {
+	l := watchListOf(t)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.servers)
 }
 
 // runPhase waits for a run to reach a phase in the remote's status tree.
@@ -644,55 +727,36 @@ func gitfleetBinary(t testing.TB) string {
 	return binaryPath
 }
 
-// serveProcess is `gitfleet serve` running as a real process.
+// serveProcess is `gitfleet serve` running as a real process, in a
+// process group of its own (git and kubectl it runs die with it).
 type serveProcess struct {
-	cmd  *exec.Cmd
-	log  string // its stderr
-	done chan struct{}
-	err  error
+	*testproc.Server
+	t   testing.TB
+	cmd *exec.Cmd // its ProcessState once it exited
 }
 
 // startServe runs the built binary's serve command with args (the log
-// goes to a file, shown when the test fails).
+// goes to a file, shown when the test fails). Every wait of the test fails
+// at once when serve exits, until the test kills it (kill) or expects it
+// to exit (expectExit).
 func startServe(t testing.TB, args ...string) *serveProcess {
 	t.Helper()
 	bin := gitfleetBinary(t)
-	logFile, err := os.CreateTemp(t.TempDir(), "serve-*.log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &serveProcess{cmd: exec.Command(bin, append([]string{"serve"}, args...)...), log: logFile.Name(), done: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	p.cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null")
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		logFile.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			data, _ := os.ReadFile(p.log)
-			t.Logf("gitfleet serve %s log:\n%s", strings.Join(args, " "), data)
-		}
-	})
-	return p
+	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null")
+	return &serveProcess{Server: startWatched(t, "gitfleet serve", cmd), t: t, cmd: cmd}
 }
 
 // kill SIGKILLs the process (no shutdown, no final status push) and waits
-// until it is gone.
+// until it is gone; the test's waits no longer watch it.
 func (p *serveProcess) kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
+	p.expectExit()
+	p.Kill()
 }
+
+// expectExit tells the test's waits that serve exiting from now on is
+// what the test wants, not a failure.
+func (p *serveProcess) expectExit() { unwatch(p.t, p.Server) }
 
 // onFakeClock runs the daemon on clk and commits status at once, so that
 // no status commit waits for virtual time: time moves only when the test

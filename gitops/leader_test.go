@@ -58,7 +58,7 @@ func (p *replica) readyz() (int, string) {
 // metricsAddr is the address the replica's log says its metrics server
 // listens on, "" before it says so.
 func (p *replica) metricsAddr() string {
-	data, _ := os.ReadFile(p.log)
+	data, _ := os.ReadFile(p.Log)
 	for _, line := range strings.Split(string(data), "\n") {
 		var rec struct{ Msg, Server, Addr string }
 		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "listening" && rec.Server == "metrics" {
@@ -146,10 +146,8 @@ func TestTwoReplicasOneLeadsAndTheStandbyFinishesTheRunWhenTheLeaderIsKilled(t *
 	}
 	checkApprovalKept(t, r, approvalName)
 	checkFastForwardsOnly(t, r, updates())
-	select {
-	case <-standby.done:
-		t.Errorf("the new leader exited: %v", standby.err)
-	default:
+	if err := standby.ExitError(); err != nil {
+		t.Errorf("the new leader exited: %v", err)
 	}
 }
 
@@ -167,6 +165,8 @@ func TestALeaderThatLosesItsLeaseExits(t *testing.T) {
 	})
 
 	admin := hub.Client()
+	// From the lease's update on, serve may exit at any moment.
+	p.expectExit()
 	eventually(t, "another holder written into the lease", func() bool {
 		var lease coordinationv1.Lease
 		if err := admin.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: leaseName}, &lease); err != nil {
@@ -177,18 +177,11 @@ func TestALeaderThatLosesItsLeaseExits(t *testing.T) {
 		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &other, &forever, &now
 		return admin.Update(context.Background(), &lease) == nil // a conflict with a renewal: again
 	})
-	eventually(t, "serve to exit after losing its lease", func() bool {
-		select {
-		case <-p.done:
-			return true
-		default:
-			return false
-		}
-	})
+	eventually(t, "serve to exit after losing its lease", func() bool { return !p.Running() })
 	if code := p.cmd.ProcessState.ExitCode(); code == 0 {
 		t.Errorf("serve exited with %d after losing its lease, want non-zero", code)
 	}
-	if data, _ := os.ReadFile(p.log); !strings.Contains(string(data), "leader election lost") {
+	if data, _ := os.ReadFile(p.Log); !strings.Contains(string(data), "leader election lost") {
 		t.Errorf("serve's log does not say it lost the lease:\n%s", data)
 	}
 }

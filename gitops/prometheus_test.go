@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,18 +22,16 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/clock"
 	"github.com/gitfleet/gitfleet/gitops"
-	"github.com/gitfleet/gitfleet/internal/testproc"
 	"github.com/gitfleet/gitfleet/metrics"
 )
 
 const dashboardFile = "../examples/grafana/gitfleet-dashboard.json"
 
 // prometheusServer is a real Prometheus (Debian's package) scraping one
-// target, in a process group of its own that the test kills at the end.
+// target, in a process group of its own that the test kills at the end;
+// the test's waits fail at once if it exits before (see startWatched).
 type prometheusServer struct {
 	url string
-	cmd *exec.Cmd
-	log string
 }
 
 // startPrometheus runs /usr/bin/prometheus scraping target every second,
@@ -62,40 +59,11 @@ scrape_configs:
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logFile, err := os.Create(filepath.Join(dir, "prometheus.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	addr := freeLoopbackAddr(t)
-	p := &prometheusServer{url: "http://" + addr, log: logFile.Name()}
-	p.cmd = exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	p.cmd.SysProcAttr = testproc.Attr()
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = p.cmd.Wait()
-		logFile.Close()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-		if t.Failed() {
-			data, _ := os.ReadFile(p.log)
-			t.Logf("prometheus log:\n%s", data)
-		}
-	})
+	p := &prometheusServer{url: "http://" + addr}
+	startWatched(t, "prometheus", exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr))
 	eventually(t, "prometheus to be ready", func() bool {
-		select {
-		case <-exited:
-			data, _ := os.ReadFile(p.log)
-			t.Fatalf("prometheus exited:\n%s", data)
-		default:
-		}
 		resp, err := http.Get(p.url + "/-/ready")
 		if err != nil {
 			return false
