@@ -27,12 +27,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -140,8 +142,15 @@ func start(t testing.TB, workloads bool, names []string) []*Cluster {
 		c.WaitReady()
 	}
 	if workloads {
+		// All clusters' controllers start before the first wait, so the
+		// clusters come up together.
 		for _, c := range out {
-			if err := c.startWorkloads(); err != nil {
+			if err := c.runWorkloads(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range out {
+			if err := c.waitWorkloads(); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -173,9 +182,20 @@ func newCluster(t testing.TB, bin, name string) *Cluster {
 //go:embed kwok-stages.yaml
 var kwokStages []byte
 
+// fakeNode is the node kwok plays, where every pod is scheduled.
+const fakeNode = "kwok-node"
+
 // startWorkloads starts the controllers that make Deployments available,
-// and registers the fake node kwok plays.
+// registers the fake node kwok plays, and waits until they work.
 func (c *Cluster) startWorkloads() error {
+	if err := c.runWorkloads(); err != nil {
+		return err
+	}
+	return c.waitWorkloads()
+}
+
+// runWorkloads starts the controllers and registers the fake node.
+func (c *Cluster) runWorkloads() error {
 	kubeconfig := filepath.Join(c.dir, "admin.kubeconfig")
 	config := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: %q, insecure-skip-tls-verify: true}}]\n"+
 		"users: [{name: admin, user: {token: %q}}]\ncontexts: [{name: c, context: {cluster: c, user: admin}}]\ncurrent-context: c\n",
@@ -210,7 +230,7 @@ func (c *Cluster) startWorkloads() error {
 	node := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Node",
 		"metadata": map[string]any{
-			"name":        "kwok-node",
+			"name":        fakeNode,
 			"labels":      map[string]any{"type": "kwok", "kubernetes.io/hostname": "kwok-node"},
 			"annotations": map[string]any{"kwok.x-k8s.io/node": "fake"},
 		},
@@ -219,6 +239,44 @@ func (c *Cluster) startWorkloads() error {
 		return fmt.Errorf("register the fake node of %s: %w", c.Name, err)
 	}
 	return nil
+}
+
+// waitWorkloads waits until kwok has marked the fake node Ready and
+// kube-controller-manager has given namespace default its service
+// account: a test then waits for a Deployment to become available only
+// while they run. It fails at once, saying why, when any process of the
+// cluster exits (kube-scheduler shows no sign of working before a pod
+// exists; its exit is noticed all the same).
+func (c *Cluster) waitWorkloads() error {
+	c.t.Helper()
+	cl := c.client()
+	return testproc.Wait(c.t, "the fake node of "+c.Name+" to be Ready and its controllers to work", func(ctx context.Context) bool {
+		var node corev1.Node
+		if err := cl.Get(ctx, client.ObjectKey{Name: fakeNode}, &node); err != nil {
+			return false
+		}
+		ready := slices.ContainsFunc(node.Status.Conditions, func(c corev1.NodeCondition) bool {
+			return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+		})
+		var sa corev1.ServiceAccount
+		return ready && cl.Get(ctx, client.ObjectKey{Namespace: "default", Name: "default"}, &sa) == nil
+	}, c.Servers()...)
+}
+
+// Servers are the cluster's processes that run now: etcd, the API server
+// unless StopAPIServer stopped it, and the workloads. A test waiting for
+// something of the cluster can watch them (testproc.Wait) to fail at once
+// when one dies; a stopped API server is not among them.
+func (c *Cluster) Servers() []*testproc.Server {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*testproc.Server
+	for _, s := range append([]*testproc.Server{c.etcd, c.apiserver}, c.workloads...) {
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // ports are the ones a cluster listens on.
@@ -363,12 +421,8 @@ func (c *Cluster) restartAPIServer() error {
 // logTails logs the end of each process's log and whether it still runs,
 // for a failed test.
 func (c *Cluster) logTails() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, s := range append([]*testproc.Server{c.etcd, c.apiserver}, c.workloads...) {
-		if s != nil {
-			c.t.Logf("%s (running: %v), the end of its log %s:\n%s", s.Name, s.Running(), s.Log, s.Tail())
-		}
+	for _, s := range c.Servers() {
+		c.t.Logf("%s (running: %v), the end of its log %s:\n%s", s.Name, s.Running(), s.Log, s.Tail())
 	}
 }
 

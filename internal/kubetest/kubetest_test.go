@@ -3,8 +3,11 @@ package kubetest
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // takePort listens on a free loopback port until the test ends, as
@@ -72,5 +75,39 @@ func TestARestartFailsAtOnceWhenTheAPIServerCannotListen(t *testing.T) {
 	c.StartAPIServer()
 	if c.Get("v1", "Namespace", "", "default") == nil {
 		t.Fatal("the restarted cluster has no default namespace")
+	}
+}
+
+func TestWorkloadsAreReadyOnceTheFakeNodeIsReady(t *testing.T) {
+	c := StartWithWorkloads(t, "member1")[0]
+	node := c.Get("v1", "Node", "", fakeNode)
+	if node == nil {
+		t.Fatal("no fake node")
+	}
+	conds, _, _ := unstructured.NestedSlice(node.Object, "status", "conditions")
+	if !slices.ContainsFunc(conds, func(c any) bool {
+		m := c.(map[string]any)
+		return m["type"] == "Ready" && m["status"] == "True"
+	}) {
+		t.Fatalf("the fake node is not Ready: %v", conds)
+	}
+}
+
+// A workload process that dies before the fake node is Ready fails the
+// wait at once, naming it, rather than a Deployment's wait at the test's
+// deadline.
+func TestTheWorkloadsWaitFailsAtOnceWhenKwokDies(t *testing.T) {
+	c := Start(t, "member1")[0]
+	if err := c.runWorkloads(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.workloads {
+		if strings.HasPrefix(s.Name, "kwok ") {
+			s.Kill()
+		}
+	}
+	err := c.waitWorkloads()
+	if err == nil || !strings.Contains(err.Error(), "kwok of member1 exited (signal: killed)") {
+		t.Fatalf("want kwok's exit, got %v", err)
 	}
 }
