@@ -85,7 +85,7 @@ func kubeconfigFleet(t testing.TB) map[string][]byte {
 // stage ends only once its Deployments are available, and an object a new
 // snapshot drops is pruned from a member only when the new run reaches it.
 func TestTheQuickstartRollsOutToRealClustersStageByStage(t *testing.T) {
-	clusters := kubetest.StartWithWorkloads(t, "member1", "member2", "member3")
+	clusters := startClustersWithWorkloads(t, "member1", "member2", "member3")
 	member1, member2, member3 := clusters[0], clusters[1], clusters[2]
 	files := clusterFleet(t)
 	r := newFleetRepo(t, files)
@@ -241,7 +241,7 @@ func TestTheQuickstartRollsOutToRealClustersStageByStage(t *testing.T) {
 // recorded on the member: fixing the workload in Git (a new run) removes
 // the Deployment and succeeds.
 func TestADeploymentThatNeverBecomesAvailableGoesStuckAndAFixInGitRecovers(t *testing.T) {
-	clusters := kubetest.Start(t, "member1", "member2", "member3")
+	clusters := startClusters(t, "member1", "member2", "member3")
 	member2 := clusters[1]
 	files := timedFleet(t, "0s", "1s")
 	files["members.yaml"] = clusterFleet(t)["members.yaml"]
@@ -362,7 +362,7 @@ func BenchmarkRolloutToRealClusters(b *testing.B) {
 			for i := range names {
 				names[i] = fmt.Sprintf("member%d", i+1)
 			}
-			clusters := kubetest.Start(b, names...)
+			clusters := startClusters(b, names...)
 			drivers, err := kube.Load(kube.Options{Kubeconfig: kubetest.Kubeconfig(b, clusters, nil), PollInterval: 200 * time.Millisecond,
 				Log: slog.New(slog.DiscardHandler)})
 			if err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/gitfleet/gitfleet/gitsource"
 	"github.com/gitfleet/gitfleet/hub/embedded"
 	"github.com/gitfleet/gitfleet/internal/gittest"
+	"github.com/gitfleet/gitfleet/internal/kubetest"
 	"github.com/gitfleet/gitfleet/internal/testproc"
 	"github.com/gitfleet/gitfleet/status"
 )
@@ -243,7 +244,8 @@ func (r *fleetRepo) approval(name string) *fleet.ApprovalRequest {
 // binary's -timeout (see internal/await), so a loaded machine makes the
 // suite slower, never red. It fails the test at once, with the process's
 // exit status and the end of its log, when a process the test started
-// and still expects to run (serve, Prometheus: see watch) exits.
+// and still expects to run (serve, Prometheus, a cluster's: see
+// watchLists) exits.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	if err := waitFor(t, what, cond); err != nil {
@@ -263,13 +265,15 @@ func waitFor(t testing.TB, what string, cond func() bool) error {
 }
 
 // watchLists are, per test, the processes it started and expects to keep
-// running: every wait of the test (eventually) watches them.
+// running (serve, Prometheus, its clusters'): every wait of the test
+// (eventually) watches them.
 var watchLists sync.Map // testing.TB → *watchList
 
 type watchList struct {
-	mu      sync.Mutex
-	servers []*testproc.Server
-	started int // how many the test started, to number them
+	mu       sync.Mutex
+	servers  []*testproc.Server
+	clusters []*kubetest.Cluster // watched through Servers: what runs now
+	started  int                 // how many servers the test started, to number them
 }
 
 func watchListOf(t testing.TB) *watchList {
@@ -282,8 +286,8 @@ func watchListOf(t testing.TB) *watchList {
 
 // startWatched starts cmd as a test server that the waits of t watch
 // (see eventually) until unwatch, and that is killed when t ends, its log
-// shown if t failed. Its
-// name is what with a number when t starts several: "gitfleet serve #2".
+// shown if t failed. Its name is what, numbered when t starts several:
+// "gitfleet serve #2".
 func startWatched(t testing.TB, what string, cmd *exec.Cmd) *testproc.Server {
 	t.Helper()
 	l := watchListOf(t)
@@ -327,7 +331,35 @@ func watched(t testing.TB) []*testproc.Server {
 	l := watchListOf(t)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return slices.Clone(l.servers)
+	out := slices.Clone(l.servers)
+	for _, c := range l.clusters {
+		out = append(out, c.Servers()...)
+	}
+	return out
+}
+
+// startClusters is kubetest.Start with the clusters' processes watched
+// by the waits of t: a member's etcd or API server that dies fails the
+// wait at once (one the test stops with StopAPIServer is not watched).
+func startClusters(t testing.TB, names ...string) []*kubetest.Cluster {
+	t.Helper()
+	return watchClusters(t, kubetest.Start(t, names...))
+}
+
+// startClustersWithWorkloads is kubetest.StartWithWorkloads with the
+// clusters' processes, kwok and the controllers too, watched by the waits
+// of t.
+func startClustersWithWorkloads(t testing.TB, names ...string) []*kubetest.Cluster {
+	t.Helper()
+	return watchClusters(t, kubetest.StartWithWorkloads(t, names...))
+}
+
+func watchClusters(t testing.TB, clusters []*kubetest.Cluster) []*kubetest.Cluster {
+	l := watchListOf(t)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.clusters = append(l.clusters, clusters...)
+	return clusters
 }
 
 // runPhase waits for a run to reach a phase in the remote's status tree.

@@ -42,7 +42,7 @@ func (k kubectl) run(args ...string) string {
 // hub, then the members.
 func startKubeHub(t *testing.T, members ...string) (kubectl, []*kubetest.Cluster) {
 	t.Helper()
-	clusters := kubetest.Start(t, append([]string{"hub"}, members...)...)
+	clusters := startClusters(t, append([]string{"hub"}, members...)...)
 	k := kubectl{t: t, bin: filepath.Join(kubetest.Bin(t), "kubectl"), kubeconfig: kubetest.Kubeconfig(t, clusters, nil)}
 	k.run("apply", "--server-side", "-R", "-f", filepath.Join("..", "config", "crd"))
 	k.run("wait", "--for", "condition=established", "crd", "--all", "--timeout", "5m")

@@ -89,7 +89,7 @@ func leaseHolder(t *testing.T, hub *kubetest.Cluster) (string, int32) {
 // standby takes over once the lease expires and finishes the run, with no
 // stage skipped, maxConcurrency never exceeded and the approval kept.
 func TestTwoReplicasOneLeadsAndTheStandbyFinishesTheRunWhenTheLeaderIsKilled(t *testing.T) {
-	hub := kubetest.Start(t, "hub")[0]
+	hub := startClusters(t, "hub")[0]
 	kubeconfig := kubetest.Kubeconfig(t, []*kubetest.Cluster{hub}, nil)
 	r := newFleetRepo(t, timedFleet(t, restartAvailableAfter, restartSoak))
 	updates := r.refUpdates()
@@ -155,7 +155,7 @@ func TestTwoReplicasOneLeadsAndTheStandbyFinishesTheRunWhenTheLeaderIsKilled(t *
 // standby acquired it) exits non-zero at once, without waiting for its own
 // lease to expire: the new leader must be the only writer.
 func TestALeaderThatLosesItsLeaseExits(t *testing.T) {
-	hub := kubetest.Start(t, "hub")[0]
+	hub := startClusters(t, "hub")[0]
 	kubeconfig := kubetest.Kubeconfig(t, []*kubetest.Cluster{hub}, nil)
 	r := newFleetRepo(t, timedFleet(t, restartAvailableAfter, restartSoak))
 	p := startReplica(t, r, kubeconfig)

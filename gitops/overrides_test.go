@@ -16,7 +16,7 @@ import (
 // delivers the value it froze at initialization, and the next run delivers
 // the new one.
 func TestOverridesReachRealClustersAndEachRunKeepsWhatItFroze(t *testing.T) {
-	clusters := kubetest.Start(t, "member1", "member2", "member3")
+	clusters := startClusters(t, "member1", "member2", "member3")
 	member1, member2, member3 := clusters[0], clusters[1], clusters[2]
 	overrides, err := os.ReadFile("../examples/overrides/overrides.yaml")
 	if err != nil {

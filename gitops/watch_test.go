@@ -37,3 +37,21 @@ func TestAWaitGoesOnAfterServeWasKilledOnPurpose(t *testing.T) {
 		t.Fatalf("want serve killed, got %v", err)
 	}
 }
+
+func TestAWaitFailsAtOnceWhenAClustersProcessDiesButNotWhenItsAPIServerIsStopped(t *testing.T) {
+	c := startClusters(t, "member1")[0]
+	c.StopAPIServer()
+	if err := waitFor(t, "the member to be down", func() bool { return true }); err != nil {
+		t.Fatalf("a wait failed on an API server the test stopped: %v", err)
+	}
+	c.StartAPIServer()
+	for _, s := range c.Servers() {
+		if strings.HasPrefix(s.Name, "etcd ") {
+			s.Kill()
+		}
+	}
+	err := waitFor(t, "the member to serve", func() bool { return false })
+	if err == nil || !strings.Contains(err.Error(), "etcd of member1 exited (signal: killed)") {
+		t.Fatalf("want etcd's exit, got %v", err)
+	}
+}
