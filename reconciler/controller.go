@@ -85,6 +85,15 @@ type Controller struct {
 	// the scheduler is still at work and fail for good ("policy snapshot
 	// not fully scheduled yet").
 	scheduling map[Key]*sync.RWMutex
+	// unscheduled holds the placements queued for scheduling and not yet
+	// taken by the scheduler. A run of one waits for it: the lock above
+	// covers a scheduling in progress, not one queued behind the run (a
+	// commit that changes a placement and its members' labels and adds a
+	// run queues the placement first, but with two workers the run's pass
+	// could still start first, see the old policy snapshot with a member
+	// the new one drops, and fail for good: "some clusters are not placed
+	// in any stage"). The scheduler's pass wakes the placement's runs.
+	unscheduled map[Key]bool
 	// waitingOnScheduling counts run passes waiting for their placement's
 	// scheduling, for tests that provoke the wait.
 	waitingOnScheduling atomic.Int64
@@ -101,6 +110,7 @@ func (c *Controller) init() {
 		c.errs = map[Key]error{}
 		c.runs = map[Key]Key{}
 		c.scheduling = map[Key]*sync.RWMutex{}
+		c.unscheduled = map[Key]bool{}
 		if c.Log == nil {
 			c.Log = slog.New(slog.DiscardHandler)
 		}
@@ -131,7 +141,7 @@ func (c *Controller) onEvent(e hub.Event) {
 		c.enqueueRunsOf(e.Placement)
 		c.q.addAfter(item{statusItem, e.Placement}, c.StatusDelay)
 	case hub.EventPlacement:
-		c.q.add(item{placementItem, e.Placement})
+		c.schedule(e.Placement)
 	case hub.EventMemberCluster:
 		c.EnqueueAllPlacements()
 	case hub.EventPolicySnapshot, hub.EventResourceSnapshot:
@@ -175,6 +185,15 @@ func (c *Controller) EnqueueRun(key Key) {
 // EnqueuePlacement asks for scheduling and a status update of a placement.
 func (c *Controller) EnqueuePlacement(key Key) {
 	c.init()
+	c.schedule(key)
+}
+
+// schedule queues a placement for scheduling; its runs wait until the
+// scheduler has taken it.
+func (c *Controller) schedule(key Key) {
+	c.mu.Lock()
+	c.unscheduled[key] = true
+	c.mu.Unlock()
 	c.q.add(item{placementItem, key})
 }
 
@@ -198,7 +217,7 @@ func (c *Controller) EnqueueAllPlacements() {
 	c.init()
 	ps, _ := c.Hub.ListPlacements(context.Background())
 	for _, p := range ps {
-		c.q.add(item{placementItem, Key{Namespace: p.Namespace, Name: p.Name}})
+		c.schedule(Key{Namespace: p.Namespace, Name: p.Name})
 	}
 }
 
@@ -281,17 +300,24 @@ func (c *Controller) process(ctx context.Context, it item) {
 	case runItem:
 		c.processRun(ctx, it)
 	case placementItem:
+		l := c.schedulingLock(it.key)
+		l.Lock()
+		c.mu.Lock()
+		delete(c.unscheduled, it.key) // under the lock: its runs now wait on it
+		c.mu.Unlock()
+		var err error
 		if c.Scheduler != nil {
-			l := c.schedulingLock(it.key)
-			l.Lock()
-			err := c.Scheduler.Schedule(ctx, it.key)
-			l.Unlock()
-			if err != nil {
-				c.Log.Error("scheduling failed", "placement", hub.KeyString(it.key), "err", err)
-				c.failed("scheduler", err)
-				c.q.addAfter(it, c.q.failed(it))
-				return
-			}
+			err = c.Scheduler.Schedule(ctx, it.key)
+		}
+		l.Unlock()
+		if err != nil {
+			c.mu.Lock()
+			c.unscheduled[it.key] = true // its runs wait for the retry
+			c.mu.Unlock()
+			c.Log.Error("scheduling failed", "placement", hub.KeyString(it.key), "err", err)
+			c.failed("scheduler", err)
+			c.q.addAfter(it, c.q.failed(it))
+			return
 		}
 		c.q.forget(it)
 		c.commit(ctx)
@@ -326,7 +352,12 @@ func (c *Controller) schedulingLock(placement Key) *sync.RWMutex {
 func (c *Controller) processRun(ctx context.Context, it item) {
 	c.mu.Lock()
 	placement, tracked := c.runs[it.key]
+	waiting := tracked && c.unscheduled[placement]
 	c.mu.Unlock()
+	if waiting {
+		c.q.forget(it) // the placement's scheduling pass queues it again
+		return
+	}
 	if tracked {
 		l := c.schedulingLock(placement)
 		if !l.TryRLock() {

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -156,5 +157,48 @@ func TestWorkersRunARunAfterItsPlacementsScheduling(t *testing.T) {
 	await.Until(t, "the run's pass", func() bool { return hook.runEntered.Load() > 0 })
 	if n := hook.overlaps.Load(); n > 0 {
 		t.Errorf("%d run passes started while their placement was being scheduled", n)
+	}
+}
+
+// orderHook records the order of scheduling and run passes.
+type orderHook struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (o *orderHook) note(s string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls = append(o.calls, s)
+}
+
+func (o *orderHook) Schedule(_ context.Context, k Key) error {
+	o.note("schedule " + k.Name)
+	return nil
+}
+
+func (o *orderHook) Reconcile(_ context.Context, k Key) (updaterun.Result, error) {
+	o.note("run " + k.Name)
+	return updaterun.Result{Blocked: true}, nil
+}
+
+// A run whose pass comes before the scheduling of its placement's queued
+// change (queued first, or taken first by another worker) waits for that
+// scheduling: it would otherwise initialize on the old policy snapshot,
+// find a member the new one drops in no stage, and fail for good (a commit
+// that retires a member, narrows the placement and adds a run; seen in
+// TestTheQuickstartRollsOutToRealClustersStageByStage).
+func TestARunWaitsForItsPlacementsQueuedScheduling(t *testing.T) {
+	hook := &orderHook{}
+	h := embedded.New(clock.Real{}, nil)
+	h.ApplyUpdateRun(&fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: "r"},
+		Spec: fleet.UpdateRunSpec{PlacementName: "app", StagedUpdateStrategyName: "s", State: fleet.StateRun}})
+	c := &Controller{Hub: h, Clock: clock.Real{}, Runs: hook, Scheduler: hook}
+	c.EnqueueAll()                       // the run, queued first
+	c.EnqueuePlacement(Key{Name: "app"}) // then its placement's change
+	c.Drain(await.Context(t))
+	want := []string{"schedule app", "run r"}
+	if !slices.Equal(hook.calls, want) {
+		t.Fatalf("passes %q, want %q", hook.calls, want)
 	}
 }
