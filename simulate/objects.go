@@ -25,7 +25,9 @@ const MemberClusterAnnotation = fleet.GitfleetPrefix + "member-cluster"
 // 10,000 clusters never sits in memory as YAML.
 func WriteObjects(ctx context.Context, w io.Writer, h *embedded.Hub) error {
 	out := printers.NewYAMLStream(w)
-	runs, err := h.ListUpdateRuns(ctx)
+	// The hub's own objects, not copies (a run or placement of 10,000
+	// clusters is megabytes): printing only reads them.
+	runs, err := h.ListUpdateRunsReadOnly(ctx)
 	if err != nil {
 		return err
 	}
@@ -42,7 +44,7 @@ func WriteObjects(ctx context.Context, w io.Writer, h *embedded.Hub) error {
 			return err
 		}
 	}
-	placements, err := h.ListPlacements(ctx)
+	placements, err := h.ListPlacementsReadOnly(ctx)
 	if err != nil {
 		return err
 	}
@@ -68,7 +70,7 @@ func WriteObjects(ctx context.Context, w io.Writer, h *embedded.Hub) error {
 		if err := writeAll(out, policies); err != nil {
 			return err
 		}
-		bindings, err := h.ListBindings(ctx, k)
+		bindings, err := h.ListBindingsReadOnly(ctx, k)
 		if err != nil {
 			return err
 		}

@@ -204,6 +204,16 @@ func (h *Hub) ListPlacements(context.Context) ([]*fleet.Placement, error) {
 	return h.placements.list(nil), nil
 }
 
+// ListPlacementsReadOnly is ListPlacements without the copies: the stored
+// placements, which the hub replaces on every write and never modifies,
+// and which the caller must not modify either. Printing a placement of
+// 10,000 clusters needs no 12 MB copy of its status.
+func (h *Hub) ListPlacementsReadOnly(context.Context) ([]*fleet.Placement, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.placements.listShared(nil), nil
+}
+
 // UpdatePlacementStatus implements hub.Placements.
 func (h *Hub) UpdatePlacementStatus(_ context.Context, p *fleet.Placement) error {
 	h.mu.Lock()
@@ -542,6 +552,14 @@ func (h *Hub) ListUpdateRuns(context.Context) ([]*fleet.UpdateRun, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.runs.list(nil), nil
+}
+
+// ListUpdateRunsReadOnly is ListUpdateRuns without the copies, on the
+// terms of ListPlacementsReadOnly.
+func (h *Hub) ListUpdateRunsReadOnly(context.Context) ([]*fleet.UpdateRun, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.runs.listShared(nil), nil
 }
 
 // UpdateUpdateRunStatus implements hub.UpdateRuns.
