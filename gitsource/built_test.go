@@ -21,25 +21,17 @@ func TestPushedCommitsReachTheCacheAsOnePackEach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := s.Stats(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := stats(t, s)
 	applyN(t, s, 2)
 	large := bytes.Repeat([]byte("cluster: ready\n"), 20000) // a size of several header bytes
 	if _, err := s.Apply(ctx, Change{Message: "large", Writes: map[string][]byte{"status/large.yaml": large}}); err != nil {
 		t.Fatal(err)
 	}
-	after, err := s.Stats(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	after := stats(t, s)
 	if after.LooseObjects != before.LooseObjects || after.Packs != before.Packs+3 {
 		t.Fatalf("cache before %+v, after three commits %+v; want a pack per commit and no loose object", before, after)
 	}
-	if out, err := gitErr(cfg.CacheDir, "fsck", "--full", "--strict"); err != nil {
-		t.Fatalf("git fsck of the cache: %v\n%s", err, out)
-	}
+	fsck(t, cfg.CacheDir)
 
 	tip := f.remoteTip(t, "main")
 	if err := os.Rename(f.bare, f.bare+".away"); err != nil {
@@ -79,16 +71,10 @@ func TestAPushedCommitIsWrittenLooseWithoutItsPack(t *testing.T) {
 			ctx := ctxT(t)
 			f := newFixture(t)
 			s := f.open(t)
-			before, err := s.Stats(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			before := stats(t, s)
 			fail(t)
 			applyN(t, s, 2)
-			after, err := s.Stats(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			after := stats(t, s)
 			// Each commit adds a blob per file, trees on their paths and itself.
 			if after.Packs != before.Packs || after.LooseObjects < before.LooseObjects+2*5 {
 				t.Fatalf("cache before %+v, after %+v; want the objects loose and no new pack", before, after)
@@ -116,23 +102,15 @@ func TestPacksOfPushedCommitsAreMerged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := s.Stats(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := stats(t, s)
 	const commits = 2*packFanIn*packFanIn + 3 // two merges of merges, and some left
 	applyN(t, s, commits)
-	after, err := s.Stats(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	after := stats(t, s)
 	// Left: two packs of 64 commits, 3 of one.
 	if got, want := after.Packs-before.Packs, 2+3; got != want || after.LooseObjects != before.LooseObjects {
 		t.Fatalf("cache before %+v, after %d commits %+v; want %d more packs and no loose object", before, commits, after, want)
 	}
-	if out, err := gitErr(cfg.CacheDir, "fsck", "--full", "--strict"); err != nil {
-		t.Fatalf("git fsck of the cache: %v\n%s", err, out)
-	}
+	fsck(t, cfg.CacheDir)
 
 	s2, err := Open(ctx, cfg)
 	if err != nil {
@@ -151,5 +129,23 @@ func TestPacksOfPushedCommitsAreMerged(t *testing.T) {
 		if data, err := s2.ReadFile(ctx, c.Hash, "status/runs/r.yaml"); err != nil || string(data) != want {
 			t.Fatalf("commit %s: status/runs/r.yaml = %q, %v; want %q", c.Hash, data, err, want)
 		}
+	}
+}
+
+// stats is the Source's cache on disk.
+func stats(t *testing.T, s *Source) CacheStats {
+	t.Helper()
+	st, err := s.Stats(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// fsck fails t unless git fsck finds the repository at dir whole.
+func fsck(t *testing.T, dir string) {
+	t.Helper()
+	if out, err := gitErr(dir, "fsck", "--full", "--strict"); err != nil {
+		t.Fatalf("git fsck of %s: %v\n%s", dir, err, out)
 	}
 }

@@ -37,9 +37,7 @@ func TestMaintainMergesThePacksAndRepacksWhenTheCacheDoubled(t *testing.T) {
 		if r.Repacked != wantRepacked || r.Before.Packs < 2 || r.After.Packs != 1 || r.After.LooseObjects != 0 {
 			t.Fatalf("%s: %+v; want repacked %v and the packs made one", step, r, wantRepacked)
 		}
-		if out, err := gitErr(cache, "fsck", "--full", "--strict"); err != nil {
-			t.Fatalf("%s: git fsck of the cache: %v\n%s", step, err, out)
-		}
+		fsck(t, cache)
 		human++
 		if err := humanPush(f.work, human); err != nil {
 			t.Fatal(err)
