@@ -38,7 +38,7 @@ func isFleetGroup(group string) bool {
 func identify(d document) (ObjectRef, schema.GroupVersionKind, *ManifestError) {
 	u := unstructured.Unstructured{Object: d.obj}
 	fail := func(fieldPath, msg string) *ManifestError {
-		return &ManifestError{File: d.file, Line: lineOf(d.node, fieldPath), Kind: u.GetKind(),
+		return &ManifestError{File: d.file, Line: lineOf(d.root(), fieldPath), Kind: u.GetKind(),
 			Namespace: u.GetNamespace(), Name: u.GetName(), Field: fieldPath, Message: msg}
 	}
 	for _, f := range []string{"apiVersion", "kind"} {
@@ -98,7 +98,7 @@ func decodeDocument(d document, inApprovals bool) (*decoded, []ManifestError) {
 	}
 	out := &decoded{ref: ref, src: Source{File: d.file, Line: d.line}}
 	mk := func(fieldPath, msg string) ManifestError {
-		return ManifestError{File: d.file, Line: lineOf(d.node, fieldPath), Kind: ref.Kind,
+		return ManifestError{File: d.file, Line: lineOf(d.root(), fieldPath), Kind: ref.Kind,
 			Namespace: ref.Namespace, Name: ref.Name, Field: fieldPath, Message: msg}
 	}
 	if !isFleetGroup(gvk.Group) {
@@ -149,7 +149,7 @@ func decodeDocument(d document, inApprovals bool) (*decoded, []ManifestError) {
 	// manifest said (the fields are the same).
 	obj.GetObjectKind().SetGroupVersionKind(info.GroupVersionKind)
 	fleet.Scheme.Default(obj)
-	if errs := out.keep(obj, d.node); len(errs) > 0 {
+	if errs := out.keep(obj, d.root); len(errs) > 0 {
 		return nil, fieldErrors(errs, mk)
 	}
 	return out, nil
@@ -159,7 +159,7 @@ func decodeDocument(d document, inApprovals bool) (*decoded, []ManifestError) {
 // what the hub rather than the author owns: a status (an approval
 // request's is the person's approval, so it stays) and the server's
 // metadata.
-func (out *decoded) keep(obj runtime.Object, node *yaml.Node) field.ErrorList {
+func (out *decoded) keep(obj runtime.Object, node func() *yaml.Node) field.ErrorList {
 	switch o := obj.(type) {
 	case *fleet.MemberCluster:
 		o.Status = fleet.MemberClusterStatus{}
@@ -185,11 +185,11 @@ func (out *decoded) keep(obj runtime.Object, node *yaml.Node) field.ErrorList {
 		return fleet.ValidateApprovalRequest(o)
 	case *fleet.ClusterResourceOverride:
 		clearServerMeta(&o.ObjectMeta)
-		out.cro, out.node = o, node
+		out.cro, out.node = o, node()
 		return fleet.ValidateClusterResourceOverride(o)
 	case *fleet.ResourceOverride:
 		clearServerMeta(&o.ObjectMeta)
-		out.ro, out.node = o, node
+		out.ro, out.node = o, node()
 		return fleet.ValidateResourceOverride(o)
 	}
 	return field.ErrorList{field.InternalError(nil, fmt.Errorf("render keeps no %T", obj))}

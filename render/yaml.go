@@ -21,7 +21,62 @@ type document struct {
 	file string
 	line int
 	obj  map[string]any
-	node *yaml.Node // nil for kustomize output
+	// text is the file the document came from (nil for kustomize output)
+	// and index its place among the file's documents: its YAML node tree,
+	// for the line of a field in an error and for an override's
+	// selections, is parsed again when asked for (root) rather than kept
+	// beside obj, which for a file of 10,000 members was 40 MB.
+	text  *fileText
+	index int
+}
+
+// root is the document's YAML node tree, nil for kustomize output.
+func (d document) root() *yaml.Node {
+	if d.text == nil {
+		return nil
+	}
+	return d.text.root(d.index)
+}
+
+// fileText is a manifest file's text, and its documents' node trees once
+// one was asked for.
+type fileText struct {
+	data  []byte
+	roots []*yaml.Node
+}
+
+// root returns the node tree of the file's document i, counting documents
+// as splitDocuments keeps them.
+func (f *fileText) root(i int) *yaml.Node {
+	if f.roots == nil {
+		f.roots = []*yaml.Node{}
+		dec := yaml.NewDecoder(bytes.NewReader(f.data))
+		for {
+			var n yaml.Node
+			if err := dec.Decode(&n); err != nil {
+				break // splitDocuments read the file whole: EOF
+			}
+			if root := documentRoot(&n); root != nil {
+				f.roots = append(f.roots, root)
+			}
+		}
+	}
+	if i < len(f.roots) {
+		return f.roots[i]
+	}
+	return nil
+}
+
+// documentRoot is the root node of a decoded document, nil for an empty one
+// (nothing, or "---" followed by comments).
+func documentRoot(n *yaml.Node) *yaml.Node {
+	if len(n.Content) == 0 {
+		return nil
+	}
+	if root := n.Content[0]; root.Kind != yaml.ScalarNode || root.ShortTag() != "!!null" {
+		return root
+	}
+	return nil
 }
 
 var yamlLineRE = regexp.MustCompile(`line (\d+)`)
@@ -31,6 +86,7 @@ var yamlLineRE = regexp.MustCompile(`line (\d+)`)
 func splitDocuments(file string, data []byte) ([]document, *ManifestError) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var docs []document
+	text := &fileText{data: data}
 	// A budget of converted nodes stops alias bombs ("billion laughs").
 	budget := 4*len(data) + 10000
 	for {
@@ -42,12 +98,9 @@ func splitDocuments(file string, data []byte) ([]document, *ManifestError) {
 		if err != nil {
 			return nil, syntaxError(file, err)
 		}
-		if len(n.Content) == 0 {
+		root := documentRoot(&n)
+		if root == nil {
 			continue
-		}
-		root := n.Content[0]
-		if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
-			continue // an empty document ("---" followed by comments)
 		}
 		v, err := nodeValue(root, &budget)
 		if err != nil {
@@ -57,7 +110,7 @@ func splitDocuments(file string, data []byte) ([]document, *ManifestError) {
 		if !ok {
 			return nil, &ManifestError{File: file, Line: root.Line, Message: "a manifest must be a YAML mapping (an object), not a " + nodeKindName(root)}
 		}
-		docs = append(docs, document{file: file, line: root.Line, obj: obj, node: root})
+		docs = append(docs, document{file: file, line: root.Line, obj: obj, text: text, index: len(docs)})
 	}
 }
 

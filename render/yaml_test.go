@@ -88,8 +88,31 @@ func TestLineOfFindsFields(t *testing.T) {
 		"metadata.annotations[gitfleet.io/driver]": 8,
 		"spec.missing":                             1,
 	} {
-		if got := lineOf(docs[0].node, path); got != want {
+		if got := lineOf(docs[0].root(), path); got != want {
 			t.Errorf("lineOf(%s) = %d, want %d", path, got, want)
 		}
+	}
+}
+
+// A document's node tree, parsed again when asked for, is the one of that
+// document: empty documents between them count as splitDocuments counts
+// them (not at all).
+func TestRootIsTheDocumentsOwnTree(t *testing.T) {
+	src := "---\n# only a comment\n---\nkind: A\n---\n---\n\n---\nkind: B\nspec:\n  x: 1\n"
+	docs, merr := splitDocuments("f.yaml", []byte(src))
+	if merr != nil {
+		t.Fatal(merr)
+	}
+	if len(docs) != 2 {
+		t.Fatalf("%d documents, want 2", len(docs))
+	}
+	for i, d := range docs {
+		root := d.root()
+		if root == nil || root.Line != d.line {
+			t.Fatalf("document %d (line %d): root %v", i, d.line, root)
+		}
+	}
+	if got := lineOf(docs[1].root(), "spec.x"); got != 11 {
+		t.Errorf("lineOf(spec.x) of the second document = %d, want 11", got)
 	}
 }
