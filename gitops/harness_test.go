@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -781,9 +782,16 @@ func startServe(t testing.TB, args ...string) *serveProcess {
 
 // kill SIGKILLs the process (no shutdown, no final status push) and waits
 // until it is gone; the test's waits no longer watch it.
+//
+// Only serve is killed, not its process group: its git-receive-pack runs
+// the remote's side of a push (on a forge, on the server), and killed
+// while updating the local remote's ref it leaves a lock that fails every
+// later push (seen in CI: TestKilledServeProcessFinishesTheRunAfterRestart).
+// The group goes at cleanup.
 func (p *serveProcess) kill() {
 	p.expectExit()
-	p.Kill()
+	_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.Exited()
 }
 
 // expectExit tells the test's waits that serve exiting from now on is
