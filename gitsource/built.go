@@ -115,13 +115,6 @@ func (l *layer) keep(pack []byte, sent map[plumbing.Hash]bool) error {
 			packed = true
 		}
 	}
-	for h, o := range staged {
-		if !packed || !sent[h] {
-			if _, err := l.src.store.SetEncodedObject(o); err != nil {
-				return fmt.Errorf("object %s: %w", h, err)
-			}
-		}
-	}
 	if len(l.recent)+len(staged) > maxRecent {
 		l.recent = nil
 	}
@@ -129,6 +122,11 @@ func (l *layer) keep(pack []byte, sent map[plumbing.Hash]bool) error {
 		l.recent = map[plumbing.Hash]plumbing.EncodedObject{}
 	}
 	for h, o := range staged {
+		if !packed || !sent[h] {
+			if _, err := l.src.store.SetEncodedObject(o); err != nil {
+				return fmt.Errorf("object %s: %w", h, err)
+			}
+		}
 		if o.Type() != plumbing.BlobObject {
 			l.recent[h] = o
 		}

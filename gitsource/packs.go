@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -114,15 +115,10 @@ func (l *layer) writePack(pack []byte) (plumbing.Hash, error) {
 // directory and collects its index.
 type packWriter struct {
 	tmp     *os.File
-	sum     hashWriter
+	sum     hash.Hash
 	out     *bufio.Writer
 	offset  uint64
 	entries []idxfile.Entry
-}
-
-type hashWriter interface {
-	io.Writer
-	Sum([]byte) []byte
 }
 
 // createTemp creates a pack's temporary file; tests make it fail.
@@ -211,11 +207,12 @@ func (l *layer) mergePacks(packs []ownPack) (plumbing.Hash, error) {
 		if p.hash == merged {
 			continue
 		}
+		// The store re-reads its indexes at its next read (install), after
+		// these are gone.
 		if err := l.src.store.DeleteOldObjectPackAndIndex(p.hash, time.Time{}); err != nil {
 			return plumbing.ZeroHash, err
 		}
 	}
-	l.src.store.Reindex()
 	return merged, nil
 }
 
