@@ -33,6 +33,10 @@ func ReadApprovals(fsys fs.FS, dir string) ([]*fleet.ApprovalRequest, []Manifest
 		}
 		return nil, append(r.errs, ManifestError{File: dir, Message: fmt.Sprintf("cannot read approvals: %v", err)})
 	}
-	c, approvals := assemble(docs, r.errs, true)
-	return approvals, c.Errors
+	// Nothing is refused here: a broken request is left out alone and its
+	// run keeps waiting, which deletes nothing.
+	c, approvals, refusals := assemble(docs, r.errs, true)
+	errs := append(refusals, c.Errors...)
+	sortErrors(errs)
+	return approvals, errs
 }

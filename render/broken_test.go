@@ -27,58 +27,101 @@ func matchErr(t *testing.T, got ManifestError, w wantErr) {
 	}
 }
 
-// Every broken repository holds one broken object and a good ConfigMap
-// "still-here": the broken object is reported with file and field and left
-// out, the rest keeps rendering.
-func TestRenderReportsBrokenObjectsAndKeepsTheRest(t *testing.T) {
+// A commit in which an object cannot be read, identified or exist, or is
+// defined twice, is refused whole: leaving that object out would delete
+// its last good version from the fleet. Every problem is named with file,
+// line and field; the fleet objects' own field errors found besides are
+// listed too (Others), for validate.
+func TestRenderRefusesACommitWhole(t *testing.T) {
+	for _, tc := range []struct {
+		dir    string
+		opts   Options
+		want   []wantErr
+		others []wantErr
+	}{
+		{"yaml-syntax", Options{}, []wantErr{{File: "bad.yaml", Line: 7, Message: "YAML syntax error: did not find expected key"}}, nil},
+		{"unknown-kind", Options{}, []wantErr{{File: "eviction.yaml", Line: 2, Field: "kind", Kind: "ClusterResourcePlacementEviction", Name: "example-eviction",
+			Message: "kind ClusterResourcePlacementEviction is not supported by gitfleet"}}, nil},
+		{"missing-field", Options{}, []wantErr{
+			{File: "nokind.yaml", Line: 1, Field: "kind", Name: "what-am-i", Message: "required field is missing"},
+			{File: "noname.yaml", Line: 3, Field: "metadata.name", Kind: "ConfigMap", Message: "required field is missing"},
+		}, []wantErr{
+			{File: "run.yaml", Line: 5, Field: "spec.placementName", Kind: "ClusterStagedUpdateRun", Name: "example-run", Message: "Required value"},
+		}},
+		{"duplicate-names", Options{}, []wantErr{{File: "b/cm.yaml", Line: 2, Kind: "ConfigMap", Name: "test-cm",
+			Message: "duplicate definition: ConfigMap test-namespace/test-cm is also defined in a/cm.yaml:1"}}, nil},
+		{"file-too-big", Options{MaxFileSize: 1024}, []wantErr{{File: "big.yaml", Message: "file is larger than the 1024 bytes limit"}}, nil},
+		{"approval-outside", Options{}, []wantErr{{File: "approval.yaml", Line: 2, Field: "kind", Name: "example-run-after-canary",
+			Message: "ClusterApprovalRequest objects belong in the approvals/ folder"}}, nil},
+		{"old-version", Options{}, []wantErr{{File: "run.yaml", Line: 1, Field: "apiVersion", Name: "example-run",
+			Message: "placement.kubernetes-fleet.io/v1alpha1 is not supported by gitfleet"}}, nil},
+		{"no-namespace", Options{}, []wantErr{{File: "cm.yaml", Line: 3, Field: "metadata.namespace", Name: "floating",
+			Message: "ConfigMap is namespaced; set metadata.namespace"}}, nil},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			c, err := Render(os.DirFS("testdata/broken/"+tc.dir), tc.opts)
+			var refused *RefusedError
+			if !errors.As(err, &refused) {
+				t.Fatalf("Render = %+v, %v; want a *RefusedError", c, err)
+			}
+			if c != nil {
+				t.Errorf("a refused render returned content: %+v", c)
+			}
+			for _, list := range []struct {
+				want []wantErr
+				name string
+				errs []ManifestError
+			}{{want: tc.want, name: "Errors", errs: refused.Errors}, {want: tc.others, name: "Others", errs: refused.Others}} {
+				if len(list.errs) != len(list.want) {
+					t.Fatalf("%s: got %d, want %d: %v", list.name, len(list.errs), len(list.want), list.errs)
+				}
+				for i := range list.want {
+					matchErr(t, list.errs[i], list.want[i])
+				}
+			}
+			if len(refused.Errors) == 1 && err.Error() != refused.Errors[0].Error() {
+				t.Errorf("Error() = %q, want the one problem %q", err.Error(), refused.Errors[0].Error())
+			}
+		})
+	}
+}
+
+// A fleet object that is identified but whose fields are invalid is left
+// out alone, as an API server would refuse that one object; the hub keeps
+// its last accepted version (Content.Withheld), and every other object of
+// the commit renders. Each repository holds one such object and a good
+// ConfigMap "still-here".
+func TestRenderWithholdsInvalidFleetObjectsAndKeepsTheRest(t *testing.T) {
 	for _, tc := range []struct {
 		dir  string
-		opts Options
 		want []wantErr
 	}{
-		{"yaml-syntax", Options{}, []wantErr{{File: "bad.yaml", Line: 7, Message: "YAML syntax error: did not find expected key"}}},
-		{"unknown-kind", Options{}, []wantErr{{File: "eviction.yaml", Line: 2, Field: "kind", Kind: "ClusterResourcePlacementEviction", Name: "example-eviction",
-			Message: "kind ClusterResourcePlacementEviction is not supported by gitfleet"}}},
-		{"override-unknown-field", Options{}, []wantErr{{File: "cro.yaml", Line: 15, Field: "spec.policy.overrideRules[0].jsonPatchOverride",
+		{"override-unknown-field", []wantErr{{File: "cro.yaml", Line: 15, Field: "spec.policy.overrideRules[0].jsonPatchOverride",
 			Kind: "ClusterResourceOverride", Name: "example-cro", Message: "unknown field"}}},
-		{"override-forbidden-path", Options{}, []wantErr{{File: "ro.yaml", Line: 21, Field: "spec.policy.overrideRules[0].jsonPatchOverrides[0].path",
+		{"override-forbidden-path", []wantErr{{File: "ro.yaml", Line: 21, Field: "spec.policy.overrideRules[0].jsonPatchOverrides[0].path",
 			Kind: "ResourceOverride", Name: "example-ro",
 			Message: `Invalid value: invalid JSONPatchOverride {replace /metadata/name {"renamed"}}: cannot override metadata fields except annotations and labels`}}},
-		{"override-selected-twice", Options{}, []wantErr{
+		{"override-selected-twice", []wantErr{
 			{File: "a.yaml", Line: 7, Field: "spec.clusterResourceSelectors[0]", Kind: "ClusterResourceOverride", Name: "cro-a",
 				Message: "invalid resource selector {Group: Version:v1 Kind:Namespace Name:test-namespace LabelSelector:nil SelectionScope:NamespaceWithResources}: the resource has been selected by both cro-a and cro-b, which is not supported"},
 			{File: "b.yaml", Line: 7, Field: "spec.clusterResourceSelectors[0]", Kind: "ClusterResourceOverride", Name: "cro-b",
 				Message: "the resource has been selected by both cro-b and cro-a, which is not supported"},
 		}},
-		{"missing-field", Options{}, []wantErr{
-			{File: "nokind.yaml", Line: 1, Field: "kind", Name: "what-am-i", Message: "required field is missing"},
-			{File: "noname.yaml", Line: 3, Field: "metadata.name", Kind: "ConfigMap", Message: "required field is missing"},
-			{File: "run.yaml", Line: 5, Field: "spec.placementName", Kind: "ClusterStagedUpdateRun", Name: "example-run", Message: "Required value"},
-		}},
-		{"invalid-strategy", Options{}, []wantErr{
+		{"invalid-strategy", []wantErr{
 			{File: "strategy.yaml", Line: 11, Field: "spec.stages[1].maxConcurrency", Kind: "ClusterStagedUpdateStrategy", Name: "example-strategy",
 				Message: "Invalid value: 0: maxConcurrency must be at least 1"},
 			{File: "waittime.yaml", Line: 11, Field: "spec.stages[0].afterStageTasks[0].waitTime", Name: "daily",
 				Message: `Invalid value: "1d": spec.stages[0].afterStageTasks[0].waitTime in body should match`},
 		}},
-		{"invalid-state", Options{}, []wantErr{{File: "run.yaml", Line: 8, Field: "spec.state", Name: "example-run",
+		{"invalid-state", []wantErr{{File: "run.yaml", Line: 8, Field: "spec.state", Name: "example-run",
 			Message: `Unsupported value: "Running": supported values: "Initialize", "Run", "Stop"`}}},
-		{"bad-label-selector", Options{}, []wantErr{{File: "placement.yaml", Line: 10, Field: "spec.resourceSelectors[0].labelSelector", Name: "example-placement",
+		{"bad-label-selector", []wantErr{{File: "placement.yaml", Line: 10, Field: "spec.resourceSelectors[0].labelSelector", Name: "example-placement",
 			Message: `the labelSelector in resource selector is invalid: "Maybe" is not a valid label selector operator`}}},
-		{"duplicate-names", Options{}, []wantErr{{File: "b/cm.yaml", Line: 2, Kind: "ConfigMap", Name: "test-cm",
-			Message: "duplicate definition: ConfigMap test-namespace/test-cm is also defined in a/cm.yaml:1"}}},
-		{"unknown-field", Options{}, []wantErr{{File: "strategy.yaml", Line: 9, Field: "spec.stages[0].maxConcurency", Name: "example-strategy",
+		{"unknown-field", []wantErr{{File: "strategy.yaml", Line: 9, Field: "spec.stages[0].maxConcurency", Name: "example-strategy",
 			Message: "unknown field"}}},
-		{"file-too-big", Options{MaxFileSize: 1024}, []wantErr{{File: "big.yaml", Message: "file is larger than the 1024 bytes limit"}}},
-		{"approval-outside", Options{}, []wantErr{{File: "approval.yaml", Line: 2, Field: "kind", Name: "example-run-after-canary",
-			Message: "ClusterApprovalRequest objects belong in the approvals/ folder"}}},
-		{"old-version", Options{}, []wantErr{{File: "run.yaml", Line: 1, Field: "apiVersion", Name: "example-run",
-			Message: "placement.kubernetes-fleet.io/v1alpha1 is not supported by gitfleet"}}},
-		{"no-namespace", Options{}, []wantErr{{File: "cm.yaml", Line: 3, Field: "metadata.namespace", Name: "floating",
-			Message: "ConfigMap is namespaced; set metadata.namespace"}}},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
-			c := renderDir(t, "testdata/broken/"+tc.dir, tc.opts)
+			c := renderDir(t, "testdata/broken/"+tc.dir, Options{})
 			if len(c.Errors) != len(tc.want) {
 				t.Fatalf("got %d errors, want %d: %v", len(c.Errors), len(tc.want), c.Errors)
 			}

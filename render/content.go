@@ -1,7 +1,9 @@
 package render
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -144,4 +146,63 @@ func (o Options) withDefaults() Options {
 		o.MaxTotalSize = DefaultMaxTotalSize
 	}
 	return o
+}
+
+// RefusedError is a commit that Render refuses whole: a file or document
+// that cannot be read as an object, an object that cannot be identified or
+// exist (a kind its group lacks, an invalid name), one defined twice, or a
+// workload resource in error. Rendering the rest would leave these objects
+// out of every snapshot and so delete them from the fleet; a commit is
+// rendered whole or not at all.
+type RefusedError struct {
+	// Errors are the problems that refuse the commit, by file and line.
+	Errors []ManifestError
+	// Others are the problems found besides, each of which alone would only
+	// have left its fleet object out (Content.Errors), for validate to list
+	// everything at once.
+	Others []ManifestError
+}
+
+// maxRefusalsInMessage bounds Error(): a status file records it.
+const maxRefusalsInMessage = 5
+
+func (e *RefusedError) Error() string {
+	if len(e.Errors) == 1 {
+		return e.Errors[0].Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d manifest errors: ", len(e.Errors))
+	for i, m := range e.Errors {
+		if i == maxRefusalsInMessage {
+			fmt.Fprintf(&b, "; and %d more (gitfleet validate lists them)", len(e.Errors)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(m.Error())
+	}
+	return b.String()
+}
+
+// Problems are every problem found, refusing or not, by file and line.
+func (e *RefusedError) Problems() []ManifestError {
+	all := append(append([]ManifestError{}, e.Errors...), e.Others...)
+	sortErrors(all)
+	return all
+}
+
+// RefusalProblems lists the manifest problems of a failed Render: a
+// RefusedError's Errors, or the one *ManifestError of a failed kustomize
+// build; nil for any other error (an unreadable repository).
+func RefusalProblems(err error) []ManifestError {
+	var refused *RefusedError
+	if errors.As(err, &refused) {
+		return refused.Errors
+	}
+	var one *ManifestError
+	if errors.As(err, &one) {
+		return []ManifestError{*one}
+	}
+	return nil
 }

@@ -72,8 +72,11 @@ func identify(d document) (ObjectRef, schema.GroupVersionKind, *ManifestError) {
 
 // decoded is one object ready for Content.
 type decoded struct {
-	ref      ObjectRef
-	src      Source
+	ref ObjectRef
+	src Source
+	// withheld is an identified fleet object whose fields are in error:
+	// it is counted for duplicates but left out of Content.
+	withheld bool
 	member   *fleet.MemberCluster
 	place    *fleet.Placement
 	strategy *fleet.UpdateStrategy
@@ -91,68 +94,89 @@ type decoded struct {
 // defaulted, validated) or a workload resource. inApprovals says whether the
 // document was read from the approvals/ folder, the only place approval
 // requests may live.
-func decodeDocument(d document, inApprovals bool) (*decoded, []ManifestError) {
+//
+// refused says whether the errors refuse the whole commit: the object
+// cannot be identified (apiVersion, kind, metadata.name), its kind or name
+// is one no API server accepts, it sits where it does not belong, or it is
+// a workload resource, whose last good version nothing keeps. The errors
+// of an identified fleet object's fields do not: that one object is left
+// out and the hub keeps its last accepted version (Content.Withheld).
+func decodeDocument(d document, inApprovals bool) (out *decoded, errs []ManifestError, refused bool) {
 	ref, gvk, merr := identify(d)
 	if merr != nil {
-		return nil, []ManifestError{*merr}
+		return nil, []ManifestError{*merr}, true
 	}
-	out := &decoded{ref: ref, src: Source{File: d.file, Line: d.line}}
+	out = &decoded{ref: ref, src: Source{File: d.file, Line: d.line}}
 	mk := func(fieldPath, msg string) ManifestError {
 		return ManifestError{File: d.file, Line: lineOf(d.root(), fieldPath), Kind: ref.Kind,
 			Namespace: ref.Namespace, Name: ref.Name, Field: fieldPath, Message: msg}
 	}
+	refuse := func(fieldPath, msg string) (*decoded, []ManifestError, bool) {
+		return nil, []ManifestError{mk(fieldPath, msg)}, true
+	}
+	if errs := checkNames(ref); len(errs) > 0 {
+		return nil, fieldErrors(errs, mk), true
+	}
 	if !isFleetGroup(gvk.Group) {
 		if inApprovals {
-			return nil, []ManifestError{mk("kind", fmt.Sprintf("only approval requests belong in approvals/, not %s", gvk.Kind))}
+			return refuse("kind", fmt.Sprintf("only approval requests belong in approvals/, not %s", gvk.Kind))
+		}
+		if fieldPath, msg, ok := checkKind(gvk); !ok {
+			return refuse(fieldPath, msg)
 		}
 		res, errs := workloadResource(d, ref, mk)
 		if len(errs) > 0 {
-			return nil, errs
+			return nil, errs, true
 		}
 		out.resource = res
-		return out, nil
+		return out, nil, false
 	}
 	if !supportedVersion(gvk) {
-		return nil, []ManifestError{mk("apiVersion", fmt.Sprintf("%s is not supported by gitfleet (use %s/v1beta1 or %s/v1)", gvk.GroupVersion(), gvk.Group, gvk.Group))}
+		return refuse("apiVersion", fmt.Sprintf("%s is not supported by gitfleet (use %s/v1beta1 or %s/v1)", gvk.GroupVersion(), gvk.Group, gvk.Group))
 	}
 	info, known := fleet.LookupGroupKind(gvk.GroupKind())
 	if !known || info.HubOwned {
-		return nil, []ManifestError{mk("kind", fmt.Sprintf("kind %s is not supported by gitfleet", gvk.Kind))}
+		return refuse("kind", fmt.Sprintf("kind %s is not supported by gitfleet", gvk.Kind))
 	}
 	obj, err := fleet.Scheme.New(gvk)
 	if err != nil {
-		return nil, []ManifestError{mk("apiVersion", err.Error())}
+		return refuse("apiVersion", err.Error())
 	}
 	_, isApproval := obj.(*fleet.ApprovalRequest)
 	switch {
 	case isApproval && !inApprovals:
-		return nil, []ManifestError{mk("kind", fmt.Sprintf("%s objects belong in the approvals/ folder, which gitfleet manages", gvk.Kind))}
+		return refuse("kind", fmt.Sprintf("%s objects belong in the approvals/ folder, which gitfleet manages", gvk.Kind))
 	case !isApproval && inApprovals:
-		return nil, []ManifestError{mk("kind", fmt.Sprintf("only approval requests belong in approvals/, not %s", gvk.Kind))}
+		return refuse("kind", fmt.Sprintf("only approval requests belong in approvals/, not %s", gvk.Kind))
+	}
+	// From here on, an error leaves this object out alone: it is returned
+	// as identified but withheld, which still counts for duplicates.
+	withheld := func(errs []ManifestError) (*decoded, []ManifestError, bool) {
+		return &decoded{ref: ref, src: out.src, withheld: true}, errs, false
 	}
 	if _, isStrategy := obj.(*fleet.UpdateStrategy); isStrategy {
 		// Decoding into metav1.Duration loses the text the CRD pattern
 		// applies to (100ms and 1d fail differently), so check it first.
 		if errs := waitTimeTexts(d.obj, mk); len(errs) > 0 {
-			return nil, errs
+			return withheld(errs)
 		}
 	}
 
 	data, err := json.Marshal(d.obj)
 	if err != nil {
-		return nil, []ManifestError{mk("", err.Error())}
+		return withheld([]ManifestError{mk("", err.Error())})
 	}
 	if e := strictDecode(data, obj, mk); len(e) > 0 {
-		return nil, e
+		return withheld(e)
 	}
 	// Objects are kept at the version gitfleet writes, whatever the
 	// manifest said (the fields are the same).
 	obj.GetObjectKind().SetGroupVersionKind(info.GroupVersionKind)
 	fleet.Scheme.Default(obj)
 	if errs := out.keep(obj, d.root); len(errs) > 0 {
-		return nil, fieldErrors(errs, mk)
+		return withheld(fieldErrors(errs, mk))
 	}
-	return out, nil
+	return out, nil, false
 }
 
 // keep validates a decoded, defaulted fleet object and keeps it, without

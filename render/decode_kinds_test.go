@@ -1,6 +1,7 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,7 +11,8 @@ import (
 // TestFleetObjectsAreReadAtTheVersionsKubeFleetServes: every fleet kind a
 // person writes is read at v1beta1 and v1, the override kinds also at
 // v1alpha1 (KubeFleet's examples); other versions are refused at
-// apiVersion, kinds the hub makes and unknown kinds at kind.
+// apiVersion, kinds the hub makes and unknown kinds at kind, and either
+// refuses the commit whole.
 func TestFleetObjectsAreReadAtTheVersionsKubeFleetServes(t *testing.T) {
 	const placement, cluster = "placement.kubernetes-fleet.io", "cluster.kubernetes-fleet.io"
 	for _, tc := range []struct {
@@ -41,6 +43,13 @@ func TestFleetObjectsAreReadAtTheVersionsKubeFleetServes(t *testing.T) {
 		}
 		doc := fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata:\n  name: x%s\nspec:\n  stages:\n  - name: one\n", tc.apiVersion, tc.kind, ns)
 		c, err := Render(fstest.MapFS{"x.yaml": {Data: []byte(doc)}}, Options{})
+		var refused *RefusedError
+		if errors.As(err, &refused) {
+			if tc.message == "" || len(refused.Errors) != 1 || refused.Errors[0].Field != tc.field || !strings.Contains(refused.Errors[0].Message, tc.message) {
+				t.Errorf("%s %s: refused: %v; want %s: %q", tc.apiVersion, tc.kind, err, tc.field, tc.message)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatalf("%s %s: %v", tc.apiVersion, tc.kind, err)
 		}
@@ -54,8 +63,8 @@ func TestFleetObjectsAreReadAtTheVersionsKubeFleetServes(t *testing.T) {
 					t.Errorf("%s %s: %v; want it read at this version", tc.apiVersion, tc.kind, e)
 				}
 			}
-		case tc.field != "" && (len(c.Errors) != 1 || c.Errors[0].Field != tc.field || !strings.Contains(c.Errors[0].Message, tc.message)):
-			t.Errorf("%s %s: %v; want %s: %s", tc.apiVersion, tc.kind, c.Errors, tc.field, tc.message)
+		case tc.message != "":
+			t.Errorf("%s %s: rendered with %v; want the commit refused at %s: %s", tc.apiVersion, tc.kind, c.Errors, tc.field, tc.message)
 		}
 	}
 }

@@ -1,9 +1,14 @@
 package render
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
 // FuzzManifest feeds one manifest file of a plain layout through the whole
@@ -79,4 +84,83 @@ func FuzzApprovals(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzTree renders a tree of three files of any content (two YAML, one
+// JSON in a subfolder) and checks the invariant that keeps a typo from
+// deleting anything: either the commit is refused, or every object that an
+// independent reader (kyaml, kustomize's) finds in the files is in the
+// content — a workload resource rendered, a fleet object rendered or
+// withheld with an error naming it.
+func FuzzTree(f *testing.F) {
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: test-cm\n  namespace: test-namespace\ndata:\n  key: value1\n"
+	ns := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: test-namespace\n"
+	for _, seed := range [][3]string{
+		{ns, cm, `{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "test-namespace"}}`},
+		{ns, strings.Replace(cm, "value1", `"value2`, 1), ""},
+		{ns + "---\n" + cm, cm, "{}"},
+		{ns, "# " + cm, `[{"apiVersion": "v1"}]`},
+		{ns, strings.Replace(cm, "ConfigMap", "ConfigMapp", 1), `{"a": 1,}`},
+		{"apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterStagedUpdateRun\nmetadata:\n  name: r\nspec:\n  placementName: p\n  state: Running\n", cm, ""},
+		{ns, "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: n\n", ""},
+	} {
+		f.Add([]byte(seed[0]), []byte(seed[1]), []byte(seed[2]))
+	}
+	f.Fuzz(func(t *testing.T, a, b, c []byte) {
+		files := map[string][]byte{"a.yaml": a, "b.yaml": b, "sub/c.json": c}
+		fsys := fstest.MapFS{}
+		for name, data := range files {
+			fsys[name] = &fstest.MapFile{Data: data}
+		}
+		content, err := Render(fsys, Options{})
+		if err != nil {
+			return // refused whole: nothing of the tree is in a snapshot
+		}
+		for name, data := range files {
+			nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(data), OmitReaderAnnotations: true, DisableUnwrapping: true}).Read()
+			if err != nil {
+				continue // the independent reader cannot read it: nothing to compare
+			}
+			for _, n := range nodes {
+				ref, ok := independentRef(n)
+				if !ok {
+					continue
+				}
+				if _, in := content.Sources[ref]; in {
+					continue
+				}
+				if isFleetGroup(ref.Group) && content.Withheld(ref, name) {
+					continue
+				}
+				t.Fatalf("%s: %v is neither rendered nor refused (errors %v)", name, ref, content.Errors)
+			}
+		}
+	})
+}
+
+// independentRef identifies a node as kyaml reads it; ok is false when it
+// lacks any of apiVersion, kind and metadata.name as strings.
+func independentRef(n *kyaml.RNode) (ObjectRef, bool) {
+	if n.YNode().Kind != kyaml.MappingNode {
+		return ObjectRef{}, false
+	}
+	str := func(path ...string) (string, bool) {
+		v, err := n.Pipe(kyaml.Lookup(path...))
+		if err != nil || v == nil || v.YNode().Kind != kyaml.ScalarNode || v.YNode().Tag != kyaml.NodeTagString {
+			return "", false
+		}
+		return v.YNode().Value, v.YNode().Value != ""
+	}
+	apiVersion, ok1 := str("apiVersion")
+	kind, ok2 := str("kind")
+	name, ok3 := str("metadata", "name")
+	if !ok1 || !ok2 || !ok3 {
+		return ObjectRef{}, false
+	}
+	namespace, _ := str("metadata", "namespace")
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return ObjectRef{}, false
+	}
+	return ObjectRef{Group: gv.Group, Kind: kind, Namespace: namespace, Name: name}, true
 }

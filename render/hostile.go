@@ -66,7 +66,7 @@ func asText(name string, data []byte) ([]byte, *ManifestError) {
 		data = utf16ToUTF8(data[2:], false)
 	}
 	if i := bytes.IndexByte(data, 0); i >= 0 {
-		return nil, &ManifestError{File: name, Message: fmt.Sprintf("NUL byte at offset %d: not a text file (YAML must be UTF-8, or UTF-16 with a byte-order mark)", i)}
+		return nil, &ManifestError{File: name, Line: bytes.Count(data[:i], []byte("\n")) + 1, Message: fmt.Sprintf("NUL byte at offset %d: not a text file (YAML must be UTF-8, or UTF-16 with a byte-order mark)", i)}
 	}
 	if !utf8.Valid(data) {
 		off := 0

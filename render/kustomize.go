@@ -188,7 +188,7 @@ func readKustomization(fsys fs.FS, kfile string) (map[string]any, error) {
 	}
 	k := map[string]any{}
 	if err := yaml.Unmarshal(data, &k); err != nil {
-		return nil, syntaxError(kfile, err)
+		return nil, syntaxError(kfile, data, err)
 	}
 	return k, nil
 }

@@ -25,9 +25,13 @@ const (
 )
 
 // Render reads the hub content below opts.Path of fsys (os.DirFS of a
-// working tree, or an fs.FS over a commit tree). Per-object problems are in
-// Content.Errors; the returned error is for whole-render failures only (a
-// *ManifestError when one file is to blame).
+// working tree, or an fs.FS over a commit tree), whole or not at all: a
+// problem that would leave an object of the tree out of the content (see
+// RefusedError) fails the render with a *RefusedError, a failed kustomize
+// build with a *ManifestError. What remains in Content.Errors are fleet
+// objects whose fields are invalid, each left out alone: the hub keeps its
+// last accepted version, as an API server would have refused that one
+// object (Content.Withheld).
 func Render(fsys fs.FS, opts Options) (*Content, error) {
 	opts = opts.withDefaults()
 	root := path.Clean(opts.Path)
@@ -51,7 +55,10 @@ func Render(fsys fs.FS, opts Options) (*Content, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, _ := assemble(docs, r.errs, false)
+	c, _, refusals := assemble(docs, r.errs, false)
+	if len(refusals) > 0 {
+		return nil, &RefusedError{Errors: refusals, Others: c.Errors}
+	}
 	return c, nil
 }
 
@@ -91,8 +98,8 @@ func (r *reader) readFile(name string) (data []byte, ok bool, err error) {
 		return nil, false, fmt.Errorf("render: %s: %w", name, err)
 	}
 	if int64(len(data)) > r.opts.MaxFileSize {
-		r.errs = append(r.errs, ManifestError{File: name,
-			Message: fmt.Sprintf("file is larger than the %s limit (--max-file-size); serve records a commit with such a file as not rendered and skips it", sizeString(r.opts.MaxFileSize))})
+		r.errs = append(r.errs, ManifestError{File: name, Line: 1,
+			Message: fmt.Sprintf("file is larger than the %s limit (--max-file-size)", sizeString(r.opts.MaxFileSize))})
 		return nil, false, nil
 	}
 	r.total += int64(len(data))
@@ -179,9 +186,23 @@ func (r *reader) walk(root string, skip func(p string, d fs.DirEntry) bool, keep
 			r.errs = append(r.errs, *merr)
 			return nil
 		}
+		if strings.EqualFold(path.Ext(p), ".json") {
+			if merr := checkJSON(p, data); merr != nil {
+				r.errs = append(r.errs, *merr)
+				return nil
+			}
+		}
 		fileDocs, merr := splitDocuments(p, data)
 		if merr != nil {
 			r.errs = append(r.errs, *merr)
+			return nil
+		}
+		if len(fileDocs) == 0 {
+			// A file emptied by a bad merge or a failed write must not
+			// delete what it held; deleting objects is deleting their file
+			// (or their documents from a file that keeps others).
+			r.errs = append(r.errs, ManifestError{File: p, Line: 1,
+				Message: "the file holds no object (it is empty or only comments); to delete its objects, delete the file"})
 			return nil
 		}
 		docs = append(docs, fileDocs...)
@@ -202,14 +223,20 @@ func isKustomizationName(name string) bool {
 }
 
 // assemble decodes documents into Content (approval requests separately),
-// dropping duplicates.
-func assemble(docs []document, fileErrs []ManifestError, inApprovals bool) (*Content, []*fleet.ApprovalRequest) {
-	var approvals []*fleet.ApprovalRequest
-	c := &Content{Sources: map[ObjectRef]Source{}, Errors: fileErrs}
+// dropping duplicates. refusals are the problems that refuse a commit
+// whole (RefusedError): the file errors, the documents decodeDocument
+// refuses and duplicates; Content.Errors has the others.
+func assemble(docs []document, fileErrs []ManifestError, inApprovals bool) (c *Content, approvals []*fleet.ApprovalRequest, refusals []ManifestError) {
+	c = &Content{Sources: map[ObjectRef]Source{}}
+	refusals = append(refusals, fileErrs...)
 	var objs []*decoded
 	for _, d := range docs {
-		o, errs := decodeDocument(d, inApprovals)
-		c.Errors = append(c.Errors, errs...)
+		o, errs, refused := decodeDocument(d, inApprovals)
+		if refused {
+			refusals = append(refusals, errs...)
+		} else {
+			c.Errors = append(c.Errors, errs...)
+		}
 		if o != nil {
 			objs = append(objs, o)
 		}
@@ -220,7 +247,7 @@ func assemble(docs []document, fileErrs []ManifestError, inApprovals bool) (*Con
 	for _, o := range objs {
 		if f, seen := first[o.ref]; seen {
 			dup[o.ref] = true
-			c.Errors = append(c.Errors, ManifestError{File: o.src.File, Line: o.src.Line, Kind: o.ref.Kind,
+			refusals = append(refusals, ManifestError{File: o.src.File, Line: o.src.Line, Kind: o.ref.Kind,
 				Namespace: o.ref.Namespace, Name: o.ref.Name,
 				Message: fmt.Sprintf("duplicate definition: %s is also defined in %s", o.ref, location(f.src))})
 			continue
@@ -228,7 +255,7 @@ func assemble(docs []document, fileErrs []ManifestError, inApprovals bool) (*Con
 		first[o.ref] = o
 	}
 	for _, o := range objs {
-		if dup[o.ref] {
+		if dup[o.ref] || o.withheld {
 			continue
 		}
 		c.Sources[o.ref] = o.src
@@ -254,7 +281,7 @@ func assemble(docs []document, fileErrs []ManifestError, inApprovals bool) (*Con
 	c.sort()
 	nodes := map[ObjectRef]*yaml.Node{}
 	for _, o := range objs {
-		if o.node != nil && !dup[o.ref] {
+		if o.node != nil && !dup[o.ref] && !o.withheld {
 			nodes[o.ref] = o.node
 		}
 	}
@@ -265,7 +292,8 @@ func assemble(docs []document, fileErrs []ManifestError, inApprovals bool) (*Con
 		}
 		return approvals[i].Name < approvals[j].Name
 	})
-	return c, approvals
+	sortErrors(refusals)
+	return c, approvals, refusals
 }
 
 func location(s Source) string {

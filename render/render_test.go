@@ -47,12 +47,14 @@ func TestRenderAcceptsV1AndWritesV1beta1(t *testing.T) {
 }
 
 func TestRenderV1AndV1beta1OfOneObjectAreDuplicates(t *testing.T) {
-	c := renderFS(t, map[string]string{
-		"a.yaml": v1Placement,
-		"b.yaml": strings.Replace(v1Placement, "/v1\n", "/v1beta1\n", 1),
-	}, Options{})
-	if len(c.Placements) != 0 || len(c.Errors) != 1 || !strings.Contains(c.Errors[0].Message, "also defined in a.yaml:1") {
-		t.Errorf("placements %d, errors %v", len(c.Placements), c.Errors)
+	fsys := fstest.MapFS{
+		"a.yaml": {Data: []byte(v1Placement)},
+		"b.yaml": {Data: []byte(strings.Replace(v1Placement, "/v1\n", "/v1beta1\n", 1))},
+	}
+	_, err := Render(fsys, Options{})
+	var refused *RefusedError
+	if !errors.As(err, &refused) || len(refused.Errors) != 1 || !strings.Contains(refused.Errors[0].Message, "also defined in a.yaml:1") {
+		t.Errorf("Render: %v; want the commit refused for a duplicate", err)
 	}
 }
 

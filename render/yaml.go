@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -96,7 +97,7 @@ func splitDocuments(file string, data []byte) ([]document, *ManifestError) {
 			return docs, nil
 		}
 		if err != nil {
-			return nil, syntaxError(file, err)
+			return nil, syntaxError(file, data, err)
 		}
 		root := documentRoot(&n)
 		if root == nil {
@@ -114,15 +115,53 @@ func splitDocuments(file string, data []byte) ([]document, *ManifestError) {
 	}
 }
 
-func syntaxError(file string, err error) *ManifestError {
-	msg := err.Error()
+func syntaxError(file string, data []byte, err error) *ManifestError {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 0
 	if loc := yamlLineRE.FindStringSubmatchIndex(msg); loc != nil {
 		line, _ = strconv.Atoi(msg[loc[2]:loc[3]])
 		// "yaml: line 3: mapping values are not allowed" → keep the reason.
 		msg = strings.TrimPrefix(msg[loc[1]:], ":")
+	} else if m := unknownAnchorRE.FindStringSubmatch(msg); m != nil {
+		// go-yaml does not say where the alias is: its first use is.
+		line = lineOfText(data, "*"+m[1])
 	}
 	return &ManifestError{File: file, Line: line, Message: "YAML syntax error: " + strings.TrimSpace(msg)}
+}
+
+var unknownAnchorRE = regexp.MustCompile(`unknown anchor '([^']*)' referenced`)
+
+// lineOfText is the line of the first occurrence of s in data, 0 if none.
+func lineOfText(data []byte, s string) int {
+	i := bytes.Index(data, []byte(s))
+	if i < 0 {
+		return 0
+	}
+	return bytes.Count(data[:i], []byte("\n")) + 1
+}
+
+// checkJSON parses a .json file as JSON, a stream of values as kubectl
+// reads one: YAML, which the documents are then read as, would accept
+// what JSON does not (a trailing comma, comments, single quotes).
+func checkJSON(file string, data []byte) *ManifestError {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		var v json.RawMessage
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			off := dec.InputOffset()
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				off = se.Offset
+			}
+			off = min(max(off, 0), int64(len(data)))
+			return &ManifestError{File: file, Line: bytes.Count(data[:off], []byte("\n")) + 1,
+				Message: "JSON syntax error: " + strings.TrimPrefix(err.Error(), "json: ")}
+		}
+	}
 }
 
 func nodeKindName(n *yaml.Node) string {
