@@ -85,8 +85,12 @@ type Result struct {
 	// Rendered is how many of them were rendered: a commit that changed
 	// only status/ and approvals/ renders as its parent did.
 	Rendered int
-	// ManifestErrors are problems found in the manifests at HEAD.
+	// ManifestErrors are problems found in the manifests at HEAD: those
+	// it is refused for when it does not render.
 	ManifestErrors []render.ManifestError
+	// Unrendered are the replayed commits that do not render, which the
+	// simulation skipped as serve skips them.
+	Unrendered []Unrendered
 	// Rejected are the changes at HEAD the API server would refuse, one
 	// line each (the last accepted spec stays in use).
 	Rejected []string
@@ -96,6 +100,12 @@ type Result struct {
 	Restored     int
 	// Recorded are the resource snapshots the replayed commits created.
 	Recorded []*fleet.ResourceSnapshot
+}
+
+// Unrendered is a commit that does not render.
+type Unrendered struct {
+	Commit plumbing.Hash
+	Err    error
 }
 
 // Run simulates the repository.
@@ -169,23 +179,42 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		res.Rendered++
 		content, err := renderCommit(ctx, src, c, opts.Path)
 		if err != nil {
-			return nil, fmt.Errorf("rendering commit %s: %w", c.String()[:12], err)
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			// As serve: recorded, skipped, the hub keeps what it has.
+			res.Unrendered = append(res.Unrendered, Unrendered{Commit: c, Err: err})
+			res.Timeline = append(res.Timeline, Event{Message: fmt.Sprintf("commit %s does not render; skipped, as serve skips it: %v", c.String()[:7], err)})
+			if i == len(history)-1 {
+				res.ManifestErrors = render.RefusalProblems(err)
+			}
+			continue
 		}
 		if _, err := gitops.RecordSnapshots(ctx, h, content, c.String()); err != nil {
 			return nil, fmt.Errorf("recording snapshots of commit %s: %w", c.String()[:12], err)
 		}
 		head = content
 	}
-	if head == nil {
+	if head == nil && len(res.Unrendered) == 0 {
 		// Nothing new since the recorded state: the fleet objects are the
 		// tip's.
 		if head, err = renderCommit(ctx, src, tip, opts.Path); err != nil {
-			return nil, fmt.Errorf("rendering commit %s: %w", tip.String()[:12], err)
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			res.Unrendered = append(res.Unrendered, Unrendered{Commit: tip, Err: err})
+			res.ManifestErrors = render.RefusalProblems(err)
 		}
 	}
-	res.ManifestErrors = head.Errors
-	if res.Rejected, err = gitops.NewAdmitter(h).Admit(ctx, head); err != nil {
-		return nil, err
+	if head != nil {
+		// A tip that does not render leaves the last good commit's
+		// objects (or the recorded ones) in place, as serve does.
+		if len(res.ManifestErrors) == 0 {
+			res.ManifestErrors = head.Errors
+		}
+		if res.Rejected, err = gitops.NewAdmitter(h).Admit(ctx, head); err != nil {
+			return nil, err
+		}
 	}
 	// After admission: a placement new at the tip lists its snapshots
 	// only once the hub holds it.

@@ -19,8 +19,13 @@ func WriteSummary(ctx context.Context, w io.Writer, res *Result) error {
 		return err
 	}
 	fmt.Fprintf(w, "Summary after %s of virtual time (%d commit(s) replayed):\n", formatOffset(res.Elapsed), res.Commits)
-	for _, e := range res.ManifestErrors {
-		fmt.Fprintf(w, "  manifest error: %s\n", e.Error())
+	for _, u := range res.Unrendered {
+		fmt.Fprintf(w, "  commit %s does not render (skipped; the hub keeps the last good commit's objects): %v\n", u.Commit.String()[:7], u.Err)
+	}
+	if len(res.Unrendered) == 0 {
+		for _, e := range res.ManifestErrors {
+			fmt.Fprintf(w, "  manifest error: %s\n", e.Error())
+		}
 	}
 	if len(runs) == 0 {
 		fmt.Fprintln(w, "  no update runs in the repository")

@@ -579,6 +579,9 @@ func readFamily(repo, dir string) ([]runtime.Object, []render.ManifestError) {
 // gitfleet has recorded any cluster, they are what the manifests declare.
 func declaredClusters(repo, hubPath string, stderr io.Writer) ([]runtime.Object, error) {
 	c, err := render.Render(os.DirFS(repo), render.Options{Path: hubPath})
+	if problems := render.RefusalProblems(err); len(problems) > 0 {
+		return nil, fmt.Errorf("%s does not render, so no cluster can be listed from it (gitfleet validate lists every problem): %w", repo, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,10 @@ func newValidateCommand() *cobra.Command {
 serve' renders a commit (kustomize or plain YAML below --path) and reports
 every problem gitfleet would report after the push, before you push:
 
-  - files that are not YAML, or objects without kind, name or namespace;
+  - files that are not YAML or JSON (a syntax error, a tab, a duplicate
+    key, an empty file), or objects without apiVersion, kind, name or
+    namespace, a kind its API group does not have (kind: ConfigMapp in v1),
+    or a name the API server would refuse;
   - kinds gitfleet does not serve, unknown or misspelled fields;
   - invalid specs (strategies, runs, placements, label selectors), with the
     messages the KubeFleet API server would give;
@@ -57,9 +60,11 @@ the exit code: status/ may lag the remote, and the kubeconfig of the machine
 that serves may differ from yours.
 
 Each problem is one line, '<file>:<line>: <Kind> <name>: <field>: <message>',
-sorted by file and line, so editors and CI logs link to the spot. A broken
-object is skipped by gitfleet while the rest of the repository keeps
-working; validate exits 1 if there is any problem, which makes it a
+sorted by file and line, so editors and CI logs link to the spot. A commit
+with any problem of the first list or a duplicate is refused whole by
+serve (nothing of it is rolled out, so nothing is deleted); a fleet object
+with invalid fields is left out alone and gitfleet keeps its last accepted
+version. validate exits 1 if there is any problem, which makes it a
 pull-request check. Otherwise it prints how many manifests it read.`,
 		Example: `  # Check the working tree before pushing
   gitfleet validate --repo ./fleet
@@ -93,8 +98,12 @@ func validate(out io.Writer, repo, hubPath, kubeconfig string) error {
 	var problems []render.ManifestError
 	manifests := 0
 	c, err := render.Render(fsys, render.Options{Path: hubPath})
+	var refused *render.RefusedError
 	var whole *render.ManifestError
 	switch {
+	case errors.As(err, &refused):
+		// gitfleet would refuse the commit whole; list everything.
+		problems = append(problems, refused.Problems()...)
 	case errors.As(err, &whole):
 		problems = append(problems, *whole)
 	case err != nil:
