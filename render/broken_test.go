@@ -139,8 +139,9 @@ func TestRenderWithholdsInvalidFleetObjectsAndKeepsTheRest(t *testing.T) {
 }
 
 // Kustomize failures fail the whole render: there is no partial build to
-// trust. The error names the file and, where gitfleet refused a reference
-// before building, the field.
+// trust. The error names the file, and the field and its line where
+// gitfleet refused a reference before building or kustomize's message
+// names the entry.
 func TestRenderKustomizeFailuresNameFileAndField(t *testing.T) {
 	// A network attempt would fail differently (no git on PATH, dead proxy),
 	// so matching gitfleet's own message proves none was made.
@@ -152,12 +153,12 @@ func TestRenderKustomizeFailuresNameFileAndField(t *testing.T) {
 		opts Options
 		want wantErr
 	}{
-		{"kustomize-escape", Options{}, wantErr{File: "kustomization.yaml", Field: "resources[1]", Message: `"../outside.yaml" escapes the repository root`}},
-		{"kustomize-root-only", Options{Path: "app"}, wantErr{File: "app/kustomization.yaml",
+		{"kustomize-escape", Options{}, wantErr{File: "kustomization.yaml", Line: 3, Field: "resources[1]", Message: `"../outside.yaml" escapes the repository root`}},
+		{"kustomize-root-only", Options{Path: "app"}, wantErr{File: "app/kustomization.yaml", Line: 2, Field: "resources[0]",
 			Message: "kustomize build failed: accumulating resources: accumulation err='accumulating resources from '../shared/cm.yaml': security; file 'shared/cm.yaml' is not in or below 'app'"}},
-		{"remote-base", Options{}, wantErr{File: "kustomization.yaml", Field: "resources[1]",
+		{"remote-base", Options{}, wantErr{File: "kustomization.yaml", Line: 3, Field: "resources[1]",
 			Message: "is a remote reference; gitfleet renders only what is in the commit (no network)"}},
-		{"remote-file", Options{}, wantErr{File: "kustomization.yaml", Field: "patches[0].path",
+		{"remote-file", Options{}, wantErr{File: "kustomization.yaml", Line: 4, Field: "patches[0].path",
 			Message: "is a remote reference; gitfleet renders only what is in the commit (no network)"}},
 		{"kustomize-syntax", Options{}, wantErr{File: "kustomization.yaml", Line: 2, Message: "YAML syntax error: did not find expected key"}},
 	} {

@@ -27,7 +27,7 @@ const originAnnotation = "config.kubernetes.io/origin"
 // clone with git or fetch over HTTP), so the build never leaves the commit.
 func (r *reader) kustomize(root, kfile string) ([]document, error) {
 	if err := checkKustomization(r.fsys, root, kfile, map[string]bool{}); err != nil {
-		return nil, err
+		return nil, kustomizationFieldLine(r.fsys, err)
 	}
 	mem := filesys.MakeFsInMemory()
 	tooBig, err := r.mount(mem, root)
@@ -52,7 +52,7 @@ func (r *reader) kustomize(root, kfile string) ([]document, error) {
 				return nil, &ManifestError{File: f, Message: fmt.Sprintf("file is larger than the %s limit (MaxFileSize)", sizeString(r.opts.MaxFileSize))}
 			}
 		}
-		return nil, &ManifestError{File: kfile, Message: "kustomize build failed: " + msg}
+		return nil, kustomizeErrorAt(r.fsys, root, kfile, msg)
 	}
 	var docs []document
 	for _, res := range rm.Resources() {
