@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,10 @@ type Admitter struct {
 	// a file that stops rendering withholds its objects instead of
 	// deleting them.
 	sources map[render.ObjectRef]render.Source
+	// refusedStrategies are the strategies of the last render that were
+	// refused, with their first error (StrategyRefusal), read by the
+	// update-run engine through RefusedStrategy while runs initialize.
+	refusedStrategies atomic.Pointer[map[hub.Key]string]
 }
 
 func refOf(group, kind, namespace, name string) render.ObjectRef {
@@ -125,6 +130,7 @@ func admitKind[T fleetObject](ctx context.Context, h Desired, c *render.Content,
 
 // Admit applies content and returns the rejected changes, one line each.
 func (a *Admitter) Admit(ctx context.Context, c *render.Content) ([]string, error) {
+	a.noteRefusedStrategies(c)
 	withheld := func(ref render.ObjectRef) bool {
 		return c.Withheld(ref, a.sources[ref].File)
 	}
@@ -176,6 +182,44 @@ func (a *Admitter) Admit(ctx context.Context, c *render.Content) ([]string, erro
 	rejected = append(rejected, notes...)
 	a.sources = c.Sources
 	return rejected, nil
+}
+
+// noteRefusedStrategies keeps the first error of every strategy c refused,
+// before the runs that name it are admitted.
+func (a *Admitter) noteRefusedStrategies(c *render.Content) {
+	refused := map[hub.Key]string{}
+	for _, e := range c.Errors {
+		key := hub.Key{Namespace: e.Namespace, Name: e.Name}
+		if _, seen := refused[key]; !seen && e.Name != "" && e.Kind == fleet.UpdateStrategyKind(e.Namespace) {
+			refused[key] = StrategyRefusal(e)
+		}
+	}
+	a.refusedStrategies.Store(&refused)
+}
+
+// RefusedStrategy says why the strategy at key was refused in the last
+// render, or "" (updaterun.Reconciler.RefusedStrategy): a run naming a
+// strategy that never rendered then fails as "strategy <name> is invalid:
+// <why>", not as one that does not exist.
+func (a *Admitter) RefusedStrategy(key hub.Key) string {
+	if m := a.refusedStrategies.Load(); m != nil {
+		return (*m)[key]
+	}
+	return ""
+}
+
+// StrategyRefusal words a strategy's manifest error for the runs that name
+// it: "<field>: <message> (<file>:<line>)".
+func StrategyRefusal(e render.ManifestError) string {
+	why := e.Message
+	if e.Field != "" {
+		why = e.Field + ": " + why
+	}
+	at := e.File
+	if e.Line > 0 {
+		at += fmt.Sprintf(":%d", e.Line)
+	}
+	return why + " (" + at + ")"
 }
 
 // noteWithheld tells, on the status file of a run or placement whose file

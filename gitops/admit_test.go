@@ -137,3 +137,43 @@ func TestNextStepOfAHubErrorNamesTheHub(t *testing.T) {
 		t.Errorf("NextStep of a network error = %q; want the remote's check", got)
 	}
 }
+
+// The admitter tells the update-run engine why a strategy of the last
+// render was refused (its first error, where it is), and forgets it once a
+// render no longer refuses it; other strategies were not refused.
+func TestAdmitterTellsWhyAStrategyWasRefused(t *testing.T) {
+	ctx := context.Background()
+	h := embedded.New(clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), embedded.NewMemoryStore())
+	a := gitops.NewAdmitter(h)
+	refused := &render.Content{Sources: map[render.ObjectRef]render.Source{}, Errors: []render.ManifestError{
+		{File: "cm.yaml", Line: 3, Kind: "ConfigMap", Namespace: "app", Name: "example-strategy", Message: "not a strategy"},
+		{File: "strategy.yaml", Line: 11, Kind: fleet.KindClusterStagedUpdateStrategy, Name: "example-strategy",
+			Field: "spec.stages[1].maxConcurrency", Message: "Invalid value: 0: maxConcurrency must be at least 1"},
+		{File: "strategy.yaml", Line: 14, Kind: fleet.KindClusterStagedUpdateStrategy, Name: "example-strategy",
+			Field: "spec.stages[2].name", Message: "Required value"},
+		{File: "team.yaml", Kind: fleet.KindStagedUpdateStrategy, Namespace: "team-a", Name: "web", Message: "duplicate definition"},
+	}}
+	for _, tc := range []struct {
+		name    string
+		content *render.Content
+		key     hub.Key
+		want    string
+	}{
+		{"the first error of a refused strategy", refused, hub.Key{Name: "example-strategy"},
+			"spec.stages[1].maxConcurrency: Invalid value: 0: maxConcurrency must be at least 1 (strategy.yaml:11)"},
+		{"a namespaced strategy, an error without field or line", refused, hub.Key{Namespace: "team-a", Name: "web"},
+			"duplicate definition (team.yaml)"},
+		{"a strategy that was not refused", refused, hub.Key{Name: "other"}, ""},
+		{"a later render that refuses nothing", &render.Content{Sources: map[render.ObjectRef]render.Source{}},
+			hub.Key{Name: "example-strategy"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := a.Admit(ctx, tc.content); err != nil {
+				t.Fatal(err)
+			}
+			if got := a.RefusedStrategy(tc.key); got != tc.want {
+				t.Errorf("RefusedStrategy(%v) = %q, want %q", tc.key, got, tc.want)
+			}
+		})
+	}
+}

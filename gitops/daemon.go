@@ -239,11 +239,11 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	}
 	d.log.Info("hub started: its state restored from the status tree (embedded) or read from the API server (kube)", "objects", n, "status_commit", statusTip.String())
 
+	d.admit = NewAdmitter(d.Hub)
 	d.Controller = reconciler.NewEngine(d.Hub, d.clock, reconciler.EngineOptions{
 		StuckThreshold: cfg.StuckThreshold, Metrics: cfg.Metrics, Committer: d.Hub,
-		OnError: cfg.OnReconcileError, OnBindings: cfg.OnBindings, Log: d.log,
+		OnError: cfg.OnReconcileError, OnBindings: cfg.OnBindings, RefusedStrategy: d.admit.RefusedStrategy, Log: d.log,
 	})
-	d.admit = NewAdmitter(d.Hub)
 
 	d.processed, err = d.resumePoint(ctx, head.Commit)
 	if err != nil {

@@ -32,7 +32,9 @@ type EngineOptions struct {
 	// Observer is told about every run pass (optional; simulate's
 	// timeline).
 	Observer PassObserver
-	Log      *slog.Logger
+	// RefusedStrategy is updaterun.Reconciler's (optional).
+	RefusedStrategy func(hub.Key) string
+	Log             *slog.Logger
 }
 
 // NewEngine wires gitfleet's reconcilers on h, once for every caller: the
@@ -62,7 +64,7 @@ func NewEngine(h hub.Hub, clk clock.Clock, opts EngineOptions) *Controller {
 		Hub:   h,
 		Clock: clk,
 		Runs: &updaterun.Reconciler{Hub: h, Clock: clk, StuckThreshold: opts.StuckThreshold, Metrics: opts.Metrics,
-			Log: log.With("controller", "updaterun")},
+			RefusedStrategy: opts.RefusedStrategy, Log: log.With("controller", "updaterun")},
 		Scheduler: &scheduler.Scheduler{Hub: h, Clock: clk, Log: log.With("controller", "scheduler")},
 		Status:    status,
 		Committer: opts.Committer,

@@ -206,13 +206,14 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			res.ManifestErrors = render.RefusalProblems(err)
 		}
 	}
+	admit := gitops.NewAdmitter(h)
 	if head != nil {
 		// A tip that does not render leaves the last good commit's
 		// objects (or the recorded ones) in place, as serve does.
 		if len(res.ManifestErrors) == 0 {
 			res.ManifestErrors = head.Errors
 		}
-		if res.Rejected, err = gitops.NewAdmitter(h).Admit(ctx, head); err != nil {
+		if res.Rejected, err = admit.Admit(ctx, head); err != nil {
 			return nil, err
 		}
 	}
@@ -228,7 +229,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 
 	ctrl := reconciler.NewEngine(h, clk, reconciler.EngineOptions{
-		StuckThreshold: opts.StuckThreshold, Committer: h, Log: opts.Log,
+		StuckThreshold: opts.StuckThreshold, Committer: h, RefusedStrategy: admit.RefusedStrategy, Log: opts.Log,
 	})
 	if !opts.NoTimeline {
 		ctrl.Observer = func(before, after *fleet.UpdateRun) {

@@ -65,6 +65,11 @@ func (p *pass) recordStrategy(st *fleet.UpdateRunStatus) error {
 	key := hub.Key{Namespace: p.run.Namespace, Name: p.run.Spec.StagedUpdateStrategyName}
 	s, err := p.r.Hub.GetUpdateStrategy(p.ctx, key)
 	if hub.IsNotFound(err) {
+		if p.r.RefusedStrategy != nil {
+			if why := p.r.RefusedStrategy(key); why != "" {
+				return validationAbort(userErr(StrategyInvalidFmt, keyName(key), why))
+			}
+		}
 		return validationAbort(userErr("referenced updateStrategy not found: `%s`", keyString(key)))
 	}
 	if err != nil {
@@ -104,6 +109,21 @@ func (p *pass) checkConcurrentRuns(st *fleet.UpdateRunStatus) error {
 		}
 	}
 	return nil
+}
+
+// StrategyInvalidFmt is gitfleet's initialization error for a strategy
+// that is in Git but was refused (never accepted, so the hub has none):
+// upstream's API server would have refused it, and the run would say
+// "referenced updateStrategy not found". It takes the strategy's name
+// (namespace/name when namespaced) and its first error.
+const StrategyInvalidFmt = "strategy %s is invalid: %s"
+
+// keyName prints a key like klog.KRef: "<name>" or "<ns>/<name>".
+func keyName(k hub.Key) string {
+	if k.Namespace == "" {
+		return k.Name
+	}
+	return keyString(k)
 }
 
 // ConcurrentStrategyMismatchFmt is gitfleet's initialization error for

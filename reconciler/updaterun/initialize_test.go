@@ -294,6 +294,26 @@ func TestInitialization(t *testing.T) {
 			failureType: FailureTypeUserError,
 		},
 		{
+			name: "18 strategy refused in Git: invalid, not missing",
+			setup: func(e *env) {
+				e.h.DeleteUpdateStrategy(hub.Key{Namespace: e.ns, Name: strategyName})
+				e.r.RefusedStrategy = func(k hub.Key) string {
+					if k != (hub.Key{Namespace: e.ns, Name: strategyName}) {
+						return ""
+					}
+					return "spec.stages[1].maxConcurrency: Invalid value: 0: maxConcurrency must be at least 1 (strategy.yaml:11)"
+				}
+			},
+			wantMsg: func(e *env) string {
+				name := strategyName
+				if e.ns != "" {
+					name = e.ns + "/" + name
+				}
+				return userMsg("strategy " + name + " is invalid: spec.stages[1].maxConcurrency: Invalid value: 0: maxConcurrency must be at least 1 (strategy.yaml:11)")
+			},
+			failureType: FailureTypeUserError,
+		},
+		{
 			name: "19 two TimedWait after-stage tasks",
 			setup: func(e *env) {
 				s := twoStages()

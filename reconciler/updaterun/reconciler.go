@@ -44,6 +44,10 @@ type Reconciler struct {
 	StuckThreshold time.Duration // default 5m when zero (deliberate difference 2: configurable)
 	Metrics        Recorder      // may be nil
 	Log            *slog.Logger  // may be nil
+	// RefusedStrategy says why a strategy that the hub does not have was
+	// refused in Git ("" when it was not), so that a run naming it fails
+	// as invalid rather than not found. May be nil.
+	RefusedStrategy func(hub.Key) string
 
 	cache planCache
 }
