@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,7 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/gitops"
+	"github.com/gitfleet/gitfleet/reconciler/updaterun"
 	"github.com/gitfleet/gitfleet/render"
+	"github.com/gitfleet/gitfleet/status"
 )
 
 // runReferences reports runs whose placement or strategy names no object
@@ -17,7 +21,11 @@ import (
 // ("parent placement not found", "referenced updateStrategy not found"),
 // and as both fields are immutable it must be re-created under a new name.
 // A namespaced run resolves both in its own namespace, as KubeFleet does.
-func runReferences(c *render.Content) []render.ManifestError {
+// A strategy that is in the tree but refused (its first error in
+// c.Errors) is invalid rather than missing; when status/ holds a version
+// gitfleet accepted before, the run would start on that one, so that is a
+// warning.
+func runReferences(fsys fs.FS, c *render.Content, recorded []runtime.Object) (errs, warnings []render.ManifestError) {
 	type key struct{ namespace, name string }
 	placements, strategies := map[key]bool{}, map[key]bool{}
 	for _, p := range c.Placements {
@@ -26,23 +34,57 @@ func runReferences(c *render.Content) []render.ManifestError {
 	for _, s := range c.Strategies {
 		strategies[key{s.Namespace, s.Name}] = true
 	}
-	var out []render.ManifestError
-	for _, r := range c.Runs {
-		report := func(field, msg string) {
-			src := c.Sources[render.ObjectRef{Group: fleet.PlacementGroup, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}]
-			out = append(out, render.ManifestError{File: src.File, Line: src.Line, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
-				Field: field, Message: msg + "; the run would fail its initialization, and the field cannot be changed afterwards"})
-		}
-		if p := r.Spec.PlacementName; p != "" && !placements[key{r.Namespace, p}] {
-			report("spec.placementName", fmt.Sprintf("parent placement not found: no %s %q%s in the repository",
-				fleet.PlacementKind(r.Namespace), p, inNamespace(r.Namespace)))
-		}
-		if s := r.Spec.StagedUpdateStrategyName; s != "" && !strategies[key{r.Namespace, s}] {
-			report("spec.stagedRolloutStrategyName", fmt.Sprintf("referenced updateStrategy not found: `%s/%s`: no %s %q%s in the repository",
-				r.Namespace, s, fleet.UpdateStrategyKind(r.Namespace), s, inNamespace(r.Namespace)))
+	refused := map[key]render.ManifestError{}
+	for _, e := range c.Errors {
+		k := key{e.Namespace, e.Name}
+		if _, seen := refused[k]; !seen && e.Name != "" && e.Kind == fleet.UpdateStrategyKind(e.Namespace) {
+			refused[k] = e
 		}
 	}
-	return out
+	accepted := map[key]string{}
+	for _, o := range recorded {
+		if s, ok := o.(*fleet.UpdateStrategy); ok {
+			accepted[key{s.Namespace, s.Name}], _ = status.PathFor(s)
+		}
+	}
+	for _, r := range c.Runs {
+		report := func(list *[]render.ManifestError, field, msg string) {
+			src := c.Sources[render.ObjectRef{Group: fleet.PlacementGroup, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}]
+			*list = append(*list, render.ManifestError{File: src.File, Line: render.FieldLine(fsys, src, field),
+				Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Field: field, Message: msg})
+		}
+		const fails = "; the run would fail its initialization, and the field cannot be changed afterwards"
+		if p := r.Spec.PlacementName; p != "" && !placements[key{r.Namespace, p}] {
+			report(&errs, "spec.placementName", fmt.Sprintf("parent placement not found: no %s %q%s in the repository",
+				fleet.PlacementKind(r.Namespace), p, inNamespace(r.Namespace))+fails)
+		}
+		s := r.Spec.StagedUpdateStrategyName
+		if s == "" || strategies[key{r.Namespace, s}] {
+			continue
+		}
+		if e, ok := refused[key{r.Namespace, s}]; ok {
+			invalid := strategyInvalid(e)
+			if file, ok := accepted[key{r.Namespace, s}]; ok {
+				report(&warnings, "spec.stagedRolloutStrategyName", "warning: "+invalid+"; the run would start on the version gitfleet accepted before ("+file+")")
+			} else {
+				report(&errs, "spec.stagedRolloutStrategyName", invalid+fails)
+			}
+			continue
+		}
+		report(&errs, "spec.stagedRolloutStrategyName", fmt.Sprintf("referenced updateStrategy not found: `%s/%s`: no %s %q%s in the repository",
+			r.Namespace, s, fleet.UpdateStrategyKind(r.Namespace), s, inNamespace(r.Namespace))+fails)
+	}
+	return errs, warnings
+}
+
+// strategyInvalid is what a run says of a strategy that is in the tree but
+// refused (e, its first error): the words of the run's status in serve.
+func strategyInvalid(e render.ManifestError) string {
+	name := e.Name
+	if e.Namespace != "" {
+		name = e.Namespace + "/" + name
+	}
+	return fmt.Sprintf(updaterun.StrategyInvalidFmt, name, gitops.StrategyRefusal(e))
 }
 
 // inNamespace is " in namespace ns" for namespaced objects.
@@ -57,7 +99,7 @@ func inNamespace(ns string) string {
 // snapshot recorded in status/ has. It is a warning, not an error: the
 // recorded snapshots may lag the remote, and the push that adds the run
 // may itself record the next index (0 for a placement without any).
-func runSnapshotIndexes(c *render.Content, recorded []runtime.Object) []render.ManifestError {
+func runSnapshotIndexes(fsys fs.FS, c *render.Content, recorded []runtime.Object) []render.ManifestError {
 	type key struct{ namespace, placement string }
 	indexes := map[key][]int{}
 	for _, o := range recorded {
@@ -91,7 +133,7 @@ func runSnapshotIndexes(c *render.Content, recorded []runtime.Object) []render.M
 			recordedNote = "recorded: " + joinInts(have)
 		}
 		src := c.Sources[render.ObjectRef{Group: fleet.PlacementGroup, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}]
-		out = append(out, render.ManifestError{File: src.File, Line: src.Line, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
+		out = append(out, render.ManifestError{File: src.File, Line: render.FieldLine(fsys, src, "spec.resourceSnapshotIndex"), Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
 			Field: "spec.resourceSnapshotIndex",
 			Message: fmt.Sprintf("warning: no resource snapshot of placement %s has index %d in status/ (%s); unless one is recorded first, the run fails with: no resourceSnapshots with index `%d` found for placement `%s/%s`",
 				r.Spec.PlacementName, n, recordedNote, n, r.Namespace, r.Spec.PlacementName)})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -43,7 +44,8 @@ every problem gitfleet would report after the push, before you push:
     transition), compared with its copy in status/;
   - runs whose placementName or stagedRolloutStrategyName names no object in
     the repository (a namespaced run looks in its namespace): such a run
-    fails its initialization, and both fields are immutable;
+    fails its initialization, and both fields are immutable; a strategy
+    that is there but invalid makes its runs say so, with its first error;
   - ClusterResourceOverrides and ResourceOverrides (v1beta1 or v1alpha1):
     the KubeFleet webhook's rules and messages (patch paths such as /kind,
     /metadata/name or /status, label selectors, Delete with patches), and
@@ -59,12 +61,13 @@ names a kubeconfig context that file does not have. Warnings do not change
 the exit code: status/ may lag the remote, and the kubeconfig of the machine
 that serves may differ from yours.
 
-Each problem is one line, '<file>:<line>: <Kind> <name>: <field>: <message>',
-sorted by file and line, so editors and CI logs link to the spot. A commit
-with any problem of the first list or a duplicate is refused whole by
-serve (nothing of it is rolled out, so nothing is deleted); a fleet object
-with invalid fields is left out alone and gitfleet keeps its last accepted
-version. validate exits 1 if there is any problem, which makes it a
+Each problem is one line, '<file>:<line>: <Kind> <name>: <field>: <message>'
+(the line of the field, where the problem is one field), sorted by file and
+line, so editors and CI logs link to the spot. A commit with any problem of
+the first list or a duplicate is refused whole by serve (nothing of it is
+rolled out, so nothing is deleted); a fleet object with invalid fields is
+left out alone and gitfleet keeps its last accepted version. validate exits
+1 if there is any problem, which makes it a
 pull-request check. Otherwise it prints how many manifests it read.`,
 		Example: `  # Check the working tree before pushing
   gitfleet validate --repo ./fleet
@@ -120,14 +123,16 @@ func validate(out io.Writer, repo, hubPath, kubeconfig string) error {
 	problems = append(problems, errs...)
 	var warnings []render.ManifestError
 	if c != nil {
-		problems = append(problems, admission(c, recorded)...)
-		problems = append(problems, runIndexes(c)...)
-		problems = append(problems, runReferences(c)...)
-		warnings = append(warnings, runSnapshotIndexes(c, recorded)...)
-		warnings = append(warnings, overridePlacements(c)...)
+		problems = append(problems, admission(fsys, c, recorded)...)
+		problems = append(problems, runIndexes(fsys, c)...)
+		refErrs, refWarnings := runReferences(fsys, c, recorded)
+		problems = append(problems, refErrs...)
+		warnings = append(warnings, refWarnings...)
+		warnings = append(warnings, runSnapshotIndexes(fsys, c, recorded)...)
+		warnings = append(warnings, overridePlacements(fsys, c)...)
 	}
 	if kubeconfig != "" && c != nil {
-		missing, err := missingContexts(c, kubeconfig)
+		missing, err := missingContexts(fsys, c, kubeconfig)
 		if err != nil {
 			return err
 		}
@@ -157,7 +162,7 @@ func sortProblems(problems []render.ManifestError) {
 
 // missingContexts warns about members whose kubeconfig:<context> driver
 // names a context the kubeconfig does not have.
-func missingContexts(c *render.Content, kubeconfig string) ([]render.ManifestError, error) {
+func missingContexts(fsys fs.FS, c *render.Content, kubeconfig string) ([]render.ManifestError, error) {
 	clusters, err := kube.Load(kube.Options{Kubeconfig: kubeconfig})
 	if err != nil {
 		return nil, err
@@ -170,8 +175,9 @@ func missingContexts(c *render.Content, kubeconfig string) ([]render.ManifestErr
 			continue
 		}
 		src := c.Sources[render.ObjectRef{Group: fleet.ClusterGroup, Kind: "MemberCluster", Name: m.Name}]
-		out = append(out, render.ManifestError{File: src.File, Line: src.Line, Kind: "MemberCluster", Name: m.Name,
-			Field:   "metadata.annotations[" + fleet.DriverAnnotation + "]",
+		field := "metadata.annotations[" + fleet.DriverAnnotation + "]"
+		out = append(out, render.ManifestError{File: src.File, Line: render.FieldLine(fsys, src, field), Kind: "MemberCluster", Name: m.Name,
+			Field:   field,
 			Message: fmt.Sprintf("warning: kubeconfig context %q is not in %s (it has: %s)", ctx, kubeconfig, strings.Join(clusters.Contexts(), ", "))})
 	}
 	return out, nil
@@ -181,7 +187,7 @@ func missingContexts(c *render.Content, kubeconfig string) ([]render.ManifestErr
 // >= 0. The API server accepts any string there, and the run then fails its
 // initialization for good; validate says so before the push, with the
 // message initialization would give.
-func runIndexes(c *render.Content) []render.ManifestError {
+func runIndexes(fsys fs.FS, c *render.Content) []render.ManifestError {
 	var out []render.ManifestError
 	for _, r := range c.Runs {
 		idx := r.Spec.ResourceSnapshotIndex
@@ -189,7 +195,7 @@ func runIndexes(c *render.Content) []render.ManifestError {
 			continue
 		}
 		src := c.Sources[render.ObjectRef{Group: fleet.PlacementGroup, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}]
-		out = append(out, render.ManifestError{File: src.File, Line: src.Line, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
+		out = append(out, render.ManifestError{File: src.File, Line: render.FieldLine(fsys, src, "spec.resourceSnapshotIndex"), Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
 			Field: "spec.resourceSnapshotIndex", Message: fmt.Sprintf("invalid resource snapshot index `%s` provided, expected an integer >= 0", idx)})
 	}
 	return out
@@ -198,7 +204,7 @@ func runIndexes(c *render.Content) []render.ManifestError {
 // admission reports the changes to runs and placements that gitfleet has
 // accepted before (their status files hold the accepted spec) and that the
 // API server would refuse; gitfleet keeps using the accepted spec.
-func admission(c *render.Content, recorded []runtime.Object) []render.ManifestError {
+func admission(fsys fs.FS, c *render.Content, recorded []runtime.Object) []render.ManifestError {
 	type key struct{ kind, namespace, name string }
 	accepted := map[key]runtime.Object{}
 	for _, o := range recorded {
@@ -217,7 +223,7 @@ func admission(c *render.Content, recorded []runtime.Object) []render.ManifestEr
 	report := func(kind, namespace, name string, errs field.ErrorList, statusFile string) {
 		src := c.Sources[render.ObjectRef{Group: fleet.PlacementGroup, Kind: kind, Namespace: namespace, Name: name}]
 		for _, e := range errs {
-			out = append(out, render.ManifestError{File: src.File, Line: src.Line, Kind: kind, Namespace: namespace, Name: name,
+			out = append(out, render.ManifestError{File: src.File, Line: render.FieldLine(fsys, src, e.Field), Kind: kind, Namespace: namespace, Name: name,
 				Field: e.Field, Message: e.ErrorBody() + " (compared with the accepted spec in " + statusFile + ")"})
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io/fs"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/render"
@@ -13,7 +14,7 @@ import (
 // warning, not an error: the API server accepts the override, and the
 // placement may be added later. A ResourceOverride with scope Namespaced
 // refers to a ResourcePlacement of its own namespace.
-func overridePlacements(c *render.Content) []render.ManifestError {
+func overridePlacements(fsys fs.FS, c *render.Content) []render.ManifestError {
 	type key struct{ namespace, name string }
 	placements := map[key]bool{}
 	for _, p := range c.Placements {
@@ -32,7 +33,7 @@ func overridePlacements(c *render.Content) []render.ManifestError {
 			return
 		}
 		src := c.Sources[render.ObjectRef{Group: fleet.PlacementGroup, Kind: kind, Namespace: namespace, Name: name}]
-		out = append(out, render.ManifestError{File: src.File, Line: src.Line, Kind: kind, Namespace: namespace, Name: name,
+		out = append(out, render.ManifestError{File: src.File, Line: render.FieldLine(fsys, src, "spec.placement.name"), Kind: kind, Namespace: namespace, Name: name,
 			Field: "spec.placement.name",
 			Message: fmt.Sprintf("warning: no %s %q%s in the repository; the override applies to that placement only, so it changes nothing until one exists",
 				fleet.PlacementKind(want.namespace), ref.Name, inNamespace(want.namespace))})

@@ -35,9 +35,9 @@ func TestValidateReportsEveryBrokenRepository(t *testing.T) {
 		{dir: "old-version", files: []string{"run.yaml:1"}},
 		{dir: "no-namespace", files: []string{"cm.yaml:3"}},
 		{dir: "kustomize-syntax", files: []string{"kustomization.yaml:2"}},
-		{dir: "remote-base", files: []string{"kustomization.yaml"}},
-		{dir: "kustomize-escape", files: []string{"kustomization.yaml"}},
-		{dir: "kustomize-root-only", files: []string{"app/kustomization.yaml"}, args: []string{"--path", "app"}},
+		{dir: "remote-base", files: []string{"kustomization.yaml:3"}},
+		{dir: "kustomize-escape", files: []string{"kustomization.yaml:3"}},
+		{dir: "kustomize-root-only", files: []string{"app/kustomization.yaml:2"}, args: []string{"--path", "app"}},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			repo := filepath.Join("..", "..", "render", "testdata", "broken", tc.dir)
@@ -101,10 +101,10 @@ func TestValidateChecksApprovalsStatusAndAdmission(t *testing.T) {
 			func(s string) string {
 				return strings.Replace(s, "placementName: example-placement", "placementName: other", 1)
 			},
-			[]string{`run.yaml:4: ClusterStagedUpdateRun example-run: spec.placementName: Invalid value: "other": placementName is immutable (compared with the accepted spec in status/runs/example-run.yaml)`}},
+			[]string{`run.yaml:9: ClusterStagedUpdateRun example-run: spec.placementName: Invalid value: "other": placementName is immutable (compared with the accepted spec in status/runs/example-run.yaml)`}},
 		{"a forbidden state transition", "run.yaml",
 			func(s string) string { return strings.Replace(s, "state: Run", "state: Initialize", 1) },
-			[]string{`run.yaml:4: ClusterStagedUpdateRun example-run: spec.state: Invalid value: "Initialize": invalid state transition: cannot transition from Run to Initialize (compared with the accepted spec in status/runs/example-run.yaml)`}},
+			[]string{`run.yaml:11: ClusterStagedUpdateRun example-run: spec.state: Invalid value: "Initialize": invalid state transition: cannot transition from Run to Initialize (compared with the accepted spec in status/runs/example-run.yaml)`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := demoRepo(t)
@@ -138,8 +138,8 @@ func TestValidateChecksApprovalsStatusAndAdmission(t *testing.T) {
 // message initialization gives, naming the file and line.
 func TestValidateRefusesARunIndexThatIsNotAnIndex(t *testing.T) {
 	out, _, code := gitfleet(t, "validate", "--repo", filepath.Join("testdata", "invalid-index"))
-	want := "runs.yaml:1: ClusterStagedUpdateRun rollback: spec.resourceSnapshotIndex: invalid resource snapshot index `abc` provided, expected an integer >= 0\n" +
-		"runs.yaml:10: ClusterStagedUpdateRun rollback-2: spec.resourceSnapshotIndex: invalid resource snapshot index `-1` provided, expected an integer >= 0\n"
+	want := "runs.yaml:7: ClusterStagedUpdateRun rollback: spec.resourceSnapshotIndex: invalid resource snapshot index `abc` provided, expected an integer >= 0\n" +
+		"runs.yaml:16: ClusterStagedUpdateRun rollback-2: spec.resourceSnapshotIndex: invalid resource snapshot index `-1` provided, expected an integer >= 0\n"
 	if code != 1 || out != want {
 		t.Errorf("exit %d, output:\n%s\nwant exit 1 and:\n%s", code, out, want)
 	}
@@ -215,7 +215,7 @@ contexts: [{name: east, context: {cluster: east, user: east}}]
 	if code != 0 {
 		t.Fatalf("exit %d (stderr %q): a missing context is a warning, not a problem", code, errOut)
 	}
-	want := `members.yaml:7: MemberCluster west: metadata.annotations[gitfleet.io/driver]: warning: kubeconfig context "prod-west" is not in ` +
+	want := `members.yaml:11: MemberCluster west: metadata.annotations[gitfleet.io/driver]: warning: kubeconfig context "prod-west" is not in ` +
 		kubeconfig + " (it has: east)\n2 manifests OK\n"
 	if out != want {
 		t.Errorf("validate printed\n%s\nwant\n%s", out, want)
@@ -227,8 +227,9 @@ contexts: [{name: east, context: {cluster: east, user: east}}]
 
 // A run whose placement or strategy names no object of the tree fails its
 // initialization for good once pushed, and both fields are immutable:
-// validate refuses it, naming the file, line and field. A namespaced run
-// looks in its own namespace.
+// validate refuses it, naming the file, the field and the field's line
+// (not the document's first line). A namespaced run looks in its own
+// namespace.
 func TestValidateRefusesRunsThatNameNoPlacementOrStrategy(t *testing.T) {
 	repo := t.TempDir()
 	copyTree(t, "../../examples/quickstart", repo)
@@ -254,10 +255,10 @@ spec:
 		t.Fatal(err)
 	}
 	out, _, code := gitfleet(t, "validate", "--repo", repo)
-	want := "runs.yaml:1: ClusterStagedUpdateRun typo: spec.placementName: parent placement not found: no ClusterResourcePlacement \"example-placacement\" in the repository; the run would fail its initialization, and the field cannot be changed afterwards\n" +
-		"runs.yaml:1: ClusterStagedUpdateRun typo: spec.stagedRolloutStrategyName: referenced updateStrategy not found: `/example-stratgy`: no ClusterStagedUpdateStrategy \"example-stratgy\" in the repository; the run would fail its initialization, and the field cannot be changed afterwards\n" +
-		"runs.yaml:10: StagedUpdateRun team-a/web: spec.placementName: parent placement not found: no ResourcePlacement \"example-placement\" in namespace team-a in the repository; the run would fail its initialization, and the field cannot be changed afterwards\n" +
-		"runs.yaml:10: StagedUpdateRun team-a/web: spec.stagedRolloutStrategyName: referenced updateStrategy not found: `team-a/example-strategy`: no StagedUpdateStrategy \"example-strategy\" in namespace team-a in the repository; the run would fail its initialization, and the field cannot be changed afterwards\n"
+	want := "runs.yaml:6: ClusterStagedUpdateRun typo: spec.placementName: parent placement not found: no ClusterResourcePlacement \"example-placacement\" in the repository; the run would fail its initialization, and the field cannot be changed afterwards\n" +
+		"runs.yaml:7: ClusterStagedUpdateRun typo: spec.stagedRolloutStrategyName: referenced updateStrategy not found: `/example-stratgy`: no ClusterStagedUpdateStrategy \"example-stratgy\" in the repository; the run would fail its initialization, and the field cannot be changed afterwards\n" +
+		"runs.yaml:16: StagedUpdateRun team-a/web: spec.placementName: parent placement not found: no ResourcePlacement \"example-placement\" in namespace team-a in the repository; the run would fail its initialization, and the field cannot be changed afterwards\n" +
+		"runs.yaml:17: StagedUpdateRun team-a/web: spec.stagedRolloutStrategyName: referenced updateStrategy not found: `team-a/example-strategy`: no StagedUpdateStrategy \"example-strategy\" in namespace team-a in the repository; the run would fail its initialization, and the field cannot be changed afterwards\n"
 	if code != 1 || out != want {
 		t.Errorf("exit %d, output:\n%s\nwant exit 1 and:\n%s", code, out, want)
 	}
@@ -277,7 +278,7 @@ spec: {placementName: example-placement, resourceSnapshotIndex: "%s", stagedRoll
 	for _, tc := range []struct{ index, want string }{
 		{"0", "10 manifests OK\n"},
 		{"1", "10 manifests OK\n"},
-		{"5", "rollback.yaml:1: ClusterStagedUpdateRun rollback: spec.resourceSnapshotIndex: warning: no resource snapshot of placement example-placement has index 5 in status/ (recorded: 0); unless one is recorded first, the run fails with: no resourceSnapshots with index `5` found for placement `/example-placement`\n10 manifests OK\n"},
+		{"5", "rollback.yaml:5: ClusterStagedUpdateRun rollback: spec.resourceSnapshotIndex: warning: no resource snapshot of placement example-placement has index 5 in status/ (recorded: 0); unless one is recorded first, the run fails with: no resourceSnapshots with index `5` found for placement `/example-placement`\n10 manifests OK\n"},
 	} {
 		if err := os.WriteFile(filepath.Join(repo, "rollback.yaml"), fmt.Appendf(nil, rollback, tc.index), 0o644); err != nil {
 			t.Fatal(err)
@@ -321,11 +322,51 @@ spec:
 		t.Fatal(err)
 	}
 	out, errOut, code := gitfleet(t, "validate", "--repo", repo)
-	want := `typos.yaml:1: ClusterResourceOverride typo: spec.placement.name: warning: no ClusterResourcePlacement "ap" in the repository; the override applies to that placement only, so it changes nothing until one exists
-typos.yaml:10: ResourceOverride app/namespaced: spec.placement.name: warning: no ResourcePlacement "app" in namespace app in the repository; the override applies to that placement only, so it changes nothing until one exists
+	want := `typos.yaml:6: ClusterResourceOverride typo: spec.placement.name: warning: no ClusterResourcePlacement "ap" in the repository; the override applies to that placement only, so it changes nothing until one exists
+typos.yaml:16: ResourceOverride app/namespaced: spec.placement.name: warning: no ResourcePlacement "app" in namespace app in the repository; the override applies to that placement only, so it changes nothing until one exists
 7 manifests OK
 `
 	if code != 0 || out != want {
 		t.Errorf("exit %d, stderr %q, output:\n%s\nwant:\n%s", code, errOut, out, want)
+	}
+}
+
+// A strategy that is in the tree but refused makes its runs say it is
+// invalid, with its first error, not that it does not exist. Without a
+// version gitfleet accepted before, the run would fail its initialization
+// (an error); with one in status/, the run starts on that one (a warning).
+func TestValidateSaysARunsStrategyIsInvalidRatherThanMissing(t *testing.T) {
+	const strategyErr = "strategy.yaml:21: ClusterStagedUpdateStrategy example-strategy: spec.stages[1].maxConcurrency: Invalid value: 0: maxConcurrency must be at least 1\n"
+	for _, tc := range []struct {
+		name string
+		repo func(t *testing.T) string
+		want string
+	}{
+		{"never accepted", func(t *testing.T) string { return quickstartRepo(t) },
+			"run.yaml:10: ClusterStagedUpdateRun example-run: spec.stagedRolloutStrategyName: strategy example-strategy is invalid: spec.stages[1].maxConcurrency: Invalid value: 0: maxConcurrency must be at least 1 (strategy.yaml:21); the run would fail its initialization, and the field cannot be changed afterwards\n" +
+				strategyErr},
+		{"accepted before", func(t *testing.T) string { return demoRepo(t) },
+			"run.yaml:10: ClusterStagedUpdateRun example-run: spec.stagedRolloutStrategyName: warning: strategy example-strategy is invalid: spec.stages[1].maxConcurrency: Invalid value: 0: maxConcurrency must be at least 1 (strategy.yaml:21); the run would start on the version gitfleet accepted before (status/strategies/example-strategy.yaml)\n" +
+				strategyErr},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := tc.repo(t)
+			p := filepath.Join(repo, "strategy.yaml")
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			edited := strings.Replace(string(data), "      sortingLabelKey: order\n", "      sortingLabelKey: order\n      maxConcurrency: 0\n", 1)
+			if edited == string(data) {
+				t.Fatal("the edit changed nothing")
+			}
+			if err := os.WriteFile(p, []byte(edited), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, errOut, code := gitfleet(t, "validate", "--repo", repo)
+			if code != 1 || out != tc.want {
+				t.Errorf("exit %d, stderr %q, output:\n%s\nwant exit 1 and:\n%s", code, errOut, out, tc.want)
+			}
+		})
 	}
 }
