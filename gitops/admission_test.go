@@ -1,9 +1,12 @@
 package gitops_test
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/gitops"
@@ -103,5 +106,25 @@ func TestABrokenRunFileDoesNotStopOtherRuns(t *testing.T) {
 	title := strings.TrimSpace(r.git("log", "-1", "--format=%s", "main", "--", "status/runs/example-run.yaml"))
 	if want := "status: example-run change refused: run.yaml no longer renders"; title != want {
 		t.Errorf("the status commit is titled %q, want %q", title, want)
+	}
+}
+
+// A run naming a strategy that is in Git but refused fails its
+// initialization in serve saying the strategy is invalid, with the
+// strategy's first error and where it is, not that it does not exist.
+func TestARunOfARefusedStrategyFailsSayingItIsInvalid(t *testing.T) {
+	files := quickstartFleet(t)
+	edited := bytes.Replace(files["strategy.yaml"], []byte("      sortingLabelKey: order\n"), []byte("      sortingLabelKey: order\n      maxConcurrency: 0\n"), 1)
+	if bytes.Equal(edited, files["strategy.yaml"]) {
+		t.Fatal("the edit changed nothing")
+	}
+	files["strategy.yaml"] = edited
+	r := newFleetRepo(t, files)
+	startDaemon(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond)
+	run := r.waitPhase("example-run", fleet.PhaseInitFailed)
+	want := "cannot continue the updateRun: failed to validate the updateRun: failed to process the request due to a client error: " +
+		"strategy example-strategy is invalid: spec.stages[1].maxConcurrency: Invalid value: 0: maxConcurrency must be at least 1 (strategy.yaml:21)"
+	if c := meta.FindStatusCondition(run.Status.Conditions, fleet.StagedUpdateRunConditionInitialized); c == nil || c.Message != want {
+		t.Errorf("Initialized condition %+v, want the message %q", c, want)
 	}
 }
