@@ -12,7 +12,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 )
 
-// Patterns of kustomize's error messages (kustomize API v0.20) that say
+// Patterns of kustomize's error messages (kustomize API v0.21) that say
 // where the problem is.
 var (
 	// A base's kustomization is being built: what follows is about it.
@@ -23,6 +23,7 @@ var (
 	// A kustomization that does not decode: a misspelled or mistyped field.
 	kustomizeUnknownFieldRE = regexp.MustCompile(`invalid Kustomization: json: unknown field "([^"]+)"`)
 	kustomizeFieldTypeRE    = regexp.MustCompile(`invalid Kustomization: json: cannot unmarshal .* Go struct field Kustomization\.(\w+)`)
+	documentSeparatorRE     = regexp.MustCompile(`(?m)^---`)
 	// Anything kustomize quotes: paths of resources, patches, generator files.
 	kustomizeQuotedRE = regexp.MustCompile(`'([^'\s]+)'`)
 )
@@ -46,7 +47,7 @@ func kustomizeErrorAt(fsys fs.FS, root, kfile, msg string) *ManifestError {
 	e.File = file
 	if m := kustomizeYAMLLineRE.FindStringSubmatch(rest); m != nil {
 		if f := path.Join(dir, m[2]); fs.ValidPath(f) {
-			e.File, e.Line = f, atoi(m[1])
+			e.File, e.Line = f, resourceSyntaxLine(fsys, f, atoi(m[1]))
 			return e
 		}
 	}
@@ -78,21 +79,53 @@ func kustomizeErrorAt(fsys fs.FS, root, kfile, msg string) *ManifestError {
 			}
 		}
 	}
-	// A patch that applies to nothing, or whose operation fails, is not
-	// named: with one patch, it is that one.
-	if strings.Contains(rest, "patch") || strings.Contains(rest, "operation does not apply") {
-		var patches []string
-		for _, f := range []string{"patches", "patchesStrategicMerge", "patchesJson6902"} {
+	// A patch that applies to nothing, or whose operation fails, and a
+	// plugin kustomize will not run are not named by file: with one such
+	// entry, it is that one.
+	only := func(fields ...string) (string, bool) {
+		var entries []string
+		for _, f := range fields {
 			list, _ := k[f].([]any)
 			for i := range list {
-				patches = append(patches, f+"["+strconv.Itoa(i)+"]")
+				entries = append(entries, f+"["+strconv.Itoa(i)+"]")
 			}
 		}
-		if len(patches) == 1 {
-			return at(patches[0])
+		if len(entries) != 1 {
+			return "", false
+		}
+		return entries[0], true
+	}
+	if strings.Contains(rest, "external plugin") {
+		if f, ok := only("generators", "transformers", "validators"); ok {
+			return at(f)
+		}
+	} else if strings.Contains(rest, "patch") || strings.Contains(rest, "operation does not apply") {
+		if f, ok := only("patches", "patchesStrategicMerge", "patchesJson6902"); ok {
+			return at(f)
 		}
 	}
 	return e
+}
+
+// resourceSyntaxLine is the line in file of a YAML syntax error that
+// kustomize placed at line of its document: kyaml counts lines from the
+// start of the document, so the file is parsed again for the file's line.
+// Without a verdict of that parse, line stands if file is one document.
+func resourceSyntaxLine(fsys fs.FS, file string, line int) int {
+	data, err := fs.ReadFile(fsys, file)
+	if err != nil {
+		return 0
+	}
+	if text, merr := asText(file, data); merr == nil {
+		data = text
+		if _, merr := splitDocuments(file, data); merr != nil && merr.Line > 0 {
+			return merr.Line
+		}
+	}
+	if documentSeparatorRE.Match(data) {
+		return 0
+	}
+	return line
 }
 
 // kustomizationFieldLine gives an error of checkKustomization, which names

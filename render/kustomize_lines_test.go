@@ -33,6 +33,11 @@ func TestKustomizeErrorsNameTheirLine(t *testing.T) {
 		{"a resource that does not parse", "resources:\n- cm.yaml\n- bad.yaml\n",
 			map[string]string{"bad.yaml": cm + "data:\n  x: \"oops\n"},
 			`bad.yaml:7: kustomize build failed: accumulating resources: accumulating resources from 'bad.yaml': MalformedYAMLError: yaml: line 7: found unexpected end of stream in File: bad.yaml`},
+		// kyaml counts from the document's start (line 3 of the second
+		// document is the file's line 9).
+		{"a resource that does not parse in its second document", "resources:\n- sub/multi.yaml\n",
+			map[string]string{"sub/multi.yaml": cm + "---\n" + cm + "  labels: {a: b}\n   x: y\n"},
+			`sub/multi.yaml:9: kustomize build failed: accumulating resources: accumulating resources from 'sub/multi.yaml': MalformedYAMLError: yaml: line 3: did not find expected key in File: sub/multi.yaml`},
 		{"a base's missing resource file", "resources:\n- base\n",
 			map[string]string{"base/kustomization.yaml": "resources:\n- cm.yaml\n- gone.yaml\n", "base/cm.yaml": cm},
 			`base/kustomization.yaml:3: resources[1]: kustomize build failed: accumulating resources: accumulation err='accumulating resources from 'base': 'base' must resolve to a file': recursed accumulation of path 'base': accumulating resources: accumulation err='accumulating resources from 'gone.yaml': 'base/gone.yaml' doesn't exist': must build at directory: not a valid directory: 'base/gone.yaml' doesn't exist`},
@@ -42,6 +47,9 @@ func TestKustomizeErrorsNameTheirLine(t *testing.T) {
 		{"a base's resource that does not parse", "resources:\n- base\n",
 			map[string]string{"base/kustomization.yaml": "resources:\n- bad.yaml\n", "base/bad.yaml": cm + "data:\n  x: \"oops\n"},
 			`base/bad.yaml:7: kustomize build failed: accumulating resources: accumulation err='accumulating resources from 'base': 'base' must resolve to a file': recursed accumulation of path 'base': accumulating resources: accumulating resources from 'bad.yaml': MalformedYAMLError: yaml: line 7: found unexpected end of stream in File: bad.yaml`},
+		{"a plugin kustomize does not run", "resources:\n- cm.yaml\ngenerators:\n- gen.yaml\n",
+			map[string]string{"gen.yaml": "apiVersion: someteam.example.com/v1\nkind: SecretsFromVault\nmetadata:\n  name: gen\n"},
+			`kustomization.yaml:4: generators[0]: kustomize build failed: loading generator plugins: failed to load generator: external plugins disabled; unable to load external plugin 'SecretsFromVault'`},
 		{"an escaping resource (refused before the build)", "resources:\n- cm.yaml\n- ../outside.yaml\n", nil,
 			`kustomization.yaml:3: resources[1]: "../outside.yaml" escapes the repository root`},
 		{"a build error it cannot place", "resources:\n- cm.yaml\npatches:\n- path: p1.yaml\n- path: p2.yaml\n",
