@@ -50,6 +50,9 @@ func TestCorpusRefusesEveryBadCommitWhole(t *testing.T) {
 			lines := make([]string, len(got))
 			for i, p := range got {
 				lines[i] = p.Error()
+				if p.File == "" || p.Line == 0 {
+					t.Errorf("%q names no file and line", lines[i])
+				}
 			}
 			for _, w := range tc.Want {
 				if !containsProblem(lines, w) {

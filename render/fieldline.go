@@ -3,6 +3,8 @@ package render
 import (
 	"io"
 	"io/fs"
+
+	yaml "go.yaml.in/yaml/v3"
 )
 
 // FieldLine is the line of fieldPath (a JSON path such as
@@ -44,4 +46,60 @@ func FieldLine(fsys fs.FS, src Source, fieldPath string) int {
 		}
 	}
 	return src.Line
+}
+
+// placeKustomizeOutput gives the refusals of objects kustomize produced,
+// which carry their origin file but no line, the line of their field in
+// that file: the document whose kind and name match (an object a
+// transformer renamed is not found and keeps line 0).
+func placeKustomizeOutput(fsys fs.FS, refusals []ManifestError) {
+	texts := map[string]*fileText{}
+	for i, e := range refusals {
+		if e.Line != 0 || e.Name == "" {
+			continue
+		}
+		text, seen := texts[e.File]
+		if !seen {
+			if data, err := fs.ReadFile(fsys, e.File); err == nil && len(data) <= DefaultMaxFileSize {
+				if data, merr := asText(e.File, data); merr == nil {
+					text = &fileText{data: data}
+				}
+			}
+			texts[e.File] = text
+		}
+		if text == nil {
+			continue
+		}
+		for j := 0; text.root(j) != nil; j++ {
+			root := text.root(j)
+			if scalarAt(root, "metadata", "name") == e.Name &&
+				(e.Kind == "" || scalarAt(root, "kind") == e.Kind) {
+				refusals[i].Line = lineOf(root, e.Field)
+				break
+			}
+		}
+	}
+}
+
+// scalarAt is the text of the scalar at a mapping path, "" if none.
+func scalarAt(n *yaml.Node, keys ...string) string {
+	for _, k := range keys {
+		if n.Kind != yaml.MappingNode {
+			return ""
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == k {
+				next = n.Content[i+1]
+			}
+		}
+		if next == nil {
+			return ""
+		}
+		n = next
+	}
+	if n.Kind != yaml.ScalarNode {
+		return ""
+	}
+	return n.Value
 }

@@ -57,6 +57,7 @@ func Render(fsys fs.FS, opts Options) (*Content, error) {
 	}
 	c, _, refusals := assemble(docs, r.errs, false)
 	if len(refusals) > 0 {
+		placeKustomizeOutput(fsys, refusals)
 		return nil, &RefusedError{Errors: refusals, Others: c.Errors}
 	}
 	return c, nil
