@@ -69,6 +69,12 @@ const (
 	// clusterresourcesnapshots --show-labels` on a Kubernetes hub shows it
 	// beside the index (absent for a hash longer than a label value).
 	CommitLabel = GitfleetPrefix + "commit"
+	// RemovedResourcesAnnotation on the master of a resource snapshot group
+	// counts the selected resources the previous index of the same
+	// placement had and this one has not ("1"): a run that rolls the group
+	// out deletes them from its clusters. Absent when nothing is removed
+	// (and on the first index).
+	RemovedResourcesAnnotation = GitfleetPrefix + "removed-resources"
 	// DriverAnnotation on a MemberCluster names how gitfleet reaches it:
 	// "simulated" or "kubeconfig:<context>".
 	DriverAnnotation = GitfleetPrefix + "driver"

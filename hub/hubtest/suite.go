@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -16,11 +17,13 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/internal/await"
+	"github.com/gitfleet/gitfleet/reconciler/updaterun"
 )
 
 // Namespace is where the suite puts the namespaced family's objects; a
@@ -103,6 +106,7 @@ var behaviours = []struct {
 	{"lists hold the placement's objects sorted by name", (*suite).listsArePerPlacementAndSorted},
 	{"events name the placement or the run", (*suite).eventsNamePlacementOrRun},
 	{"override snapshots are put, listed and deleted", (*suite).overrideSnapshotsPutListDelete},
+	{"a snapshot that removes resources keeps their count", (*suite).removedResourcesAreCounted},
 }
 
 // ---- fixtures ----
@@ -576,6 +580,31 @@ func (s *suite) listsArePerPlacementAndSorted() {
 	s.must(err)
 	if n := names(ms); !slices.Equal(n, []string{"member-a", "member-b"}) {
 		s.t.Errorf("ListMemberClusters = %v", n)
+	}
+}
+
+// removedResourcesAreCounted: the count of removed resources that the
+// snapshotter puts on a new master (gitfleet.io/removed-resources) is
+// stored and read back by the hub, as the commit it came from is.
+func (s *suite) removedResourcesAreCounted() {
+	p := &fleet.Placement{ObjectMeta: s.meta("app", nil)}
+	cm := func(name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name, "namespace": "app"}}}
+	}
+	_, _, err := updaterun.EnsureLatestResourceSnapshot(s.ctx, s.h, p, []*unstructured.Unstructured{cm("a"), cm("b")}, "c0")
+	s.must(err)
+	_, _, err = updaterun.EnsureLatestResourceSnapshot(s.ctx, s.h, p, []*unstructured.Unstructured{cm("b")}, "c1")
+	s.must(err)
+	rs, err := s.h.ListResourceSnapshots(s.ctx, s.key("app"))
+	s.must(err)
+	got := map[string]string{}
+	for _, r := range rs {
+		got[r.Name] = r.Annotations[fleet.CommitAnnotation] + " removes " + r.Annotations[fleet.RemovedResourcesAnnotation]
+	}
+	want := map[string]string{fmt.Sprintf(fleet.ResourceSnapshotNameFmt, "app", 0): "c0 removes ", fmt.Sprintf(fleet.ResourceSnapshotNameFmt, "app", 1): "c1 removes 1"}
+	if !maps.Equal(got, want) {
+		s.t.Errorf("resource snapshots read back as %v, want %v", got, want)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/internal/snapshotdiff"
 )
 
 // DefaultMaxSnapshotBytes bounds the selected resources stored in one
@@ -65,7 +66,9 @@ func HashResources(resources []*unstructured.Unstructured) (string, [][]byte, er
 // is-latest-snapshot=false, the oldest groups beyond revisionHistoryLimit
 // (default 10) are deleted, and a new group is created at the highest index
 // + 1 (0 for the first). A non-empty commit is recorded in the
-// gitfleet.io/commit annotation of a new master. It returns the master and
+// gitfleet.io/commit annotation of a new master, and the count of resources
+// the previous index had and the new one has not in its
+// gitfleet.io/removed-resources annotation. It returns the master and
 // whether it was created. Unlike KubeFleet there is no minimum interval
 // between snapshots (deliberate difference 4).
 func EnsureLatestResourceSnapshot(ctx context.Context, h hub.Hub, p *fleet.Placement, resources []*unstructured.Unstructured, commit string) (*fleet.ResourceSnapshot, bool, error) {
@@ -127,6 +130,11 @@ func EnsureLatestResourceSnapshot(ctx context.Context, h hub.Hub, p *fleet.Place
 		},
 		Spec: fleet.ResourceSnapshotSpec{SelectedResources: parts[0]},
 	}
+	if maxIdx >= 0 {
+		if n := removedResources(groups[maxIdx], maxIdx, resources); n > 0 {
+			master.Annotations[fleet.RemovedResourcesAnnotation] = strconv.Itoa(n)
+		}
+	}
 	if commit != "" {
 		master.Annotations[fleet.CommitAnnotation] = commit
 		if len(validation.IsValidLabelValue(commit)) == 0 {
@@ -156,6 +164,17 @@ func EnsureLatestResourceSnapshot(ctx context.Context, h hub.Hub, p *fleet.Place
 		return nil, false, fmt.Errorf("creating resource snapshot %s: %w", master.Name, err)
 	}
 	return master, true, nil
+}
+
+// removedResources counts the resources of the snapshot group prev (index
+// idx) that resources no longer has: what a run rolling out the new group
+// deletes from its clusters.
+func removedResources(prev []*fleet.ResourceSnapshot, idx int, resources []*unstructured.Unstructured) int {
+	had, _ := snapshotdiff.Group(prev, strconv.Itoa(idx))
+	for _, r := range resources {
+		delete(had, snapshotdiff.Resource{Kind: r.GetKind(), Namespace: r.GetNamespace(), Name: r.GetName()})
+	}
+	return len(had)
 }
 
 // groupComplete reports whether every snapshot of the master's group exists.

@@ -69,3 +69,44 @@ func TestEnsureLatestResourceSnapshot(t *testing.T) {
 		t.Error("hash is not deterministic")
 	}
 }
+
+// A snapshot group that lacks resources of the placement's previous index
+// counts them in gitfleet.io/removed-resources (what a run rolling it out
+// deletes); a group that only adds or changes resources has no annotation.
+// A previous group split into sub-snapshots counts as a whole.
+func TestResourceSnapshotCountsRemovedResources(t *testing.T) {
+	e := newEnv(t, "")
+	e.placement(nil)
+	p, _ := e.h.GetPlacement(e.ctx, e.pkey())
+	big := strings.Repeat("x", 500*1024)
+	for _, step := range []struct {
+		name      string
+		resources []*unstructured.Unstructured
+		removed   string // "" for no annotation
+	}{
+		{"the first index removes nothing", []*unstructured.Unstructured{configMap("a", "v1"), configMap("b", "v1")}, ""},
+		{"one of two left", []*unstructured.Unstructured{configMap("a", "v1")}, "1"},
+		{"a change and an addition", []*unstructured.Unstructured{configMap("a", "v2"), configMap("c", "v1")}, ""},
+		{"a group split in two", []*unstructured.Unstructured{configMap("a", big), configMap("b", big), configMap("c", "v1")}, ""},
+		{"every resource of a split group but one", []*unstructured.Unstructured{configMap("c", "v1")}, "2"},
+		{"an empty selection", nil, "1"},
+	} {
+		m, created, err := EnsureLatestResourceSnapshot(e.ctx, e.h, p, step.resources, "")
+		if err != nil || !created {
+			t.Fatalf("%s: created %v err %v", step.name, created, err)
+		}
+		got, ok := m.Annotations[fleet.RemovedResourcesAnnotation]
+		if got != step.removed || ok != (step.removed != "") {
+			t.Errorf("%s: %s has %s=%q (set: %v), want %q", step.name, m.Name, fleet.RemovedResourcesAnnotation, got, ok, step.removed)
+		}
+		all, err := e.h.ListResourceSnapshots(e.ctx, e.pkey())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range all {
+			if s.Name == m.Name && s.Annotations[fleet.RemovedResourcesAnnotation] != step.removed {
+				t.Errorf("%s: the hub stores %v", step.name, s.Annotations)
+			}
+		}
+	}
+}
