@@ -32,10 +32,13 @@ const MessagePrefix = "status: "
 // updated") and the body has one line per run. A change Git asked for and
 // gitfleet refused (the rejected-change annotation) is named: alone, it is
 // the subject ("status: run-v2 change refused: placementName is
-// immutable"), since a progress the run already had would hide it.
+// immutable"), since a progress the run already had would hide it. A new
+// resource snapshot that removes resources (the removed-resources
+// annotation) leads the subject ("status: example-placement snapshot 1
+// removes 1 resource; 1 snapshot updated"): the next run deletes them.
 func Summarize(changes Changeset, objects map[string]runtime.Object, before map[string][]byte) string {
 	var runs []*fleet.UpdateRun
-	var notes, refusals, alsoRefused []string
+	var notes, refusals, alsoRefused, removals []string
 	updated, removed, moved := map[string]int{}, map[string]int{}, map[string]int{}
 	// A binding that changes folders (stageLayout) is a deletion and a
 	// write of the same object: it moved.
@@ -70,6 +73,10 @@ func Summarize(changes Changeset, objects map[string]runtime.Object, before map[
 		case *fleet.GitSource:
 			notes = append(notes, SourceProgress(o))
 			continue
+		case *fleet.ResourceSnapshot:
+			if r := removal(o); r != "" && before[p] == nil {
+				removals = append(removals, r)
+			}
 		}
 		updated[fam]++
 	}
@@ -113,11 +120,38 @@ func Summarize(changes Changeset, objects map[string]runtime.Object, before map[
 		}
 		body = append(body, notes...)
 	}
+	if len(removals) > 0 {
+		// The deletions lead: a run rolling the snapshot out makes them.
+		if subject == "no changes" {
+			subject = removals[0]
+		} else {
+			subject = removals[0] + "; " + subject
+		}
+		body = append(removals[1:], body...)
+	}
 	msg := MessagePrefix + subject
 	if len(body) > 0 {
 		msg += "\n\n" + strings.Join(body, "\n")
 	}
 	return msg
+}
+
+// removal says what a new latest resource snapshot removes ("team-a/web
+// snapshot 3 removes 2 resources"), or "" when it removes nothing.
+func removal(s *fleet.ResourceSnapshot) string {
+	n, err := strconv.Atoi(s.Annotations[fleet.RemovedResourcesAnnotation])
+	if err != nil || n <= 0 || s.Labels[fleet.IsLatestSnapshotLabel] != "true" {
+		return ""
+	}
+	placement := s.Labels[fleet.PlacementTrackingLabel]
+	if s.Namespace != "" {
+		placement = s.Namespace + "/" + placement
+	}
+	noun := "resource"
+	if n != 1 {
+		noun = "resources"
+	}
+	return fmt.Sprintf("%s snapshot %s removes %d %s", placement, s.Labels[fleet.ResourceIndexLabel], n, noun)
 }
 
 // refusal names a change refused on obj ("run-v2 change refused:

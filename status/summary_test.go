@@ -207,6 +207,53 @@ func TestSummarizeNamesARefusedChange(t *testing.T) {
 	}
 }
 
+// A new latest resource snapshot that removes resources leads the subject
+// with its placement, index and count; the same snapshot written again
+// (flipped to not latest, or rewritten) is no news.
+func TestSummarizeLeadsWithRemovedResources(t *testing.T) {
+	snap := func(ns, placement, index, latest, removed string) *fleet.ResourceSnapshot {
+		s := &fleet.ResourceSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: placement + "-" + index + "-snapshot",
+			Labels:      map[string]string{fleet.PlacementTrackingLabel: placement, fleet.ResourceIndexLabel: index, fleet.IsLatestSnapshotLabel: latest},
+			Annotations: map[string]string{fleet.ResourceGroupHashAnnotation: "h"}}}
+		if removed != "" {
+			s.Annotations[fleet.RemovedResourcesAnnotation] = removed
+		}
+		return s
+	}
+	const one, team, old, placement = "status/snapshots/example-placement/1.yaml", "status/snapshots/team-a/web/3.yaml", "status/snapshots/example-placement/0.yaml", "status/placements/example-placement.yaml"
+	cases := []struct {
+		name    string
+		objects map[string]runtime.Object
+		before  map[string][]byte
+		want    string
+	}{
+		{"one resource removed", map[string]runtime.Object{one: snap("", "example-placement", "1", "true", "1"), old: snap("", "example-placement", "0", "false", ""), placement: nil},
+			map[string][]byte{old: []byte("x"), placement: []byte("x")},
+			"status: example-placement snapshot 1 removes 1 resource; 2 snapshots, 1 placement updated"},
+		{"two placements remove resources", map[string]runtime.Object{one: snap("", "example-placement", "1", "true", "1"), team: snap("team-a", "web", "3", "true", "2")}, nil,
+			"status: example-placement snapshot 1 removes 1 resource; 2 snapshots updated\n\nteam-a/web snapshot 3 removes 2 resources"},
+		{"with a run's progress", map[string]runtime.Object{one: snap("", "example-placement", "1", "true", "1"), "status/runs/example-run.yaml": waitingRun("")}, nil,
+			"status: example-placement snapshot 1 removes 1 resource; example-run stage canary waiting for approval\n\nAlso: 1 snapshot updated."},
+		{"a snapshot that removes nothing", map[string]runtime.Object{one: snap("", "example-placement", "1", "true", "")}, nil,
+			"status: 1 snapshot updated"},
+		{"the snapshot flipped to not latest", map[string]runtime.Object{one: snap("", "example-placement", "1", "false", "1")}, map[string][]byte{one: []byte("x")},
+			"status: 1 snapshot updated"},
+		{"the latest snapshot rewritten", map[string]runtime.Object{one: snap("", "example-placement", "1", "true", "1")}, map[string][]byte{one: []byte("x")},
+			"status: 1 snapshot updated"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ch := Changeset{Writes: map[string][]byte{}}
+			for p := range tc.objects {
+				ch.Writes[p] = []byte("x")
+			}
+			if got := Summarize(ch, tc.objects, tc.before); got != tc.want {
+				t.Errorf("Summarize =\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestRefusalReasonKeepsTheDetail(t *testing.T) {
 	for note, want := range map[string]string{
 		`the change to ClusterStagedUpdateRun r in run.yaml was rejected: spec.state: Invalid value: "Initialize": invalid state transition: cannot transition from Run to Initialize; the last accepted spec is still in use`:                                              "invalid state transition: cannot transition from Run to Initialize",
