@@ -26,6 +26,12 @@ serve' would, then applies the merge and runs the real engine in virtual
 time on simulated members.
 
 It prints:
+  - first, the deletions, one line each: every object a run of the change
+    deletes from member clusters, with the clusters in the run's rollout
+    order ("Deletes: ConfigMap test-namespace/test-cm from 3 clusters
+    (member2, member3, member1) when run example-run reaches them"), the
+    clusters a run's deletion stage empties, and objects a new snapshot
+    drops that no run of the change rolls out yet;
   - the new resource snapshots (index, the commit, what changed in the
     selected resources) and the index each cluster of the placement has now;
   - the update runs that would start or move: their stages, each stage's

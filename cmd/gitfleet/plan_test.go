@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -156,6 +157,37 @@ func TestPlan(t *testing.T) {
 			golden.Assert(t, f.golden, []byte(hashes(out, p, f.format == "")))
 		}
 		golden.Assert(t, "plan-comment.md", []byte(hashes(plan.Comment(p), p, false)))
+	})
+
+	// A change that drops the config map: the deletion comes first, on
+	// the clusters that have it, in the rollout order of the run that
+	// deletes it. Without a run, plan says which snapshot deletes it.
+	t.Run("deletion", func(t *testing.T) {
+		branch(t, work, "drop-cm")
+		namespaceOnly, _, _ := strings.Cut(readFile(t, work, "workload.yaml"), "---")
+		writeFile(t, work, "workload.yaml", namespaceOnly)
+		commitAll(t, work, "drop the config map")
+		p, errOut, code := planOf(t)
+		want := []plan.Deletion{{Placement: "example-placement", Resource: "ConfigMap test-namespace/test-cm", Snapshot: "2", Clusters: []string{"member1", "member2", "member3"}}}
+		if code != 0 || !reflect.DeepEqual(p.Deletions, want) {
+			t.Fatalf("without a run: exit %d, deletions %+v, want %+v\n%s", code, p.Deletions, want, errOut)
+		}
+		if got := p.Deletions[0].String(); got != "Deletes: ConfigMap test-namespace/test-cm from 3 clusters (member1, member2, member3) when a run of placement example-placement rolls out resource snapshot 2 (no run in this change does)" {
+			t.Errorf("without a run: %q", got)
+		}
+
+		writeFile(t, work, "run-3.yaml", strings.Replace(readFile(t, work, "run.yaml"), "name: example-run\n", "name: example-run-3\n", 1))
+		commitAll(t, work, "example-run-3 rolls it out")
+		p, errOut, code = planOf(t)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		out, errOut, code := gitfleet(t, "plan", "--repo", work, "--base", "origin/main")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		golden.Assert(t, "plan-deletion.txt", []byte(hashes(out, p, true)))
+		golden.Assert(t, "plan-deletion-comment.md", []byte(hashes(plan.Comment(p), p, false)))
 	})
 
 	// The rollback that a replay from scratch gets wrong: there every run

@@ -7,8 +7,9 @@ import (
 
 // Comment renders the plan as the body of a pull request comment
 // (GitHub/GitLab/Gitea markdown): what a reviewer needs before merging —
-// snapshots, runs with their stages and gates, refusals and manifest
-// errors first when there are any — with each run's timeline folded away.
+// the deletions first, then refusals and manifest errors when there are
+// any, snapshots, runs with their stages and gates — with each run's
+// timeline folded away.
 // serve posts it with forge.UpsertComment, which adds the marker that
 // keeps it one comment across pushes.
 func Comment(p *Plan) string {
@@ -16,12 +17,22 @@ func Comment(p *Plan) string {
 	title := "### gitfleet plan"
 	if p.Failed() {
 		title += ": :x: this change would be refused in part"
+	} else if len(p.Deletions) > 0 {
+		title += ": :warning: this change deletes objects from member clusters"
 	}
 	fmt.Fprintf(&b, "%s\n\nMerging `%s` (%s) into `%s`", title, short(p.Head), mdEscape(p.HeadSubject), short(p.Base))
 	if p.Status != "" {
 		fmt.Fprintf(&b, ", from the state gitfleet recorded in `status/` at `%s`.\n", short(p.Status))
 	} else {
 		b.WriteString("; nothing is recorded in `status/` there yet, so from an empty hub.\n")
+	}
+	if len(p.Deletions) == 0 {
+		b.WriteString("\n#### Deletions\n\nNone: no object leaves a member cluster.\n")
+	} else {
+		b.WriteString("\n#### :warning: Deletions\n\n")
+		for _, d := range p.Deletions {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(d.String()))
+		}
 	}
 	if len(p.ManifestErrors) > 0 {
 		b.WriteString("\n**Manifest errors** (these files do not render; their objects keep their last good version):\n\n")

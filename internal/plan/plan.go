@@ -63,6 +63,9 @@ type Plan struct {
 	// HeadSubject is the first line of Head's message.
 	HeadSubject string `json:"headSubject,omitempty"`
 
+	// Deletions are what the merge deletes from member clusters, first
+	// because they are what a reviewer must not miss.
+	Deletions []Deletion `json:"deletions,omitempty"`
 	Snapshots []Snapshot `json:"snapshots,omitempty"`
 	Runs      []Run      `json:"runs,omitempty"`
 	// Refused are the changes the API server would refuse, one line each.
@@ -75,6 +78,25 @@ type Plan struct {
 // Failed reports whether the change has manifest errors or refused
 // changes: `gitfleet plan` exits non-zero then.
 func (p *Plan) Failed() bool { return len(p.Refused) > 0 || len(p.ManifestErrors) > 0 }
+
+// Deletion is an object the merge deletes from member clusters: a selected
+// resource that the snapshot a run rolls out no longer has, or every
+// resource of a placement on the clusters that leave it (the run's
+// deletion stage).
+type Deletion struct {
+	Placement string `json:"placement"`
+	// Resource is "Kind namespace/name"; empty for every resource of the
+	// placement.
+	Resource string `json:"resource,omitempty"`
+	// Snapshot is the resource snapshot index whose rollout deletes it.
+	Snapshot string `json:"resourceSnapshotIndex,omitempty"`
+	// Run is the run that deletes it; empty when no run of the plan rolls
+	// Snapshot out.
+	Run string `json:"run,omitempty"`
+	// Clusters have it now: in the run's rollout order, or by name when no
+	// run rolls it out.
+	Clusters []string `json:"clusters,omitempty"`
+}
 
 // Snapshot is a new resource snapshot the merge records.
 type Snapshot struct {
@@ -227,6 +249,9 @@ func Compute(ctx context.Context, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	if p.Runs, err = runs(ctx, res, start); err != nil {
+		return nil, err
+	}
+	if p.Deletions, err = deletions(ctx, res.Hub, start, p.Snapshots, p.Runs); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -168,3 +168,54 @@ func TestCommentEscapesTextFromGit(t *testing.T) {
 		}
 	}
 }
+
+// A deletion is one line that names the object, the clusters in rollout
+// order and what deletes it: a run, a run's deletion stage, or no run of
+// the change.
+func TestDeletionSaysWhatWhereAndWhen(t *testing.T) {
+	for _, tc := range []struct {
+		d    Deletion
+		want string
+	}{
+		{Deletion{Placement: "example-placement", Resource: "ConfigMap test-namespace/test-cm", Snapshot: "2", Run: "example-run", Clusters: []string{"member2", "member3", "member1"}},
+			"Deletes: ConfigMap test-namespace/test-cm from 3 clusters (member2, member3, member1) when run example-run reaches them"},
+		{Deletion{Placement: "team-a/web", Resource: "Service team-a/web", Snapshot: "4", Run: "team-a/rollout", Clusters: []string{"member1"}},
+			"Deletes: Service team-a/web from 1 cluster (member1) when run team-a/rollout reaches it"},
+		{Deletion{Placement: "example-placement", Resource: "Namespace test-namespace", Snapshot: "2", Clusters: []string{"member1", "member2"}},
+			"Deletes: Namespace test-namespace from 2 clusters (member1, member2) when a run of placement example-placement rolls out resource snapshot 2 (no run in this change does)"},
+		{Deletion{Placement: "example-placement", Run: "example-run", Clusters: []string{"member4"}},
+			"Deletes: every resource of placement example-placement from 1 cluster (member4) when run example-run reaches its deletion stage (the clusters leave the placement)"},
+	} {
+		if got := tc.d.String(); got != tc.want {
+			t.Errorf("%+v:\n got %s\nwant %s", tc.d, got, tc.want)
+		}
+	}
+}
+
+// Deletions lead the comment and the text, before errors and snapshots;
+// a plan without any says so.
+func TestDeletionsComeFirst(t *testing.T) {
+	p := &Plan{Base: strings.Repeat("b", 40), Head: strings.Repeat("h", 40), HeadSubject: "drop it",
+		Deletions:      []Deletion{{Placement: "p", Resource: "ConfigMap a/b", Snapshot: "1", Run: "r", Clusters: []string{"m1"}}},
+		ManifestErrors: []ManifestError{{File: "run.yaml", Line: 3, Message: "broken"}},
+		Snapshots:      []Snapshot{{Placement: "p", Index: "1", Changes: []ResourceChange{{Change: "Removed", Resource: "ConfigMap a/b"}}}}}
+	var text strings.Builder
+	if err := WriteText(&text, p); err != nil {
+		t.Fatal(err)
+	}
+	line := "Deletes: ConfigMap a/b from 1 cluster (m1) when run r reaches it"
+	for name, out := range map[string]string{"comment": Comment(p), "text": text.String()} {
+		i, j, k := strings.Index(out, line), strings.Index(out, "run.yaml:3"), strings.Index(out, "removed ConfigMap a/b")
+		if i < 0 || j < i || k < i {
+			t.Errorf("%s: the deletion is not first (at %d, error at %d, snapshot at %d):\n%s", name, i, j, k, out)
+		}
+	}
+	p.Deletions = nil
+	text.Reset()
+	if err := WriteText(&text, p); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "Deletions: none") || !strings.Contains(Comment(p), "#### Deletions\n\nNone") {
+		t.Errorf("a plan without deletions does not say so:\n%s\n%s", text.String(), Comment(p))
+	}
+}

@@ -10,7 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// WriteText prints the plan for a person at a terminal: the new snapshots,
+// WriteText prints the plan for a person at a terminal: the deletions
+// first, one line each, then the new snapshots,
 // each run with its stages, clusters in order, gates and times, then what
 // was refused and the manifest errors.
 func WriteText(w io.Writer, p *Plan) error {
@@ -19,6 +20,15 @@ func WriteText(w io.Writer, p *Plan) error {
 		fmt.Fprintf(w, ", from the state recorded in status/ at %s.\n", short(p.Status))
 	} else {
 		fmt.Fprintf(w, "; no status/ recorded there (serve never ran, or writes --status-branch: pass --status), so from an empty hub.\n")
+	}
+	fmt.Fprintln(w)
+	if len(p.Deletions) == 0 {
+		fmt.Fprintln(w, "Deletions: none (no object leaves a member cluster)")
+	} else {
+		fmt.Fprintln(w, "Deletions:")
+		for _, d := range p.Deletions {
+			fmt.Fprintf(w, "  %s\n", d)
+		}
 	}
 	fmt.Fprintln(w)
 	if len(p.Snapshots) == 0 {
