@@ -55,7 +55,12 @@ every problem gitfleet would report after the push, before you push:
 
 It warns about a run whose resourceSnapshotIndex no snapshot recorded in
 status/ has (other than the next index, which the push may record), and
-about an override whose spec.placement names no placement in the tree. With
+about an override whose spec.placement names no placement in the tree. It
+warns, first and one 'Warning: …' line each, about every object the tree
+takes out of a placement's selection: an object of the placement's latest
+resource snapshot recorded in status/ that the tree no longer selects (a
+deleted or moved file, a changed selector) is deleted from the placement's
+clusters by the next run that rolls the new snapshot out. With
 --kubeconfig it also warns about every MemberCluster whose gitfleet.io/driver
 names a kubeconfig context that file does not have. Warnings do not change
 the exit code: status/ may lag the remote, and the kubeconfig of the machine
@@ -122,7 +127,9 @@ func validate(out io.Writer, repo, hubPath, kubeconfig string) error {
 	recorded, errs := readFamily(repo, status.StatusDir)
 	problems = append(problems, errs...)
 	var warnings []render.ManifestError
+	var deletions []string
 	if c != nil {
+		deletions = removedFromSelection(c, recorded)
 		problems = append(problems, admission(fsys, c, recorded)...)
 		problems = append(problems, runIndexes(fsys, c)...)
 		refErrs, refWarnings := runReferences(fsys, c, recorded)
@@ -137,6 +144,9 @@ func validate(out io.Writer, repo, hubPath, kubeconfig string) error {
 			return err
 		}
 		warnings = append(warnings, missing...)
+	}
+	for _, d := range deletions {
+		fmt.Fprintln(out, d)
 	}
 	sortProblems(warnings)
 	for _, w := range warnings {

@@ -370,3 +370,44 @@ func TestValidateSaysARunsStrategyIsInvalidRatherThanMissing(t *testing.T) {
 		})
 	}
 }
+
+// Every object the tree takes out of a placement's selection, compared
+// with the latest snapshot recorded in status/, is a warning line; the
+// exit code does not change, and a broken tree still fails. Without
+// status/ there is nothing to compare with.
+func TestValidateWarnsAboutObjectsThatLeaveAPlacement(t *testing.T) {
+	const leaves = "Warning: %s leaves placement example-placement: resource snapshot 0 in status/ has it and this tree does not select it; a run that rolls out the next snapshot deletes it from the placement's clusters\n"
+	dropCM := func(t *testing.T, repo string) {
+		namespaceOnly, _, _ := strings.Cut(readFile(t, repo, "workload.yaml"), "---")
+		writeFile(t, repo, "workload.yaml", namespaceOnly)
+	}
+	demo := func(t *testing.T) string { return demoRepo(t) }
+	for _, tc := range []struct {
+		name   string
+		repo   func(*testing.T) string
+		change func(*testing.T, string)
+		want   string
+		code   int
+	}{
+		{"nothing removed", demo, func(*testing.T, string) {}, "9 manifests OK\n", 0},
+		{"a config map deleted", demo, dropCM,
+			fmt.Sprintf(leaves, "ConfigMap test-namespace/test-cm") + "8 manifests OK\n", 0},
+		{"the selector changed", demo, func(t *testing.T, repo string) {
+			edit(t, repo, "placement.yaml", "name: test-namespace", "name: other-namespace")
+		}, fmt.Sprintf(leaves, "ConfigMap test-namespace/test-cm") + fmt.Sprintf(leaves, "Namespace test-namespace") + "9 manifests OK\n", 0},
+		{"with a broken manifest", demo, func(t *testing.T, repo string) {
+			dropCM(t, repo)
+			writeFile(t, repo, "broken.yaml", "apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterStagedUpdateRun\nmetadata: {name: broken}\nspec: {bogus: 1}\n")
+		}, fmt.Sprintf(leaves, "ConfigMap test-namespace/test-cm"), 1},
+		{"no status recorded", func(t *testing.T) string { return quickstartRepo(t) }, dropCM, "7 manifests OK\n", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := tc.repo(t)
+			tc.change(t, repo)
+			out, errOut, code := gitfleet(t, "validate", "--repo", repo)
+			if code != tc.code || !strings.HasPrefix(out, tc.want) {
+				t.Errorf("exit %d, stderr %q, output:\n%s\nwant exit %d and output starting with:\n%s", code, errOut, out, tc.code, tc.want)
+			}
+		})
+	}
+}
