@@ -258,6 +258,31 @@ func TestPlan(t *testing.T) {
 			t.Errorf("table: exit %d, want 1 and the error at broken.yaml:7:\n%s", code, out)
 		}
 	})
+
+	// What serve does with a change that drops the config map: validate
+	// warns before the push, and the snapshot serve records counts the
+	// removal in its annotation and in the status commit's subject.
+	t.Run("deletion served", func(t *testing.T) {
+		gitCmd(t, work, "fetch", "-q")
+		gitCmd(t, work, "checkout", "-q", "-B", "served", "origin/main")
+		namespaceOnly, _, _ := strings.Cut(readFile(t, work, "workload.yaml"), "---")
+		writeFile(t, work, "workload.yaml", namespaceOnly)
+		out, errOut, code := gitfleet(t, "validate", "--repo", work)
+		if code != 0 || !strings.HasPrefix(out, "Warning: ConfigMap test-namespace/test-cm leaves placement example-placement: resource snapshot 1 in status/ has it") {
+			t.Errorf("validate: exit %d, want 0 and the warning first:\n%s%s", code, out, errOut)
+		}
+		commitAll(t, work, "drop the config map")
+		gitCmd(t, work, "push", "-q", "origin", "HEAD:main")
+		serveUntilIdle(t, remote)
+		snap := decodeFrom(t, remote, "main", "status/snapshots/example-placement/2.yaml").(*fleet.ResourceSnapshot)
+		if got := snap.Annotations[fleet.RemovedResourcesAnnotation]; got != "1" {
+			t.Errorf("snapshot 2: %s=%q, want \"1\" (annotations %v)", fleet.RemovedResourcesAnnotation, got, snap.Annotations)
+		}
+		subjects := gitCmd(t, remote, "log", "--format=%s", "main")
+		if !strings.Contains(subjects, "status: example-placement snapshot 2 removes 1 resource") {
+			t.Errorf("no status commit says the removal:\n%s", subjects)
+		}
+	})
 }
 
 // summaryLine is the line of simulate's summary about run name.
