@@ -91,6 +91,9 @@ type Result struct {
 	// Unrendered are the replayed commits that do not render, which the
 	// simulation skipped as serve skips them.
 	Unrendered []Unrendered
+	// TipRefused says the tip does not render: ManifestErrors are what it
+	// is refused for, and the hub holds the last good commit's objects.
+	TipRefused bool
 	// Rejected are the changes at HEAD the API server would refuse, one
 	// line each (the last accepted spec stays in use).
 	Rejected []string
@@ -186,7 +189,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			res.Unrendered = append(res.Unrendered, Unrendered{Commit: c, Err: err})
 			res.Timeline = append(res.Timeline, Event{Message: fmt.Sprintf("commit %s does not render; skipped, as serve skips it: %v", c.String()[:7], err)})
 			if i == len(history)-1 {
-				res.ManifestErrors = render.RefusalProblems(err)
+				res.ManifestErrors, res.TipRefused = render.RefusalProblems(err), true
 			}
 			continue
 		}
@@ -203,7 +206,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 				return nil, err
 			}
 			res.Unrendered = append(res.Unrendered, Unrendered{Commit: tip, Err: err})
-			res.ManifestErrors = render.RefusalProblems(err)
+			res.ManifestErrors, res.TipRefused = render.RefusalProblems(err), true
 		}
 	}
 	admit := gitops.NewAdmitter(h)

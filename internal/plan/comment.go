@@ -34,8 +34,13 @@ func Comment(p *Plan) string {
 			fmt.Fprintf(&b, "- %s\n", mdEscape(d.String()))
 		}
 	}
-	if len(p.ManifestErrors) > 0 {
-		b.WriteString("\n**Manifest errors** (these files do not render; their objects keep their last good version):\n\n")
+	if p.HeadRefused {
+		b.WriteString("\n**:no_entry: gitfleet would refuse this merge whole** (it does not render): no snapshot, no run and no other change of it reaches the hub, and nothing is deleted. Fix:\n\n")
+		for _, e := range p.ManifestErrors {
+			fmt.Fprintf(&b, "- `%s`: %s\n", e.Position(), mdEscape(e.Message))
+		}
+	} else if len(p.ManifestErrors) > 0 {
+		b.WriteString("\n**Manifest errors** (these objects are left out; each keeps its last accepted version):\n\n")
 		for _, e := range p.ManifestErrors {
 			fmt.Fprintf(&b, "- `%s`: %s\n", e.Position(), mdEscape(e.Message))
 		}

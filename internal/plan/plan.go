@@ -71,13 +71,16 @@ type Plan struct {
 	// Refused are the changes the API server would refuse, one line each.
 	Refused        []string        `json:"refused,omitempty"`
 	ManifestErrors []ManifestError `json:"manifestErrors,omitempty"`
+	// HeadRefused says the merge does not render: gitfleet refuses it
+	// whole (ManifestErrors say why), so nothing of it reaches the hub.
+	HeadRefused bool `json:"headRefused,omitempty"`
 	// Elapsed is the virtual time the preview covers.
 	Elapsed metav1.Duration `json:"elapsed"`
 }
 
 // Failed reports whether the change has manifest errors or refused
 // changes: `gitfleet plan` exits non-zero then.
-func (p *Plan) Failed() bool { return len(p.Refused) > 0 || len(p.ManifestErrors) > 0 }
+func (p *Plan) Failed() bool { return len(p.Refused) > 0 || len(p.ManifestErrors) > 0 || p.HeadRefused }
 
 // Deletion is an object the merge deletes from member clusters: a selected
 // resource that the snapshot a run rolls out no longer has, or every
@@ -239,6 +242,7 @@ func Compute(ctx context.Context, opts Options) (*Plan, error) {
 	if res.StatusCommit.IsZero() {
 		p.Status = ""
 	}
+	p.HeadRefused = res.TipRefused
 	for _, e := range res.ManifestErrors {
 		me := ManifestError{File: e.File, Line: e.Line}
 		// The file and line have their own fields.

@@ -74,7 +74,11 @@ func WriteText(w io.Writer, p *Plan) error {
 	}
 	if len(p.ManifestErrors) > 0 {
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Manifest errors:")
+		if p.HeadRefused {
+			fmt.Fprintln(w, "gitfleet would refuse this merge whole (it does not render): nothing of it reaches the hub, and nothing is deleted. Manifest errors:")
+		} else {
+			fmt.Fprintln(w, "Manifest errors:")
+		}
 		for _, e := range p.ManifestErrors {
 			fmt.Fprintf(w, "  %s: %s\n", e.Position(), e.Message)
 		}
