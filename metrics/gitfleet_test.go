@@ -28,6 +28,7 @@ func populate(m *Metrics) {
 	m.ObserveReconcileError("updaterun")
 	m.SetLastProcessedCommit("0123456789abcdef0123456789abcdef01234567", t0)
 	m.ObserveResourceSnapshot()
+	m.SetSourceReady("main", false)
 }
 
 func bound(cluster, snapshot string) *fleet.Binding {
@@ -252,6 +253,9 @@ func TestPipelineMetrics(t *testing.T) {
 	m.ObserveResourceSnapshot()
 	m.SetLastProcessedCommit("aaaaaaa", t0)
 	m.SetLastProcessedCommit("bbbbbbb", t0.Add(time.Minute))
+	m.SetSourceReady("main", false) // a refused commit, then its fix
+	m.SetSourceReady("main", true)
+	m.SetSourceReady("release.v2", false)
 
 	want := `
 # HELP gitfleet_git_fetch_errors_total Fetches from the fleet repository that failed.
@@ -277,10 +281,14 @@ gitfleet_last_processed_commit_timestamp_seconds 1.767923406e+09
 # HELP gitfleet_last_processed_commit_info The last fleet repository commit gitfleet processed; always 1.
 # TYPE gitfleet_last_processed_commit_info gauge
 gitfleet_last_processed_commit_info{commit="bbbbbbb"} 1
+# HELP gitfleet_source_ready Ready condition of the source (gitfleet get sources): 1 while the tracked branch is fetched and its newest hub content renders, 0 while a fetch fails or that commit is refused.
+# TYPE gitfleet_source_ready gauge
+gitfleet_source_ready{name="main"} 1
+gitfleet_source_ready{name="release.v2"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
 		GitFetchErrorsTotal, StatusPushesTotal, StatusWritebackLagSeconds, ReconcileErrorsTotal,
-		ResourceSnapshotsTotal, LastProcessedCommitTimestampSeconds, LastProcessedCommitInfo); err != nil {
+		ResourceSnapshotsTotal, LastProcessedCommitTimestampSeconds, LastProcessedCommitInfo, SourceReady); err != nil {
 		t.Error(err)
 	}
 	if n := testutil.CollectAndCount(m.fetchDuration); n != 1 {

@@ -35,6 +35,7 @@ type Metrics struct {
 	commitTime    prometheus.Gauge
 	commitInfo    *prometheus.GaugeVec
 	snapshots     prometheus.Counter
+	sourceReady   *prometheus.GaugeVec
 
 	mu     sync.Mutex
 	phases map[runKey]string // current phase of every observed run
@@ -121,6 +122,10 @@ func New(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 			Name: ResourceSnapshotsTotal,
 			Help: "Resource snapshots recorded.",
 		}),
+		sourceReady: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: SourceReady,
+			Help: "Ready condition of the source (gitfleet get sources): 1 while the tracked branch is fetched and its newest hub content renders, 0 while a fetch fails or that commit is refused.",
+		}, []string{LabelName}),
 		phases: map[runKey]string{},
 	}
 	// Series that exist from the start, so dashboards show 0, not "no data".
@@ -141,7 +146,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.runStatus, m.approvalLatency, m.stageDuration,
 		m.stageClusters, m.runs, m.pending, m.snapshotIndex,
 		m.fetchDuration, m.fetchErrors, m.renderDur, m.renderFails, m.pushes, m.writebackLag,
-		m.reconcileErrs, m.commitTime, m.commitInfo, m.snapshots,
+		m.reconcileErrs, m.commitTime, m.commitInfo, m.snapshots, m.sourceReady,
 	}
 }
 

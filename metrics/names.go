@@ -23,6 +23,7 @@ const (
 	LastProcessedCommitTimestampSeconds          = "gitfleet_last_processed_commit_timestamp_seconds"
 	LastProcessedCommitInfo                      = "gitfleet_last_processed_commit_info"
 	ResourceSnapshotsTotal                       = "gitfleet_resource_snapshots_total"
+	SourceReady                                  = "gitfleet_source_ready"
 )
 
 // Label names. KubeFleet's camelCase ones (failureType, taskType) are kept
@@ -97,4 +98,5 @@ var Names = []string{
 	LastProcessedCommitTimestampSeconds,
 	LastProcessedCommitInfo,
 	ResourceSnapshotsTotal,
+	SourceReady,
 }

@@ -84,3 +84,13 @@ func (m *Metrics) SetLastProcessedCommit(commit string, committed time.Time) {
 
 // ObserveResourceSnapshot counts a recorded resource snapshot group.
 func (m *Metrics) ObserveResourceSnapshot() { m.snapshots.Inc() }
+
+// SetSourceReady records the Ready condition of the source name
+// (status/sources/<name>.yaml): 1 when True, 0 when False.
+func (m *Metrics) SetSourceReady(name string, ready bool) {
+	v := 0.0
+	if ready {
+		v = 1
+	}
+	m.sourceReady.WithLabelValues(name).Set(v)
+}
