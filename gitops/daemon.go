@@ -116,6 +116,9 @@ type Observer interface {
 	// pushes it took (more than one: the branch had moved and the change
 	// was re-applied on the new tip).
 	Pushed(changes status.Changeset, lag time.Duration, attempts int, err error)
+	// SourceReady is told, after every fetch and sync, whether the source
+	// name (status/sources/<name>.yaml) is Ready.
+	SourceReady(name string, ready bool)
 }
 
 // Daemon is a running GitOps loop.
@@ -157,6 +160,11 @@ type Daemon struct {
 	badTip plumbing.Hash
 	// unrendered are the commits recorded in status/commits/, by hash.
 	unrendered map[string]*fleet.Commit
+	// tipRefused is the record of the newest commit that changed hub
+	// content when it did not render (nil once a later one rendered): the
+	// tip's content is refused, and the source says so (source_status.go).
+	// Commits that touch only approvals/ or status/ do not change it.
+	tipRefused *fleet.Commit
 	// sources are status/sources/, by name (source_status.go).
 	sources map[string]*fleet.GitSource
 	// personWalk is lastPersonCommit's last answer, for the head it was
@@ -531,7 +539,8 @@ func (d *Daemon) sync(ctx context.Context, head gitsource.Head) error {
 		if !d.needsRender(ctx, c) {
 			continue
 		}
-		if _, known := d.unrendered[c.Hash.String()]; known {
+		if rec, known := d.unrendered[c.Hash.String()]; known {
+			d.tipRefused = rec
 			continue // recorded before a restart: it did not render then either
 		}
 		start := d.clock.Now()
@@ -540,9 +549,10 @@ func (d *Daemon) sync(ctx context.Context, head gitsource.Head) error {
 			if ctx.Err() != nil {
 				return err
 			}
-			d.recordUnrendered(c, err)
+			d.tipRefused = d.recordUnrendered(c, err)
 			continue
 		}
+		d.tipRefused = nil
 		if d.cfg.Observer != nil {
 			d.cfg.Observer.Rendered(d.clock.Now().Sub(start))
 		}
@@ -726,6 +736,11 @@ func (d *Daemon) firstContent(ctx context.Context, tip plumbing.Hash) (*render.C
 		// have touched approvals/; the commit that broke the tree was
 		// recorded when it was processed.
 		tipErr, d.badTip = err, tip
+		if d.tipRefused == nil {
+			// It rendered when it was processed and no longer does (a
+			// stricter gitfleet): the source still says the tip is refused.
+			d.tipRefused = d.refusal(ctx, tip, err)
+		}
 	}
 	if d.lastGood.IsZero() || d.lastGood == tip {
 		d.log.Warn("no commit of the tracked branch renders yet; the hub gets no fleet objects until one does", "tip", short(tip), "err", errString(tipErr))
@@ -752,14 +767,46 @@ func errString(err error) string {
 
 // recordUnrendered records a commit that did not render: a status file
 // (status/commits/<sha>.yaml) with the error, a metric and one log line.
-// The commit is skipped: no snapshot, and the hub keeps the fleet objects of
-// the last commit that rendered.
-func (d *Daemon) recordUnrendered(c *object.Commit, err error) {
+// The commit is skipped: no
+// snapshot, and the hub keeps the fleet objects of the last commit that
+// rendered. It returns the record.
+func (d *Daemon) recordUnrendered(c *object.Commit, err error) *fleet.Commit {
+	rec := unrenderedRecord(c, err, d.clock.Now())
+	reason := rec.Status.Conditions[0].Reason
+	d.unrendered[rec.Name] = rec
+	d.Store.Put(hub.ObjectRef{Kind: fleet.KindCommit, Key: hub.Key{Name: rec.Name}}, rec)
+	d.log.Error("commit does not render; skipped, the hub keeps the last good fleet objects",
+		"commit", short(c.Hash), "reason", reason, "err", err.Error(), "record", "status/commits/"+rec.Name+".yaml")
+	if d.cfg.Observer != nil {
+		d.cfg.Observer.RenderFailed(c, reason)
+	}
+	return rec
+}
+
+// refusal is the record of the content commit of tip (the newest
+// first-parent commit from tip that changed hub content), which failed to
+// render with err, for the source status only: nothing is written to
+// status/commits/.
+func (d *Daemon) refusal(ctx context.Context, tip plumbing.Hash, err error) *fleet.Commit {
+	h := tip
+	if c := d.walkToContent(ctx, tip); c != "" {
+		h = plumbing.NewHash(c)
+	}
+	c, cerr := d.src.Commit(ctx, h)
+	if cerr != nil {
+		c = &object.Commit{Hash: h}
+	}
+	return unrenderedRecord(c, err, d.clock.Now())
+}
+
+// unrenderedRecord is the status/commits/ record of commit c, which did
+// not render with err.
+func unrenderedRecord(c *object.Commit, err error, now time.Time) *fleet.Commit {
 	reason := fleet.RenderFailedReason
 	if errors.Is(err, errRenderTimeout) {
 		reason = fleet.RenderTimedOutReason
 	}
-	rec := &fleet.Commit{
+	return &fleet.Commit{
 		ObjectMeta: metav1.ObjectMeta{Name: c.Hash.String()},
 		Spec: fleet.CommitSpec{
 			Subject: firstLine(c.Message),
@@ -767,15 +814,8 @@ func (d *Daemon) recordUnrendered(c *object.Commit, err error) {
 		},
 		Status: fleet.CommitStatus{Conditions: []metav1.Condition{{
 			Type: fleet.CommitConditionRendered, Status: metav1.ConditionFalse, Reason: reason,
-			Message: err.Error(), LastTransitionTime: metav1.NewTime(d.clock.Now().UTC().Truncate(time.Second)),
+			Message: err.Error(), LastTransitionTime: metav1.NewTime(now.UTC().Truncate(time.Second)),
 		}}},
-	}
-	d.unrendered[rec.Name] = rec
-	d.Store.Put(hub.ObjectRef{Kind: fleet.KindCommit, Key: hub.Key{Name: rec.Name}}, rec)
-	d.log.Error("commit does not render; skipped, the hub keeps the last good fleet objects",
-		"commit", short(c.Hash), "reason", reason, "err", err.Error(), "record", "status/commits/"+rec.Name+".yaml")
-	if d.cfg.Observer != nil {
-		d.cfg.Observer.RenderFailed(c, reason)
 	}
 }
 

@@ -48,3 +48,6 @@ func (o MetricsObserver) Pushed(_ status.Changeset, lag time.Duration, attempts 
 		o.M.ObserveStatusPush(metrics.PushError, lag)
 	}
 }
+
+// SourceReady implements Observer.
+func (o MetricsObserver) SourceReady(name string, ready bool) { o.M.SetSourceReady(name, ready) }

@@ -3,6 +3,7 @@ package gitops
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -22,9 +23,11 @@ const ownCommitsWalk = 100
 
 // recordSource keeps status/sources/<branch>.yaml (`gitfleet get sources`)
 // after each fetch and sync: err is theirs, head what was fetched (zero
-// when the fetch failed). The file changes only when what a person acts on
-// does: the newest commit of theirs, the commit applied, a failure
-// beginning or ending. A failure that goes on keeps the error it began
+// when the fetch failed). Ready is False while the fetch or sync fails, or
+// while the tip's hub content does not render (sourceReady). The file
+// changes only when what a person acts on does: the newest commit of
+// theirs, the commit applied, a failure beginning or ending, another
+// commit refused. A failing fetch that goes on keeps the error it began
 // with, and a fetch that brings only gitfleet's own commits changes
 // nothing, so following the branch never makes status commits by itself.
 func (d *Daemon) recordSource(ctx context.Context, head plumbing.Hash, err error) {
@@ -42,27 +45,23 @@ func (d *Daemon) recordSource(ctx context.Context, head plumbing.Hash, err error
 		}
 	}
 	d.mu.Lock()
-	applied := d.lastGood
+	applied, refused := d.lastGood, d.tipRefused
 	d.mu.Unlock()
 	if c := d.contentCommit(ctx, applied); c != "" {
 		src.Status.LastAppliedCommit = c
 	}
 
 	now := metav1.NewTime(d.clock.Now().UTC().Truncate(time.Second))
-	ready := metav1.Condition{Type: fleet.GitSourceConditionReady, Status: metav1.ConditionTrue, Reason: fleet.GitSourceSucceededReason,
-		Message: "fetch and sync succeeded", LastTransitionTime: now}
 	prev := meta.FindStatusCondition(src.Status.Conditions, fleet.GitSourceConditionReady)
-	if err != nil {
-		if prev != nil && prev.Status == metav1.ConditionFalse {
-			ready = *prev // the failure goes on: keep its first error and start
-		} else {
-			ready = metav1.Condition{Type: fleet.GitSourceConditionReady, Status: metav1.ConditionFalse, Reason: fleet.GitSourceFailedReason,
-				Message: err.Error(), LastTransitionTime: now}
-			src.Status.LastError, src.Status.LastErrorTime = err.Error(), &now
-		}
+	ready, began := sourceReady(prev, err, refused, now)
+	if began {
+		src.Status.LastError, src.Status.LastErrorTime = ready.Message, &now
 	}
 	// SetStatusCondition keeps lastTransitionTime while the status holds.
 	meta.SetStatusCondition(&src.Status.Conditions, ready)
+	if d.cfg.Observer != nil {
+		d.cfg.Observer.SourceReady(name, ready.Status == metav1.ConditionTrue)
+	}
 
 	if old != nil {
 		a, aerr := status.Encode(old)
@@ -76,6 +75,37 @@ func (d *Daemon) recordSource(ctx context.Context, head plumbing.Hash, err error
 	if ferr := d.Store.Flush(ctx, false); ferr != nil && err == nil {
 		d.log.Warn("recording the source status failed; it is retried with the next status commit", "err", ferr.Error())
 	}
+}
+
+// sourceReady is the Ready condition of the source given the previous one:
+// False with GitOperationFailed while the fetch or sync fails (err; a
+// failure that goes on keeps its first error, which may change at every
+// retry); else False with the refused commit's reason (RenderFailed,
+// RenderTimedOut) while the newest commit that changed hub content did not
+// render, naming it and its error; else True. began reports a new failure
+// (or another refused commit): its message becomes the last error.
+// lastTransitionTime is now; SetStatusCondition keeps the previous one
+// while the status holds, so False stays "since the first failure".
+func sourceReady(prev *metav1.Condition, err error, refused *fleet.Commit, now metav1.Time) (ready metav1.Condition, began bool) {
+	ready = metav1.Condition{Type: fleet.GitSourceConditionReady, Status: metav1.ConditionFalse, LastTransitionTime: now}
+	switch {
+	case err != nil:
+		if prev != nil && prev.Status == metav1.ConditionFalse && prev.Reason == fleet.GitSourceFailedReason {
+			return *prev, false // the failure goes on: keep its first error and start
+		}
+		ready.Reason, ready.Message = fleet.GitSourceFailedReason, err.Error()
+	case refused != nil:
+		ready.Reason, ready.Message = fleet.RenderFailedReason, "does not render"
+		if c := meta.FindStatusCondition(refused.Status.Conditions, fleet.CommitConditionRendered); c != nil {
+			ready.Reason, ready.Message = c.Reason, c.Message
+		}
+		ready.Message = fmt.Sprintf("commit %.7s does not render: %s", refused.Name, ready.Message)
+	default:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, fleet.GitSourceSucceededReason, "fetch and sync succeeded"
+		return ready, false
+	}
+	began = prev == nil || prev.Status != metav1.ConditionFalse || prev.Reason != ready.Reason || prev.Message != ready.Message
+	return ready, began
 }
 
 // lastPersonCommit is the newest first-parent commit from head that
@@ -127,18 +157,23 @@ func (d *Daemon) contentCommit(ctx context.Context, applied plumbing.Hash) strin
 	if applied == d.appliedFrom {
 		return d.appliedContent
 	}
-	h, found := applied, ""
+	found := d.walkToContent(ctx, applied)
+	d.appliedFrom, d.appliedContent = applied, found
+	return found
+}
+
+// walkToContent is the newest first-parent commit from h that changed hub
+// content (or the root), "" when none is within ownCommitsWalk.
+func (d *Daemon) walkToContent(ctx context.Context, h plumbing.Hash) string {
 	for range ownCommitsWalk {
 		c, err := d.src.Commit(ctx, h)
 		if err != nil {
 			return ""
 		}
 		if c.NumParents() == 0 || d.needsRender(ctx, c) {
-			found = c.Hash.String()
-			break
+			return c.Hash.String()
 		}
 		h = c.ParentHashes[0]
 	}
-	d.appliedFrom, d.appliedContent = applied, found
-	return found
+	return ""
 }

@@ -28,6 +28,7 @@ func (f *fetchCounter) Rendered(time.Duration)                             {}
 func (f *fetchCounter) RenderFailed(*object.Commit, string)                {}
 func (f *fetchCounter) Processed(*object.Commit, int)                      {}
 func (f *fetchCounter) Pushed(status.Changeset, time.Duration, int, error) {}
+func (f *fetchCounter) SourceReady(string, bool)                           {}
 
 var _ gitops.Observer = (*fetchCounter)(nil)
 
