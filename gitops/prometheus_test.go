@@ -187,8 +187,9 @@ func dashboardQueries(t *testing.T) []string {
 var whilePending = regexp.MustCompile(`^` + metrics.ApprovalRequestPendingSeconds + `\{`)
 
 // The Grafana dashboard against a real Prometheus scraping gitfleet during a
-// rollout: every panel's query is valid PromQL and returns series, and the
-// run-status series move with the run (Progressing, Waiting, Succeeded).
+// rollout: every panel's query is valid PromQL and returns series, the
+// run-status series move with the run (Progressing, Waiting, Succeeded),
+// and the source's readiness with a commit that does not render and its fix.
 // Time is the daemon's fake clock, so each state holds until Prometheus has
 // scraped it.
 func TestTheDashboardQueriesAnswerFromARealPrometheus(t *testing.T) {
@@ -230,6 +231,17 @@ func TestTheDashboardQueriesAnswerFromARealPrometheus(t *testing.T) {
 	eventually(t, "a failed fetch", func() bool { return d.LastError() != nil })
 	bringBack()
 	eventually(t, "the fetch to succeed again", func() bool { return d.LastError() == nil })
+
+	// A commit that does not render, then its fix, for the source and
+	// refused-commit panels.
+	sourceReady := func() string { return prom.value(t, metrics.SourceReady+`{name="main"}`) }
+	r.commit("a kustomization that does not build", map[string][]byte{"kustomization.yaml": []byte(
+		"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - missing.yaml\n")})
+	d.poke()
+	eventually(t, "Prometheus to see the source not ready", func() bool { return sourceReady() == "0" })
+	r.commit("fix: no kustomization", map[string][]byte{"kustomization.yaml": nil})
+	d.poke()
+	eventually(t, "Prometheus to see the source ready again", func() bool { return sourceReady() == "1" })
 
 	d.advanceUntil(t, clk, "the canary approval request", func() bool { return r.approval(approvalName) != nil })
 	eventually(t, "Prometheus to see the run waiting", func() bool {
