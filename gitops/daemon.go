@@ -766,8 +766,8 @@ func errString(err error) string {
 }
 
 // recordUnrendered records a commit that did not render: a status file
-// (status/commits/<sha>.yaml) with the error, a metric and one log line.
-// The commit is skipped: no
+// (status/commits/<sha>.yaml) with the error, a metric, one log line and,
+// with a forge, a failed commit status. The commit is skipped: no
 // snapshot, and the hub keeps the fleet objects of the last commit that
 // rendered. It returns the record.
 func (d *Daemon) recordUnrendered(c *object.Commit, err error) *fleet.Commit {
@@ -780,6 +780,7 @@ func (d *Daemon) recordUnrendered(c *object.Commit, err error) *fleet.Commit {
 	if d.cfg.Observer != nil {
 		d.cfg.Observer.RenderFailed(c, reason)
 	}
+	d.forgeRefused(rec)
 	return rec
 }
 

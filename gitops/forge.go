@@ -231,6 +231,35 @@ func (d *Daemon) forgeStatusesChanged(ch status.Changeset) {
 	}
 }
 
+// RenderStatusContext is the commit status context of a commit that does
+// not render. Run contexts always have a slash (gitfleet/<run>), so no run
+// can take it.
+const RenderStatusContext = "gitfleet"
+
+// forgeRefused marks the commit of rec, which did not render, with a failed
+// commit status whose description is the error (file and line first).
+func (d *Daemon) forgeRefused(rec *fleet.Commit) {
+	if d.forge == nil {
+		return
+	}
+	st := RefusedStatus(rec)
+	sha := rec.Name
+	d.forge.calls.Do("commit-status/"+sha+"/render", ForgeOpStatus, func(ctx context.Context, f forge.Forge) error {
+		return f.SetStatus(ctx, sha, st)
+	})
+}
+
+// RefusedStatus is the commit status of a commit that does not render:
+// failure, "does not render: <file:line: error>" (render's "render: "
+// prefix dropped, so that the file fits in the 140 characters).
+func RefusedStatus(rec *fleet.Commit) forge.Status {
+	msg := "does not render"
+	if c := meta.FindStatusCondition(rec.Status.Conditions, fleet.CommitConditionRendered); c != nil {
+		msg += ": " + strings.TrimPrefix(c.Message, "render: ")
+	}
+	return forge.Status{Context: RenderStatusContext, State: forge.Failure, Description: oneLine(msg)}
+}
+
 // setStatuses sets the run's statuses on the commit its snapshot came
 // from, skipping the ones the forge already shows.
 func (s *forgeSync) setStatuses(ctx context.Context, f forge.Forge, key hub.Key) error {

@@ -151,3 +151,36 @@ func TestRunStatusSaysWhereTheRunIs(t *testing.T) {
 		})
 	}
 }
+
+// The commit status of a commit that does not render is a failure whose
+// description leads with the file (and line) of the error, in one line
+// that fits the forge's 140 characters.
+func TestRefusedStatusNamesTheFileFirst(t *testing.T) {
+	kustomize := "render: kustomization.yaml: kustomize build failed: accumulating resources: accumulation err='accumulating resources from " +
+		"'missing.yaml': 'missing.yaml' doesn't exist': must build at directory: not a valid directory: 'missing.yaml' doesn't exist"
+	for _, tc := range []struct {
+		name, reason, message, desc string
+	}{
+		{"a kustomize error, cut at 140 characters", fleet.RenderFailedReason, kustomize,
+			"does not render: kustomization.yaml: kustomize build failed: accumulating resources: accumulation err='accumulating resources from 'missing…"},
+		{"a file and line", fleet.RenderFailedReason, "a.yaml:3: ConfigMap test-namespace/test-cm: defined twice, also at b.yaml:1",
+			"does not render: a.yaml:3: ConfigMap test-namespace/test-cm: defined twice, also at b.yaml:1"},
+		{"several lines", fleet.RenderFailedReason, "render: a.yaml:2: yaml: found character that cannot start any token\n  b.yaml:1: missing kind",
+			"does not render: a.yaml:2: yaml: found character that cannot start any token b.yaml:1: missing kind"},
+		{"a render past the time limit", fleet.RenderTimedOutReason, "render timed out after 1m0s (--render-timeout)",
+			"does not render: render timed out after 1m0s (--render-timeout)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &fleet.Commit{ObjectMeta: metav1.ObjectMeta{Name: "0c4d11f2e1a567da9a1ee3a00c4d11f2e1a567da"},
+				Status: fleet.CommitStatus{Conditions: []metav1.Condition{{Type: fleet.CommitConditionRendered, Status: metav1.ConditionFalse,
+					Reason: tc.reason, Message: tc.message}}}}
+			st := RefusedStatus(rec)
+			if st.Context != "gitfleet" || st.State != "failure" || st.Description != tc.desc {
+				t.Errorf("status = %s %q %q; want failure %q %q", st.State, st.Context, st.Description, "gitfleet", tc.desc)
+			}
+			if n := len([]rune(st.Description)); n > 140 {
+				t.Errorf("description of %d characters", n)
+			}
+		})
+	}
+}

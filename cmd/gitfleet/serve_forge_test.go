@@ -359,6 +359,44 @@ func TestServeWithdrawsTheApprovalPullRequestOfADeletedRun(t *testing.T) {
 	}
 }
 
+// A commit that does not render gets a failed commit status, context
+// gitfleet, whose description names the file and the error; the commit the
+// run rolls out keeps the run's own status.
+func TestServeMarksACommitThatDoesNotRenderOnGitea(t *testing.T) {
+	g := newGiteaFleet(t)
+	g.serve(t)
+	g.runStatus(t, gitea.StatusPending, "stage 2/2 canary")
+
+	var refused string
+	g.push(t, func(clone string) {
+		kustomization := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - missing.yaml\n"
+		if err := os.WriteFile(filepath.Join(clone, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		gitCmd(t, clone, "add", "kustomization.yaml")
+		gitCmd(t, clone, "commit", "-q", "-m", "a kustomization that does not build")
+		refused = gitCmd(t, clone, "rev-parse", "HEAD")
+	})
+	var got *gitea.Status
+	await.Until(t, "a failed status on the commit that does not render", func() bool {
+		cs, _, err := g.client().GetCombinedStatus(g.owner.Name, "fleet", refused)
+		if err != nil {
+			return false
+		}
+		for _, s := range cs.Statuses {
+			if s.Context == "gitfleet" {
+				got = s
+				return true
+			}
+		}
+		return false
+	})
+	if got.State != gitea.StatusFailure || !strings.HasPrefix(got.Description, "does not render: kustomization.yaml: kustomize build failed") {
+		t.Errorf("status of the refused commit: %s %q; want failure naming kustomization.yaml", got.State, got.Description)
+	}
+	g.runStatus(t, gitea.StatusPending, "stage 2/2 canary")
+}
+
 // approveByCommit approves the request as a person does with `gitfleet
 // approve --commit` in a clone, and pushes.
 func approveByCommit(t *testing.T, g *giteaFleet) {
