@@ -212,8 +212,8 @@ func TestTablesShowKindAndOmitHeaders(t *testing.T) {
 }
 
 // get sources reads like flux get sources git: what was fetched and
-// applied, whether it is ready and since when; -o wide keeps the last
-// error after it ended.
+// applied, whether it is ready and since when (a failing fetch, a refused
+// commit); -o wide keeps the last error after it ended.
 func TestSourcesMatchGoldenFiles(t *testing.T) {
 	failing := &fleet.GitSource{ObjectMeta: objMeta("main", 0), Spec: fleet.GitSourceSpec{Branch: "main"},
 		Status: fleet.GitSourceStatus{LastFetchedCommit: "0c4d11f2e1a567da9a1ee3a00c4d11f2e1a567da", LastAppliedCommit: "9a1ee3a00c4d11f2e1a567da9a1ee3a00c4d11f2",
@@ -222,13 +222,19 @@ func TestSourcesMatchGoldenFiles(t *testing.T) {
 	healed := failing.DeepCopy()
 	healed.Name, healed.Spec.Branch = "release.v2", "release/v2"
 	healed.Status.Conditions = []metav1.Condition{cond("Ready", "True", "Succeeded", "fetch and sync succeeded", 5*time.Minute)}
+	// The tip does not render: fetched, not applied.
+	const refusal = "kustomization.yaml: kustomize build failed: accumulating resources: 'missing.yaml' doesn't exist"
+	refused := failing.DeepCopy()
+	refused.Name, refused.Spec.Branch = "staging", "staging"
+	refused.Status.LastError, refused.Status.LastErrorTime = "commit 0c4d11f does not render: "+refusal, ptr(at(3*time.Minute))
+	refused.Status.Conditions = []metav1.Condition{cond("Ready", "False", "RenderFailed", "commit 0c4d11f does not render: "+refusal, 3*time.Minute)}
 	for _, wide := range []bool{false, true} {
 		name := "sources.txt"
 		if wide {
 			name = "sources-wide.txt"
 		}
 		golden.Assert(t, name, render(t, func(w io.Writer) error {
-			return Sources(w, []*fleet.GitSource{failing, healed}, now, Options{Wide: wide})
+			return Sources(w, []*fleet.GitSource{failing, healed, refused}, now, Options{Wide: wide})
 		}))
 	}
 }

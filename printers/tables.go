@@ -214,9 +214,11 @@ func labelString(labels map[string]string) string {
 // Sources prints how serve follows the fleet repository, as `flux get
 // sources git` does: NAME BRANCH FETCHED (the newest commit a person
 // pushed that serve fetched) APPLIED (the newest commit whose manifests it
-// applied) READY SINCE (when Ready last changed: since when it fails)
-// MESSAGE (the error while it fails). Commits are short; -o wide prints
-// them whole and adds LAST-ERROR, kept after the failure ended.
+// applied; behind FETCHED while a commit does not render) READY SINCE
+// (when Ready last changed: since when it fails) MESSAGE (the error while
+// it fails: the fetch's, or the refused commit and its error). Commits are
+// short; -o wide prints them whole and adds LAST-ERROR, kept after the
+// failure ended.
 func Sources(w io.Writer, sources []*fleet.GitSource, now time.Time, opts Options) error {
 	commit := func(c string) string {
 		if !opts.Wide && len(c) > 7 {

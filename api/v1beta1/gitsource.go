@@ -51,13 +51,22 @@ type GitSourceStatus struct {
 	// ended; LastErrorTime is when it began.
 	LastError     string       `json:"lastError,omitempty"`
 	LastErrorTime *metav1.Time `json:"lastErrorTime,omitempty"`
-	// Conditions holds Ready: True while fetch and sync succeed, False
-	// since the failure began (its lastTransitionTime), with the error.
+	// Conditions holds Ready: True while fetch and sync succeed and the
+	// newest commit that changed hub content rendered; False since the
+	// failure began (its lastTransitionTime), with the error: a fetch or
+	// sync that fails (GitOperationFailed), or that commit refused
+	// (RenderFailed, RenderTimedOut: the reason of its status/commits/
+	// record, whose commit and error the message names). While it is
+	// refused, LastFetchedCommit is ahead of LastAppliedCommit, the commit
+	// whose content the hub keeps; commits that touch only approvals/ or
+	// status/ leave it refused.
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // GitSource condition type and reasons, as Flux's source controller names
-// them.
+// them. A refused commit takes the reason of its Rendered condition
+// (RenderFailedReason, RenderTimedOutReason), where Flux's Kustomization
+// says BuildFailed.
 const (
 	GitSourceConditionReady  = "Ready"
 	GitSourceSucceededReason = "Succeeded"
