@@ -251,6 +251,12 @@ func TestTheSourceIsNotReadyWhileTheTipDoesNotRender(t *testing.T) {
 			})
 		}
 	}
+	// The records of the refused commits outlived the restart and the fix.
+	for _, name := range []string{"a kustomization that does not build", "another commit that does not render"} {
+		if r.file("status/commits/"+commits[name]+".yaml") == nil {
+			t.Errorf("the record of %q is gone", name)
+		}
+	}
 }
 
 // gatheredValue is the value of the series of name whose name label is
