@@ -221,6 +221,9 @@ func TestTheSourceIsNotReadyWhileTheTipDoesNotRender(t *testing.T) {
 				t.Errorf("%s: Ready's message %q lacks %q", step.name, ready.Message, w)
 			}
 		}
+		if err := d.LastError(); err != nil {
+			t.Errorf("%s: the loop reports %v; a refused commit is the repository's failure, not serve's (/readyz)", step.name, err)
+		}
 		if step.ready == metav1.ConditionFalse {
 			if failingSince == nil {
 				failingSince = &ready.LastTransitionTime
