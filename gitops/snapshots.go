@@ -7,6 +7,7 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/reconciler/overridesnapshot"
+	"github.com/gitfleet/gitfleet/reconciler/snapshothistory"
 	"github.com/gitfleet/gitfleet/reconciler/updaterun"
 	"github.com/gitfleet/gitfleet/render"
 )
@@ -37,7 +38,7 @@ func RecordSnapshots(ctx context.Context, h hub.Hub, content *render.Content, co
 		withheld := func(kind, namespace, name string) bool {
 			return content.Withheld(render.ObjectRef{Group: fleet.PlacementGroup, Kind: kind, Namespace: namespace, Name: name}, "")
 		}
-		n, err := overridesnapshot.Record(ctx, oh, content.ClusterResourceOverrides, content.ResourceOverrides, withheld, commit)
+		n, err := overridesnapshot.Record(ctx, oh, snapshothistory.Of(ctx, h), content.ClusterResourceOverrides, content.ResourceOverrides, withheld, commit)
 		created += n
 		if err != nil {
 			return created, fmt.Errorf("recording override snapshots: %w", err)

@@ -23,6 +23,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/reconciler/snapshothistory"
 )
 
 // RevisionHistoryLimit is how many snapshots of one override are kept (the
@@ -38,12 +39,13 @@ type Withheld func(kind, namespace, name string) bool
 // rendered commit and returns how many snapshots it created. An override
 // whose spec hash differs from its latest snapshot's gets a new snapshot at
 // the next index, annotated with commit; the previous latest is flipped to
-// is-latest-snapshot=false and the oldest beyond RevisionHistoryLimit are
-// deleted. An override deleted from Git has its latest snapshot flipped to
-// not latest, so no new run picks it up, but its snapshots stay for the runs
-// that froze them (KubeFleet deletes them with the override; a run there
-// would then fail to deliver).
-func Record(ctx context.Context, h hub.OverrideSnapshots, cros []*fleet.ClusterResourceOverride, ros []*fleet.ResourceOverride, withheld Withheld, commit string) (int, error) {
+// is-latest-snapshot=false, and the oldest that no run or binding uses
+// (uses) beyond RevisionHistoryLimit are deleted: snapshothistory's rule,
+// the one resource snapshots follow. An override deleted from Git has its
+// latest snapshot flipped to not latest, so no new run picks it up, but its
+// snapshots stay for the runs that froze them (KubeFleet deletes them with
+// the override; a run there would then fail to deliver).
+func Record(ctx context.Context, h hub.OverrideSnapshots, uses *snapshothistory.Uses, cros []*fleet.ClusterResourceOverride, ros []*fleet.ResourceOverride, withheld Withheld, commit string) (int, error) {
 	croSnaps, err := h.ListClusterResourceOverrideSnapshots(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("listing cluster resource override snapshots: %w", err)
@@ -60,6 +62,9 @@ func Record(ctx context.Context, h hub.OverrideSnapshots, cros []*fleet.ClusterR
 			return h.PutClusterResourceOverrideSnapshot(ctx, s)
 		},
 		del: func(k hub.Key) error { return h.DeleteClusterResourceOverrideSnapshot(ctx, k) },
+		used: func(s *fleet.ClusterResourceOverrideSnapshot) (bool, error) {
+			return uses.ClusterResourceOverride(s.Name)
+		},
 	}
 	live := map[hub.Key]bool{}
 	for _, o := range cros {
@@ -82,6 +87,9 @@ func Record(ctx context.Context, h hub.OverrideSnapshots, cros []*fleet.ClusterR
 		hash: func(s *fleet.ResourceOverrideSnapshot) string { return string(s.Spec.OverrideHash) },
 		put:  func(s *fleet.ResourceOverrideSnapshot) error { return h.PutResourceOverrideSnapshot(ctx, s) },
 		del:  func(k hub.Key) error { return h.DeleteResourceOverrideSnapshot(ctx, k) },
+		used: func(s *fleet.ResourceOverrideSnapshot) (bool, error) {
+			return uses.ResourceOverride(hub.Key{Namespace: s.Namespace, Name: s.Name})
+		},
 	}
 	live = map[hub.Key]bool{}
 	for _, o := range ros {
@@ -110,6 +118,8 @@ type family[S snapshot] struct {
 	hash func(S) string
 	put  func(S) error
 	del  func(hub.Key) error
+	// used reports whether a run or a binding uses the snapshot.
+	used func(S) (bool, error)
 }
 
 // ensure makes the latest snapshot of the override hold spec.
@@ -130,10 +140,14 @@ func (f family[S]) ensure(all []S, override metav1.ObjectMeta, spec any, build f
 			return 0, err
 		}
 	}
-	// Keep RevisionHistoryLimit snapshots with the new one.
-	for i := 0; i <= len(mine)-RevisionHistoryLimit; i++ {
-		if err := f.del(hub.Key{Namespace: mine[i].GetNamespace(), Name: mine[i].GetName()}); err != nil && !hub.IsNotFound(err) {
-			return 0, fmt.Errorf("deleting old %s %s: %w", f.kind, mine[i].GetName(), err)
+	// Keep RevisionHistoryLimit unused snapshots with the new one.
+	expired, err := snapshothistory.Expired(mine, RevisionHistoryLimit, f.used)
+	if err != nil {
+		return 0, fmt.Errorf("finding the %ss of %s in use: %w", f.kind, override.Name, err)
+	}
+	for _, s := range expired {
+		if err := f.del(hub.Key{Namespace: s.GetNamespace(), Name: s.GetName()}); err != nil && !hub.IsNotFound(err) {
+			return 0, fmt.Errorf("deleting old %s %s: %w", f.kind, s.GetName(), err)
 		}
 	}
 	idx := latestIdx + 1

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -11,7 +12,9 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/clock"
+	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/hub/embedded"
+	"github.com/gitfleet/gitfleet/reconciler/snapshothistory"
 )
 
 func cro(name, value string) *fleet.ClusterResourceOverride {
@@ -125,7 +128,7 @@ func TestRecordKeepsOneSnapshotPerChangingCommit(t *testing.T) {
 			h := embedded.New(clock.NewFake(metav1.Now().Time), nil)
 			for i, c := range tt.commits {
 				withheld := func(_, _, name string) bool { return name == c.withheld }
-				n, err := Record(context.Background(), h, c.cros, c.ros, withheld, fmt.Sprintf("c%d", i))
+				n, err := Record(context.Background(), h, snapshothistory.Of(context.Background(), h), c.cros, c.ros, withheld, fmt.Sprintf("c%d", i))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -143,7 +146,7 @@ func TestRecordKeepsOneSnapshotPerChangingCommit(t *testing.T) {
 func TestRecordKeepsTheLastTenSnapshots(t *testing.T) {
 	h := embedded.New(clock.NewFake(metav1.Now().Time), nil)
 	for i := 0; i < 12; i++ {
-		if _, err := Record(context.Background(), h, []*fleet.ClusterResourceOverride{cro("a", fmt.Sprint(i))}, nil, nil, ""); err != nil {
+		if _, err := Record(context.Background(), h, snapshothistory.Of(context.Background(), h), []*fleet.ClusterResourceOverride{cro("a", fmt.Sprint(i))}, nil, nil, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -154,6 +157,62 @@ func TestRecordKeepsTheLastTenSnapshots(t *testing.T) {
 	}
 	slices.Sort(got)
 	want := []string{"a-10", "a-11", "a-2", "a-3", "a-4", "a-5", "a-6", "a-7", "a-8", "a-9"}
+	if !slices.Equal(got, want) {
+		t.Errorf("kept %v, want %v", got, want)
+	}
+}
+
+// TestRecordKeepsSnapshotsInUse: a snapshot a run froze or a binding
+// carries outlives twelve changes; the ten newest unused are kept besides.
+func TestRecordKeepsSnapshotsInUse(t *testing.T) {
+	ctx := context.Background()
+	h := embedded.New(clock.NewFake(metav1.Now().Time), nil)
+	record := func(i int) {
+		t.Helper()
+		if _, err := Record(ctx, h, snapshothistory.Of(ctx, h), []*fleet.ClusterResourceOverride{cro("a", fmt.Sprint(i))},
+			[]*fleet.ResourceOverride{ro("b", fmt.Sprint(i))}, nil, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record(0)
+	record(1)
+	h.ApplyUpdateRun(&fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: "run"},
+		Spec: fleet.UpdateRunSpec{PlacementName: "app", StagedUpdateStrategyName: "s", State: fleet.StateStop}})
+	run, err := h.GetUpdateRun(ctx, hub.Key{Name: "run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Status.StagesStatus = []fleet.StageUpdatingStatus{{StageName: "one", Clusters: []fleet.ClusterUpdatingStatus{
+		{ClusterName: "m1", ClusterResourceOverrideSnapshots: []string{"a-0"}}}}}
+	if err := h.UpdateUpdateRunStatus(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	h.ApplyPlacement(&fleet.Placement{ObjectMeta: metav1.ObjectMeta{Name: "app"},
+		Spec: fleet.PlacementSpec{Strategy: fleet.RolloutStrategy{Type: fleet.ExternalRolloutStrategyType}}})
+	if err := h.CreateBinding(ctx, &fleet.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: "app-m2", Labels: map[string]string{fleet.PlacementTrackingLabel: "app"}},
+		Spec: fleet.ResourceBindingSpec{State: fleet.BindingStateBound, TargetCluster: "m2",
+			ResourceOverrideSnapshots: []fleet.NamespacedName{{Namespace: "app", Name: "b-1"}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 2; i < 14; i++ {
+		record(i)
+	}
+	var got []string
+	for _, s := range state(t, h) {
+		got = append(got, strings.SplitN(s, "=", 2)[0])
+	}
+	slices.Sort(got)
+	want := []string{"a-0"}
+	for i := 4; i < 14; i++ {
+		want = append(want, fmt.Sprintf("a-%d", i))
+	}
+	want = append(want, "app/b-1")
+	for i := 4; i < 14; i++ {
+		want = append(want, fmt.Sprintf("app/b-%d", i))
+	}
+	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("kept %v, want %v", got, want)
 	}

@@ -16,6 +16,7 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/internal/snapshotdiff"
+	"github.com/gitfleet/gitfleet/reconciler/snapshothistory"
 )
 
 // DefaultMaxSnapshotBytes bounds the selected resources stored in one
@@ -63,8 +64,8 @@ func HashResources(resources []*unstructured.Unstructured) (string, [][]byte, er
 // EnsureLatestResourceSnapshot makes the latest resource snapshot group of
 // placement p hold resources (spec §5.2): when the latest group's hash
 // matches it is reused; otherwise the old latest master is flipped to
-// is-latest-snapshot=false, the oldest groups beyond revisionHistoryLimit
-// (default 10) are deleted, and a new group is created at the highest index
+// is-latest-snapshot=false, the oldest groups that no run or binding uses
+// beyond revisionHistoryLimit (default 10) are deleted, and a new group is created at the highest index
 // + 1 (0 for the first). A non-empty commit is recorded in the
 // gitfleet.io/commit annotation of a new master, and the count of resources
 // the previous index had and the new one has not in its
@@ -187,8 +188,9 @@ func groupComplete(master *fleet.ResourceSnapshot, groups map[int][]*fleet.Resou
 	return len(groups[idx]) >= want
 }
 
-// pruneSnapshotGroups deletes the oldest groups so that, with the group
-// about to be created, at most revisionHistoryLimit groups remain.
+// pruneSnapshotGroups deletes the oldest groups that no run or binding
+// uses, so that, with the group about to be created, at most
+// revisionHistoryLimit unused groups remain (snapshothistory's rule).
 func pruneSnapshotGroups(ctx context.Context, h hub.Hub, p *fleet.Placement, groups map[int][]*fleet.ResourceSnapshot) error {
 	limit := fleet.DefaultRevisionHistoryLimit
 	if p.Spec.RevisionHistoryLimit != nil && *p.Spec.RevisionHistoryLimit > 0 {
@@ -199,13 +201,24 @@ func pruneSnapshotGroups(ctx context.Context, h hub.Hub, p *fleet.Placement, gro
 		idxs = append(idxs, i)
 	}
 	sort.Ints(idxs)
-	for len(idxs) >= limit {
-		for _, s := range groups[idxs[0]] {
+	pk := hub.Key{Namespace: p.Namespace, Name: p.Name}
+	uses := snapshothistory.Of(ctx, h)
+	expired, err := snapshothistory.Expired(idxs, limit, func(i int) (bool, error) {
+		names := make([]string, len(groups[i]))
+		for j, s := range groups[i] {
+			names[j] = s.Name
+		}
+		return uses.ResourceGroup(pk, i, names)
+	})
+	if err != nil {
+		return fmt.Errorf("finding the resource snapshots of placement %s in use: %w", keyString(pk), err)
+	}
+	for _, i := range expired {
+		for _, s := range groups[i] {
 			if err := h.DeleteResourceSnapshot(ctx, hub.Key{Namespace: s.Namespace, Name: s.Name}); err != nil && !hub.IsNotFound(err) {
 				return fmt.Errorf("deleting old resource snapshot %s: %w", s.Name, err)
 			}
 		}
-		idxs = idxs[1:]
 	}
 	return nil
 }
