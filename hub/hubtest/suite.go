@@ -107,6 +107,7 @@ var behaviours = []struct {
 	{"events name the placement or the run", (*suite).eventsNamePlacementOrRun},
 	{"override snapshots are put, listed and deleted", (*suite).overrideSnapshotsPutListDelete},
 	{"a snapshot that removes resources keeps their count", (*suite).removedResourcesAreCounted},
+	{"snapshots in use outlive the history limit", (*suite).snapshotsInUseOutliveTheHistoryLimit},
 }
 
 // ---- fixtures ----
