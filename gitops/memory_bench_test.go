@@ -6,12 +6,14 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"testing"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/gitops"
 	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/reconciler/snapshothistory"
 )
 
 // heapInUse is the heap the process needs after a full collection.
@@ -41,15 +43,36 @@ func writeHeapProfile(b *testing.B, name string) {
 }
 
 // checkSnapshotHistory fails when a placement keeps more resource snapshots
-// than its default revisionHistoryLimit.
+// that nothing uses than its default revisionHistoryLimit (the ones a run or
+// a binding uses are kept besides).
 func checkSnapshotHistory(b *testing.B, d *daemon, placement string) {
 	b.Helper()
-	snaps, err := d.Hub.ListResourceSnapshots(context.Background(), hub.Key{Name: placement})
+	ctx := context.Background()
+	key := hub.Key{Name: placement}
+	snaps, err := d.Hub.ListResourceSnapshots(ctx, key)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if len(snaps) > fleet.DefaultRevisionHistoryLimit {
-		b.Errorf("%d resource snapshots kept, want at most the history limit %d", len(snaps), fleet.DefaultRevisionHistoryLimit)
+	uses := snapshothistory.Of(ctx, d.Hub)
+	unused := 0
+	for _, s := range snaps {
+		if s.Annotations[fleet.ResourceGroupHashAnnotation] == "" {
+			continue // a sub-snapshot goes with its master
+		}
+		i, err := strconv.Atoi(s.Labels[fleet.ResourceIndexLabel])
+		if err != nil {
+			b.Fatal(err)
+		}
+		used, err := uses.ResourceGroup(key, i, []string{s.Name})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !used {
+			unused++
+		}
+	}
+	if unused > fleet.DefaultRevisionHistoryLimit {
+		b.Errorf("%d unused resource snapshots kept, want at most the history limit %d", unused, fleet.DefaultRevisionHistoryLimit)
 	}
 }
 
@@ -58,8 +81,8 @@ func checkSnapshotHistory(b *testing.B, d *daemon, placement string) {
 // through the daemon and a file:// remote, and reports the heap in use
 // after each (heap-MiB-run1 … heap-MiB-run10, logged with -v) and the
 // growth from the first to the last. What a finished run leaves behind
-// must not pile up: snapshots beyond the placement's revisionHistoryLimit
-// are deleted, and caches are bounded.
+// must not pile up: unused snapshots beyond the placement's
+// revisionHistoryLimit are deleted, and caches are bounded.
 //
 //	go test ./gitops/ -run '^$' -bench HeapAcrossRuns -benchtime 1x -v
 func BenchmarkHeapAcrossRuns(b *testing.B) {
