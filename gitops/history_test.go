@@ -117,46 +117,61 @@ func TestRunSoakingThroughMoreCommitsThanTheHistoryLimitFinishesWithItsSnapshot(
 	}
 }
 
-// The same across kill -9: serve is killed while the changes arrive and
-// again after, each time started in an empty cache directory, so all it
-// has of snapshot 0 is the remote's status tree. The run holds between
-// stages on an approval (a real process's soak runs on the real clock).
+// The same across kill -9, on both hubs: serve is killed while the changes
+// arrive and again after, each time started in an empty cache directory,
+// so all the embedded hub has of snapshot 0 is the remote's status tree.
+// The run holds between stages on an approval (a real process's soak runs
+// on the real clock).
 func TestKilledServeProcessKeepsTheRunsSnapshotThroughMoreCommitsThanTheHistoryLimit(t *testing.T) {
-	files := timedFleet(t, "0s", "1s")
-	hold := strings.Replace(string(files["strategy.yaml"]), "- type: TimedWait\n          waitTime: 1s", "- type: Approval", 1)
-	if hold == string(files["strategy.yaml"]) {
-		t.Fatal("the quickstart strategy has no staging soak to replace")
-	}
-	files["strategy.yaml"] = []byte(hold)
-	r := newFleetRepo(t, files)
-	serve := func() *serveProcess {
-		return startServe(t, "--repo", "file://"+r.remote, "--cache-dir", t.TempDir(), "--interval", "100ms",
-			"--status-interval", "50ms", "--metrics-addr", "127.0.0.1:0", "--log-level", "debug")
-	}
-	p := serve()
-	const staging = "example-run-after-staging"
-	eventually(t, "the staging approval request", func() bool { return r.approval(staging) != nil })
+	for _, hubKind := range []string{"embedded", "kube"} {
+		t.Run(hubKind, func(t *testing.T) {
+			files := timedFleet(t, "0s", "1s")
+			hold := strings.Replace(string(files["strategy.yaml"]), "- type: TimedWait\n          waitTime: 1s", "- type: Approval", 1)
+			if hold == string(files["strategy.yaml"]) {
+				t.Fatal("the quickstart strategy has no staging soak to replace")
+			}
+			files["strategy.yaml"] = []byte(hold)
+			var k kubectl
+			if hubKind == "kube" {
+				if testing.Short() {
+					t.Skip("starts a kube-apiserver and gitfleet serve")
+				}
+				k, _ = startKubeHub(t)
+			}
+			r := newFleetRepo(t, files)
+			serve := func() *serveProcess {
+				if hubKind == "kube" {
+					return startServe(t, serveOnKubeHub(r, k, t.TempDir())...)
+				}
+				return startServe(t, "--repo", "file://"+r.remote, "--cache-dir", t.TempDir(), "--interval", "100ms",
+					"--status-interval", "50ms", "--metrics-addr", "127.0.0.1:0", "--log-level", "debug")
+			}
+			p := serve()
+			const staging = "example-run-after-staging"
+			eventually(t, "the staging approval request", func() bool { return r.approval(staging) != nil })
 
-	for i := 1; i <= moreThanTheHistoryLimit; i++ {
-		changeWorkload(t, r, i)
-		if i == moreThanTheHistoryLimit/2 {
+			for i := 1; i <= moreThanTheHistoryLimit; i++ {
+				changeWorkload(t, r, i)
+				if i == moreThanTheHistoryLimit/2 {
+					p.kill()
+					p = serve()
+				}
+			}
+			if got := snapshotsInGit(t, r); !slices.Equal(got, keptWhileRunZeroHolds) {
+				t.Fatalf("resource snapshots in Git after %d changes: %v, want %v", moreThanTheHistoryLimit, got, keptWhileRunZeroHolds)
+			}
 			p.kill()
 			p = serve()
-		}
-	}
-	if got := snapshotsInGit(t, r); !slices.Equal(got, keptWhileRunZeroHolds) {
-		t.Fatalf("resource snapshots in Git after %d changes: %v, want %v", moreThanTheHistoryLimit, got, keptWhileRunZeroHolds)
-	}
-	p.kill()
-	p = serve()
 
-	r.approve(staging)
-	r.approve(approvalName)
-	run := r.waitPhase("example-run", fleet.PhaseSucceeded)
-	waitBindingsAvailable(t, r, "example-placement-0-snapshot", "member1", "member2", "member3")
-	p.kill()
-	if used := run.Status.ResourceSnapshotIndexUsed; used != "0" {
-		t.Errorf("the run finished on snapshot %q, want 0", used)
+			r.approve(staging)
+			r.approve(approvalName)
+			run := r.waitPhase("example-run", fleet.PhaseSucceeded)
+			waitBindingsAvailable(t, r, "example-placement-0-snapshot", "member1", "member2", "member3")
+			p.kill()
+			if used := run.Status.ResourceSnapshotIndexUsed; used != "0" {
+				t.Errorf("the run finished on snapshot %q, want 0", used)
+			}
+			checkRunHistory(t, r, "example-run")
+		})
 	}
-	checkRunHistory(t, r, "example-run")
 }
