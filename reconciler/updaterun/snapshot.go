@@ -65,13 +65,14 @@ func HashResources(resources []*unstructured.Unstructured) (string, [][]byte, er
 // placement p hold resources (spec §5.2): when the latest group's hash
 // matches it is reused; otherwise the old latest master is flipped to
 // is-latest-snapshot=false, the oldest groups that no run or binding uses
-// beyond revisionHistoryLimit (default 10) are deleted, and a new group is created at the highest index
-// + 1 (0 for the first). A non-empty commit is recorded in the
-// gitfleet.io/commit annotation of a new master, and the count of resources
-// the previous index had and the new one has not in its
+// beyond revisionHistoryLimit (default 10) are deleted, and a new group is
+// created at the highest index + 1 (0 for the first). A non-empty commit is
+// recorded in the gitfleet.io/commit annotation of a new master, and the
+// count of resources the previous index had and the new one has not in its
 // gitfleet.io/removed-resources annotation. It returns the master and
 // whether it was created. Unlike KubeFleet there is no minimum interval
-// between snapshots (deliberate difference 4).
+// between snapshots (deliberate difference 4), and snapshots in use are
+// kept (deliberate difference 17).
 func EnsureLatestResourceSnapshot(ctx context.Context, h hub.Hub, p *fleet.Placement, resources []*unstructured.Unstructured, commit string) (*fleet.ResourceSnapshot, bool, error) {
 	pk := hub.Key{Namespace: p.Namespace, Name: p.Name}
 	hash, raws, err := HashResources(resources)
