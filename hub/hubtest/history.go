@@ -131,6 +131,13 @@ func (s *suite) snapshotsInUseOutliveTheHistoryLimit() {
 	run = s.getRun("run")
 	run.Status.Conditions = []metav1.Condition{condition(fleet.StagedUpdateRunConditionSucceeded, run.Generation)}
 	s.must(s.h.UpdateUpdateRunStatus(s.ctx, run))
+	// A list shows the status at once, as a get does (a hub that writes it
+	// behind the caller too): the next commit must see the run finished.
+	runs, err := s.h.ListUpdateRuns(s.ctx)
+	s.must(err)
+	if len(runs) != 1 || !snapshothistory.Finished(runs[0]) {
+		s.t.Errorf("runs listed right after the run succeeded: %d, finished %v; want the run, finished", len(runs), len(runs) == 1 && snapshothistory.Finished(runs[0]))
+	}
 	bind(13)
 	commit(14)
 	kept([]int{12, 13, 14}, []int{4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14})

@@ -163,9 +163,21 @@ func (h *Hub) GetUpdateRun(_ context.Context, key hub.Key) (*fleet.UpdateRun, er
 	return r, nil
 }
 
-// ListUpdateRuns implements hub.UpdateRuns.
+// ListUpdateRuns implements hub.UpdateRuns. Like GetUpdateRun it shows a
+// status handed over and not yet written (runstatus.go): whoever lists the
+// runs (which snapshots are in use, the concurrent runs of a placement)
+// sees what a Get sees.
 func (h *Hub) ListUpdateRuns(context.Context) ([]*fleet.UpdateRun, error) {
-	return listBoth(h, fleet.KindClusterStagedUpdateRun, fleet.KindStagedUpdateRun, newUpdateRun)
+	runs, err := listBoth(h, fleet.KindClusterStagedUpdateRun, fleet.KindStagedUpdateRun, newUpdateRun)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range runs {
+		if o := h.runOverlay(hub.Key{Namespace: r.Namespace, Name: r.Name}, r); o != nil {
+			runs[i] = o
+		}
+	}
+	return runs, nil
 }
 
 // UpdateUpdateRunStatus implements hub.UpdateRuns through the status
