@@ -173,6 +173,16 @@ type Daemon struct {
 	// appliedFrom and appliedContent memoize contentCommit.
 	appliedFrom    plumbing.Hash
 	appliedContent string
+	// job is the render running beside the loop (render_job.go), nil
+	// when none; waitRenders makes sync render in line (Open).
+	job         *renderJob
+	waitRenders bool
+	// wake is signalled when a job ends, for the loop to apply it.
+	wake chan struct{}
+	// renderMu guards shown, the job as /readyz and the source status
+	// show it (they do not wait for mu, which a sync holds).
+	renderMu sync.Mutex
+	shown    *renderJob
 }
 
 // Open restores the hub from the status tree of the remote, catches up on
@@ -207,7 +217,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		cfg.NewHub = NewEmbeddedHub
 	}
 	d := &Daemon{cfg: cfg, src: cfg.Source, clock: cfg.Clock, log: cfg.Log, approved: map[string]bool{}, branchGone: map[string]bool{},
-		unrendered: map[string]*fleet.Commit{}, sources: map[string]*fleet.GitSource{}}
+		unrendered: map[string]*fleet.Commit{}, sources: map[string]*fleet.GitSource{}, wake: make(chan struct{}, 1)}
 
 	start := d.clock.Now()
 	head, err := d.src.Fetch(ctx)
@@ -261,7 +271,13 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	if err := d.approvalsChangedWhileDown(ctx, head.Commit); err != nil {
 		return nil, err
 	}
-	if err := d.sync(ctx, head); err != nil {
+	// The start renders in line: the hub is to hold the tip's fleet
+	// objects before anything runs. From then on renders run beside the
+	// loop.
+	d.waitRenders = true
+	err = d.sync(ctx, head)
+	d.waitRenders = false
+	if err != nil {
 		return nil, err
 	}
 	d.lastSync = d.clock.Now()
@@ -329,6 +345,7 @@ func (d *Daemon) Run(ctx context.Context, triggers <-chan struct{}) error {
 		}()
 	}
 	err := d.follow(ctx, triggers)
+	d.stopRender()
 	wg.Wait()
 	d.shutdown()
 	if d.forge != nil {
@@ -393,6 +410,7 @@ func (d *Daemon) follow(ctx context.Context, triggers <-chan struct{}) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-triggers:
+		case <-d.wake: // a render ended: apply it (the fetch is cheap)
 		}
 	}
 }
@@ -535,16 +553,27 @@ func (d *Daemon) sync(ctx context.Context, head gitsource.Head) error {
 	// a new snapshot index. The last one rendered is also the tip's hub
 	// content, since later commits touched none of it.
 	var content *render.Content
+	// upTo is the newest commit whose render was applied; a render still
+	// running stops the walk there, and the rest of the sync (approvals,
+	// run state) goes on without it.
+	upTo := d.processed
+	rendering := false
 	for _, c := range commits {
 		if !d.needsRender(ctx, c) {
+			upTo = c.Hash
 			continue
 		}
 		if rec, known := d.unrendered[c.Hash.String()]; known {
 			d.tipRefused = rec
+			upTo = c.Hash
 			continue // recorded before a restart: it did not render then either
 		}
-		start := d.clock.Now()
-		cc, err := d.render(ctx, c.Hash)
+		cc, took, running, err := d.renderBeside(ctx, c)
+		if running {
+			rendering = true
+			break
+		}
+		upTo = c.Hash
 		if err != nil {
 			if ctx.Err() != nil {
 				return err
@@ -554,7 +583,7 @@ func (d *Daemon) sync(ctx context.Context, head gitsource.Head) error {
 		}
 		d.tipRefused = nil
 		if d.cfg.Observer != nil {
-			d.cfg.Observer.Rendered(d.clock.Now().Sub(start))
+			d.cfg.Observer.Rendered(took)
 		}
 		n, err := RecordSnapshots(ctx, d.Hub, cc, c.Hash.String())
 		if err != nil {
@@ -592,8 +621,12 @@ func (d *Daemon) sync(ctx context.Context, head gitsource.Head) error {
 	if err := d.syncApprovals(ctx, head.Commit); err != nil {
 		return err
 	}
-	d.processed = head.Commit
-	d.observeProcessed(ctx, head.Commit)
+	if rendering {
+		d.processed = upTo
+	} else {
+		d.processed = head.Commit
+		d.observeProcessed(ctx, head.Commit)
+	}
 	if err := d.Hub.Commit(ctx); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"maps"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -183,4 +184,64 @@ func TestStoppingDuringARenderDoesNotWaitForIt(t *testing.T) {
 	r.commit("a commit whose render never ends", map[string][]byte{"slow.yaml": []byte("# slow\n")})
 	<-started
 	d.stop(t) // returns although the render is held until the test ends
+}
+
+// holdRender holds the render of every commit that has slow.yaml until
+// release is called, and says when one started.
+func holdRender(t *testing.T) (started <-chan struct{}, release func()) {
+	t.Helper()
+	ch := make(chan struct{}, 16)
+	held := make(chan struct{})
+	var once sync.Once
+	restore := gitops.SetRenderFunc(func(fsys fs.FS, opts render.Options) (*render.Content, error) {
+		if _, err := fs.Stat(fsys, "slow.yaml"); err == nil {
+			ch <- struct{}{}
+			<-held
+		}
+		return render.Render(fsys, opts)
+	})
+	release = func() { once.Do(func() { close(held) }) }
+	t.Cleanup(func() { release(); restore() })
+	return ch, release
+}
+
+// Nothing waits for a render: while a commit's render is held, an
+// approval merged after it is taken and the run finishes, and the daemon
+// says which commit it renders; once the render ends, its snapshot is
+// recorded as usual, after the approval.
+func TestAnApprovalIsTakenWhileASlowRenderRuns(t *testing.T) {
+	started, release := holdRender(t)
+	files := quickstartFleet(t)
+	r := newFleetRepo(t, files)
+	d := startDaemonWith(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond, func(c *gitops.Config) {
+		c.RenderTimeout = time.Hour
+	})
+	eventually(t, "the canary approval request", func() bool { return r.approval(approvalName) != nil })
+	slow := r.commit("value2, slow to render", map[string][]byte{
+		// An object no placement selects: the commit renders once released.
+		"slow.yaml":     []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: slow\n  namespace: elsewhere\n"),
+		"workload.yaml": []byte(strings.Replace(string(files["workload.yaml"]), "key: value1", "key: value2", 1)),
+	})
+	<-started
+	eventually(t, "the daemon to say it renders the slow commit", func() bool {
+		c, _, ok := d.Rendering()
+		return ok && c.String() == slow
+	})
+	approved := time.Now()
+	r.approve(approvalName)
+	r.waitPhase("example-run", fleet.PhaseSucceeded)
+	t.Logf("the approval was taken %s after its push, while a render was held", time.Since(approved).Round(time.Millisecond))
+	if _, _, ok := d.Rendering(); !ok {
+		t.Fatal("the render ended before it was released")
+	}
+	if p := "status/snapshots/example-placement/1.yaml"; r.file(p) != nil {
+		t.Fatalf("%s exists before the render of its commit ended", p)
+	}
+	release()
+	eventually(t, "snapshot 1 from the slow commit", func() bool { return r.file("status/snapshots/example-placement/1.yaml") != nil })
+	snap := r.object("status/snapshots/example-placement/1.yaml").(*fleet.ResourceSnapshot)
+	if got := snap.Annotations[fleet.CommitAnnotation]; got != slow {
+		t.Errorf("snapshot 1 records commit %s, want the slow one %s", got, slow)
+	}
+	eventually(t, "the render to be over", func() bool { _, _, ok := d.Rendering(); return !ok })
 }
