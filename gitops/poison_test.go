@@ -227,6 +227,14 @@ func TestAnApprovalIsTakenWhileASlowRenderRuns(t *testing.T) {
 		c, _, ok := d.Rendering()
 		return ok && c.String() == slow
 	})
+	eventually(t, "the source to say the slow commit renders", func() bool {
+		src, ok := r.object("status/sources/main.yaml").(*fleet.GitSource)
+		if !ok {
+			return false
+		}
+		c := meta.FindStatusCondition(src.Status.Conditions, fleet.GitSourceConditionReconciling)
+		return c != nil && c.Reason == fleet.GitSourceRenderingReason && c.Message == "rendering commit "+slow[:7]
+	})
 	approved := time.Now()
 	r.approve(approvalName)
 	r.waitPhase("example-run", fleet.PhaseSucceeded)
@@ -244,4 +252,8 @@ func TestAnApprovalIsTakenWhileASlowRenderRuns(t *testing.T) {
 		t.Errorf("snapshot 1 records commit %s, want the slow one %s", got, slow)
 	}
 	eventually(t, "the render to be over", func() bool { _, _, ok := d.Rendering(); return !ok })
+	eventually(t, "the source to say no render runs", func() bool {
+		src, ok := r.object("status/sources/main.yaml").(*fleet.GitSource)
+		return ok && meta.FindStatusCondition(src.Status.Conditions, fleet.GitSourceConditionReconciling) == nil
+	})
 }

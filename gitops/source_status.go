@@ -59,6 +59,16 @@ func (d *Daemon) recordSource(ctx context.Context, head plumbing.Hash, err error
 	}
 	// SetStatusCondition keeps lastTransitionTime while the status holds.
 	meta.SetStatusCondition(&src.Status.Conditions, ready)
+	// A render that runs beside the loop is Reconciling, in kstatus's
+	// word: its transition time says since when.
+	if commit, since, ok := d.Rendering(); ok {
+		meta.SetStatusCondition(&src.Status.Conditions, metav1.Condition{Type: fleet.GitSourceConditionReconciling,
+			Status: metav1.ConditionTrue, Reason: fleet.GitSourceRenderingReason,
+			Message:            fmt.Sprintf("rendering commit %s", commit.String()[:7]),
+			LastTransitionTime: metav1.NewTime(since.UTC().Truncate(time.Second))})
+	} else {
+		meta.RemoveStatusCondition(&src.Status.Conditions, fleet.GitSourceConditionReconciling)
+	}
 	if d.cfg.Observer != nil {
 		d.cfg.Observer.SourceReady(name, ready.Status == metav1.ConditionTrue)
 	}

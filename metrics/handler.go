@@ -27,6 +27,8 @@ type Endpoints struct {
 	readyCheck, healthCheck func() error
 	// leading, if set, says whether this replica leads and who does.
 	leading func() (bool, string)
+	// note, if set, is added to a ready answer.
+	note func() string
 }
 
 // Handler returns the endpoints over the metrics gathered from g.
@@ -56,6 +58,15 @@ func (e *Endpoints) SetChecks(ready, health func() error) {
 	e.readyCheck, e.healthCheck = ready, health
 }
 
+// SetNote adds what note returns (when not empty) to /readyz's "ok", for
+// what an operator may want to know without it making serve unready: a
+// render in progress.
+func (e *Endpoints) SetNote(note func() string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.note = note
+}
+
 // SetNotReady makes /readyz answer 503 with reason.
 func (e *Endpoints) SetNotReady(reason string) {
 	e.mu.Lock()
@@ -80,7 +91,7 @@ func (e *Endpoints) SetLeader(leading func() (bool, string)) {
 
 func (e *Endpoints) readyz(w http.ResponseWriter, _ *http.Request) {
 	e.mu.Lock()
-	ready, reason, check, leading := e.ready, e.reason, e.readyCheck, e.leading
+	ready, reason, check, leading, note := e.ready, e.reason, e.readyCheck, e.leading, e.note
 	e.mu.Unlock()
 	ok := "ok"
 	if leading != nil {
@@ -102,6 +113,11 @@ func (e *Endpoints) readyz(w http.ResponseWriter, _ *http.Request) {
 	if !ready {
 		answer(w, false, reason)
 		return
+	}
+	if note != nil {
+		if n := note(); n != "" {
+			ok += "; " + n
+		}
 	}
 	answerText(w, ok)
 }

@@ -39,6 +39,16 @@ func TestHandlerServesMetricsHealthAndReadiness(t *testing.T) {
 	if code, body := get(t, srv, "/readyz"); code != http.StatusOK || body != "ok\n" {
 		t.Errorf("/readyz after SetReady = %d %q", code, body)
 	}
+	note := ""
+	h.SetNote(func() string { return note })
+	note = "rendering commit 0123abc for 12s"
+	if code, body := get(t, srv, "/readyz"); code != http.StatusOK || body != "ok; rendering commit 0123abc for 12s\n" {
+		t.Errorf("/readyz with a note = %d %q, want 200 with the note", code, body)
+	}
+	note = ""
+	if code, body := get(t, srv, "/readyz"); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("/readyz with an empty note = %d %q", code, body)
+	}
 	h.SetNotReady("not ready: cannot fetch the fleet repository")
 	if code, body := get(t, srv, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "cannot fetch") {
 		t.Errorf("/readyz after SetNotReady = %d %q", code, body)

@@ -244,10 +244,14 @@ func Sources(w io.Writer, sources []*fleet.GitSource, now time.Time, opts Option
 			return ""
 		}},
 		{header: "MESSAGE", cell: func(s *fleet.GitSource) string {
+			msg := ""
 			if c := ready(s); c != nil {
-				return c.Message
+				msg = c.Message
 			}
-			return ""
+			if r := meta.FindStatusCondition(s.Status.Conditions, fleet.GitSourceConditionReconciling); r != nil && r.Status == metav1.ConditionTrue {
+				msg = r.Message + " for " + Age(r.LastTransitionTime, now) + "; " + msg
+			}
+			return msg
 		}},
 		{header: "LAST-ERROR", wide: true, cell: func(s *fleet.GitSource) string {
 			if s.Status.LastError == "" || s.Status.LastErrorTime == nil {

@@ -68,7 +68,11 @@ type GitSourceStatus struct {
 // (RenderFailedReason, RenderTimedOutReason), where Flux's Kustomization
 // says BuildFailed.
 const (
-	GitSourceConditionReady  = "Ready"
-	GitSourceSucceededReason = "Succeeded"
-	GitSourceFailedReason    = "GitOperationFailed"
+	GitSourceConditionReady = "Ready"
+	// GitSourceConditionReconciling is True while a commit's render runs
+	// beside the loop (reason Rendering), as kstatus reads Reconciling.
+	GitSourceConditionReconciling = "Reconciling"
+	GitSourceRenderingReason      = "Rendering"
+	GitSourceSucceededReason      = "Succeeded"
+	GitSourceFailedReason         = "GitOperationFailed"
 )

@@ -260,6 +260,12 @@ func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metric
 		readyAge = 3*o.interval + time.Minute
 	}
 	endpoints.SetChecks(func() error { return d.Ready(readyAge) }, func() error { return d.Healthy(o.maxSyncDuration) })
+	endpoints.SetNote(func() string {
+		if commit, since, ok := d.Rendering(); ok {
+			return fmt.Sprintf("rendering commit %s for %s", commit.String()[:7], time.Since(since).Round(time.Second))
+		}
+		return ""
+	})
 	endpoints.SetReady()
 
 	go watcher.Poll(ctx, o.interval)
