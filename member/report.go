@@ -14,7 +14,7 @@ import (
 // owns; RolloutStarted belongs to the run.
 var deliveryConditionTypes = []string{
 	fleet.ResourceBindingOverridden, fleet.ResourceBindingWorkSynchronized, fleet.ResourceBindingApplied,
-	fleet.ResourceBindingAvailable, fleet.ResourceBindingDiffReported,
+	fleet.ResourceBindingAvailable, fleet.ResourceBindingDiffReported, fleet.ResourceBindingPruneSkipped,
 }
 
 // MergeReport is what a Reporter writes: the binding's status with the

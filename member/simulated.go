@@ -34,6 +34,10 @@ import (
 //
 // A binding with the ReportDiff apply strategy is not applied: the member
 // reports DiffReported=True and keeps what it had.
+//
+// What a newer delivery drops, or a removal takes off, is gone from the
+// member, except objects annotated prune: disabled (PruneDisabled), which
+// the member keeps (see Left) and the binding names in PruneSkipped.
 type Simulated struct {
 	name     string
 	clock    clock.Clock
@@ -44,6 +48,15 @@ type Simulated struct {
 	mu     sync.Mutex
 	placed map[hub.Key]*Placed
 	timers map[hub.Key]clock.Timer
+	left   map[string]Left // by placement and resource
+}
+
+// Left is an object a simulated member kept when it left its placement's
+// snapshot, or its placement left the member, because it is annotated
+// prune: disabled.
+type Left struct {
+	Placement hub.Key
+	Resource  *unstructured.Unstructured
 }
 
 // Placed is what a simulated member holds for one binding.
@@ -58,6 +71,10 @@ type Placed struct {
 	// overridden is the binding's Overridden condition, reported again
 	// when the resources become available.
 	overridden metav1.Condition
+	// left names the objects of the placement the member kept although
+	// they left the snapshot; reported with every condition of the
+	// generation.
+	left []fleet.ResourceIdentifier
 
 	set *resourceSet // holds Resources on the shelf
 }
@@ -65,7 +82,7 @@ type Placed struct {
 func newSimulated(name string, c clock.Clock, r Reporter, log *slog.Logger, sh *shelf) *Simulated {
 	return &Simulated{
 		name: name, clock: c, reporter: r, log: log.With("member", name), shelf: sh,
-		placed: map[hub.Key]*Placed{}, timers: map[hub.Key]clock.Timer{},
+		placed: map[hub.Key]*Placed{}, timers: map[hub.Key]clock.Timer{}, left: map[string]Left{},
 	}
 }
 
@@ -86,6 +103,59 @@ func (s *Simulated) Placed() []Placed {
 		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Binding.String() < out[j].Binding.String() })
+	return out
+}
+
+// Left returns copies of the objects the member kept although they left
+// their placement's snapshot, sorted by placement and resource.
+func (s *Simulated) Left() []Left {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keys := make([]string, 0, len(s.left))
+	for k := range s.left {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]Left, 0, len(keys))
+	for _, k := range keys {
+		l := s.left[k]
+		out = append(out, Left{Placement: l.Placement, Resource: l.Resource.DeepCopy()})
+	}
+	return out
+}
+
+func leftKey(placement hub.Key, r *unstructured.Unstructured) string {
+	id := Identify(r)
+	return placement.String() + "|" + id.Group + "/" + id.Kind + "/" + id.Namespace + "/" + id.Name
+}
+
+// keepLocked is the prune of a simulated member: of the objects it held
+// for placement (was), those not in now are gone, except the ones
+// annotated prune: disabled, which it keeps. Objects in now are the
+// placement's again, not left.
+func (s *Simulated) keepLocked(placement hub.Key, was, now []*unstructured.Unstructured) {
+	kept := make(map[string]bool, len(now))
+	for _, r := range now {
+		k := leftKey(placement, r)
+		kept[k] = true
+		delete(s.left, k)
+	}
+	for _, r := range was {
+		if k := leftKey(placement, r); !kept[k] && PruneDisabled(r) {
+			s.left[k] = Left{Placement: placement, Resource: r.DeepCopy()}
+			s.log.Debug("prune skipped", "placement", hub.KeyString(placement), "resource", DescribeResource(Identify(r)))
+		}
+	}
+}
+
+// leftOfLocked names the objects kept for placement.
+func (s *Simulated) leftOfLocked(placement hub.Key) []fleet.ResourceIdentifier {
+	var out []fleet.ResourceIdentifier
+	for _, l := range s.left {
+		if l.Placement == placement {
+			out = append(out, Identify(l.Resource))
+		}
+	}
 	return out
 }
 
@@ -125,6 +195,11 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 		return s.reporter.ReportBindingStatus(key, gen,
 			[]metav1.Condition{overridden(d.Binding), workSynchronized(gen), diffReported(gen)}, nil)
 	}
+	var was []*unstructured.Unstructured
+	if old, ok := s.placed[key]; ok {
+		was = old.Resources
+	}
+	s.keepLocked(d.Placement(), was, d.Resources)
 	p := &Placed{
 		Binding:          key,
 		Placement:        d.Placement(),
@@ -133,6 +208,7 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 		set:              s.shelf.hold(d.Binding.Namespace+"/"+d.Binding.Spec.ResourceSnapshotName, d.Resources),
 		Available:        !sim.unavailable && (sim.availableAfter == 0 || availableAt(d.Binding, gen)),
 		overridden:       overridden(d.Binding),
+		left:             s.leftOfLocked(d.Placement()),
 	}
 	p.Resources = p.set.resources
 	s.placed[key] = p
@@ -141,7 +217,7 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 
 	s.log.Debug("applied", "binding", hub.KeyString(key), "generation", gen, "snapshot", p.ResourceSnapshot,
 		"resources", len(p.Resources), "available", isAvailable)
-	conds := []metav1.Condition{p.overridden, workSynchronized(gen), applied(gen)}
+	conds := WithPruneSkipped([]metav1.Condition{p.overridden, workSynchronized(gen), applied(gen)}, gen, p.left)
 	if isAvailable {
 		return s.reporter.ReportBindingStatus(key, gen, append(conds, available(gen)), nil)
 	}
@@ -185,24 +261,26 @@ func (s *Simulated) becomeAvailable(key hub.Key, gen int64) {
 	}
 	p.Available = true
 	delete(s.timers, key)
-	over := p.overridden
+	over, left := p.overridden, p.left
 	s.mu.Unlock()
 
 	s.log.Debug("available", "binding", hub.KeyString(key), "generation", gen)
 	err := s.reporter.ReportBindingStatus(key, gen,
-		[]metav1.Condition{over, workSynchronized(gen), applied(gen), available(gen)}, nil)
+		WithPruneSkipped([]metav1.Condition{over, workSynchronized(gen), applied(gen), available(gen)}, gen, left), nil)
 	if err != nil {
 		s.log.Error("report availability", "binding", hub.KeyString(key), "generation", gen, "err", err)
 	}
 }
 
-// Remove takes off what the binding put on the member.
+// Remove takes off what the binding put on the member, except what is
+// annotated prune: disabled.
 func (s *Simulated) Remove(_ context.Context, d Delivery) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := d.Key()
 	s.stopTimerLocked(key)
-	if _, ok := s.placed[key]; ok {
+	if p, ok := s.placed[key]; ok {
+		s.keepLocked(p.Placement, p.Resources, nil)
 		delete(s.placed, key)
 		s.log.Debug("removed", "binding", hub.KeyString(key))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
@@ -99,7 +100,8 @@ func WriteObjects(ctx context.Context, w io.Writer, h *embedded.Hub) error {
 }
 
 // writeMembers prints what every simulated member holds, member by member,
-// binding by binding, in delivery order.
+// binding by binding, in delivery order, then the objects it kept because
+// they are annotated prune: disabled.
 func writeMembers(out *printers.YAMLStream, h *embedded.Hub) error {
 	drivers := h.Members()
 	for _, name := range drivers.SimulatedNames() {
@@ -107,17 +109,24 @@ func writeMembers(out *printers.YAMLStream, h *embedded.Hub) error {
 		if !ok {
 			continue
 		}
+		var held []*unstructured.Unstructured
 		for _, p := range sim.Placed() {
-			for _, r := range p.Resources {
-				ann := r.GetAnnotations()
-				if ann == nil {
-					ann = map[string]string{}
-				}
-				ann[MemberClusterAnnotation] = name
-				r.SetAnnotations(ann)
-				if err := out.WriteManifest(r); err != nil {
-					return err
-				}
+			held = append(held, p.Resources...)
+		}
+		// Then what the member kept, annotated prune: disabled, after it
+		// left its placement's snapshot.
+		for _, l := range sim.Left() {
+			held = append(held, l.Resource)
+		}
+		for _, r := range held {
+			ann := r.GetAnnotations()
+			if ann == nil {
+				ann = map[string]string{}
+			}
+			ann[MemberClusterAnnotation] = name
+			r.SetAnnotations(ann)
+			if err := out.WriteManifest(r); err != nil {
+				return err
 			}
 		}
 	}

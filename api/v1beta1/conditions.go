@@ -40,6 +40,10 @@ const (
 	ResourceBindingApplied          = "Applied"
 	ResourceBindingAvailable        = "Available"
 	ResourceBindingDiffReported     = "DiffReported"
+	// ResourceBindingPruneSkipped is gitfleet's own: True while objects that
+	// left the binding's snapshot stay on the member because they are
+	// annotated prune: disabled; its message names them.
+	ResourceBindingPruneSkipped = "PruneSkipped"
 )
 
 // Condition type of a scheduling policy snapshot.

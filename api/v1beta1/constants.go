@@ -93,4 +93,13 @@ const (
 
 	DriverSimulated        = "simulated"
 	DriverKubeconfigPrefix = "kubeconfig:"
+
+	// PruneAnnotation set to PruneDisabled on a workload object keeps it on
+	// the member clusters when it leaves the resource snapshot (deleted
+	// from Git, or no longer selected) and when a cluster leaves the
+	// placement. FluxPruneAnnotation is Flux's spelling of the same wish,
+	// honoured alike so manifests written for Flux keep their meaning.
+	PruneAnnotation     = GitfleetPrefix + "prune"
+	FluxPruneAnnotation = "kustomize.toolkit.fluxcd.io/prune"
+	PruneDisabled       = "disabled"
 )

@@ -523,3 +523,54 @@ func TestAvailabilityArrivesFromARealTimer(t *testing.T) {
 		}
 	}
 }
+
+// snapshotOf records resource snapshot index of the placement with these
+// manifests (JSON).
+func (f *fixture) snapshotOf(index int, manifests ...string) {
+	f.t.Helper()
+	var raw []runtime.RawExtension
+	for _, m := range manifests {
+		raw = append(raw, runtime.RawExtension{Raw: []byte(m)})
+	}
+	must(f.t, f.hub.CreateResourceSnapshot(f.ctx, &fleet.ResourceSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d-snapshot", placementName, index),
+			Labels: map[string]string{fleet.PlacementTrackingLabel: placementName,
+				fleet.ResourceIndexLabel: fmt.Sprint(index)},
+			Annotations: map[string]string{fleet.ResourceGroupHashAnnotation: fmt.Sprint(index)}},
+		Spec: fleet.ResourceSnapshotSpec{SelectedResources: raw},
+	}))
+}
+
+func TestTheBindingNamesWhatItsMemberKeptAnnotatedPruneDisabled(t *testing.T) {
+	f := newFixture(t, simulated("member1"))
+	ns := `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"test-namespace"}}`
+	kept := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"kept","namespace":"test-namespace","annotations":{"gitfleet.io/prune":"disabled"}}}`
+	f.snapshotOf(1, ns, kept)
+	f.snapshotOf(2, ns)
+	f.bind("member1", 1)
+	must(t, f.hub.Commit(f.ctx))
+	if c := cond(f.binding("member1"), fleet.ResourceBindingPruneSkipped); c != nil {
+		t.Fatalf("PruneSkipped = %+v before anything left the snapshot", c)
+	}
+
+	f.bind("member1", 2)
+	must(t, f.hub.Commit(f.ctx))
+	b := f.binding("member1")
+	wantCond(t, b, fleet.ResourceBindingApplied, metav1.ConditionTrue, member.AllWorkAppliedReason)
+	wantCond(t, b, fleet.ResourceBindingPruneSkipped, metav1.ConditionTrue, member.PruneDisabledReason)
+	want := "1 resource left the resource snapshot but stay on the member cluster, annotated gitfleet.io/prune: disabled: ConfigMap test-namespace/kept"
+	if got := cond(b, fleet.ResourceBindingPruneSkipped).Message; got != want {
+		t.Errorf("PruneSkipped message = %q, want %q", got, want)
+	}
+	sim, _ := f.hub.Members().Simulated("member1")
+	if left := sim.Left(); len(left) != 1 || left[0].Resource.GetName() != "kept" {
+		t.Errorf("member1 keeps %+v, want the ConfigMap kept", left)
+	}
+
+	// Back in a snapshot, it is the placement's again and the condition goes.
+	f.bind("member1", 1)
+	must(t, f.hub.Commit(f.ctx))
+	if c := cond(f.binding("member1"), fleet.ResourceBindingPruneSkipped); c != nil {
+		t.Errorf("PruneSkipped = %+v once the object is back in the snapshot", c)
+	}
+}

@@ -52,6 +52,10 @@ const (
 	// the objects and, per object, the version the member held after it.
 	digestKey   = "digest"
 	versionsKey = "versions"
+	// leftKey lists what a prune left on the member because it is
+	// annotated prune: disabled: no longer in the inventory, still named in
+	// the binding's PruneSkipped condition.
+	leftKey = "left"
 	// applyConcurrency is how many objects one apply dry-runs at once.
 	applyConcurrency = 8
 )
@@ -144,15 +148,16 @@ func (e *applyError) Error() string { return e.err.Error() }
 func (e *applyError) Unwrap() error { return e.err }
 
 // apply puts d's resources on the member and prunes what the previous
-// snapshot had and d's has not. It returns the objects as applied and what
-// the member holds of them now.
+// snapshot had and d's has not, except objects annotated prune: disabled,
+// which it leaves there. It returns the objects as applied, what the
+// member holds of them now, and what prunes of the placement left.
 //
 // When the member's record says this very snapshot was applied in full,
 // and none of its objects changed since (same generation, or same
 // resourceVersion for kinds without one), nothing is applied: a restart or
 // a redelivery costs a few label-selected LISTs instead of a dry-run per
 // object. A changed object makes it a full apply, which restores it.
-func (cl *cluster) apply(ctx context.Context, d member.Delivery) ([]*unstructured.Unstructured, map[string]*unstructured.Unstructured, error) {
+func (cl *cluster) apply(ctx context.Context, d member.Delivery) ([]*unstructured.Unstructured, map[string]*unstructured.Unstructured, inventory, error) {
 	labels := ownerLabels(d)
 	objs := make([]*unstructured.Unstructured, len(d.Resources))
 	for i, r := range d.Resources {
@@ -169,43 +174,52 @@ func (cl *cluster) apply(ctx context.Context, d member.Delivery) ([]*unstructure
 	}
 	old, err := cl.readRecord(ctx, d)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	desired := inventoryOf(objs)
 	digest, err := digestOf(objs)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	live, err := cl.list(ctx, objs, labels)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if old.digest == digest && old.ids.equal(desired) && unchanged(objs, live, old.versions) {
-		return objs, live, nil
+		return objs, live, old.left, nil
 	}
 	// Recorded before the apply, without a digest, so a crash during it
 	// leaves a record that covers whatever reached the member and forces
 	// a full apply next time.
 	if union := old.ids.union(desired); !union.equal(old.ids) || old.digest != "" {
-		if err := cl.writeRecord(ctx, d, record{ids: union}); err != nil {
-			return nil, nil, err
+		if err := cl.writeRecord(ctx, d, record{ids: union, left: old.left}); err != nil {
+			return nil, nil, nil, err
 		}
 	}
 	if err := cl.applyAll(ctx, objs, live); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	// What was left before and is desired again is the placement's again;
+	// what was left and is gone from the member (a person deleted it) is
+	// no longer named.
+	left, err := cl.present(ctx, old.left.minus(desired), labels)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	if stale := old.ids.minus(desired); len(stale) > 0 {
-		if err := cl.prune(ctx, stale, labels); err != nil {
-			return nil, nil, err
+		kept, err := cl.prune(ctx, stale, labels)
+		if err != nil {
+			return nil, nil, nil, err
 		}
+		left = left.union(kept)
 	}
 	if live, err = cl.list(ctx, objs, labels); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if err := cl.writeRecord(ctx, d, record{ids: desired, digest: digest, versions: versionsOf(live)}); err != nil {
-		return nil, nil, err
+	if err := cl.writeRecord(ctx, d, record{ids: desired, digest: digest, versions: versionsOf(live), left: left}); err != nil {
+		return nil, nil, nil, err
 	}
-	return objs, live, nil
+	return objs, live, left, nil
 }
 
 // applyAll server-side applies objs in two stages, cluster definitions
@@ -358,36 +372,104 @@ func digestOf(objs []*unstructured.Unstructured) (string, error) {
 }
 
 // prune deletes the objects of an inventory that still carry labels, in
-// reverse apply order (Flux's). A kind the member no longer serves has
-// nothing left to delete.
-func (cl *cluster) prune(ctx context.Context, inv inventory, labels map[string]string) error {
+// reverse apply order (Flux's), and returns those it left because the
+// member's copy (the version last delivered) is annotated prune: disabled.
+// A kind the member no longer serves has nothing left to delete.
+func (cl *cluster) prune(ctx context.Context, inv inventory, labels map[string]string) (inventory, error) {
 	objs := inv.objects()
 	sort.Sort(sort.Reverse(ssa.SortableUnstructureds(objs)))
 	opts := ssa.DefaultDeleteOptions()
 	opts.Inclusions = labels
+	opts.Exclusions = member.PruneExclusions()
+	kept := inventory{}
 	var errs []error
 	for _, o := range objs {
-		if _, err := cl.rm.Delete(ctx, o, opts); err != nil && !meta.IsNoMatchError(err) {
+		entry, err := cl.rm.Delete(ctx, o, opts)
+		switch {
+		case err != nil && !meta.IsNoMatchError(err):
 			errs = append(errs, err)
+		case err == nil && entry.Action == ssa.SkippedAction:
+			// Skipped: either a person took it over (removed the labels)
+			// or it asks to stay; only the latter is named.
+			disabled, err := cl.pruneDisabled(ctx, o, labels)
+			if err != nil {
+				errs = append(errs, err)
+			} else if disabled {
+				kept[member.Identify(o)] = true
+			}
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("prune: %w", errors.Join(errs...))
+		return nil, fmt.Errorf("prune: %w", errors.Join(errs...))
 	}
-	return nil
+	return kept, nil
+}
+
+// pruneDisabled reports whether the member holds o, still carrying labels,
+// annotated prune: disabled.
+func (cl *cluster) pruneDisabled(ctx context.Context, o *unstructured.Unstructured, labels map[string]string) (bool, error) {
+	u, err := cl.get(ctx, o)
+	if err != nil || u == nil {
+		return false, err
+	}
+	return carries(u, labels) && member.PruneDisabled(u), nil
+}
+
+// present is the part of inv the member still holds with labels.
+func (cl *cluster) present(ctx context.Context, inv inventory, labels map[string]string) (inventory, error) {
+	out := inventory{}
+	for _, o := range inv.objects() {
+		u, err := cl.get(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		if u != nil && carries(u, labels) {
+			out[member.Identify(o)] = true
+		}
+	}
+	return out, nil
+}
+
+// get reads o from the member; nil when it is not there, or its kind is
+// not served.
+func (cl *cluster) get(ctx context.Context, o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(o.GroupVersionKind())
+	err := cl.client.Get(ctx, client.ObjectKeyFromObject(o), u)
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get %s: %w", describe(o), err)
+	}
+	return u, nil
+}
+
+func carries(u *unstructured.Unstructured, labels map[string]string) bool {
+	have := u.GetLabels()
+	for k, v := range labels {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // remove deletes everything the binding's placement applied to the member,
-// then its inventory.
-func (cl *cluster) remove(ctx context.Context, d member.Delivery) error {
+// except what is annotated prune: disabled, then its inventory. It returns
+// what it left, beside what earlier prunes left.
+func (cl *cluster) remove(ctx context.Context, d member.Delivery) (inventory, error) {
 	rec, err := cl.readRecord(ctx, d)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	left := rec.left
 	if len(rec.ids) > 0 {
-		if err := cl.prune(ctx, rec.ids, ownerLabels(d)); err != nil {
-			return err
+		kept, err := cl.prune(ctx, rec.ids, ownerLabels(d))
+		if err != nil {
+			return nil, err
 		}
+		left = left.union(kept)
 	}
 	cm := &unstructured.Unstructured{}
 	cm.SetAPIVersion("v1")
@@ -395,9 +477,9 @@ func (cl *cluster) remove(ctx context.Context, d member.Delivery) error {
 	cm.SetNamespace(InventoryNamespace)
 	cm.SetName(d.WorkName())
 	if err := cl.client.Delete(ctx, cm); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete inventory %s/%s: %w", InventoryNamespace, d.WorkName(), err)
+		return nil, fmt.Errorf("delete inventory %s/%s: %w", InventoryNamespace, d.WorkName(), err)
 	}
-	return nil
+	return left, nil
 }
 
 // health is the kstatus of a delivery's objects.
@@ -537,6 +619,8 @@ type record struct {
 	ids      inventory
 	digest   string
 	versions map[string]string
+	// left is what prunes left because it is annotated prune: disabled.
+	left inventory
 }
 
 // readRecord returns the member's record of d's placement; empty when
@@ -548,7 +632,7 @@ func (cl *cluster) readRecord(ctx context.Context, d member.Delivery) (record, e
 	name := InventoryNamespace + "/" + d.WorkName()
 	err := cl.client.Get(ctx, client.ObjectKey{Namespace: InventoryNamespace, Name: d.WorkName()}, cm)
 	if apierrors.IsNotFound(err) {
-		return record{ids: inventory{}}, nil
+		return record{ids: inventory{}, left: inventory{}}, nil
 	} else if err != nil {
 		return record{}, fmt.Errorf("read inventory %s: %w", name, err)
 	}
@@ -557,9 +641,18 @@ func (cl *cluster) readRecord(ctx context.Context, d member.Delivery) (record, e
 	if err := json.Unmarshal([]byte(data[inventoryKey]), &ids); err != nil {
 		return record{}, fmt.Errorf("inventory %s: %s does not parse: %w", name, inventoryKey, err)
 	}
-	rec := record{ids: inventory{}, digest: data[digestKey]}
+	rec := record{ids: inventory{}, digest: data[digestKey], left: inventory{}}
 	for _, id := range ids {
 		rec.ids[id] = true
+	}
+	if v := data[leftKey]; v != "" {
+		var left []fleet.ResourceIdentifier
+		if err := json.Unmarshal([]byte(v), &left); err != nil {
+			return record{}, fmt.Errorf("inventory %s: %s does not parse: %w", name, leftKey, err)
+		}
+		for _, id := range left {
+			rec.left[id] = true
+		}
 	}
 	if v := data[versionsKey]; v != "" {
 		if err := json.Unmarshal([]byte(v), &rec.versions); err != nil {
@@ -577,6 +670,13 @@ func (cl *cluster) writeRecord(ctx context.Context, d member.Delivery, rec recor
 		return err
 	}
 	data := map[string]any{inventoryKey: string(ids)}
+	if len(rec.left) > 0 {
+		left, err := json.MarshalIndent(rec.left.sorted(), "", "  ")
+		if err != nil {
+			return err
+		}
+		data[leftKey] = string(left)
+	}
 	if rec.digest != "" {
 		versions, err := json.Marshal(rec.versions)
 		if err != nil {

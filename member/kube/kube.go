@@ -8,7 +8,10 @@
 // ssa.ResourceManager (CRDs and Namespaces first, unchanged objects not
 // written), prune what the previous snapshot had and this one has not, and
 // then poll each object's kstatus until all are Current at their current
-// generation. Every outcome goes back to the hub as binding conditions
+// generation. An object the member holds annotated gitfleet.io/prune (or
+// Flux's kustomize.toolkit.fluxcd.io/prune): disabled is never pruned nor
+// removed: it leaves the inventory, and the binding names it in its
+// PruneSkipped condition. Every outcome goes back to the hub as binding conditions
 // through member.Reporter, which wakes the engine.
 //
 // What was applied for a placement is recorded on the member itself, in the
@@ -221,8 +224,9 @@ func (d driver) Deliver(_ context.Context, del member.Delivery) error {
 	return nil
 }
 
-// Remove deletes what the binding applied, now: the hub drops the binding's
-// work-cleanup finalizer as soon as Remove returns nil.
+// Remove deletes what the binding applied, now, except objects annotated
+// prune: disabled: the hub drops the binding's work-cleanup finalizer as
+// soon as Remove returns nil.
 func (d driver) Remove(ctx context.Context, del member.Delivery) error {
 	c := d.clusters
 	unlock := c.lock(del.Key())
@@ -236,5 +240,14 @@ func (d driver) Remove(ctx context.Context, del member.Delivery) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 4*c.opts.RequestTimeout)
 	defer cancel()
-	return cl.remove(ctx, del)
+	left, err := cl.remove(ctx, del)
+	if err != nil {
+		return err
+	}
+	// The binding goes away with this removal: the log is what says so.
+	for _, id := range left.sorted() {
+		c.log.Info("left on the member: annotated prune: disabled", "binding", hub.KeyString(del.Key()),
+			"context", d.context, "resource", member.DescribeResource(id))
+	}
+	return nil
 }

@@ -22,6 +22,9 @@ type work struct {
 	// labels select them on the member.
 	applied []*unstructured.Unstructured
 	live    map[string]*unstructured.Unstructured
+	// left is what prunes of the placement left on the member (prune:
+	// disabled), named in every report once applied.
+	left []fleet.ResourceIdentifier
 	// failing is set (under Clusters.mu) while the last attempt failed.
 	failing bool
 }
@@ -107,7 +110,7 @@ func (c *Clusters) step(ctx context.Context, w *work) (state, error) {
 			// ReportDiff applies nothing; the diff itself is not reported yet.
 			return healthy, c.reporter.ReportBindingStatus(d.Key(), gen, append(base, member.DiffReported(gen)), nil)
 		}
-		objs, live, err := cl.apply(ctx, d)
+		objs, live, left, err := cl.apply(ctx, d)
 		if err != nil {
 			var failed []fleet.FailedResourcePlacement
 			var ae *applyError
@@ -118,11 +121,11 @@ func (c *Clusters) step(ctx context.Context, w *work) (state, error) {
 			err = cl.redact(err)
 			return progressing, fail(fmt.Errorf("kubeconfig context %q: %w", w.context, err), failed)
 		}
-		w.applied, w.live = objs, live
+		w.applied, w.live, w.left = objs, live, left.sorted()
 		c.log.Debug("applied", "binding", d.Key().String(), "context", w.context, "resources", len(objs))
 	}
 
-	conds := append(base, member.Applied(gen))
+	conds := member.WithPruneSkipped(append(base, member.Applied(gen)), gen, w.left)
 	live := w.live
 	w.live = nil // read fresh on every later poll
 	if live == nil {

@@ -1,0 +1,82 @@
+package member
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+)
+
+// PruneDisabledReason is the reason of PruneSkipped=True.
+const PruneDisabledReason = "PruneDisabled"
+
+// maxPruneSkippedNamed bounds how many objects PruneSkipped's message
+// names; the count is always complete.
+const maxPruneSkippedNamed = 20
+
+// PruneDisabled reports whether an object asks to stay on the member when
+// it leaves the snapshot: gitfleet.io/prune or Flux's
+// kustomize.toolkit.fluxcd.io/prune set to "disabled". Drivers read it on
+// the version last delivered (what the member holds), since the object is
+// absent from the new snapshot.
+func PruneDisabled(o metav1.Object) bool {
+	a := o.GetAnnotations()
+	return a[fleet.PruneAnnotation] == fleet.PruneDisabled || a[fleet.FluxPruneAnnotation] == fleet.PruneDisabled
+}
+
+// PruneExclusions are the annotations that keep an object from a prune,
+// in the form of Flux's ssa.DeleteOptions.Exclusions.
+func PruneExclusions() map[string]string {
+	return map[string]string{fleet.PruneAnnotation: fleet.PruneDisabled, fleet.FluxPruneAnnotation: fleet.PruneDisabled}
+}
+
+// PruneSkipped is the condition a driver reports beside Applied while
+// objects that left the binding's snapshot stay on the member because they
+// are annotated prune: disabled (left). ok is false when nothing was left:
+// the condition is then not reported, and the hub drops it.
+func PruneSkipped(gen int64, left []fleet.ResourceIdentifier) (c metav1.Condition, ok bool) {
+	if len(left) == 0 {
+		return metav1.Condition{}, false
+	}
+	names := make([]string, 0, len(left))
+	for _, id := range left {
+		names = append(names, DescribeResource(id))
+	}
+	sort.Strings(names)
+	more := ""
+	if len(names) > maxPruneSkippedNamed {
+		more = fmt.Sprintf(" and %d more", len(names)-maxPruneSkippedNamed)
+		names = names[:maxPruneSkippedNamed]
+	}
+	noun := "resources"
+	if len(left) == 1 {
+		noun = "resource"
+	}
+	msg := fmt.Sprintf("%d %s left the resource snapshot but stay on the member cluster, annotated %s: %s: %s%s",
+		len(left), noun, fleet.PruneAnnotation, fleet.PruneDisabled, strings.Join(names, ", "), more)
+	return condition(fleet.ResourceBindingPruneSkipped, metav1.ConditionTrue, PruneDisabledReason, msg, gen), true
+}
+
+// WithPruneSkipped appends PruneSkipped to conds when anything was left.
+func WithPruneSkipped(conds []metav1.Condition, gen int64, left []fleet.ResourceIdentifier) []metav1.Condition {
+	if c, ok := PruneSkipped(gen, left); ok {
+		return append(conds, c)
+	}
+	return conds
+}
+
+// DescribeResource names a resource as kubectl does: Kind[.group]
+// [namespace/]name.
+func DescribeResource(id fleet.ResourceIdentifier) string {
+	kind := id.Kind
+	if id.Group != "" {
+		kind += "." + id.Group
+	}
+	if id.Namespace != "" {
+		return kind + " " + id.Namespace + "/" + id.Name
+	}
+	return kind + " " + id.Name
+}
