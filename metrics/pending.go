@@ -66,6 +66,9 @@ func (p *pendingApprovals) observe(run *fleet.UpdateRun, finished bool) {
 		add(s.StageName, fleet.BeforeStageTaskLabelValue, s.BeforeStageTaskStatus)
 		add(s.StageName, fleet.AfterStageTaskLabelValue, s.AfterStageTaskStatus)
 	}
+	if d := run.Status.DeletionStageStatus; d != nil {
+		add(d.StageName, fleet.BeforeStageTaskLabelValue, d.BeforeStageTaskStatus)
+	}
 }
 
 func (p *pendingApprovals) deleteRun(namespace, name string) {

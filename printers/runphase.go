@@ -48,7 +48,11 @@ func waitingFor(r *fleet.UpdateRun) string {
 func pendingTasks(r *fleet.UpdateRun) string {
 	name := currentStage(r)
 	var out []string
-	for _, s := range r.Status.StagesStatus {
+	stages := r.Status.StagesStatus
+	if d := r.Status.DeletionStageStatus; d != nil {
+		stages = append(stages[:len(stages):len(stages)], *d)
+	}
+	for _, s := range stages {
 		if s.StageName != name {
 			continue
 		}

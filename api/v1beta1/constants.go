@@ -41,6 +41,11 @@ const (
 	UpdateRunFinalizer = FleetPrefix + "stagedupdaterun-finalizer"
 	// UpdateRunDeleteStageName names the deletion stage.
 	UpdateRunDeleteStageName = FleetPrefix + "deleteStage"
+	// DeleteStageShortName stands for the deletion stage where its name
+	// cannot: in the name of its approval request
+	// (<run>-before-delete-stage) and in the targetUpdatingStage label. A
+	// strategy's stage cannot be called so (stage names have no dash).
+	DeleteStageShortName = "delete-stage"
 
 	// BeforeStageApprovalTaskNameFmt and AfterStageApprovalTaskNameFmt build
 	// approval request names from the run and stage names.

@@ -18,6 +18,18 @@ type UpdateStrategy struct {
 // UpdateStrategySpec lists the stages, executed strictly in order.
 type UpdateStrategySpec struct {
 	Stages []StageConfig `json:"stages"`
+	// DeleteStage gates the deletion stage, which removes the placement's
+	// resources from the clusters that left it. gitfleet's own field:
+	// KubeFleet has none yet (its issue #746 asks for before/after-stage
+	// tasks on the delete stage); the shape is KubeFleet's StageConfig's.
+	DeleteStage *DeleteStageConfig `json:"deleteStage,omitempty"`
+}
+
+// DeleteStageConfig holds the tasks of the deletion stage.
+type DeleteStageConfig struct {
+	// BeforeStageTasks run before any binding is deleted: at most one,
+	// of type Approval, as for an update stage.
+	BeforeStageTasks []StageTask `json:"beforeStageTasks,omitempty"`
 }
 
 // StageConfig selects the clusters of one stage and the tasks around it.

@@ -150,6 +150,9 @@ func ValidateUpdateStrategySpec(spec *UpdateStrategySpec, p *field.Path) field.E
 	if len(spec.Stages) > MaxStages {
 		errs = append(errs, field.TooMany(stagesPath, len(spec.Stages), MaxStages))
 	}
+	if spec.DeleteStage != nil {
+		errs = append(errs, validateBeforeStageTasks(spec.DeleteStage.BeforeStageTasks, p.Child("deleteStage", "beforeStageTasks"))...)
+	}
 	seen := make(map[string]bool, len(spec.Stages))
 	for i := range spec.Stages {
 		stage := &spec.Stages[i]
@@ -206,11 +209,17 @@ func validateStage(stage *StageConfig, p *field.Path) field.ErrorList {
 		}
 	}
 
-	before := p.Child("beforeStageTasks")
-	if len(stage.BeforeStageTasks) > MaxBeforeStageTasks {
-		errs = append(errs, field.TooMany(before, len(stage.BeforeStageTasks), MaxBeforeStageTasks))
+	return append(errs, validateBeforeStageTasks(stage.BeforeStageTasks, p.Child("beforeStageTasks"))...)
+}
+
+// validateBeforeStageTasks checks the tasks before an update stage or the
+// deletion stage: at most one, an Approval without waitTime.
+func validateBeforeStageTasks(tasks []StageTask, before *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(tasks) > MaxBeforeStageTasks {
+		errs = append(errs, field.TooMany(before, len(tasks), MaxBeforeStageTasks))
 	}
-	for j, task := range stage.BeforeStageTasks {
+	for j, task := range tasks {
 		tp := before.Index(j)
 		errs = append(errs, validateTask(task, tp)...)
 		switch {

@@ -10,8 +10,10 @@ import (
 )
 
 // ApprovalRequestName is the name of the approval request of a stage task:
-// <run>-before-<stage> or <run>-after-<stage>.
+// <run>-before-<stage> or <run>-after-<stage>; the deletion stage's is
+// <run>-before-delete-stage.
 func ApprovalRequestName(run, stage, taskType string) string {
+	stage = stageLabelValue(stage)
 	if taskType == fleet.BeforeStageTaskLabelValue {
 		return fmt.Sprintf(fleet.BeforeStageApprovalTaskNameFmt, run, stage)
 	}
@@ -27,7 +29,7 @@ func NewApprovalRequest(namespace, name, run, stage, taskType string) *fleet.App
 			Name:      name,
 			Namespace: namespace,
 			Labels: map[string]string{
-				fleet.TargetUpdatingStageNameLabel:   stage,
+				fleet.TargetUpdatingStageNameLabel:   stageLabelValue(stage),
 				fleet.TargetUpdateRunLabel:           run,
 				fleet.TaskTypeLabel:                  taskType,
 				fleet.IsLatestUpdateRunApprovalLabel: "true",
@@ -35,6 +37,16 @@ func NewApprovalRequest(namespace, name, run, stage, taskType string) *fleet.App
 		},
 		Spec: fleet.ApprovalRequestSpec{TargetUpdateRun: run, TargetStage: stage},
 	}
+}
+
+// stageLabelValue is a stage's name where a name or label value must hold
+// it: kubernetes-fleet.io/deleteStage cannot, so the deletion stage is
+// delete-stage there. The request's spec.targetStage keeps the real name.
+func stageLabelValue(stage string) string {
+	if stage == fleet.UpdateRunDeleteStageName {
+		return fleet.DeleteStageShortName
+	}
+	return stage
 }
 
 // IsApproved reports whether a person approved the request: Approved=True

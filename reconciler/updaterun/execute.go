@@ -93,6 +93,26 @@ func (p *pass) beforeStageTasks(idx int) (bool, error) {
 	return true, nil
 }
 
+// deleteStageTasks evaluates the Approval task the strategy's deleteStage
+// may put before the deletion stage, exactly as a stage's (spec §3.8).
+func (p *pass) deleteStageTasks() (bool, error) {
+	del := p.run.Status.DeletionStageStatus
+	var tasks []fleet.StageTask
+	if s := p.run.Status.StagedUpdateStrategySnapshot; s != nil && s.DeleteStage != nil {
+		tasks = s.DeleteStage.BeforeStageTasks
+	}
+	for i, t := range tasks {
+		if t.Type != fleet.StageTaskTypeApproval {
+			return false, abortf("%s", unexpectedErr("found unsupported task type in before stage tasks: %s", t.Type))
+		}
+		if i >= len(del.BeforeStageTaskStatus) {
+			return false, abortf("%s", unexpectedErr("the before stage task %d of stage `%s` has no status", i, del.StageName))
+		}
+		return p.approvalTask(&del.BeforeStageTaskStatus[i], del.StageName, fleet.BeforeStageTaskLabelValue)
+	}
+	return true, nil
+}
+
 // executeStage starts and watches the clusters of an update stage, at most
 // maxConc in flight, strictly in the recorded order (spec §3.3–§3.7).
 func (p *pass) executeStage(idx int, pl *plan, maxConc int) outcome {
@@ -386,9 +406,24 @@ func (p *pass) afterStageTasks(idx int) (done bool, wait time.Duration, approval
 
 // executeDeletionStage deletes the bindings of the clusters the placement
 // no longer picks, all at once (spec §3.11). A binding is gone only when
-// its finalizers let it go; until then its cluster stays Started.
+// its finalizers let it go; until then its cluster stays Started. With a
+// deleteStage approval in the strategy (gitfleet's), nothing is deleted
+// before it is approved; with nothing to delete there is nothing to gate,
+// as an update stage without clusters skips its tasks.
 func (p *pass) executeDeletionStage(pl *plan) outcome {
 	del := p.run.Status.DeletionStageStatus
+	if len(pl.toDelete) > 0 && len(del.BeforeStageTaskStatus) > 0 {
+		approved, err := p.deleteStageTasks()
+		if err != nil {
+			return outcome{err: err}
+		}
+		if !approved {
+			p.markStageWaiting(del, StageWaitingBeforeMessage)
+			p.markRunWaiting("before-stage", del.StageName)
+			return outcome{after: ApprovalPollInterval, blocked: true}
+		}
+		p.markRunProgressing()
+	}
 	clusters := make(map[string]*fleet.ClusterUpdatingStatus, len(del.Clusters))
 	for i := range del.Clusters {
 		clusters[del.Clusters[i].ClusterName] = &del.Clusters[i]

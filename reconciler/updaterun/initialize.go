@@ -43,7 +43,7 @@ func (p *pass) initialize() (*plan, error) {
 	if err := p.computeStages(selected, st); err != nil {
 		return nil, err
 	}
-	st.DeletionStageStatus = deletionStage(toDelete)
+	st.DeletionStageStatus = p.deletionStage(toDelete, st.StagedUpdateStrategySnapshot)
 	if err := p.recordResourceSnapshot(placement, st); err != nil {
 		return nil, err
 	}

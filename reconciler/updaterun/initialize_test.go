@@ -348,6 +348,17 @@ func TestInitialization(t *testing.T) {
 			},
 		},
 		{
+			name: "20c TimedWait before the deletion stage",
+			setup: func(e *env) {
+				s := twoStages()
+				s.DeleteStage = &fleet.DeleteStageConfig{BeforeStageTasks: []fleet.StageTask{timedWait(time.Second)}}
+				e.strategy(s)
+			},
+			wantMsg: func(e *env) string {
+				return userMsg("the before stage tasks are invalid, updateStrategy: `" + e.k(strategyName) + "`, stage: kubernetes-fleet.io/deleteStage, err: task 0 of type TimedWait is not allowed in beforeStageTasks, allowed type: Approval")
+			},
+		},
+		{
 			name: "21 sorting label missing on the clusters",
 			setup: func(e *env) {
 				s := twoStages()

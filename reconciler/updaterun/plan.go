@@ -234,6 +234,11 @@ func (p *pass) computeStages(selected []*fleet.Binding, st *fleet.UpdateRunStatu
 		}
 		stages[i] = s
 	}
+	if del := strategy.DeleteStage; del != nil {
+		if err := validateBeforeStageTasks(del.BeforeStageTasks); err != nil {
+			return validationAbort(userErr("the before stage tasks are invalid, updateStrategy: `%s`, stage: %s, err: %s", strategyKey, fleet.UpdateRunDeleteStageName, err))
+		}
+	}
 	if len(placed) < len(scheduled) {
 		var missing []string
 		for c := range scheduled {
@@ -253,8 +258,9 @@ func (p *pass) computeStages(selected []*fleet.Binding, st *fleet.UpdateRunStatu
 }
 
 // deletionStage lists the clusters whose bindings the run deletes last,
-// sorted by name; the list is empty, never nil, so it prints as [].
-func deletionStage(toDelete []*fleet.Binding) *fleet.StageUpdatingStatus {
+// sorted by name; the list is empty, never nil, so it prints as []. The
+// strategy's deleteStage tasks get their statuses, as an update stage's.
+func (p *pass) deletionStage(toDelete []*fleet.Binding, strategy *fleet.UpdateStrategySpec) *fleet.StageUpdatingStatus {
 	names := make([]string, 0, len(toDelete))
 	for _, b := range toDelete {
 		names = append(names, b.Spec.TargetCluster)
@@ -263,6 +269,15 @@ func deletionStage(toDelete []*fleet.Binding) *fleet.StageUpdatingStatus {
 	s := &fleet.StageUpdatingStatus{StageName: fleet.UpdateRunDeleteStageName, Clusters: make([]fleet.ClusterUpdatingStatus, len(names))}
 	for i, n := range names {
 		s.Clusters[i] = fleet.ClusterUpdatingStatus{ClusterName: n}
+	}
+	if strategy != nil && strategy.DeleteStage != nil {
+		for _, t := range strategy.DeleteStage.BeforeStageTasks {
+			ts := fleet.StageTaskStatus{Type: t.Type}
+			if t.Type == fleet.StageTaskTypeApproval {
+				ts.ApprovalRequestName = ApprovalRequestName(p.run.Name, s.StageName, fleet.BeforeStageTaskLabelValue)
+			}
+			s.BeforeStageTaskStatus = append(s.BeforeStageTaskStatus, ts)
+		}
 	}
 	return s
 }

@@ -351,17 +351,23 @@ func BumpObservedGenerations(st *fleet.UpdateRunStatus, gen int64) {
 }
 
 // StripApprovalWaitTimes clears waitTime on Approval tasks, before and after
-// stages; it is meaningless there and KubeFleet drops it. Nil is fine.
+// stages and before the deletion stage; it is meaningless there and
+// KubeFleet drops it. Nil is fine.
 func StripApprovalWaitTimes(s *fleet.UpdateStrategySpec) {
 	if s == nil {
 		return
 	}
+	lists := make([][]fleet.StageTask, 0, 2*len(s.Stages)+1)
 	for i := range s.Stages {
-		for _, tasks := range [][]fleet.StageTask{s.Stages[i].BeforeStageTasks, s.Stages[i].AfterStageTasks} {
-			for j := range tasks {
-				if tasks[j].Type == fleet.StageTaskTypeApproval {
-					tasks[j].WaitTime = nil
-				}
+		lists = append(lists, s.Stages[i].BeforeStageTasks, s.Stages[i].AfterStageTasks)
+	}
+	if s.DeleteStage != nil {
+		lists = append(lists, s.DeleteStage.BeforeStageTasks)
+	}
+	for _, tasks := range lists {
+		for j := range tasks {
+			if tasks[j].Type == fleet.StageTaskTypeApproval {
+				tasks[j].WaitTime = nil
 			}
 		}
 	}
