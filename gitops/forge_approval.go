@@ -29,6 +29,9 @@ type approvalInfo struct {
 	Done                  []doneStage
 	// Changes: what the released clusters get, per snapshot they have now.
 	Changes []snapshotChange
+	// Deletes: for the deletion stage's request, the clusters that lose
+	// the placement's resources when it is approved.
+	Deletes []string
 }
 
 type stageClusters struct {
@@ -81,6 +84,11 @@ func approvalInfoFor(ctx context.Context, h hub.Hub, key hub.Key) (*approvalInfo
 	released := at
 	if info.After {
 		released = at + 1
+	}
+	if del := run.Status.DeletionStageStatus; del != nil && ar.Spec.TargetStage == del.StageName {
+		// The deletion stage comes after every update stage.
+		at, released = len(stages), len(stages)
+		info.Deletes = clusterNames(*del)
 	}
 	for i := 0; i < released && i < len(stages); i++ {
 		s := stages[i]
@@ -174,6 +182,12 @@ func (a *approvalInfo) body() string {
 	w("gitfleet opened it; branch protection and required reviews on this branch decide who may merge it.\n")
 
 	switch {
+	case a.Deletes != nil:
+		w("\n### Deletes: the resources of placement `%s` from %d clusters\n\n", a.Placement, len(a.Deletes))
+		for i, c := range a.Deletes {
+			w("%d. %s\n", i+1, c)
+		}
+		w("\nObjects annotated `%s: %s` stay on them.\n", fleet.PruneAnnotation, fleet.PruneDisabled)
 	case a.Released == nil && a.After:
 		w("\n%s is the last stage: approving finishes the run; no cluster changes.\n", "`"+a.Stage+"`")
 	case a.Released != nil:

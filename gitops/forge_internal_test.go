@@ -60,8 +60,8 @@ func TestSnapshotDiffListsEachResourceOnce(t *testing.T) {
 }
 
 // The approval pull request's title and body, for a before-stage request
-// whose clusters are on different snapshots, and for the after-stage
-// request of the last stage.
+// whose clusters are on different snapshots, for the after-stage request
+// of the last stage, and for the request that gates the deletion stage.
 func TestApprovalPullRequestSaysWhatApprovingReleases(t *testing.T) {
 	start := time.Date(2026, 11, 24, 21, 0, 0, 0, time.UTC)
 	end := start.Add(3 * time.Minute)
@@ -81,7 +81,10 @@ func TestApprovalPullRequestSaysWhatApprovingReleases(t *testing.T) {
 	}
 	after := &approvalInfo{Request: "web-run-after-prod", Run: "web-run", Placement: "web", Stage: "prod", After: true,
 		SnapshotIndex: "4", Done: []doneStage{{Name: "prod", Clusters: []string{"prod-eu"}, Start: &start}}}
-	for name, info := range map[string]*approvalInfo{"before-stage": before, "after-last-stage": after} {
+	deletion := &approvalInfo{Request: "web-run-before-delete-stage", Run: "web-run", Placement: "web", Stage: fleet.UpdateRunDeleteStageName,
+		SnapshotIndex: "4", Done: []doneStage{{Name: "prod", Clusters: []string{"prod-eu"}, Start: &start, End: &end}},
+		Deletes: []string{"old-1", "old-2"}}
+	for name, info := range map[string]*approvalInfo{"before-stage": before, "after-last-stage": after, "deletion-stage": deletion} {
 		golden.Assert(t, "approval-pr/"+name+".md", []byte("# "+info.title()+"\n\n"+info.body()))
 	}
 }
