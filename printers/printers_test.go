@@ -174,7 +174,18 @@ func TestRunsWideSaysWhatEachRunWaitsFor(t *testing.T) {
 	stopped.Name, stopped.Spec.State = "stopped", fleet.StateStop
 	stopped.Status.Conditions[1] = cond("Progressing", "False", "UpdateRunStopped", "The update run has been stopped", 2*time.Minute)
 
-	runs := []*fleet.UpdateRun{approval, timed, stuck, stopped, succeededRun()}
+	// The deletion stage's approval (a strategy's deleteStage).
+	deleting := succeededRun()
+	deleting.Name = "waiting-deletion"
+	deleting.Status.DeletionStageStatus = &fleet.StageUpdatingStatus{StageName: fleet.UpdateRunDeleteStageName,
+		Clusters: []fleet.ClusterUpdatingStatus{{ClusterName: "member4"}},
+		BeforeStageTaskStatus: []fleet.StageTaskStatus{{Type: fleet.StageTaskTypeApproval, ApprovalRequestName: "waiting-deletion-before-delete-stage",
+			Conditions: []metav1.Condition{cond("ApprovalRequestCreated", "True", "StageTaskApprovalRequestCreated", "ApprovalRequest object is created", 180*time.Second)}}},
+		Conditions: []metav1.Condition{cond("Progressing", "False", "StageUpdatingWaiting", "Not all before-stage tasks are completed, waiting for approval", 180*time.Second)}}
+	deleting.Status.Conditions = []metav1.Condition{deleting.Status.Conditions[0],
+		cond("Progressing", "False", "UpdateRunWaiting", "The updateRun is waiting for before-stage tasks in stage kubernetes-fleet.io/deleteStage to complete", 180*time.Second)}
+
+	runs := []*fleet.UpdateRun{approval, timed, stuck, stopped, succeededRun(), deleting}
 	golden.Assert(t, "runs-wide-phases.txt", render(t, func(w io.Writer) error { return Runs(w, runs, now, Options{Wide: true}) }))
 	// The default view stays KubeFleet's: the spec's (empty) index, no phase.
 	got := string(render(t, func(w io.Writer) error { return Runs(w, runs, now, Options{}) }))

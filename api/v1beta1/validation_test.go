@@ -101,6 +101,11 @@ func TestValidateUpdateStrategy(t *testing.T) {
 	if errs := ValidateUpdateStrategy(validStrategy()); len(errs) != 0 {
 		t.Fatalf("valid strategy rejected: %v", errs)
 	}
+	gated := validStrategy()
+	gated.Spec.DeleteStage = &DeleteStageConfig{BeforeStageTasks: []StageTask{{Type: StageTaskTypeApproval}}}
+	if errs := ValidateUpdateStrategy(gated); len(errs) != 0 {
+		t.Fatalf("an approval before the deletion stage rejected: %v", errs)
+	}
 	wait := func(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
 	for _, tc := range []struct {
 		name   string
@@ -144,6 +149,12 @@ func TestValidateUpdateStrategy(t *testing.T) {
 		{"before-stage TimedWait", func(s *UpdateStrategySpec) {
 			s.Stages[1].BeforeStageTasks[0] = StageTask{Type: StageTaskTypeTimedWait, WaitTime: wait(time.Minute)}
 		}, want{"spec.stages[1].beforeStageTasks[0]", field.ErrorTypeInvalid, "BeforeStageTaskType cannot be TimedWait"}},
+		{"deleteStage beforeStageTasks max 1", func(s *UpdateStrategySpec) {
+			s.DeleteStage = &DeleteStageConfig{BeforeStageTasks: []StageTask{{Type: StageTaskTypeApproval}, {Type: StageTaskTypeApproval}}}
+		}, want{"spec.deleteStage.beforeStageTasks", field.ErrorTypeTooMany, "must have at most 1 item"}},
+		{"deleteStage TimedWait", func(s *UpdateStrategySpec) {
+			s.DeleteStage = &DeleteStageConfig{BeforeStageTasks: []StageTask{{Type: StageTaskTypeTimedWait, WaitTime: wait(time.Minute)}}}
+		}, want{"spec.deleteStage.beforeStageTasks[0]", field.ErrorTypeInvalid, "BeforeStageTaskType cannot be TimedWait"}},
 		{"task type enum", func(s *UpdateStrategySpec) { s.Stages[1].AfterStageTasks[0].Type = "Manual" },
 			want{"spec.stages[1].afterStageTasks[0].type", field.ErrorTypeNotSupported, `supported values: "TimedWait", "Approval"`}},
 		{"task type required", func(s *UpdateStrategySpec) { s.Stages[1].AfterStageTasks[0].Type = "" },

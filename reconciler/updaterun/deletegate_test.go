@@ -113,3 +113,38 @@ func TestStripApprovalWaitTimesCoversTheDeletionStage(t *testing.T) {
 		t.Errorf("deleteStage approval keeps waitTime %v", w)
 	}
 }
+
+// Stopped while its approval holds it, the deletion stage has started
+// nothing: the run is Stopped at once (an update stage waiting for its
+// before-stage approval stops so), and resumes where it stood.
+func TestARunStoppedAtTheDeletionStagesApprovalIsStopped(t *testing.T) {
+	e := newEnv(t, "").fixture()
+	e.strategy(gatedDeletion())
+	e.create()
+	rollAll(t, e)
+	wantResult(t, "gated", e.ok(), Result{RequeueAfter: ApprovalPollInterval, Blocked: true})
+
+	e.setState(fleet.StateStop)
+	wantResult(t, "stopped", e.ok(), Result{Blocked: true})
+	run := e.get()
+	wantConds(t, "run", run.Status.Conditions, initOK, runStopped)
+	wantConds(t, "deletion stage", run.Status.DeletionStageStatus.Conditions, stageStopped)
+
+	// Approved while stopped: nothing is deleted until the run runs again.
+	e.approve(runName + "-before-delete-stage")
+	wantResult(t, "approved while stopped", e.ok(), Result{Blocked: true})
+	for _, c := range deletionClusters {
+		if !e.bindingExists(c) {
+			t.Errorf("binding of %s deleted while the run is stopped", c)
+		}
+	}
+	e.setState(fleet.StateRun)
+	wantResult(t, "resumed", e.ok(), Result{RequeueAfter: ClusterPollInterval})
+	for _, c := range deletionClusters {
+		if e.bindingExists(c) {
+			t.Errorf("binding of %s not deleted after the resume", c)
+		}
+	}
+	wantResult(t, "succeeded", e.ok(), Result{Blocked: true})
+	wantConds(t, "run", e.get().Status.Conditions, runSucceeded...)
+}

@@ -89,7 +89,7 @@ func (p *pass) stopStage(stage *fleet.StageUpdatingStatus, pl *plan) outcome {
 // away. The stage is Stopped once no started deletion is pending, but the
 // run is Stopped only when no to-be-deleted binding is left at all — so a
 // run stopped before the deletion stage deleted anything stays Stopping
-// until resumed, as in KubeFleet.
+// until resumed, as in KubeFleet — or when the stage's approval holds it.
 func (p *pass) stopDeletionStage(pl *plan) outcome {
 	del := p.run.Status.DeletionStageStatus
 	clusters := make(map[string]*fleet.ClusterUpdatingStatus, len(del.Clusters))
@@ -120,8 +120,22 @@ func (p *pass) stopDeletionStage(pl *plan) outcome {
 	if deleting == 0 {
 		p.markStageStopped(del)
 	}
-	if len(pl.toDelete) == 0 {
+	if len(pl.toDelete) == 0 || (deleting == 0 && p.deletionGateClosed()) {
+		// Held by its approval (gitfleet's deleteStage), the deletion
+		// stage has started nothing: Stopped at once, as an update stage
+		// waiting for its before-stage approval.
 		return outcome{finished: true}
 	}
 	return outcome{after: ClusterPollInterval}
+}
+
+// deletionGateClosed reports whether the deletion stage has an approval
+// task not approved yet.
+func (p *pass) deletionGateClosed() bool {
+	for _, t := range p.run.Status.DeletionStageStatus.BeforeStageTaskStatus {
+		if !isTrue(find(t.Conditions, fleet.StageTaskConditionApprovalRequestApproved), p.gen) {
+			return true
+		}
+	}
+	return false
 }
