@@ -542,20 +542,32 @@ func (f *fixture) snapshotOf(index int, manifests ...string) {
 }
 
 func TestTheBindingNamesWhatItsMemberKeptAnnotatedPruneDisabled(t *testing.T) {
-	f := newFixture(t, simulated("member1"))
+	for name, m := range map[string]*fleet.MemberCluster{
+		"available at once":        simulated("member1"),
+		"available after a minute": simulated("member1", fleet.SimAvailableAfterAnnotation, "1m"),
+	} {
+		t.Run(name, func(t *testing.T) { testPruneSkipped(t, m) })
+	}
+}
+
+func testPruneSkipped(t *testing.T, m *fleet.MemberCluster) {
+	f := newFixture(t, m)
 	ns := `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"test-namespace"}}`
 	kept := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"kept","namespace":"test-namespace","annotations":{"gitfleet.io/prune":"disabled"}}}`
 	f.snapshotOf(1, ns, kept)
 	f.snapshotOf(2, ns)
 	f.bind("member1", 1)
 	must(t, f.hub.Commit(f.ctx))
+	f.clk.Advance(time.Minute)
 	if c := cond(f.binding("member1"), fleet.ResourceBindingPruneSkipped); c != nil {
 		t.Fatalf("PruneSkipped = %+v before anything left the snapshot", c)
 	}
 
 	f.bind("member1", 2)
 	must(t, f.hub.Commit(f.ctx))
+	f.clk.Advance(time.Minute) // the Available report names it too
 	b := f.binding("member1")
+	wantCond(t, b, fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
 	wantCond(t, b, fleet.ResourceBindingApplied, metav1.ConditionTrue, member.AllWorkAppliedReason)
 	wantCond(t, b, fleet.ResourceBindingPruneSkipped, metav1.ConditionTrue, member.PruneDisabledReason)
 	want := "1 resource left the resource snapshot but stay on the member cluster, annotated gitfleet.io/prune: disabled: ConfigMap test-namespace/kept"
@@ -570,6 +582,7 @@ func TestTheBindingNamesWhatItsMemberKeptAnnotatedPruneDisabled(t *testing.T) {
 	// Back in a snapshot, it is the placement's again and the condition goes.
 	f.bind("member1", 1)
 	must(t, f.hub.Commit(f.ctx))
+	f.clk.Advance(time.Minute)
 	if c := cond(f.binding("member1"), fleet.ResourceBindingPruneSkipped); c != nil {
 		t.Errorf("PruneSkipped = %+v once the object is back in the snapshot", c)
 	}
