@@ -19,12 +19,17 @@ const maxPruneSkippedNamed = 20
 
 // PruneDisabled reports whether an object asks to stay on the member when
 // it leaves the snapshot: gitfleet.io/prune or Flux's
-// kustomize.toolkit.fluxcd.io/prune set to "disabled". Drivers read it on
-// the version last delivered (what the member holds), since the object is
-// absent from the new snapshot.
+// kustomize.toolkit.fluxcd.io/prune set to "disabled", as an annotation or,
+// as Flux's exclusions also match, a label. Drivers read it on the version
+// last delivered (what the member holds), since the object is absent from
+// the new snapshot.
 func PruneDisabled(o metav1.Object) bool {
-	a := o.GetAnnotations()
-	return a[fleet.PruneAnnotation] == fleet.PruneDisabled || a[fleet.FluxPruneAnnotation] == fleet.PruneDisabled
+	for _, m := range []map[string]string{o.GetAnnotations(), o.GetLabels()} {
+		if m[fleet.PruneAnnotation] == fleet.PruneDisabled || m[fleet.FluxPruneAnnotation] == fleet.PruneDisabled {
+			return true
+		}
+	}
+	return false
 }
 
 // PruneExclusions are the annotations that keep an object from a prune,

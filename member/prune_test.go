@@ -71,15 +71,18 @@ func TestASimulatedMemberKeepsWhatIsAnnotatedPruneDisabled(t *testing.T) {
 		return fmt.Sprint(names)
 	}
 
-	// The annotation that counts is the one of the version delivered last.
-	deliver(1, cm("kept", disabled), cm("flux", flux), cm("annotated-later", nil), cm("unannotated-later", disabled), cm("plain", nil))
-	deliver(2, cm("kept", disabled), cm("flux", flux), cm("annotated-later", disabled), cm("unannotated-later", nil), cm("plain", nil))
+	// The annotation that counts is the one of the version delivered last;
+	// a label says the same, as Flux's exclusions match either.
+	labelled := cm("labelled", nil)
+	labelled.SetLabels(disabled)
+	deliver(1, cm("kept", disabled), cm("flux", flux), cm("annotated-later", nil), cm("unannotated-later", disabled), cm("plain", nil), labelled)
+	deliver(2, cm("kept", disabled), cm("flux", flux), cm("annotated-later", disabled), cm("unannotated-later", nil), cm("plain", nil), labelled)
 	d := deliver(3)
-	if got := left(); got != "[app:annotated-later app:flux app:kept]" {
-		t.Errorf("left on the member = %s, want [app:annotated-later app:flux app:kept]", got)
+	if got := left(); got != "[app:annotated-later app:flux app:kept app:labelled]" {
+		t.Errorf("left on the member = %s, want [app:annotated-later app:flux app:kept app:labelled]", got)
 	}
-	want := "3 resources left the resource snapshot but stay on the member cluster, annotated gitfleet.io/prune: disabled: " +
-		"ConfigMap app/annotated-later, ConfigMap app/flux, ConfigMap app/kept"
+	want := "4 resources left the resource snapshot but stay on the member cluster, annotated gitfleet.io/prune: disabled: " +
+		"ConfigMap app/annotated-later, ConfigMap app/flux, ConfigMap app/kept, ConfigMap app/labelled"
 	if c := rep.cond(d.Key(), fleet.ResourceBindingPruneSkipped); c == nil || c.Status != metav1.ConditionTrue ||
 		c.Reason != PruneDisabledReason || c.Message != want || c.ObservedGeneration != 3 {
 		t.Errorf("PruneSkipped = %+v, want True, PruneDisabled, %q at generation 3", c, want)
@@ -87,13 +90,13 @@ func TestASimulatedMemberKeepsWhatIsAnnotatedPruneDisabled(t *testing.T) {
 
 	// Back in the snapshot, an object is the placement's again.
 	d = deliver(4, cm("kept", nil))
-	if got := left(); got != "[app:annotated-later app:flux]" {
-		t.Errorf("left on the member = %s, want [app:annotated-later app:flux]", got)
+	if got := left(); got != "[app:annotated-later app:flux app:labelled]" {
+		t.Errorf("left on the member = %s, want [app:annotated-later app:flux app:labelled]", got)
 	}
 	// A removal (the cluster leaves the placement) keeps what asks to stay.
 	must(t, sim.Remove(context.Background(), deliver(5, cm("kept", disabled), cm("gone", nil))))
-	if got := left(); got != "[app:annotated-later app:flux app:kept]" {
-		t.Errorf("left after the removal = %s, want [app:annotated-later app:flux app:kept]", got)
+	if got := left(); got != "[app:annotated-later app:flux app:kept app:labelled]" {
+		t.Errorf("left after the removal = %s, want [app:annotated-later app:flux app:kept app:labelled]", got)
 	}
 	if len(sim.Placed()) != 0 {
 		t.Errorf("the member still holds the removed binding: %+v", sim.Placed())

@@ -18,6 +18,8 @@ func annotatedConfigMap(name, key, value string) string {
 		name, key, value)
 }
 
+const labelledConfigMap = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: labelled, namespace: test-namespace, labels: {gitfleet.io/prune: disabled}}\ndata: {key: v}"
+
 func TestAnObjectAnnotatedPruneDisabledStaysWhenItLeavesTheSnapshot(t *testing.T) {
 	f := newFixture(t, nil)
 	// Each ConfigMap is delivered twice, then dropped; the annotation that
@@ -43,6 +45,8 @@ func TestAnObjectAnnotatedPruneDisabledStaysWhenItLeavesTheSnapshot(t *testing.T
 			annotatedConfigMap("prune-enabled", fleet.PruneAnnotation, "enabled"),
 			annotatedConfigMap("prune-enabled", fleet.PruneAnnotation, "enabled"), false},
 		{"plain", configMap("plain", "v"), configMap("plain", "v"), false},
+		// A label says the same, as Flux's exclusions match either.
+		{"labelled", labelledConfigMap, labelledConfigMap, true},
 	}
 	first, second := []string{namespace}, []string{namespace}
 	for _, tt := range tests {
@@ -64,8 +68,9 @@ func TestAnObjectAnnotatedPruneDisabledStaysWhenItLeavesTheSnapshot(t *testing.T
 			t.Errorf("ConfigMap %s on the member = %t after it left the snapshot, want %t", tt.name, got, tt.kept)
 		}
 	}
-	want := "3 resources left the resource snapshot but stay on the member cluster, annotated gitfleet.io/prune: disabled: " +
-		"ConfigMap test-namespace/annotated-by-the-last-delivery, ConfigMap test-namespace/flux-annotated, ConfigMap test-namespace/gitfleet-annotated"
+	want := "4 resources left the resource snapshot but stay on the member cluster, annotated gitfleet.io/prune: disabled: " +
+		"ConfigMap test-namespace/annotated-by-the-last-delivery, ConfigMap test-namespace/flux-annotated, ConfigMap test-namespace/gitfleet-annotated, " +
+		"ConfigMap test-namespace/labelled"
 	c := f.reports.cond(d3.Key(), 3, fleet.ResourceBindingPruneSkipped)
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != member.PruneDisabledReason || c.Message != want {
 		t.Fatalf("PruneSkipped = %+v, want True, %s, %q", c, member.PruneDisabledReason, want)
@@ -87,8 +92,8 @@ func TestAnObjectAnnotatedPruneDisabledStaysWhenItLeavesTheSnapshot(t *testing.T
 	must(t, f.clusters[0].Client().Delete(f.ctx, f.get("member1", "v1", "ConfigMap", "test-namespace", "gitfleet-annotated")))
 	d5 := delivery(t, "member1", 5, "place-3-snapshot", namespace, configMap("flux-annotated", "back"))
 	f.deliverAvailable(f.drivers, d5)
-	want = "1 resource left the resource snapshot but stay on the member cluster, annotated gitfleet.io/prune: disabled: " +
-		"ConfigMap test-namespace/annotated-by-the-last-delivery"
+	want = "2 resources left the resource snapshot but stay on the member cluster, annotated gitfleet.io/prune: disabled: " +
+		"ConfigMap test-namespace/annotated-by-the-last-delivery, ConfigMap test-namespace/labelled"
 	if c := f.reports.cond(d5.Key(), 5, fleet.ResourceBindingPruneSkipped); c == nil || c.Message != want {
 		t.Errorf("PruneSkipped = %+v, want %q", c, want)
 	}
