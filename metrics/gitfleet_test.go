@@ -310,3 +310,24 @@ func TestNewWithoutRegistererOrClockWorks(t *testing.T) {
 		t.Errorf("%d series left", n)
 	}
 }
+
+// The approval before the deletion stage (a strategy's deleteStage) is a
+// pending approval like a stage's, labelled with the deletion stage.
+func TestPendingApprovalOfTheDeletionStage(t *testing.T) {
+	m, reg, clk := newMetrics()
+	r := stagedRun()
+	r.Status.StagesStatus[1].BeforeStageTaskStatus = nil
+	r.Status.DeletionStageStatus.BeforeStageTaskStatus = []fleet.StageTaskStatus{{Type: fleet.StageTaskTypeApproval,
+		ApprovalRequestName: "example-run-before-delete-stage",
+		Conditions:          []metav1.Condition{cond("ApprovalRequestCreated", "True", fleet.StageTaskApprovalRequestCreatedReason, "", 1, 5*time.Minute)}}}
+	m.ObserveRun(r)
+	clk.Advance(10 * time.Minute)
+	want := `
+# HELP gitfleet_approval_request_pending_seconds Age of each approval request the run is waiting on, from its creation, in seconds.
+# TYPE gitfleet_approval_request_pending_seconds gauge
+gitfleet_approval_request_pending_seconds{name="example-run",namespace="",stage="kubernetes-fleet.io/deleteStage",task_type="beforeStage"} 300
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), ApprovalRequestPendingSeconds); err != nil {
+		t.Fatal(err)
+	}
+}
