@@ -56,12 +56,12 @@ func PruneSkipped(gen int64, left []fleet.ResourceIdentifier) (c metav1.Conditio
 		more = fmt.Sprintf(" and %d more", len(names)-maxPruneSkippedNamed)
 		names = names[:maxPruneSkippedNamed]
 	}
-	noun := "resources"
+	noun, verb := "resources", "stay"
 	if len(left) == 1 {
-		noun = "resource"
+		noun, verb = "resource", "stays"
 	}
-	msg := fmt.Sprintf("%d %s left the resource snapshot but stay on the member cluster, annotated %s: %s: %s%s",
-		len(left), noun, fleet.PruneAnnotation, fleet.PruneDisabled, strings.Join(names, ", "), more)
+	msg := fmt.Sprintf("%d %s left the resource snapshot but %s on the member cluster, annotated %s: %s: %s%s",
+		len(left), noun, verb, fleet.PruneAnnotation, fleet.PruneDisabled, strings.Join(names, ", "), more)
 	return condition(fleet.ResourceBindingPruneSkipped, metav1.ConditionTrue, PruneDisabledReason, msg, gen), true
 }
 

@@ -570,7 +570,7 @@ func testPruneSkipped(t *testing.T, m *fleet.MemberCluster) {
 	wantCond(t, b, fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
 	wantCond(t, b, fleet.ResourceBindingApplied, metav1.ConditionTrue, member.AllWorkAppliedReason)
 	wantCond(t, b, fleet.ResourceBindingPruneSkipped, metav1.ConditionTrue, member.PruneDisabledReason)
-	want := "1 resource left the resource snapshot but stay on the member cluster, annotated gitfleet.io/prune: disabled: ConfigMap test-namespace/kept"
+	want := "1 resource left the resource snapshot but stays on the member cluster, annotated gitfleet.io/prune: disabled: ConfigMap test-namespace/kept"
 	if got := cond(b, fleet.ResourceBindingPruneSkipped).Message; got != want {
 		t.Errorf("PruneSkipped message = %q, want %q", got, want)
 	}
