@@ -28,7 +28,7 @@ FUZZMINIMIZETIME ?= 500x
 # package:target pairs; each runs for FUZZTIME on top of its committed seed
 # corpus (testdata/fuzz/<target>/). A crasher is written there: fix it and
 # commit it as a seed.
-FUZZ_TARGETS := render:FuzzManifest render:FuzzKustomization render:FuzzApprovals gitsource:FuzzPushRef internal/yamlstream:FuzzWrite internal/yamlstream:FuzzReadJSON internal/yamlstream:FuzzReadJSONAnyText
+FUZZ_TARGETS := render:FuzzManifest render:FuzzTree render:FuzzKustomization render:FuzzApprovals gitsource:FuzzPushRef internal/yamlstream:FuzzWrite internal/yamlstream:FuzzReadJSON internal/yamlstream:FuzzReadJSONAnyText
 
 fuzz: ## Run every fuzz target for FUZZTIME (default 30000 executions)
 	@set -e; for t in $(FUZZ_TARGETS); do \
