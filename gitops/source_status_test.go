@@ -147,6 +147,12 @@ func TestTheSourceIsNotReadyWhileTheTipDoesNotRender(t *testing.T) {
 			ready: metav1.ConditionFalse, reason: fleet.RenderFailedReason,
 			fetched: "another commit that does not render", applied: "the quickstart", refused: "another commit that does not render",
 			message: []string{"kustomization.yaml"}},
+		// kustomize may read any file below --path, so a README change
+		// is hub content there: refused like its parent, for its reason.
+		{name: "a README-only commit on top", files: map[string][]byte{"README.md": []byte("# the fleet\n")},
+			ready: metav1.ConditionFalse, reason: fleet.RenderFailedReason,
+			fetched: "a README-only commit on top", applied: "the quickstart", refused: "a README-only commit on top",
+			message: []string{"kustomization.yaml"}},
 		{name: "the fix", files: fix, restart: true,
 			ready: metav1.ConditionTrue, reason: fleet.GitSourceSucceededReason,
 			fetched: "the fix", applied: "the fix", message: []string{"fetch and sync succeeded"}},

@@ -1,6 +1,7 @@
 package gitops_test
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/gitfleet/gitfleet/gitsource"
 	"github.com/gitfleet/gitfleet/internal/kubetest"
 	"github.com/gitfleet/gitfleet/internal/manifestcorpus"
+	"github.com/gitfleet/gitfleet/simulate"
 )
 
 // typoRun rolls out the latest snapshot, pushed in the same commit as a
@@ -199,5 +201,39 @@ func TestATypoNeverDeletesFromRealClusters(t *testing.T) {
 		if value(c) != "value2" || !namespaceLive(c) {
 			t.Errorf("%s after the fix: test-cm %q, namespace live %v", c.Name, value(c), namespaceLive(c))
 		}
+	}
+}
+
+// A commit that changes no manifest on top of a refused one (a README, in a
+// plain layout) is not rendered: the source stays not Ready, naming the
+// refused commit, and `gitfleet simulate` of the same history agrees that
+// the tip does not render.
+func TestAReadmeCommitOnTopOfARefusedOneKeepsTheSourceNotReady(t *testing.T) {
+	files := timedFleet(t, "0s", "1s")
+	r := newFleetRepo(t, files)
+	d := startDaemonWithSource(t, gitsource.Config{URL: "file://" + r.remote, Branch: "main", CacheDir: t.TempDir()}, 50*time.Millisecond)
+	eventually(t, "the canary approval request", func() bool { return r.approval(approvalName) != nil })
+	typo := r.commit("typo", map[string][]byte{"workload.yaml": []byte(strings.Replace(string(files["workload.yaml"]), "key: value1", `key: "value2`, 1))})
+	readme := r.commit("docs", map[string][]byte{"README.md": []byte("# the fleet\n")})
+	eventually(t, "the source to have fetched the README commit", func() bool {
+		src, ok := r.object("status/sources/main.yaml").(*fleet.GitSource)
+		return ok && src.Status.LastFetchedCommit == readme
+	})
+	src := r.object("status/sources/main.yaml").(*fleet.GitSource)
+	ready := meta.FindStatusCondition(src.Status.Conditions, fleet.GitSourceConditionReady)
+	if ready == nil || ready.Status != "False" || !strings.Contains(ready.Message, typo[:7]) || !strings.Contains(ready.Message, "workload.yaml:") {
+		t.Errorf("Ready %+v, want False naming the typo commit %s and its file", ready, typo[:7])
+	}
+	if r.file("status/commits/"+readme+".yaml") != nil {
+		t.Error("the README commit was recorded as not rendering: it changes no manifest")
+	}
+	d.stop(t)
+
+	res, err := simulate.Run(context.Background(), simulate.Options{Repo: r.work, Until: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.TipRefused || len(res.ManifestErrors) == 0 || res.ManifestErrors[0].File != "workload.yaml" {
+		t.Errorf("simulate: tip refused %v, errors %v; want the typo's workload.yaml", res.TipRefused, res.ManifestErrors)
 	}
 }
