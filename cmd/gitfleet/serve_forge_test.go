@@ -391,7 +391,7 @@ func TestServeMarksACommitThatDoesNotRenderOnGitea(t *testing.T) {
 		}
 		return false
 	})
-	if got.State != gitea.StatusFailure || !strings.HasPrefix(got.Description, "does not render: kustomization.yaml: kustomize build failed") {
+	if got.State != gitea.StatusFailure || !strings.HasPrefix(got.Description, "does not render: kustomization.yaml:4: resources[0]: kustomize build failed") {
 		t.Errorf("status of the refused commit: %s %q; want failure naming kustomization.yaml", got.State, got.Description)
 	}
 	g.runStatus(t, gitea.StatusPending, "stage 2/2 canary")
