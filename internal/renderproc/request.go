@@ -1,0 +1,378 @@
+package renderproc
+
+import (
+	"crypto/sha256"
+	"encoding/gob"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"strings"
+
+	"github.com/gitfleet/gitfleet/render"
+)
+
+// The request the parent writes on the worker's standard input: one
+// header, then one entry per file, link or empty folder the render may
+// read, gob-encoded (any byte is allowed in a name, unlike tar's PAX
+// records). The worker builds an fstest.MapFS from them, the fs.FS serve
+// renders in process, so the result is the same.
+
+// header opens a request.
+type header struct {
+	Options render.Options
+}
+
+// entry is one file (Data), symbolic link (Link, its target as
+// committed) or folder of the tree, at its repository path.
+type entry struct {
+	Name string
+	Kind entryKind
+	Data []byte
+}
+
+type entryKind uint8
+
+const (
+	kindFile entryKind = iota
+	kindLink
+	kindDir
+)
+
+// maxLinkHops bounds a chain of symbolic links, as render does.
+const maxLinkHops = 40
+
+// kustomizationNames are the file names kustomize recognises, as render
+// knows them.
+var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+
+// writer selects and encodes what one render reads.
+type writer struct {
+	fsys fs.FS
+	opts render.Options
+	enc  *gob.Encoder
+	sent map[string]bool
+	// total counts the bytes of files within MaxFileSize, as render's
+	// reader does; past MaxTotalSize the render fails, so only
+	// kustomizations (which render checks first) are still sent.
+	total int64
+	err   error // the first error of sendResolved
+}
+
+// errPath is a problem with opts.Path that render reports before reading
+// anything; Render returns it without starting a worker.
+type errPath struct{ err error }
+
+func (e errPath) Error() string { return e.err.Error() }
+func (e errPath) Unwrap() error { return e.err }
+
+// writeRequest writes the request for rendering opts.Path of fsys to w:
+// in a plain layout the manifest files below the path (render reads no
+// other), with a kustomization every file render copies for kustomize
+// (the whole repository but hidden files and gitfleet's status/ and
+// approvals/: a base may be outside the path), and for every symbolic
+// link the links and the file or folder it leads to. Files are cut one
+// byte past MaxFileSize (render reads no more to know one is too big),
+// kustomization files excepted (render reads them whole).
+func writeRequest(w io.Writer, fsys fs.FS, opts render.Options) error {
+	opts = withDefaults(opts)
+	rw := &writer{fsys: fsys, opts: opts, enc: gob.NewEncoder(w), sent: map[string]bool{}}
+	if err := rw.enc.Encode(header{Options: opts}); err != nil {
+		return err
+	}
+	root, realRoot, err := rw.root()
+	if err != nil {
+		return err
+	}
+	kustomized := false
+	for _, n := range kustomizationNames {
+		if rw.sendResolved(path.Join(root, n)) == 0 { // a regular file
+			kustomized = true
+			break
+		}
+	}
+	if err := rw.failed(); err != nil {
+		return err
+	}
+	if kustomized {
+		return rw.walkMount(root)
+	}
+	return rw.walkPlain(realRoot)
+}
+
+// root checks opts.Path as render does first: the errors are render's.
+func (rw *writer) root() (root, realRoot string, err error) {
+	root = path.Clean(rw.opts.Path)
+	if !fs.ValidPath(root) {
+		return "", "", errPath{fmt.Errorf("render: path %q must be relative to the repository root and stay inside it", rw.opts.Path)}
+	}
+	realRoot, res, err := rw.follow(root)
+	if err != nil {
+		return "", "", err
+	}
+	if res == looped {
+		return "", "", errPath{fmt.Errorf("render: path %q: %w", root, &fs.PathError{Op: "stat", Path: root, Err: errLoop})}
+	}
+	if res == missing {
+		realRoot = root // fs.Stat says what is wrong (it cannot loop)
+	}
+	info, err := fs.Stat(rw.fsys, realRoot)
+	if err != nil {
+		return "", "", errPath{fmt.Errorf("render: path %q: %w", root, err)}
+	}
+	if !info.IsDir() {
+		return "", "", errPath{fmt.Errorf("render: path %q is not a folder", root)}
+	}
+	return root, realRoot, nil
+}
+
+// checkPath returns the error render returns for opts.Path before it
+// reads anything, if any.
+func checkPath(fsys fs.FS, opts render.Options) error {
+	rw := &writer{fsys: fsys, opts: withDefaults(opts), enc: gob.NewEncoder(io.Discard), sent: map[string]bool{}}
+	_, _, err := rw.root()
+	var pe errPath
+	if errors.As(err, &pe) {
+		return pe.err
+	}
+	return err
+}
+
+// walkPlain sends the manifest files below root that render's plain
+// reader reads: not hidden, not in approvals/ or status/ directly under
+// root.
+func (rw *writer) walkPlain(root string) error {
+	return fs.WalkDir(rw.fsys, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("render: %s: %w", p, err)
+		}
+		if d.IsDir() {
+			if p != root && (strings.HasPrefix(d.Name(), ".") ||
+				p == path.Join(root, render.ApprovalsDir) || p == path.Join(root, render.StatusDir)) {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !isManifestFile(p) || isKustomizationName(d.Name()) {
+			return nil
+		}
+		return rw.sendEntry(p, d)
+	})
+}
+
+// walkMount sends what render copies for kustomize: every file but
+// hidden ones and approvals/ and status/ at the repository root and under
+// root.
+func (rw *writer) walkMount(root string) error {
+	skip := map[string]bool{
+		render.ApprovalsDir: true, render.StatusDir: true,
+		path.Join(root, render.ApprovalsDir): true, path.Join(root, render.StatusDir): true,
+	}
+	return fs.WalkDir(rw.fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("render: %s: %w", p, err)
+		}
+		if p != "." && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			if skip[p] && p != root {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		return rw.sendEntry(p, d)
+	})
+}
+
+// sendEntry sends a regular file, or a link and what it leads to.
+func (rw *writer) sendEntry(p string, d fs.DirEntry) error {
+	switch {
+	case d.Type()&fs.ModeSymlink != 0:
+		rw.sendResolved(p)
+		return rw.failed()
+	case d.Type().IsRegular():
+		return rw.sendFile(p)
+	}
+	return nil
+}
+
+// failed is the first error of sending, kept by sendResolved.
+func (rw *writer) failed() error { return rw.err }
+
+// sendFile sends the regular file p (once), cut past MaxFileSize.
+func (rw *writer) sendFile(p string) error {
+	if rw.sent[p] {
+		return nil
+	}
+	rw.sent[p] = true
+	kustomization := isKustomizationName(path.Base(p))
+	if rw.total > rw.opts.MaxTotalSize && !kustomization {
+		return nil // the render fails before it needs this file
+	}
+	f, err := rw.fsys.Open(p)
+	if err != nil {
+		return fmt.Errorf("render: %s: %w", p, err)
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if !kustomization {
+		r = io.LimitReader(f, rw.opts.MaxFileSize+1)
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("render: %s: %w", p, err)
+	}
+	if int64(len(data)) <= rw.opts.MaxFileSize {
+		rw.total += int64(len(data))
+	}
+	return rw.enc.Encode(entry{Name: p, Kind: kindFile, Data: data})
+}
+
+// sendResolved follows p through symbolic links (in any component), as an
+// fs.FS resolves a name, sending every link on the way and the file or
+// folder it ends at. It returns that one's type (0 for a regular file),
+// or fs.ModeIrregular if p leads nowhere (it dangles, loops or leaves the
+// repository). Errors of reading are kept for failed.
+func (rw *writer) sendResolved(p string) fs.FileMode {
+	real, res, err := rw.follow(p)
+	if err != nil {
+		rw.keep(err)
+		return fs.ModeIrregular
+	}
+	if res != followed {
+		return fs.ModeIrregular
+	}
+	info, err := fs.Lstat(rw.fsys, real)
+	if err != nil {
+		return fs.ModeIrregular
+	}
+	switch {
+	case info.Mode().IsRegular():
+		rw.keep(rw.sendFile(real))
+		return 0
+	case info.IsDir():
+		if !rw.sent[real] {
+			rw.sent[real] = true
+			rw.keep(rw.enc.Encode(entry{Name: real, Kind: kindDir}))
+		}
+		return fs.ModeDir
+	}
+	return fs.ModeIrregular
+}
+
+func (rw *writer) keep(err error) {
+	if rw.err == nil {
+		rw.err = err
+	}
+}
+
+// follow resolves p one component at a time, never asking fsys to
+// resolve a link itself: an fstest.MapFS recurses without bound on a link
+// loop (a kustomization.yaml linking to itself would end the process).
+// Each link met is sent. res says whether p leads to an entry inside the
+// repository, nowhere, or through more than maxLinkHops links.
+func (rw *writer) follow(p string) (real string, res followResult, err error) {
+	hops := 0
+	parts := strings.Split(p, "/")
+	cur := "."
+	for i := 0; i < len(parts); i++ {
+		if parts[i] == "." {
+			continue
+		}
+		next := path.Join(cur, parts[i])
+		info, lerr := fs.Lstat(rw.fsys, next)
+		if lerr != nil {
+			return "", missing, nil
+		}
+		if info.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if hops++; hops > maxLinkHops {
+			return "", looped, nil
+		}
+		target, rerr := fs.ReadLink(rw.fsys, next)
+		if rerr != nil {
+			return "", missing, nil
+		}
+		if !rw.sent[next] {
+			rw.sent[next] = true
+			if err := rw.enc.Encode(entry{Name: next, Kind: kindLink, Data: []byte(target)}); err != nil {
+				return "", missing, err
+			}
+		}
+		if path.IsAbs(target) {
+			return "", missing, nil
+		}
+		rest := path.Join(append([]string{path.Dir(next), target}, parts[i+1:]...)...)
+		if !fs.ValidPath(rest) {
+			return "", missing, nil
+		}
+		parts, cur, i = strings.Split(rest, "/"), ".", -1
+	}
+	return cur, followed, nil
+}
+
+type followResult uint8
+
+const (
+	followed followResult = iota
+	missing               // dangles, or leaves the repository
+	looped                // more than maxLinkHops links
+)
+
+func isManifestFile(name string) bool {
+	if strings.HasPrefix(path.Base(name), ".") {
+		return false
+	}
+	switch strings.ToLower(path.Ext(name)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+func isKustomizationName(name string) bool {
+	for _, n := range kustomizationNames {
+		if name == n {
+			return true
+		}
+	}
+	return false
+}
+
+func withDefaults(o render.Options) render.Options {
+	if o.Path == "" {
+		o.Path = "."
+	}
+	if o.MaxFileSize <= 0 {
+		o.MaxFileSize = render.DefaultMaxFileSize
+	}
+	if o.MaxTotalSize <= 0 {
+		o.MaxTotalSize = render.DefaultMaxTotalSize
+	}
+	return o
+}
+
+// Digest identifies what a render of opts.Path of fsys reads: two trees
+// with one digest render the same (render is deterministic), so a caller
+// that knows the result of one need not render the other. It reads the
+// files a render would, not more.
+func Digest(fsys fs.FS, opts render.Options) (string, error) {
+	h := sha256.New()
+	if err := writeRequest(h, fsys, opts); err != nil {
+		var pe errPath
+		if !errors.As(err, &pe) {
+			return "", err
+		}
+		// The path itself is wrong: the error is the whole input.
+		fmt.Fprintf(h, "\x00path error: %v", pe)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
