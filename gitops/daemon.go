@@ -32,6 +32,7 @@ import (
 	"github.com/gitfleet/gitfleet/gitsource"
 	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/hub/embedded"
+	"github.com/gitfleet/gitfleet/internal/renderproc"
 	"github.com/gitfleet/gitfleet/member"
 	"github.com/gitfleet/gitfleet/reconciler"
 	"github.com/gitfleet/gitfleet/reconciler/updaterun"
@@ -57,6 +58,13 @@ type Config struct {
 	// RenderTimeout bounds the render of one commit (default 1m). A commit
 	// that takes longer is recorded as not rendered and skipped.
 	RenderTimeout time.Duration
+	// RenderMemoryLimit bounds the resident memory of the process a commit
+	// renders in (bytes, default 1 GiB, renderproc.DefaultMemory); a commit
+	// whose render needs more is recorded as not rendered and skipped.
+	RenderMemoryLimit int64
+	// MaxFileSize and MaxTotalSize are render's size limits (default
+	// render's: 8 MiB and 256 MiB); serve gives the source's.
+	MaxFileSize, MaxTotalSize int64
 	// RetryMax caps the wait between failed fetches (default 5m). serve
 	// sets it to the poll interval: a poll would retry that often anyway.
 	RetryMax time.Duration
@@ -183,6 +191,8 @@ type Daemon struct {
 	// show it (they do not wait for mu, which a sync holds).
 	renderMu sync.Mutex
 	shown    *renderJob
+	// refused are the inputs of renders that failed, not rendered again.
+	refused refusedInputs
 }
 
 // Open restores the hub from the status tree of the remote, catches up on
@@ -705,50 +715,69 @@ func (d *Daemon) kustomized(ctx context.Context, commit plumbing.Hash) bool {
 }
 
 // DefaultRenderTimeout bounds the render of one commit.
-const DefaultRenderTimeout = time.Minute
+const DefaultRenderTimeout = renderproc.DefaultTimeout
 
-// errRenderTimeout is a render that took longer than Config.RenderTimeout.
+// errRenderTimeout is a commit that took longer than Config.RenderTimeout
+// to read (a render that does is a renderproc.ErrTimeout).
 var errRenderTimeout = errors.New("render timed out")
 
-// render renders one commit within Config.RenderTimeout. kustomize takes
-// no context, so a render that runs over is abandoned, not stopped: it
-// finishes (or not) in the background while the loop goes on, and ends
-// with the process at the latest. Abandoned renders are counted in the log;
-// the commit is recorded as not rendered and never tried again.
+// slowRender is how long a render runs before the log says it is running.
+const slowRender = time.Second
+
+// render renders one commit within Config.RenderTimeout and
+// Config.RenderMemoryLimit, in a process of its own (renderproc) that is
+// killed at either limit: the CPU and memory are back at once, and the
+// commit is recorded as not rendered and never tried again. A commit whose
+// input is that of a commit that did not render (the same files under
+// --path, and for kustomize the same repository) gets that commit's error
+// without rendering.
 func (d *Daemon) render(ctx context.Context, commit plumbing.Hash) (*render.Content, error) {
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.RenderTimeout)
+	readCtx, cancel := context.WithTimeout(ctx, d.cfg.RenderTimeout)
 	defer cancel()
-	fsys, err := CommitFS(ctx, d.src, commit)
+	fsys, err := CommitFS(readCtx, d.src, commit)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			return nil, fmt.Errorf("%w after %s reading the commit", errRenderTimeout, d.cfg.RenderTimeout)
 		}
 		return nil, err
 	}
-	type result struct {
-		c   *render.Content
-		err error
+	opts := render.Options{Path: d.cfg.Path, MaxFileSize: d.cfg.MaxFileSize, MaxTotalSize: d.cfg.MaxTotalSize}
+	digest, err := renderproc.Digest(fsys, opts)
+	if err != nil {
+		return nil, err
 	}
-	done := make(chan result, 1)
-	renderOne := renderFunc
-	go func() {
-		c, err := renderOne(fsys, render.Options{Path: d.cfg.Path})
-		done <- result{c, err}
-	}()
-	select {
-	case r := <-done:
-		return r.c, r.err
-	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			d.log.Warn("render abandoned: it took longer than --render-timeout", "commit", short(commit), "render_timeout", d.cfg.RenderTimeout.String())
-			return nil, fmt.Errorf("%w after %s (--render-timeout)", errRenderTimeout, d.cfg.RenderTimeout)
-		}
-		return nil, ctx.Err()
+	if prev, ok := d.refused.get(digest); ok {
+		d.log.Info("commit has the hub content of a commit that did not render; not rendered again",
+			"commit", short(commit), "as", short(prev.commit), "err", prev.err.Error())
+		return nil, prev.err
 	}
+	lim := renderproc.Limits{Timeout: d.cfg.RenderTimeout, Memory: d.cfg.RenderMemoryLimit}
+	d.log.Debug("render started", "commit", short(commit))
+	slow := time.AfterFunc(slowRender, func() {
+		d.log.Info("render still running", "commit", short(commit), "render_timeout", d.cfg.RenderTimeout.String())
+	})
+	c, err := renderFunc(ctx, fsys, opts, lim)
+	slow.Stop()
+	var limit *renderproc.LimitError
+	if errors.As(err, &limit) {
+		d.log.Warn("render stopped at a limit; its process is gone", "commit", short(commit), "limit", limitFlag(limit),
+			"elapsed", limit.Elapsed.Round(time.Millisecond).String(), "pid", limit.PID)
+	}
+	if err != nil && ctx.Err() == nil {
+		d.refused.put(digest, commit, err)
+	}
+	return c, err
 }
 
-// renderFunc is render.Render; tests replace it to hold a render.
-var renderFunc = render.Render
+func limitFlag(e *renderproc.LimitError) string {
+	if errors.Is(e, renderproc.ErrMemory) {
+		return "--render-memory-limit " + renderproc.Bytes(e.Limits.Memory)
+	}
+	return "--render-timeout " + e.Limits.Timeout.String()
+}
+
+// renderFunc is renderproc.Render; tests replace it to watch a render.
+var renderFunc = renderproc.Render
 
 // firstContent is the hub content for a daemon's first sync: the tip's, or
 // if the tip does not render, the last good commit's. With neither, the
@@ -837,8 +866,11 @@ func (d *Daemon) refusal(ctx context.Context, tip plumbing.Hash, err error) *fle
 // not render with err.
 func unrenderedRecord(c *object.Commit, err error, now time.Time) *fleet.Commit {
 	reason := fleet.RenderFailedReason
-	if errors.Is(err, errRenderTimeout) {
+	switch {
+	case errors.Is(err, errRenderTimeout), errors.Is(err, renderproc.ErrTimeout):
 		reason = fleet.RenderTimedOutReason
+	case errors.Is(err, renderproc.ErrMemory):
+		reason = fleet.RenderMemoryExceededReason
 	}
 	return &fleet.Commit{
 		ObjectMeta: metav1.ObjectMeta{Name: c.Hash.String()},

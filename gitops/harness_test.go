@@ -27,6 +27,7 @@ import (
 	"github.com/gitfleet/gitfleet/hub/embedded"
 	"github.com/gitfleet/gitfleet/internal/gittest"
 	"github.com/gitfleet/gitfleet/internal/kubetest"
+	"github.com/gitfleet/gitfleet/internal/renderproc"
 	"github.com/gitfleet/gitfleet/internal/testproc"
 	"github.com/gitfleet/gitfleet/status"
 )
@@ -731,6 +732,7 @@ var (
 
 // TestMain removes the gitfleet binary built for the tests that run it.
 func TestMain(m *testing.M) {
+	renderproc.Main() // serve renders in a child process of this binary
 	code := m.Run()
 	if binaryDir != "" {
 		_ = os.RemoveAll(binaryDir)

@@ -49,10 +49,10 @@ func TestReadyWhileTheLastSuccessfulSyncIsRecent(t *testing.T) {
 }
 
 // /healthz fails once one fetch and sync has run longer than the bound:
-// here a render that never ends (and a render timeout longer than the
+// here a render that would take hours (and a render timeout longer than the
 // bound) holds the loop.
 func TestUnhealthyWhenOneSyncRunsTooLong(t *testing.T) {
-	started := slowRender(t)
+	started, _ := watchRenders(t, nil)
 	r := newFleetRepo(t, quickstartFleet(t))
 	clk := clock.NewFake(time.Now())
 	d := startDaemonWith(t, "file://"+r.remote, t.TempDir(), 0, func(c *gitops.Config) {
@@ -62,7 +62,7 @@ func TestUnhealthyWhenOneSyncRunsTooLong(t *testing.T) {
 	if err := d.Healthy(15 * time.Minute); err != nil {
 		t.Fatalf("at the start: %v", err)
 	}
-	r.commit("a commit whose render never ends", map[string][]byte{"slow.yaml": []byte("# slow\n")})
+	r.commit("a commit whose render would take hours", slowKustomization())
 	d.poke()
 	<-started
 	clk.Advance(10 * time.Minute)

@@ -2,18 +2,25 @@ package gitops_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/gitops"
 	"github.com/gitfleet/gitfleet/gitsource"
+	"github.com/gitfleet/gitfleet/internal/renderproc"
 	"github.com/gitfleet/gitfleet/render"
 )
 
@@ -134,37 +141,79 @@ func undo(good, changed map[string][]byte) map[string][]byte {
 	return out
 }
 
-// slowRender holds the render of every commit that has slow.yaml until the
-// test ends, and says when one started.
-func slowRender(t *testing.T) (started <-chan struct{}) {
-	t.Helper()
-	ch := make(chan struct{}, 16)
-	release := make(chan struct{})
-	restore := gitops.SetRenderFunc(func(fsys fs.FS, opts render.Options) (*render.Content, error) {
-		if _, err := fs.Stat(fsys, "slow.yaml"); err == nil {
-			ch <- struct{}{}
-			<-release
-		}
-		return render.Render(fsys, opts)
-	})
-	t.Cleanup(func() { close(release); restore() })
-	return ch
+// slowKustomization is a commit whose render would take hours: kustomize
+// applies each of 300 patches to each of 300 ConfigMaps (issue 22's
+// reproduction was one patch of 10,000 documents).
+func slowKustomization() map[string][]byte {
+	var res, k strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&res, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\n  namespace: default\ndata:\n  k: v\n", i)
+	}
+	k.WriteString("resources:\n- cms.yaml\npatches:\n")
+	for i := range 300 {
+		fmt.Fprintf(&k, "- target:\n    kind: ConfigMap\n  patch: |-\n    - op: add\n      path: /data/p%d\n      value: x\n", i)
+	}
+	return map[string][]byte{"kustomization.yaml": []byte(k.String()), "cms.yaml": []byte(res.String())}
 }
 
-// A render that runs past --render-timeout is recorded as timed out and
-// skipped, and the rollout goes on meanwhile: the approval merged after it
-// is taken and the run finishes.
-func TestARenderPastTheTimeLimitIsRecordedAndDoesNotHoldTheRollout(t *testing.T) {
-	started := slowRender(t)
-	r := newFleetRepo(t, quickstartFleet(t))
-	startDaemonWith(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond, func(c *gitops.Config) {
-		c.RenderTimeout = 200 * time.Millisecond
+// watchRenders renders through renderproc as serve does, with limit
+// changing the limits of the commits it picks (by their files), and says
+// when the render of a commit with a kustomization.yaml (slowKustomization)
+// starts and the process id of every worker killed at a limit.
+func watchRenders(t *testing.T, limit func(fsys fs.FS, lim *renderproc.Limits)) (started <-chan struct{}, killed <-chan int) {
+	t.Helper()
+	st, k := make(chan struct{}, 16), make(chan int, 16)
+	restore := gitops.SetRenderFunc(func(ctx context.Context, fsys fs.FS, opts render.Options, lim renderproc.Limits) (*render.Content, error) {
+		if lim.Timeout <= 0 {
+			t.Errorf("render given no time (%s)", lim.Timeout)
+		}
+		if limit != nil {
+			limit(fsys, &lim)
+		}
+		if has(fsys, "kustomization.yaml") {
+			st <- struct{}{}
+		}
+		c, err := renderproc.Render(ctx, fsys, opts, lim)
+		var stopped *renderproc.LimitError
+		if errors.As(err, &stopped) {
+			k <- stopped.PID
+		}
+		return c, err
 	})
+	t.Cleanup(restore)
+	return st, k
+}
+
+func has(fsys fs.FS, name string) bool {
+	_, err := fs.Stat(fsys, name)
+	return err == nil
+}
+
+// assertGone fails unless the worker pid has ended and been reaped.
+func assertGone(t *testing.T, pid int) {
+	t.Helper()
+	if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("render worker %d still exists (stat: %v)", pid, err)
+	}
+}
+
+// A render that runs past --render-timeout is killed (its process is gone
+// when the commit is recorded), recorded as timed out and skipped, and the
+// rollout goes on: the approval merged after it is taken and the run
+// finishes.
+func TestARenderPastTheTimeLimitIsKilledAndRecorded(t *testing.T) {
+	_, killed := watchRenders(t, func(fsys fs.FS, lim *renderproc.Limits) {
+		if has(fsys, "kustomization.yaml") {
+			lim.Timeout = 300 * time.Millisecond // the slow commit's limit, not the good ones'
+		}
+	})
+	r := newFleetRepo(t, quickstartFleet(t))
+	startDaemonWith(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond, nil)
 	eventually(t, "the canary approval request", func() bool { return r.approval(approvalName) != nil })
-	slow := r.commit("a commit whose render never ends", map[string][]byte{"slow.yaml": []byte("# slow\n")})
-	<-started
+	slow := r.commit("a commit whose render would take hours", slowKustomization())
 	path := "status/commits/" + slow + ".yaml"
 	eventually(t, path, func() bool { return r.file(path) != nil })
+	assertGone(t, <-killed)
 	c := meta.FindStatusCondition(r.object(path).(*fleet.Commit).Status.Conditions, fleet.CommitConditionRendered)
 	if c == nil || c.Reason != fleet.RenderTimedOutReason || !strings.Contains(c.Message, "--render-timeout") {
 		t.Errorf("Rendered condition %+v, want %s naming --render-timeout", c, fleet.RenderTimedOutReason)
@@ -173,17 +222,83 @@ func TestARenderPastTheTimeLimitIsRecordedAndDoesNotHoldTheRollout(t *testing.T)
 	r.waitPhase("example-run", fleet.PhaseSucceeded)
 }
 
+// A render over --render-memory-limit is killed and recorded as
+// RenderMemoryExceeded, naming the flag.
+func TestARenderOverTheMemoryLimitIsKilledAndRecorded(t *testing.T) {
+	_, killed := watchRenders(t, func(fsys fs.FS, lim *renderproc.Limits) {
+		if has(fsys, "hungry.yaml") {
+			lim.Memory = 1 // any render needs more
+		}
+	})
+	r := newFleetRepo(t, quickstartFleet(t))
+	startDaemonWith(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond, nil)
+	eventually(t, "the canary approval request", func() bool { return r.approval(approvalName) != nil })
+	hungry := r.commit("a commit whose render needs too much memory", map[string][]byte{"hungry.yaml": []byte(
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hungry\n  namespace: default\n")})
+	path := "status/commits/" + hungry + ".yaml"
+	eventually(t, path, func() bool { return r.file(path) != nil })
+	assertGone(t, <-killed)
+	c := meta.FindStatusCondition(r.object(path).(*fleet.Commit).Status.Conditions, fleet.CommitConditionRendered)
+	if c == nil || c.Reason != fleet.RenderMemoryExceededReason || !strings.Contains(c.Message, "--render-memory-limit") {
+		t.Errorf("Rendered condition %+v, want %s naming --render-memory-limit", c, fleet.RenderMemoryExceededReason)
+	}
+}
+
+// A commit whose hub content is that of a commit that did not render (a
+// CI workflow change on top of a typo, a revert to the typo) is recorded
+// with that commit's error and not rendered again.
+func TestACommitWithTheContentOfARefusedOneIsNotRenderedAgain(t *testing.T) {
+	var mu sync.Mutex
+	rendered := map[string]bool{}
+	watchRenders(t, func(fsys fs.FS, _ *renderproc.Limits) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, f := range []string{".github/workflows/ci.yaml", "fix.yaml"} {
+			if has(fsys, f) {
+				rendered[f] = true
+			}
+		}
+	})
+	r := newFleetRepo(t, quickstartFleet(t))
+	startDaemonWith(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond, nil)
+	eventually(t, "the canary approval request", func() bool { return r.approval(approvalName) != nil })
+	typo := r.commit("a typo", map[string][]byte{"typo.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: [\n")})
+	ci := r.commit("CI: a workflow", map[string][]byte{".github/workflows/ci.yaml": []byte("on: push\n")})
+	record := func(commit string) *metav1.Condition {
+		path := "status/commits/" + commit + ".yaml"
+		eventually(t, path, func() bool { return r.file(path) != nil })
+		return meta.FindStatusCondition(r.object(path).(*fleet.Commit).Status.Conditions, fleet.CommitConditionRendered)
+	}
+	first, again := record(typo), record(ci)
+	if first == nil || again == nil || again.Reason != first.Reason || again.Message != first.Message {
+		t.Errorf("the CI commit is recorded with %+v, want the typo's %+v", again, first)
+	}
+	mu.Lock()
+	if rendered[".github/workflows/ci.yaml"] {
+		t.Error("the CI commit was rendered although its hub content is the typo's")
+	}
+	mu.Unlock()
+	// A different content renders again.
+	fix := r.commit("the fix", map[string][]byte{"typo.yaml": nil, "fix.yaml": []byte("# nothing\n")})
+	_ = fix
+	eventually(t, "the fix rendered", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return rendered["fix.yaml"]
+	})
+}
+
 // Stopping the daemon (SIGTERM in serve) while a render runs does not wait
-// for the render: the daemon stops while the render is still held.
+// for the render: its process is killed and the daemon stops.
 func TestStoppingDuringARenderDoesNotWaitForIt(t *testing.T) {
-	started := slowRender(t)
+	started, _ := watchRenders(t, nil)
 	r := newFleetRepo(t, quickstartFleet(t))
 	d := startDaemonWith(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond, func(c *gitops.Config) {
 		c.RenderTimeout = time.Hour
 	})
-	r.commit("a commit whose render never ends", map[string][]byte{"slow.yaml": []byte("# slow\n")})
+	r.commit("a commit whose render would take hours", slowKustomization())
 	<-started
-	d.stop(t) // returns although the render is held until the test ends
+	d.stop(t) // returns although the render would take hours
 }
 
 // holdRender holds the render of every commit that has slow.yaml until

@@ -96,7 +96,7 @@ func New(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 		}),
 		renderFails: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: RenderFailuresTotal,
-			Help: "Commits of the tracked branch that did not render and were skipped, by reason (RenderFailed, RenderTimedOut).",
+			Help: "Commits of the tracked branch that did not render and were skipped, by reason (RenderFailed, RenderTimedOut, RenderMemoryExceeded).",
 		}, []string{LabelReason}),
 		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: StatusPushesTotal,

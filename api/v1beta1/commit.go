@@ -50,4 +50,7 @@ const (
 	RenderFailedReason = "RenderFailed"
 	// RenderTimedOutReason: rendering took longer than --render-timeout.
 	RenderTimedOutReason = "RenderTimedOut"
+	// RenderMemoryExceededReason: rendering needed more memory than
+	// --render-memory-limit.
+	RenderMemoryExceededReason = "RenderMemoryExceeded"
 )

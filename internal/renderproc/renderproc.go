@@ -88,11 +88,13 @@ type LimitError struct {
 	PeakRSS int64         // the worker's peak resident memory in bytes, when known
 }
 
+// Error names the limit and the flag that sets it, the same in every
+// command.
 func (e *LimitError) Error() string {
 	if errors.Is(e.Err, ErrMemory) {
-		return fmt.Sprintf("%v: it used more than %s", e.Err, Bytes(e.Limits.Memory))
+		return fmt.Sprintf("%v: it used more than %s (--render-memory-limit)", e.Err, Bytes(e.Limits.Memory))
 	}
-	return fmt.Sprintf("%v after %s", e.Err, e.Limits.Timeout)
+	return fmt.Sprintf("%v after %s (--render-timeout)", e.Err, e.Limits.Timeout)
 }
 
 func (e *LimitError) Unwrap() error { return e.Err }

@@ -203,7 +203,7 @@ func TestASlowRenderIsKilledAtItsTimeLimit(t *testing.T) {
 	if !errors.As(err, &limit) || !errors.Is(err, renderproc.ErrTimeout) {
 		t.Fatalf("error %v, want a timeout", err)
 	}
-	if err.Error() != "render timed out after 300ms" {
+	if err.Error() != "render timed out after 300ms (--render-timeout)" {
 		t.Errorf("message %q", err.Error())
 	}
 	if elapsed > time.Minute {
@@ -225,7 +225,7 @@ func TestAMemoryHungryRenderIsKilledAtItsMemoryLimit(t *testing.T) {
 	if !errors.As(err, &limit) || !errors.Is(err, renderproc.ErrMemory) {
 		t.Fatalf("error %v, want the memory limit", err)
 	}
-	if err.Error() != "render exceeded its memory limit: it used more than 128Mi" {
+	if err.Error() != "render exceeded its memory limit: it used more than 128Mi (--render-memory-limit)" {
 		t.Errorf("message %q", err.Error())
 	}
 	assertGone(t, workers())
