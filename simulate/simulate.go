@@ -22,6 +22,7 @@ import (
 	"github.com/gitfleet/gitfleet/gitsource"
 	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/hub/embedded"
+	"github.com/gitfleet/gitfleet/internal/renderproc"
 	"github.com/gitfleet/gitfleet/reconciler"
 	"github.com/gitfleet/gitfleet/render"
 	"github.com/gitfleet/gitfleet/status"
@@ -35,6 +36,13 @@ type Options struct {
 	Branch string
 	// Path is the hub content folder inside the repository (default ".").
 	Path string
+	// Limits bound the render of each commit and MaxFileSize and
+	// MaxTotalSize the files it reads, as serve's flags of the same names
+	// do (defaults: serve's). Each commit renders in a process of its own
+	// (renderproc), as in serve; one that does not render within them is
+	// recorded and skipped, as serve skips it.
+	Limits                    renderproc.Limits
+	MaxFileSize, MaxTotalSize int64
 	// Approve approves every approval request the instant it appears.
 	Approve bool
 	// KeepPending, with Approve, leaves the approval requests that already
@@ -180,7 +188,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			continue
 		}
 		res.Rendered++
-		content, err := renderCommit(ctx, src, c, opts.Path)
+		content, err := renderCommit(ctx, src, c, opts)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, err
@@ -201,7 +209,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if head == nil && len(res.Unrendered) == 0 {
 		// Nothing new since the recorded state: the fleet objects are the
 		// tip's.
-		if head, err = renderCommit(ctx, src, tip, opts.Path); err != nil {
+		if head, err = renderCommit(ctx, src, tip, opts); err != nil {
 			if ctx.Err() != nil {
 				return nil, err
 			}
@@ -328,7 +336,8 @@ func openHistory(ctx context.Context, opts Options) ([]plumbing.Hash, *gitsource
 		return nil, nil, nil, err
 	}
 	cleanup := func() { os.RemoveAll(dir) }
-	src, err := gitsource.Open(ctx, gitsource.Config{URL: opts.Repo, Branch: branch, CacheDir: dir, Logger: opts.Log})
+	src, err := gitsource.Open(ctx, gitsource.Config{URL: opts.Repo, Branch: branch, CacheDir: dir, Logger: opts.Log,
+		MaxFileSize: opts.MaxFileSize, MaxTotalSize: opts.MaxTotalSize})
 	if err != nil {
 		cleanup()
 		return nil, nil, nil, err
@@ -357,13 +366,14 @@ func onlyStatus(ctx context.Context, src *gitsource.Source, parent, commit plumb
 	return err == nil && gitsource.OnlyUnder(paths, render.StatusDir+"/", render.ApprovalsDir+"/")
 }
 
-// renderCommit renders the hub content of one commit.
-func renderCommit(ctx context.Context, src *gitsource.Source, c plumbing.Hash, path string) (*render.Content, error) {
+// renderCommit renders the hub content of one commit as serve does: in a
+// process of its own, within the limits.
+func renderCommit(ctx context.Context, src *gitsource.Source, c plumbing.Hash, opts Options) (*render.Content, error) {
 	fsys, err := gitops.CommitFS(ctx, src, c)
 	if err != nil {
 		return nil, err
 	}
-	return render.Render(fsys, render.Options{Path: path})
+	return renderproc.Render(ctx, fsys, render.Options{Path: opts.Path, MaxFileSize: opts.MaxFileSize, MaxTotalSize: opts.MaxTotalSize}, opts.Limits)
 }
 
 // approveAll approves every approval request that is not approved yet, as

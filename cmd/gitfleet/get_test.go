@@ -20,6 +20,7 @@ import (
 	"github.com/gitfleet/gitfleet/clock"
 	"github.com/gitfleet/gitfleet/hub/embedded"
 	"github.com/gitfleet/gitfleet/internal/golden"
+	"github.com/gitfleet/gitfleet/internal/renderproc"
 	"github.com/gitfleet/gitfleet/simulate"
 	"github.com/gitfleet/gitfleet/status"
 )
@@ -29,6 +30,7 @@ import (
 var testNow = time.Date(2026, 1, 1, 0, 30, 0, 0, time.UTC)
 
 func TestMain(m *testing.M) {
+	renderproc.Main() // validate, simulate and plan render in a child process of this binary
 	flag.Parse()
 	now = func() time.Time { return testNow }
 	os.Exit(m.Run())

@@ -8,9 +8,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/gitfleet/gitfleet/internal/renderproc"
 )
 
 func main() {
+	renderproc.Main() // a render worker (renderproc) runs here and exits
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCommand().ExecuteContext(ctx); err != nil {

@@ -13,6 +13,7 @@ import (
 
 func newPlanCommand() *cobra.Command {
 	opts := plan.Options{}
+	var limits renderLimits
 	var output string
 	cmd := &cobra.Command{
 		Use:   "plan",
@@ -60,6 +61,7 @@ repository.`,
 			default:
 				return fmt.Errorf("--output must be empty (a table), yaml or json, not %q", output)
 			}
+			opts.Limits, opts.MaxFileSize, opts.MaxTotalSize = limits.limits(), int64(limits.maxFileSize), int64(limits.maxTotal)
 			p, err := plan.Compute(cmd.Context(), opts)
 			if err != nil {
 				return err
@@ -85,6 +87,9 @@ repository.`,
 					return err
 				}
 			}
+			if p.HeadError != "" {
+				return &exitError{code: 1, err: fmt.Errorf("the change does not render: %s", p.HeadError)}
+			}
 			if p.Failed() {
 				return &exitError{code: 1, err: fmt.Errorf("the change has %d refused change(s) and %d manifest error(s)", len(p.Refused), len(p.ManifestErrors))}
 			}
@@ -100,6 +105,7 @@ repository.`,
 	f.DurationVar(&opts.Until, "until", 24*time.Hour, "preview at most this much virtual time")
 	f.DurationVar(&opts.StuckThreshold, "stuck-threshold", 5*time.Minute, "report a run stuck when a cluster has been updating this long")
 	f.StringVarP(&output, "output", "o", "", "output format: empty for tables, yaml or json")
+	limits.addFlags(f)
 	_ = cmd.MarkFlagRequired("base")
 	return cmd
 }

@@ -30,14 +30,14 @@ import (
 type serveOptions struct {
 	repo, branch, path, statusBranch, cacheDir string
 	interval, statusInterval, stuckThreshold   time.Duration
-	renderTimeout, readyMaxSyncAge             time.Duration
+	readyMaxSyncAge                            time.Duration
 	maxSyncDuration, cacheMaintenance          time.Duration
 	webhookAddr, webhookSecretFile             string
 	metricsAddr                                string
 	noApprovalBranches, allowInsecureHTTP      bool
 	untilIdle                                  bool
 	timeout                                    time.Duration
-	maxFileSize, maxTreeSize                   int64
+	render                                     renderLimits
 	kubeconfig                                 string
 	hub                                        hubOptions
 	auth                                       gitsource.Auth
@@ -112,9 +112,7 @@ repository, by filesystem notifications.`,
 	f.DurationVar(&o.readyMaxSyncAge, "ready-max-sync-age", 0, "/readyz fails once the last successful fetch and sync is older than this (default 3×--interval+1m; with --interval 0, never)")
 	f.DurationVar(&o.maxSyncDuration, "max-sync-duration", 15*time.Minute, "/healthz fails once one fetch and sync has run longer than this: the loop is wedged")
 	f.DurationVar(&o.cacheMaintenance, "cache-maintenance-interval", time.Hour, "pack the cache (as git gc would) this often, so it stays bounded; 0 never")
-	f.Int64Var(&o.maxFileSize, "max-file-size", gitsource.DefaultMaxFileSize, "a commit with a file people wrote larger than this (bytes) is recorded in status/commits/ and skipped")
-	f.Int64Var(&o.maxTreeSize, "max-tree-size", gitsource.DefaultMaxTotalSize, "likewise for the sum of the files a render reads (bytes)")
-	f.DurationVar(&o.renderTimeout, "render-timeout", gitops.DefaultRenderTimeout, "give up rendering a commit after this long; it is recorded in status/commits/ and skipped")
+	o.render.addFlags(f)
 	f.DurationVar(&o.stuckThreshold, "stuck-threshold", 5*time.Minute, "report a run stuck when a cluster has been updating this long")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the member clusters named by gitfleet.io/driver: kubeconfig:<context> (default: KUBECONFIG, several files merged as kubectl does, else ~/.kube/config)")
 	f.StringVar(&o.webhookAddr, "webhook-addr", "", "listen for push webhooks on this address (e.g. :9090), path /webhook")
@@ -226,12 +224,14 @@ func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metric
 	err = retryStart(ctx, log, o.repo, func() (err error) {
 		src, err = gitsource.Open(ctx, gitsource.Config{URL: o.repo, Branch: o.branch, StatusBranch: o.statusBranch,
 			CacheDir: o.cacheDir, Auth: o.auth, AllowInsecureHTTP: o.allowInsecureHTTP, Logger: log.With("component", "gitsource"),
-			MaxFileSize: o.maxFileSize, MaxTotalSize: o.maxTreeSize})
+			MaxFileSize: int64(o.render.maxFileSize), MaxTotalSize: int64(o.render.maxTotal)})
 		if err != nil {
 			return err
 		}
 		d, err = gitops.Open(ctx, gitops.Config{
-			Source: src, Path: o.path, StatusInterval: o.statusInterval, StuckThreshold: o.stuckThreshold, RenderTimeout: o.renderTimeout,
+			Source: src, Path: o.path, StatusInterval: o.statusInterval, StuckThreshold: o.stuckThreshold,
+			RenderTimeout: o.render.timeout, RenderMemoryLimit: int64(o.render.memory),
+			MaxFileSize: int64(o.render.maxFileSize), MaxTotalSize: int64(o.render.maxTotal),
 			CacheMaintenance: maintenanceInterval(o.cacheMaintenance), RetryMax: retryMax(o.interval),
 			PushApprovalBranches: !o.noApprovalBranches, Metrics: m, Observer: gitops.MetricsObserver{M: m},
 			OnReconcileError: func(controller string, _ error) { m.ObserveReconcileError(controller) },

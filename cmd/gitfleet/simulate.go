@@ -11,6 +11,7 @@ import (
 
 func newSimulateCommand() *cobra.Command {
 	opts := simulate.Options{}
+	var limits renderLimits
 	var output string
 	cmd := &cobra.Command{
 		Use:   "simulate",
@@ -57,6 +58,7 @@ annotations give. Nothing is written to the repository.`,
 				return fmt.Errorf("--output must be empty or yaml, not %q", output)
 			}
 			opts.NoTimeline = output == "yaml"
+			opts.Limits, opts.MaxFileSize, opts.MaxTotalSize = limits.limits(), int64(limits.maxFileSize), int64(limits.maxTotal)
 			res, err := simulate.Run(cmd.Context(), opts)
 			if err != nil {
 				return err
@@ -81,5 +83,6 @@ annotations give. Nothing is written to the repository.`,
 	f.DurationVar(&opts.StuckThreshold, "stuck-threshold", 5*time.Minute, "report a run stuck when a cluster has been updating this long")
 	f.StringVar(&opts.FromStatus, "from-status", simulate.FromTip, "revision whose status/ tree to start from (default: the tip's, if it has one; none: replay from scratch)")
 	f.StringVarP(&output, "output", "o", "", "output format: empty for a timeline and summary, or yaml")
+	limits.addFlags(f)
 	return cmd
 }

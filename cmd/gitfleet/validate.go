@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/renderproc"
 	"github.com/gitfleet/gitfleet/member/kube"
 	"github.com/gitfleet/gitfleet/render"
 	"github.com/gitfleet/gitfleet/status"
@@ -24,6 +26,7 @@ import (
 
 func newValidateCommand() *cobra.Command {
 	var repo, hubPath, kubeconfig string
+	var limits renderLimits
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Check the fleet repository's manifests the way gitfleet will read them",
@@ -84,19 +87,20 @@ pull-request check. Otherwise it prints how many manifests it read.`,
   gitfleet validate --repo "$GITHUB_WORKSPACE" --path clusters/prod`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return validate(cmd.OutOrStdout(), repo, hubPath, kubeconfig)
+			return validate(cmd.Context(), cmd.OutOrStdout(), repo, hubPath, kubeconfig, limits)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&repo, "repo", ".", "path of the working tree of the fleet repository")
 	f.StringVar(&hubPath, "path", ".", "folder of the hub content inside the repository")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "warn about kubeconfig:<context> drivers whose context is not in this kubeconfig")
+	limits.addFlags(f)
 	return cmd
 }
 
 // validate prints every problem of the repository at repo, or a count of
 // what it read when there is none.
-func validate(out io.Writer, repo, hubPath, kubeconfig string) error {
+func validate(ctx context.Context, out io.Writer, repo, hubPath, kubeconfig string, limits renderLimits) error {
 	if fi, err := os.Stat(repo); err != nil {
 		return fmt.Errorf("repository: %w", err)
 	} else if !fi.IsDir() {
@@ -105,7 +109,7 @@ func validate(out io.Writer, repo, hubPath, kubeconfig string) error {
 	fsys := os.DirFS(repo)
 	var problems []render.ManifestError
 	manifests := 0
-	c, err := render.Render(fsys, render.Options{Path: hubPath})
+	c, err := renderproc.Render(ctx, fsys, limits.options(hubPath), limits.limits())
 	var refused *render.RefusedError
 	var whole *render.ManifestError
 	switch {

@@ -39,6 +39,9 @@ func Comment(p *Plan) string {
 		for _, e := range p.ManifestErrors {
 			fmt.Fprintf(&b, "- `%s`: %s\n", e.Position(), mdEscape(e.Message))
 		}
+		if p.HeadError != "" {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(p.HeadError))
+		}
 	} else if len(p.ManifestErrors) > 0 {
 		b.WriteString("\n**Manifest errors** (these objects are left out; each keeps its last accepted version):\n\n")
 		for _, e := range p.ManifestErrors {

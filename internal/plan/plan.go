@@ -24,6 +24,7 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/hub/embedded"
+	"github.com/gitfleet/gitfleet/internal/renderproc"
 	"github.com/gitfleet/gitfleet/internal/snapshotdiff"
 	"github.com/gitfleet/gitfleet/simulate"
 	"github.com/gitfleet/gitfleet/status"
@@ -48,7 +49,11 @@ type Options struct {
 	Until time.Duration
 	// StuckThreshold is the engine's stuck threshold (default 5m).
 	StuckThreshold time.Duration
-	Log            *slog.Logger
+	// Limits, MaxFileSize and MaxTotalSize bound each commit's render, as
+	// serve's flags of the same names do (simulate.Options).
+	Limits                    renderproc.Limits
+	MaxFileSize, MaxTotalSize int64
+	Log                       *slog.Logger
 }
 
 // Plan is what merging a change would do. Its JSON form is what
@@ -74,6 +79,10 @@ type Plan struct {
 	// HeadRefused says the merge does not render: gitfleet refuses it
 	// whole (ManifestErrors say why), so nothing of it reaches the hub.
 	HeadRefused bool `json:"headRefused,omitempty"`
+	// HeadError is why the merge does not render when no manifest says
+	// it: its render was stopped at --render-timeout or
+	// --render-memory-limit, as serve would stop it.
+	HeadError string `json:"headError,omitempty"`
 	// Elapsed is the virtual time the preview covers.
 	Elapsed metav1.Duration `json:"elapsed"`
 }
@@ -228,6 +237,7 @@ func Compute(ctx context.Context, opts Options) (*Plan, error) {
 	res, err := simulate.Run(ctx, simulate.Options{
 		Repo: m.repo, Branch: mergeBranch, Path: opts.Path, FromStatus: from,
 		Approve: true, KeepPending: true, ApprovedBy: "assumed at once", Until: opts.Until, StuckThreshold: opts.StuckThreshold, Log: opts.Log,
+		Limits: opts.Limits, MaxFileSize: opts.MaxFileSize, MaxTotalSize: opts.MaxTotalSize,
 		Prepared: func(ctx context.Context, h *embedded.Hub) error {
 			var err error
 			start, err = capture(ctx, h)
@@ -243,6 +253,9 @@ func Compute(ctx context.Context, opts Options) (*Plan, error) {
 		p.Status = ""
 	}
 	p.HeadRefused = res.TipRefused
+	if n := len(res.Unrendered); p.HeadRefused && len(res.ManifestErrors) == 0 && n > 0 {
+		p.HeadError = res.Unrendered[n-1].Err.Error()
+	}
 	for _, e := range res.ManifestErrors {
 		me := ManifestError{File: e.File, Line: e.Line}
 		// The file and line have their own fields.

@@ -72,6 +72,10 @@ func WriteText(w io.Writer, p *Plan) error {
 			fmt.Fprintf(w, "  %s\n", r)
 		}
 	}
+	if p.HeadError != "" {
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "gitfleet would refuse this merge whole (it does not render): nothing of it reaches the hub, and nothing is deleted. %s\n", p.HeadError)
+	}
 	if len(p.ManifestErrors) > 0 {
 		fmt.Fprintln(w)
 		if p.HeadRefused {
