@@ -45,7 +45,12 @@ It prints:
 
 The merge is built in a scratch clone (git merge-tree when --base has moved
 on); uncommitted edits are not part of it. Nothing is written to the
-repository.`,
+repository.
+
+Every commit renders in a process of its own within serve's limits, with
+serve's flags and defaults (--render-timeout, --render-memory-limit,
+--max-file-size, --max-tree-size): a commit serve would stop is stopped here
+too.`,
 		Example: `  # What would merging my branch into main do?
   git fetch && gitfleet plan --repo ./fleet --base origin/main
 

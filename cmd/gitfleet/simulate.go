@@ -36,7 +36,12 @@ branch into an empty hub, as if serve had never run.
 
 It stops when every run has finished or waits on a person (an approval, a
 Stop), or at --until. Members take the delays their gitfleet.io/sim-*
-annotations give. Nothing is written to the repository.`,
+annotations give. Nothing is written to the repository.
+
+Every commit renders in a process of its own within serve's limits, with
+serve's flags and defaults (--render-timeout, --render-memory-limit,
+--max-file-size, --max-tree-size): a commit serve would stop is stopped here
+too.`,
 		Example: `  # Preview the rollout of the quickstart repository
   gitfleet simulate --repo ./fleet
 

@@ -76,7 +76,12 @@ the first list or a duplicate is refused whole by serve (nothing of it is
 rolled out, so nothing is deleted); a fleet object with invalid fields is
 left out alone and gitfleet keeps its last accepted version. validate exits
 1 if there is any problem, which makes it a
-pull-request check. Otherwise it prints how many manifests it read.`,
+pull-request check. Otherwise it prints how many manifests it read.
+
+The tree renders in a process of its own within serve's limits, with
+serve's flags and defaults (--render-timeout, --render-memory-limit,
+--max-file-size, --max-tree-size): a commit serve would stop is stopped here
+too.`,
 		Example: `  # Check the working tree before pushing
   gitfleet validate --repo ./fleet
 
