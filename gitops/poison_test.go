@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"os"
 	"strconv"
@@ -184,6 +185,24 @@ func watchRenders(t *testing.T, limit func(fsys fs.FS, lim *renderproc.Limits)) 
 	return st, k
 }
 
+// logBuffer is a log destination the daemon's goroutines share.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
 func has(fsys fs.FS, name string) bool {
 	_, err := fs.Stat(fsys, name)
 	return err == nil
@@ -208,12 +227,20 @@ func TestARenderPastTheTimeLimitIsKilledAndRecorded(t *testing.T) {
 		}
 	})
 	r := newFleetRepo(t, quickstartFleet(t))
-	startDaemonWith(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond, nil)
+	var logs logBuffer
+	startDaemonWith(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond, func(c *gitops.Config) {
+		c.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	})
 	eventually(t, "the canary approval request", func() bool { return r.approval(approvalName) != nil })
 	slow := r.commit("a commit whose render would take hours", slowKustomization())
 	path := "status/commits/" + slow + ".yaml"
 	eventually(t, path, func() bool { return r.file(path) != nil })
-	assertGone(t, <-killed)
+	pid := <-killed
+	assertGone(t, pid)
+	if want := fmt.Sprintf(`level=WARN msg="render stopped at a limit; its process is gone" commit=%s limit="--render-timeout 300ms"`, slow[:12]); !strings.Contains(logs.String(), want) ||
+		!strings.Contains(logs.String(), fmt.Sprintf("pid=%d", pid)) {
+		t.Errorf("the log does not say %s (pid=%d):\n%s", want, pid, logs.String())
+	}
 	c := meta.FindStatusCondition(r.object(path).(*fleet.Commit).Status.Conditions, fleet.CommitConditionRendered)
 	if c == nil || c.Reason != fleet.RenderTimedOutReason || !strings.Contains(c.Message, "--render-timeout") {
 		t.Errorf("Rendered condition %+v, want %s naming --render-timeout", c, fleet.RenderTimedOutReason)
@@ -289,15 +316,21 @@ func TestACommitWithTheContentOfARefusedOneIsNotRenderedAgain(t *testing.T) {
 }
 
 // Stopping the daemon (SIGTERM in serve) while a render runs does not wait
-// for the render: its process is killed and the daemon stops.
+// for the render: its process is killed and the daemon stops. The log has
+// said that the render was still running after a second.
 func TestStoppingDuringARenderDoesNotWaitForIt(t *testing.T) {
 	started, _ := watchRenders(t, nil)
 	r := newFleetRepo(t, quickstartFleet(t))
+	var logs logBuffer
 	d := startDaemonWith(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond, func(c *gitops.Config) {
 		c.RenderTimeout = time.Hour
+		c.Log = slog.New(slog.NewTextHandler(&logs, nil))
 	})
-	r.commit("a commit whose render would take hours", slowKustomization())
+	slow := r.commit("a commit whose render would take hours", slowKustomization())
 	<-started
+	eventually(t, "the log saying the render still runs", func() bool {
+		return strings.Contains(logs.String(), `msg="render still running" commit=`+slow[:12])
+	})
 	d.stop(t) // returns although the render would take hours
 }
 
