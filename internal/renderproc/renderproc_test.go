@@ -63,7 +63,7 @@ func result(t *testing.T, c *render.Content, err error) string {
 
 // sameAsInProcess renders fsys in process and through a worker and fails
 // unless both agree exactly, error types included.
-func sameAsInProcess(t *testing.T, fsys fs.FS, opts render.Options) {
+func sameAsInProcess(t *testing.T, fsys fs.FS, opts render.Options) (inProcess error) {
 	t.Helper()
 	want, wantErr := render.Render(fsys, opts)
 	got, gotErr := renderproc.Render(context.Background(), fsys, opts, renderproc.Limits{})
@@ -77,6 +77,7 @@ func sameAsInProcess(t *testing.T, fsys fs.FS, opts render.Options) {
 	if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {
 		t.Errorf("error %v, want %v", gotErr, wantErr)
 	}
+	return wantErr
 }
 
 // Every tree of render's tests renders through a worker exactly as in
@@ -97,6 +98,20 @@ func TestRendersEveryTestTreeAsInProcess(t *testing.T) {
 		t.Run(tc.dir+":"+tc.path, func(t *testing.T) {
 			t.Parallel()
 			sameAsInProcess(t, os.DirFS(filepath.Join("../../render/testdata", tc.dir)), render.Options{Path: tc.path, MaxFileSize: 1 << 10})
+		})
+	}
+	// Over the total size: the worker is sent what the render reads up to
+	// the file that goes over, and fails on it as render does.
+	for _, tc := range []struct {
+		dir, path string
+		total     int64
+	}{{"demo", ".", 1 << 10}, {"demo-kustomize", ".", 1 << 10}, {"overlays-repo", "envs/prod", 300}} {
+		t.Run(tc.dir+":total", func(t *testing.T) {
+			t.Parallel()
+			err := sameAsInProcess(t, os.DirFS(filepath.Join("../../render/testdata", tc.dir)), render.Options{Path: tc.path, MaxTotalSize: tc.total})
+			if err == nil || !strings.Contains(err.Error(), "total size limit") {
+				t.Errorf("in process: %v, want the total size limit", err)
+			}
 		})
 	}
 }

@@ -50,13 +50,13 @@ var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Ku
 
 // writer selects and encodes what one render reads.
 type writer struct {
-	fsys fs.FS
-	opts render.Options
-	enc  *gob.Encoder
-	sent map[string]bool
-	// total counts the bytes of files within MaxFileSize, as render's
-	// reader does; past MaxTotalSize the render fails, so only
-	// kustomizations (which render checks first) are still sent.
+	fsys  fs.FS
+	opts  render.Options
+	enc   *gob.Encoder
+	sent  map[string]bool  // links and folders sent
+	sizes map[string]int64 // files sent, and their size as sent
+	// total counts the bytes of the files render's reader reads, in its
+	// order, as it does.
 	total int64
 	err   error // the first error of sendResolved
 }
@@ -78,7 +78,7 @@ func (e errPath) Unwrap() error { return e.err }
 // kustomization files excepted (render reads them whole).
 func writeRequest(w io.Writer, fsys fs.FS, opts render.Options) error {
 	opts = withDefaults(opts)
-	rw := &writer{fsys: fsys, opts: opts, enc: gob.NewEncoder(w), sent: map[string]bool{}}
+	rw := &writer{fsys: fsys, opts: opts, enc: gob.NewEncoder(w), sent: map[string]bool{}, sizes: map[string]int64{}}
 	if err := rw.enc.Encode(header{Options: opts}); err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func writeRequest(w io.Writer, fsys fs.FS, opts render.Options) error {
 	}
 	kustomized := false
 	for _, n := range kustomizationNames {
-		if rw.sendResolved(path.Join(root, n)) == 0 { // a regular file
+		if mode, _ := rw.sendResolved(path.Join(root, n)); mode == 0 { // a regular file
 			kustomized = true
 			break
 		}
@@ -131,7 +131,7 @@ func (rw *writer) root() (root, realRoot string, err error) {
 // checkPath returns the error render returns for opts.Path before it
 // reads anything, if any.
 func checkPath(fsys fs.FS, opts render.Options) error {
-	rw := &writer{fsys: fsys, opts: withDefaults(opts), enc: gob.NewEncoder(io.Discard), sent: map[string]bool{}}
+	rw := &writer{fsys: fsys, opts: withDefaults(opts), enc: gob.NewEncoder(io.Discard), sent: map[string]bool{}, sizes: map[string]int64{}}
 	_, _, err := rw.root()
 	var pe errPath
 	if errors.As(err, &pe) {
@@ -190,34 +190,50 @@ func (rw *writer) walkMount(root string) error {
 	})
 }
 
-// sendEntry sends a regular file, or a link and what it leads to.
+// sendEntry sends a regular file, or a link and what it leads to, met in
+// the walk: where render's reader reads it, so it counts towards the
+// total there.
 func (rw *writer) sendEntry(p string, d fs.DirEntry) error {
 	switch {
 	case d.Type()&fs.ModeSymlink != 0:
-		rw.sendResolved(p)
+		if mode, size := rw.sendResolved(p); mode == 0 {
+			rw.count(size)
+		}
 		return rw.failed()
 	case d.Type().IsRegular():
-		return rw.sendFile(p)
+		size, err := rw.sendFile(p)
+		rw.count(size)
+		return err
 	}
 	return nil
+}
+
+// count adds a file read to the total as render's reader does (a file
+// over MaxFileSize is not read).
+func (rw *writer) count(size int64) {
+	if size <= rw.opts.MaxFileSize {
+		rw.total += size
+	}
 }
 
 // failed is the first error of sending, kept by sendResolved.
 func (rw *writer) failed() error { return rw.err }
 
-// sendFile sends the regular file p (once), cut past MaxFileSize.
-func (rw *writer) sendFile(p string) error {
-	if rw.sent[p] {
-		return nil
+// sendFile sends the regular file p once, cut past MaxFileSize, and
+// returns its size as sent. Once the files counted are over MaxTotalSize
+// the render fails at the one that went over, so only kustomizations
+// (which render reads first, whole) are still sent.
+func (rw *writer) sendFile(p string) (int64, error) {
+	if size, ok := rw.sizes[p]; ok {
+		return size, nil
 	}
-	rw.sent[p] = true
 	kustomization := isKustomizationName(path.Base(p))
 	if rw.total > rw.opts.MaxTotalSize && !kustomization {
-		return nil // the render fails before it needs this file
+		return 0, nil
 	}
 	f, err := rw.fsys.Open(p)
 	if err != nil {
-		return fmt.Errorf("render: %s: %w", p, err)
+		return 0, fmt.Errorf("render: %s: %w", p, err)
 	}
 	defer f.Close()
 	var r io.Reader = f
@@ -226,44 +242,43 @@ func (rw *writer) sendFile(p string) error {
 	}
 	data, err := io.ReadAll(r)
 	if err != nil {
-		return fmt.Errorf("render: %s: %w", p, err)
+		return 0, fmt.Errorf("render: %s: %w", p, err)
 	}
-	if int64(len(data)) <= rw.opts.MaxFileSize {
-		rw.total += int64(len(data))
-	}
-	return rw.enc.Encode(entry{Name: p, Kind: kindFile, Data: data})
+	rw.sizes[p] = int64(len(data))
+	return int64(len(data)), rw.enc.Encode(entry{Name: p, Kind: kindFile, Data: data})
 }
 
 // sendResolved follows p through symbolic links (in any component), as an
 // fs.FS resolves a name, sending every link on the way and the file or
-// folder it ends at. It returns that one's type (0 for a regular file),
-// or fs.ModeIrregular if p leads nowhere (it dangles, loops or leaves the
-// repository). Errors of reading are kept for failed.
-func (rw *writer) sendResolved(p string) fs.FileMode {
+// folder it ends at. It returns that one's type (0 for a regular file, and
+// its size), or fs.ModeIrregular if p leads nowhere (it dangles, loops or
+// leaves the repository). Errors of reading are kept for failed.
+func (rw *writer) sendResolved(p string) (fs.FileMode, int64) {
 	real, res, err := rw.follow(p)
 	if err != nil {
 		rw.keep(err)
-		return fs.ModeIrregular
+		return fs.ModeIrregular, 0
 	}
 	if res != followed {
-		return fs.ModeIrregular
+		return fs.ModeIrregular, 0
 	}
 	info, err := fs.Lstat(rw.fsys, real)
 	if err != nil {
-		return fs.ModeIrregular
+		return fs.ModeIrregular, 0
 	}
 	switch {
 	case info.Mode().IsRegular():
-		rw.keep(rw.sendFile(real))
-		return 0
+		size, err := rw.sendFile(real)
+		rw.keep(err)
+		return 0, size
 	case info.IsDir():
 		if !rw.sent[real] {
 			rw.sent[real] = true
 			rw.keep(rw.enc.Encode(entry{Name: real, Kind: kindDir}))
 		}
-		return fs.ModeDir
+		return fs.ModeDir, 0
 	}
-	return fs.ModeIrregular
+	return fs.ModeIrregular, 0
 }
 
 func (rw *writer) keep(err error) {
