@@ -204,6 +204,9 @@ func Render(ctx context.Context, fsys fs.FS, opts render.Options, lim Limits) (*
 	close(done)
 	<-watchDone
 	elapsed := time.Since(begin)
+	// The worker is gone and Wait closed its standard input: the writer
+	// ends at its next write, and reads nothing of fsys after Render.
+	werr := <-writeErr
 	mu.Lock()
 	why := reason
 	mu.Unlock()
@@ -223,7 +226,7 @@ func Render(ctx context.Context, fsys fs.FS, opts render.Options, lim Limits) (*
 	case why != nil:
 		return nil, why // ctx's error
 	}
-	if werr := <-writeErr; werr != nil && !pipe.failed {
+	if werr != nil && !pipe.failed {
 		return nil, werr // reading the tree failed, as the render would have
 	}
 	if waitErr != nil {
