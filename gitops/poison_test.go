@@ -341,12 +341,16 @@ func holdRender(t *testing.T) (started <-chan struct{}, release func()) {
 	ch := make(chan struct{}, 16)
 	held := make(chan struct{})
 	var once sync.Once
-	restore := gitops.SetRenderFunc(func(fsys fs.FS, opts render.Options) (*render.Content, error) {
+	restore := gitops.SetRenderFunc(func(ctx context.Context, fsys fs.FS, opts render.Options, lim renderproc.Limits) (*render.Content, error) {
 		if _, err := fs.Stat(fsys, "slow.yaml"); err == nil {
 			ch <- struct{}{}
-			<-held
+			select {
+			case <-held:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
-		return render.Render(fsys, opts)
+		return renderproc.Render(ctx, fsys, opts, lim)
 	})
 	release = func() { once.Do(func() { close(held) }) }
 	t.Cleanup(func() { release(); restore() })
@@ -404,4 +408,30 @@ func TestAnApprovalIsTakenWhileASlowRenderRuns(t *testing.T) {
 		src, ok := r.object("status/sources/main.yaml").(*fleet.GitSource)
 		return ok && meta.FindStatusCondition(src.Status.Conditions, fleet.GitSourceConditionReconciling) == nil
 	})
+}
+
+// The measure with a real render: while a kustomization that
+// would take hours renders in its process, an approval pushed after it is
+// taken and the run finishes (the log says how long it took), and the
+// render still runs.
+func TestAnApprovalIsTakenDuringARealSlowRender(t *testing.T) {
+	started, _ := watchRenders(t, nil)
+	r := newFleetRepo(t, quickstartFleet(t))
+	d := startDaemonWith(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond, func(c *gitops.Config) {
+		c.RenderTimeout = time.Hour
+	})
+	eventually(t, "the canary approval request", func() bool { return r.approval(approvalName) != nil })
+	slow := r.commit("a commit whose render would take hours", slowKustomization())
+	<-started
+	eventually(t, "the daemon to say it renders the slow commit", func() bool {
+		c, _, ok := d.Rendering()
+		return ok && c.String() == slow
+	})
+	pushed := time.Now()
+	r.approve(approvalName)
+	r.waitPhase("example-run", fleet.PhaseSucceeded)
+	t.Logf("the approval was taken %s after its push, during a real render", time.Since(pushed).Round(time.Millisecond))
+	if c, since, ok := d.Rendering(); !ok || c.String() != slow {
+		t.Errorf("the slow render is over (%v, since %s) although it takes hours", ok, since)
+	}
 }
