@@ -683,19 +683,12 @@ func (d *Daemon) needsRender(ctx context.Context, c *object.Commit) bool {
 	return touchesManifests(content) || d.kustomized(ctx, c.Hash)
 }
 
-// kustomizationNames are the file names kustomize recognises.
-var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
-
 // touchesManifests reports whether any path is one a plain layout reads (a
 // .yaml, .yml or .json file) or a kustomization file (adding one switches
 // the layout to kustomize).
 func touchesManifests(paths []string) bool {
 	for _, p := range paths {
-		if slices.Contains(kustomizationNames, path.Base(p)) {
-			return true
-		}
-		switch strings.ToLower(path.Ext(p)) {
-		case ".yaml", ".yml", ".json":
+		if render.IsKustomizationName(path.Base(p)) || render.IsManifestFile(p) {
 			return true
 		}
 	}
@@ -706,7 +699,7 @@ func touchesManifests(paths []string) bool {
 // may read any file below it (generators, patches): then every change there
 // renders.
 func (d *Daemon) kustomized(ctx context.Context, commit plumbing.Hash) bool {
-	for _, n := range kustomizationNames {
+	for _, n := range render.KustomizationNames {
 		if _, err := d.src.ReadFile(ctx, commit, path.Join(d.cfg.Path, n)); err == nil || !errors.Is(err, gitsource.ErrNotFound) {
 			return true
 		}

@@ -19,7 +19,7 @@ func ReadApprovals(fsys fs.FS, dir string) ([]*fleet.ApprovalRequest, []Manifest
 	if !fs.ValidPath(dir) {
 		return nil, []ManifestError{{File: dir, Message: "approvals folder must be relative to the repository root and stay inside it"}}
 	}
-	r := &reader{fsys: fsys, opts: Options{}.withDefaults()}
+	r := &reader{fsys: fsys, opts: Options{}.WithDefaults()}
 	docs, err := r.walk(dir,
 		func(p string, d fs.DirEntry) bool { return p != dir && d.Name()[0] == '.' },
 		func(fs.DirEntry) bool { return true })

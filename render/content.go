@@ -135,7 +135,8 @@ const (
 	DefaultMaxTotalSize = 256 << 20
 )
 
-func (o Options) withDefaults() Options {
+// WithDefaults fills in the defaults Render uses for what is not set.
+func (o Options) WithDefaults() Options {
 	if o.Path == "" {
 		o.Path = "."
 	}

@@ -13,9 +13,6 @@ import (
 // simulate and serve (a commit): what a file is, not where it is read
 // from, decides.
 
-// maxLinkHops bounds a chain of symbolic links; longer is a loop.
-const maxLinkHops = 40
-
 // resolveLink follows the symbolic link at name to the regular file it
 // ends at. A link may point anywhere inside the repository; one that
 // leaves it (an absolute target, or "..": /etc/passwd, /dev/zero), dangles,
@@ -25,7 +22,7 @@ func resolveLink(fsys fs.FS, name string) (string, *ManifestError) {
 		return "", &ManifestError{File: name, Message: fmt.Sprintf(format, args...)}
 	}
 	cur := name
-	for range maxLinkHops {
+	for range MaxLinkHops {
 		target, err := fs.ReadLink(fsys, cur)
 		if err != nil {
 			return fail("symbolic link cannot be read: %v", err)
@@ -50,7 +47,7 @@ func resolveLink(fsys fs.FS, name string) (string, *ManifestError) {
 			return fail("symbolic link to %q points at a folder or special file; only links to files are followed", target)
 		}
 	}
-	return fail("symbolic link loop (more than %d links)", maxLinkHops)
+	return fail("symbolic link loop (more than %d links)", MaxLinkHops)
 }
 
 // asText checks that a manifest or kustomization file is text as YAML

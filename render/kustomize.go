@@ -93,24 +93,17 @@ func memPath(p string) string {
 // Files over MaxFileSize are left out and returned: they only matter if the
 // build needs them.
 func (r *reader) mount(mem filesys.FileSystem, root string) (tooBig []string, err error) {
-	skip := map[string]bool{
-		ApprovalsDir: true, StatusDir: true,
-		path.Join(root, ApprovalsDir): true, path.Join(root, StatusDir): true,
-	}
 	err = fs.WalkDir(r.fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("render: %s: %w", p, err)
 		}
-		if p != "." && strings.HasPrefix(d.Name(), ".") {
+		if MountSkips(root, p, d) {
 			if d.IsDir() {
 				return fs.SkipDir
 			}
 			return nil
 		}
 		if d.IsDir() {
-			if skip[p] && p != root {
-				return fs.SkipDir
-			}
 			return nil
 		}
 		from := p
@@ -136,7 +129,7 @@ func (r *reader) mount(mem filesys.FileSystem, root string) (tooBig []string, er
 			tooBig = append(tooBig, p)
 			return nil
 		}
-		if isManifestFile(p) || isKustomizationName(path.Base(p)) {
+		if IsManifestFile(p) || IsKustomizationName(path.Base(p)) {
 			var merr *ManifestError
 			if data, merr = asText(p, data); merr != nil {
 				return merr

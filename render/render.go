@@ -15,9 +15,6 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 )
 
-// kustomizationNames are the file names kustomize recognises, in its order.
-var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
-
 // Folders directly under Path that are not hub content.
 const (
 	ApprovalsDir = "approvals"
@@ -33,7 +30,7 @@ const (
 // last accepted version, as an API server would have refused that one
 // object (Content.Withheld).
 func Render(fsys fs.FS, opts Options) (*Content, error) {
-	opts = opts.withDefaults()
+	opts = opts.WithDefaults()
 	root := path.Clean(opts.Path)
 	if !fs.ValidPath(root) {
 		return nil, fmt.Errorf("render: path %q must be relative to the repository root and stay inside it", opts.Path)
@@ -64,7 +61,7 @@ func Render(fsys fs.FS, opts Options) (*Content, error) {
 }
 
 func findKustomization(fsys fs.FS, dir string) string {
-	for _, n := range kustomizationNames {
+	for _, n := range KustomizationNames {
 		p := path.Join(dir, n)
 		if info, err := fs.Stat(fsys, p); err == nil && !info.IsDir() {
 			return p
@@ -118,34 +115,11 @@ func sizeString(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// skipDir reports whether a folder is not hub content: hidden folders
-// (.git, .github) and approvals/ and status/ directly under the root.
-func skipDir(root, p string, d fs.DirEntry) bool {
-	if p == root {
-		return false
-	}
-	if strings.HasPrefix(d.Name(), ".") {
-		return true
-	}
-	return p == path.Join(root, ApprovalsDir) || p == path.Join(root, StatusDir)
-}
-
-func isManifestFile(name string) bool {
-	if strings.HasPrefix(path.Base(name), ".") {
-		return false
-	}
-	switch strings.ToLower(path.Ext(name)) {
-	case ".yaml", ".yml", ".json":
-		return true
-	}
-	return false
-}
-
 // plain reads every manifest file below root, in lexical order.
 func (r *reader) plain(root string) ([]document, error) {
 	return r.walk(root,
-		func(p string, d fs.DirEntry) bool { return skipDir(root, p, d) },
-		func(d fs.DirEntry) bool { return !isKustomizationName(d.Name()) })
+		func(p string, d fs.DirEntry) bool { return PlainSkipsDir(root, p, d) },
+		func(d fs.DirEntry) bool { return !IsKustomizationName(d.Name()) })
 }
 
 // walk reads and splits every manifest file below root, in lexical order,
@@ -163,7 +137,7 @@ func (r *reader) walk(root string, skip func(p string, d fs.DirEntry) bool, keep
 			}
 			return nil
 		}
-		if !isManifestFile(p) || !keep(d) {
+		if !IsManifestFile(p) || !keep(d) {
 			return nil
 		}
 		from := p
@@ -210,17 +184,6 @@ func (r *reader) walk(root string, skip func(p string, d fs.DirEntry) bool, keep
 		return nil
 	})
 	return docs, err
-}
-
-// isKustomizationName recognises kustomize's own files, which are
-// configuration rather than manifests when found below a plain root.
-func isKustomizationName(name string) bool {
-	for _, n := range kustomizationNames {
-		if name == n {
-			return true
-		}
-	}
-	return false
 }
 
 // assemble decodes documents into Content (approval requests separately),

@@ -269,7 +269,7 @@ func workerEnviron(lim Limits) []string {
 // outputLimit bounds the worker's answer: more than the memory it may use
 // is no answer.
 func outputLimit(opts render.Options, lim Limits) int64 {
-	return max(lim.Memory, 4*withDefaults(opts).MaxTotalSize)
+	return max(lim.Memory, 4*opts.WithDefaults().MaxTotalSize)
 }
 
 // limitedWriter fails once more than n bytes were written.

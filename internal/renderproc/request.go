@@ -41,13 +41,6 @@ const (
 	kindDir
 )
 
-// maxLinkHops bounds a chain of symbolic links, as render does.
-const maxLinkHops = 40
-
-// kustomizationNames are the file names kustomize recognises, as render
-// knows them.
-var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
-
 // writer selects and encodes what one render reads.
 type writer struct {
 	fsys  fs.FS
@@ -77,7 +70,7 @@ func (e errPath) Unwrap() error { return e.err }
 // byte past MaxFileSize (render reads no more to know one is too big),
 // kustomization files excepted (render reads them whole).
 func writeRequest(w io.Writer, fsys fs.FS, opts render.Options) error {
-	opts = withDefaults(opts)
+	opts = opts.WithDefaults()
 	rw := &writer{fsys: fsys, opts: opts, enc: gob.NewEncoder(w), sent: map[string]bool{}, sizes: map[string]int64{}}
 	if err := rw.enc.Encode(header{Options: opts}); err != nil {
 		return err
@@ -87,7 +80,7 @@ func writeRequest(w io.Writer, fsys fs.FS, opts render.Options) error {
 		return err
 	}
 	kustomized := false
-	for _, n := range kustomizationNames {
+	for _, n := range render.KustomizationNames {
 		if mode, _ := rw.sendResolved(path.Join(root, n)); mode == 0 { // a regular file
 			kustomized = true
 			break
@@ -131,7 +124,7 @@ func (rw *writer) root() (root, realRoot string, err error) {
 // checkPath returns the error render returns for opts.Path before it
 // reads anything, if any.
 func checkPath(fsys fs.FS, opts render.Options) error {
-	rw := &writer{fsys: fsys, opts: withDefaults(opts), enc: gob.NewEncoder(io.Discard), sent: map[string]bool{}, sizes: map[string]int64{}}
+	rw := &writer{fsys: fsys, opts: opts.WithDefaults(), enc: gob.NewEncoder(io.Discard), sent: map[string]bool{}, sizes: map[string]int64{}}
 	_, _, err := rw.root()
 	var pe errPath
 	if errors.As(err, &pe) {
@@ -149,13 +142,12 @@ func (rw *writer) walkPlain(root string) error {
 			return fmt.Errorf("render: %s: %w", p, err)
 		}
 		if d.IsDir() {
-			if p != root && (strings.HasPrefix(d.Name(), ".") ||
-				p == path.Join(root, render.ApprovalsDir) || p == path.Join(root, render.StatusDir)) {
+			if render.PlainSkipsDir(root, p, d) {
 				return fs.SkipDir
 			}
 			return nil
 		}
-		if !isManifestFile(p) || isKustomizationName(d.Name()) {
+		if !render.PlainReads(p, d) {
 			return nil
 		}
 		return rw.sendEntry(p, d)
@@ -166,24 +158,17 @@ func (rw *writer) walkPlain(root string) error {
 // hidden ones and approvals/ and status/ at the repository root and under
 // root.
 func (rw *writer) walkMount(root string) error {
-	skip := map[string]bool{
-		render.ApprovalsDir: true, render.StatusDir: true,
-		path.Join(root, render.ApprovalsDir): true, path.Join(root, render.StatusDir): true,
-	}
 	return fs.WalkDir(rw.fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("render: %s: %w", p, err)
 		}
-		if p != "." && strings.HasPrefix(d.Name(), ".") {
+		if render.MountSkips(root, p, d) {
 			if d.IsDir() {
 				return fs.SkipDir
 			}
 			return nil
 		}
 		if d.IsDir() {
-			if skip[p] && p != root {
-				return fs.SkipDir
-			}
 			return nil
 		}
 		return rw.sendEntry(p, d)
@@ -227,7 +212,7 @@ func (rw *writer) sendFile(p string) (int64, error) {
 	if size, ok := rw.sizes[p]; ok {
 		return size, nil
 	}
-	kustomization := isKustomizationName(path.Base(p))
+	kustomization := render.IsKustomizationName(path.Base(p))
 	if rw.total > rw.opts.MaxTotalSize && !kustomization {
 		return 0, nil
 	}
@@ -291,7 +276,7 @@ func (rw *writer) keep(err error) {
 // resolve a link itself: an fstest.MapFS recurses without bound on a link
 // loop (a kustomization.yaml linking to itself would end the process).
 // Each link met is sent. res says whether p leads to an entry inside the
-// repository, nowhere, or through more than maxLinkHops links.
+// repository, nowhere, or through more than render.MaxLinkHops links.
 func (rw *writer) follow(p string) (real string, res followResult, err error) {
 	hops := 0
 	parts := strings.Split(p, "/")
@@ -309,7 +294,7 @@ func (rw *writer) follow(p string) (real string, res followResult, err error) {
 			cur = next
 			continue
 		}
-		if hops++; hops > maxLinkHops {
+		if hops++; hops > render.MaxLinkHops {
 			return "", looped, nil
 		}
 		target, rerr := fs.ReadLink(rw.fsys, next)
@@ -339,41 +324,8 @@ type followResult uint8
 const (
 	followed followResult = iota
 	missing               // dangles, or leaves the repository
-	looped                // more than maxLinkHops links
+	looped                // more than render.MaxLinkHops links
 )
-
-func isManifestFile(name string) bool {
-	if strings.HasPrefix(path.Base(name), ".") {
-		return false
-	}
-	switch strings.ToLower(path.Ext(name)) {
-	case ".yaml", ".yml", ".json":
-		return true
-	}
-	return false
-}
-
-func isKustomizationName(name string) bool {
-	for _, n := range kustomizationNames {
-		if name == n {
-			return true
-		}
-	}
-	return false
-}
-
-func withDefaults(o render.Options) render.Options {
-	if o.Path == "" {
-		o.Path = "."
-	}
-	if o.MaxFileSize <= 0 {
-		o.MaxFileSize = render.DefaultMaxFileSize
-	}
-	if o.MaxTotalSize <= 0 {
-		o.MaxTotalSize = render.DefaultMaxTotalSize
-	}
-	return o
-}
 
 // Digest identifies what a render of opts.Path of fsys reads: two trees
 // with one digest render the same (render is deterministic), so a caller

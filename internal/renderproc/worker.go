@@ -72,7 +72,7 @@ func work(in io.Reader, out io.Writer) error {
 }
 
 // boundedLinks is an fstest.MapFS whose names are resolved with at most
-// maxLinkHops links before MapFS resolves them itself: MapFS recurses
+// render.MaxLinkHops links before MapFS resolves them itself: MapFS recurses
 // without bound on a link loop, which would end the worker with a stack
 // overflow instead of render's "symbolic link loop".
 type boundedLinks struct{ m fstest.MapFS }
@@ -100,7 +100,7 @@ func (b boundedLinks) Lstat(name string) (fs.FileInfo, error) {
 	return b.m.Lstat(name)
 }
 
-// resolves reports whether name resolves within maxLinkHops links (or
+// resolves reports whether name resolves within render.MaxLinkHops links (or
 // leads nowhere, which MapFS reports itself): false only for a loop.
 func (b boundedLinks) resolves(name string) bool {
 	parts := strings.Split(name, "/")
@@ -115,7 +115,7 @@ func (b boundedLinks) resolves(name string) bool {
 			cur = next
 			continue
 		}
-		if hops++; hops > maxLinkHops {
+		if hops++; hops > render.MaxLinkHops {
 			return false
 		}
 		target := string(f.Data)
