@@ -57,6 +57,10 @@ type KindInfo struct {
 	HubOwned bool
 	// ReadVersions are the other versions a manifest may give the kind.
 	ReadVersions []string
+	// Workload kinds are hub resources that placements select (envelopes):
+	// read from Git like any workload resource and never held by the
+	// engine, so neither hub stores or watches them as fleet objects.
+	Workload bool
 
 	// proto is an empty object of the kind's Go type, for the Scheme.
 	proto runtime.Object
@@ -117,6 +121,8 @@ var kinds = []KindInfo{
 	alsoAlpha(fleetKind(PlacementGroup, KindResourceOverride, "resourceoverrides", true, &ResourceOverride{})),
 	hubOwned(fleetKind(PlacementGroup, KindClusterResourceOverrideSnapshot, "clusterresourceoverridesnapshots", false, &ClusterResourceOverrideSnapshot{})),
 	hubOwned(fleetKind(PlacementGroup, KindResourceOverrideSnapshot, "resourceoverridesnapshots", true, &ResourceOverrideSnapshot{})),
+	workload(fleetKind(PlacementGroup, KindClusterResourceEnvelope, "clusterresourceenvelopes", false, &Envelope{})),
+	workload(fleetKind(PlacementGroup, KindResourceEnvelope, "resourceenvelopes", true, &Envelope{})),
 	gitfleetKind(KindCommit, "commits", &Commit{}),
 	gitfleetKind(KindGitSource, "gitsources", &GitSource{}),
 }
@@ -133,6 +139,9 @@ func withAPIVersion(k KindInfo) KindInfo {
 }
 
 func hubOwned(k KindInfo) KindInfo { k.HubOwned = true; return k }
+
+// workload marks an envelope kind; KubeFleet serves them at v1beta1 only.
+func workload(k KindInfo) KindInfo { k.Workload, k.ReadVersions = true, nil; return k }
 
 func alsoAlpha(k KindInfo) KindInfo {
 	k.ReadVersions = append(k.ReadVersions, overrideAlphaVersion)

@@ -9,11 +9,12 @@ import (
 // resources maps every kind the hub serves, KubeFleet's kinds of the
 // registry (api/v1beta1), to its resource on the API server (the plural
 // names of config/crd). gitfleet's own records (commits, sources) live in
-// Git only.
+// Git only, and so do envelopes: like every hub resource a placement
+// selects, they reach the hub inside its resource snapshots.
 var resources = func() map[string]schema.GroupVersionResource {
 	out := map[string]schema.GroupVersionResource{}
 	for _, k := range fleet.Kinds() {
-		if k.Group == fleet.PlacementGroup || k.Group == fleet.ClusterGroup {
+		if (k.Group == fleet.PlacementGroup || k.Group == fleet.ClusterGroup) && !k.Workload {
 			out[k.Kind] = k.GroupVersionResource()
 		}
 	}

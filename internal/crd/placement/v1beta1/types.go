@@ -22,6 +22,7 @@ package v1beta1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 )
@@ -380,4 +381,45 @@ type ApprovalRequest struct {
 
 	Spec   fleet.ApprovalRequestSpec   `json:"spec"`
 	Status fleet.ApprovalRequestStatus `json:"status,omitempty"`
+}
+
+// ---- envelopes ----
+//
+// An envelope's manifests sit at the top level (data), not in a spec, as
+// in KubeFleet; the field and its markers are api/v1beta1's Envelope's.
+
+// ClusterResourceEnvelope wraps cluster-scoped resources for placement.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope="Cluster",categories={fleet,fleet-placement}
+type ClusterResourceEnvelope struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// The manifests wrapped in this envelope.
+	//
+	// Each manifest is uniquely identified by a string key, typically a filename that represents
+	// the manifest. The value is the manifest object itself.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=50
+	Data map[string]runtime.RawExtension `json:"data"`
+}
+
+// ResourceEnvelope wraps namespaced resources for placement.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope="Namespaced",categories={fleet,fleet-placement}
+type ResourceEnvelope struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// The manifests wrapped in this envelope.
+	//
+	// Each manifest is uniquely identified by a string key, typically a filename that represents
+	// the manifest. The value is the manifest object itself.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=50
+	Data map[string]runtime.RawExtension `json:"data"`
 }
