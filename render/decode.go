@@ -88,6 +88,9 @@ type decoded struct {
 	// found when overrides are checked against each other.
 	node     *yaml.Node
 	resource *unstructured.Unstructured
+	// wrapped are the manifests of an envelope, which no other resource
+	// may define again.
+	wrapped []ObjectRef
 }
 
 // decodeDocument turns one document into a fleet object (strictly decoded,
@@ -129,6 +132,17 @@ func decodeDocument(d document, inApprovals bool) (out *decoded, errs []Manifest
 			return nil, errs, true
 		}
 		out.resource = res
+		return out, nil, false
+	}
+	if fleet.IsEnvelopeKind(gvk.Group, gvk.Kind) {
+		if inApprovals {
+			return refuse("kind", fmt.Sprintf("only approval requests belong in approvals/, not %s", gvk.Kind))
+		}
+		res, wrapped, errs := envelopeResource(d, ref, gvk, mk)
+		if len(errs) > 0 {
+			return nil, errs, true
+		}
+		out.resource, out.wrapped = res, wrapped
 		return out, nil, false
 	}
 	if !supportedVersion(gvk) {

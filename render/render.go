@@ -218,6 +218,24 @@ func assemble(docs []document, fileErrs []ManifestError, inApprovals bool) (c *C
 		}
 		first[o.ref] = o
 	}
+	// A manifest an envelope wraps is delivered as itself: it may not be
+	// another resource of the tree, nor wrapped twice.
+	for _, o := range objs {
+		for _, w := range o.wrapped {
+			f, seen := first[w]
+			if !seen {
+				first[w] = o
+				continue
+			}
+			if f.resource == nil && f.wrapped == nil {
+				continue // a fleet object the hub holds, not a resource
+			}
+			dup[o.ref] = true
+			refusals = append(refusals, ManifestError{File: o.src.File, Line: o.src.Line, Kind: o.ref.Kind,
+				Namespace: o.ref.Namespace, Name: o.ref.Name,
+				Message: fmt.Sprintf("duplicate definition: %s, which this envelope wraps, is also defined in %s", w, location(f.src))})
+		}
+	}
 	for _, o := range objs {
 		if dup[o.ref] || o.withheld {
 			continue

@@ -20,6 +20,7 @@ var (
 		"networking.k8s.io/Ingress": true, "networking.k8s.io/NetworkPolicy": true,
 		"rbac.authorization.k8s.io/Role": true, "rbac.authorization.k8s.io/RoleBinding": true,
 		"autoscaling/HorizontalPodAutoscaler": true, "policy/PodDisruptionBudget": true,
+		"placement.kubernetes-fleet.io/ResourceEnvelope": true,
 	}
 	wellKnownClusterScoped = map[string]bool{
 		"/Namespace": true, "/PersistentVolume": true, "/Node": true,
@@ -29,6 +30,7 @@ var (
 		"apiregistration.k8s.io/APIService":                           true,
 		"admissionregistration.k8s.io/MutatingWebhookConfiguration":   true,
 		"admissionregistration.k8s.io/ValidatingWebhookConfiguration": true,
+		"placement.kubernetes-fleet.io/ClusterResourceEnvelope":       true,
 	}
 )
 

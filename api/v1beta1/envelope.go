@@ -1,7 +1,12 @@
 package v1beta1
 
 import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -64,4 +69,91 @@ func EnvelopeKind(namespace string) string {
 // IsEnvelopeKind reports whether group and kind name an envelope.
 func IsEnvelopeKind(group, kind string) bool {
 	return group == PlacementGroup && (kind == KindClusterResourceEnvelope || kind == KindResourceEnvelope)
+}
+
+// IsEnvelope reports whether u is an envelope.
+func IsEnvelope(u *unstructured.Unstructured) bool {
+	gvk := u.GroupVersionKind()
+	return IsEnvelopeKind(gvk.Group, gvk.Kind)
+}
+
+// EnvelopeOf names envelope u as placement statuses do (a ResourceIdentifier's
+// envelope).
+func EnvelopeOf(u *unstructured.Unstructured) EnvelopeIdentifier {
+	return EnvelopeIdentifier{Name: u.GetName(), Namespace: u.GetNamespace(), Type: u.GetKind()}
+}
+
+// EnvelopeRef is the envelope as KubeFleet's messages print it
+// (klog.KObj: namespace/name, or name).
+func EnvelopeRef(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// WrappedScopeError is KubeFleet's message for an object of the wrong
+// scope in an envelope (workgenerator's extractManifestsFromEnvelopeCR),
+// or "" when obj may be wrapped: a ClusterResourceEnvelope wraps objects
+// without a namespace, a ResourceEnvelope objects of its own namespace.
+// namespaced says whether obj's kind is known to be namespaced (true),
+// cluster-scoped (false), or unknown (nil: its namespace decides, as in
+// KubeFleet).
+func WrappedScopeError(envelope *unstructured.Unstructured, key string, obj *unstructured.Unstructured, namespaced *bool) string {
+	envRef := EnvelopeRef(envelope.GetNamespace(), envelope.GetName())
+	objRef := EnvelopeRef(obj.GetNamespace(), obj.GetName())
+	isNamespaced := obj.GetNamespace() != ""
+	if namespaced != nil {
+		isNamespaced = *namespaced
+	}
+	switch {
+	case envelope.GetKind() == KindClusterResourceEnvelope && (isNamespaced || obj.GetNamespace() != ""):
+		return fmt.Sprintf("a namespaced object %s (%s) has been wrapped in a cluster resource envelope %s", key, objRef, envRef)
+	case envelope.GetKind() == KindResourceEnvelope && (!isNamespaced || obj.GetNamespace() == ""):
+		return fmt.Sprintf("a cluster scope object %s (%s) has been wrapped in a resource envelope %s", key, objRef, envRef)
+	case envelope.GetNamespace() != obj.GetNamespace():
+		return fmt.Sprintf("a namespaced object %s (%s) in has been wrapped in a resource envelope from another namespace (%s)", key, objRef, envRef)
+	}
+	return ""
+}
+
+// EnvelopeManifest is one manifest an envelope wraps.
+// +kubebuilder:object:generate=false
+type EnvelopeManifest struct {
+	// Key is its key in the envelope's data.
+	Key    string
+	Object *unstructured.Unstructured
+}
+
+// Unwrap returns the manifests envelope u wraps, in the order of their
+// keys, or KubeFleet's error for the first that is not an object or has
+// the wrong scope (WrappedScopeError). Render refuses such envelopes, so
+// the error is for snapshots made elsewhere.
+func Unwrap(u *unstructured.Unstructured) ([]EnvelopeManifest, error) {
+	data, _, err := unstructured.NestedMap(u.Object, "data")
+	if err != nil {
+		return nil, fmt.Errorf("envelope %s: data: %w", EnvelopeRef(u.GetNamespace(), u.GetName()), err)
+	}
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]EnvelopeManifest, 0, len(keys))
+	for _, k := range keys {
+		obj := &unstructured.Unstructured{}
+		raw, err := json.Marshal(data[k])
+		if err == nil {
+			err = obj.UnmarshalJSON(raw)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("failed to parse the wrapped manifest data to a Kubernetes runtime object (manifestKey=%s,envelopeObjRef=%s): %w",
+				k, EnvelopeRef(u.GetNamespace(), u.GetName()), err)
+		}
+		if msg := WrappedScopeError(u, k, obj, nil); msg != "" {
+			return nil, fmt.Errorf("%s", msg)
+		}
+		out = append(out, EnvelopeManifest{Key: k, Object: obj})
+	}
+	return out, nil
 }
