@@ -23,8 +23,11 @@ type Delivery struct {
 	// Member is the target cluster; nil when it has left the fleet.
 	Member *fleet.MemberCluster
 	// Resources are the manifests of the bound resource snapshot group
-	// (master first, then sub-snapshots in order). Empty for removals.
+	// (master first, then sub-snapshots in order), each envelope replaced
+	// by the manifests it wraps. Empty for removals.
 	Resources []*unstructured.Unstructured
+	// Envelopes names the envelope of each resource that came out of one.
+	Envelopes Envelopes
 }
 
 // Key is the binding's key.
@@ -84,15 +87,17 @@ type Driver interface {
 }
 
 // Prepare is what cluster receives for binding b: the manifests of its
-// snapshot group with its frozen override snapshots applied. missing names
+// snapshot group, envelopes unwrapped, with its frozen override snapshots
+// applied (to the manifests an envelope wraps, as KubeFleet applies them,
+// never to the envelope), and the envelope each came from. missing names
 // the override snapshots b froze that are gone (KubeFleet's words). When
 // the manifests cannot be made, failed is the condition b reports instead
 // (WorkSynchronized=False or Overridden=False) and nothing is delivered:
 // both hubs deliver through this, so they fail alike.
 func Prepare(b *fleet.Binding, cluster *fleet.MemberCluster, snapshots []*fleet.ResourceSnapshot,
 	cros []*fleet.ClusterResourceOverrideSnapshot, ros []*fleet.ResourceOverrideSnapshot, missing []string,
-) (resources []*unstructured.Unstructured, failed *metav1.Condition) {
-	fail := func(c metav1.Condition) ([]*unstructured.Unstructured, *metav1.Condition) { return nil, &c }
+) (resources []*unstructured.Unstructured, envelopes Envelopes, failed *metav1.Condition) {
+	fail := func(c metav1.Condition) ([]*unstructured.Unstructured, Envelopes, *metav1.Condition) { return nil, nil, &c }
 	if len(snapshots) == 0 {
 		return fail(NotSynchronized(b, fmt.Sprintf("resource snapshot %q is not found", b.Spec.ResourceSnapshotName)))
 	}
@@ -100,13 +105,17 @@ func Prepare(b *fleet.Binding, cluster *fleet.MemberCluster, snapshots []*fleet.
 	if err != nil {
 		return fail(NotSynchronized(b, err.Error()))
 	}
+	res, envs, err := Unwrap(res)
+	if err != nil {
+		return fail(NotSynchronized(b, err.Error()))
+	}
 	if len(missing) > 0 {
 		return fail(NotOverridden(b, missing[0]))
 	}
-	if res, err = Override(res, cluster, cros, ros); err != nil {
+	if res, err = overrideAll(res, envs, cluster, cros, ros); err != nil {
 		return fail(NotOverridden(b, err.Error()))
 	}
-	return res, nil
+	return res, envs, nil
 }
 
 // Manifests decodes the selected resources of a snapshot group, in order.
@@ -153,6 +162,13 @@ func Identify(u *unstructured.Unstructured) fleet.ResourceIdentifier {
 // The error is KubeFleet's message for Overridden=False.
 func Override(resources []*unstructured.Unstructured, cluster *fleet.MemberCluster,
 	cros []*fleet.ClusterResourceOverrideSnapshot, ros []*fleet.ResourceOverrideSnapshot) ([]*unstructured.Unstructured, error) {
+	return overrideAll(resources, nil, cluster, cros, ros)
+}
+
+// overrideAll is Override, naming in its error the envelope a resource came
+// out of (KubeFleet's applyOverridesToEnvelopeManifests).
+func overrideAll(resources []*unstructured.Unstructured, envs Envelopes, cluster *fleet.MemberCluster,
+	cros []*fleet.ClusterResourceOverrideSnapshot, ros []*fleet.ResourceOverrideSnapshot) ([]*unstructured.Unstructured, error) {
 	if len(cros) == 0 && len(ros) == 0 {
 		return resources, nil
 	}
@@ -160,6 +176,9 @@ func Override(resources []*unstructured.Unstructured, cluster *fleet.MemberClust
 	for _, r := range resources {
 		o, deleted, err := override.Apply(r, cluster, cros, ros)
 		if err != nil {
+			if env := envs.Of(r); env != nil {
+				return nil, fmt.Errorf("failed to apply overrides to %s from envelope %s: %w", overrideTarget(r), fleet.EnvelopeRef(env.Namespace, env.Name), err)
+			}
 			return nil, err
 		}
 		if !deleted {

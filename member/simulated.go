@@ -225,7 +225,7 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 		// Never available: KubeFleet's failure report, which the engine
 		// counts as an error and, after the stuck threshold, reports Stuck.
 		return s.reporter.ReportBindingStatus(key, gen, append(conds, notAvailable(gen, d.WorkName())),
-			failedPlacements(d.Resources, gen))
+			d.Envelopes.Name(failedPlacements(d.Resources, gen)))
 	}
 	// Becoming available: in progress, not a failure (spec §3.5), so the
 	// engine waits quietly and is woken by the Available report.

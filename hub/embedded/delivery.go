@@ -259,11 +259,11 @@ func (h *Hub) dispatch(ctx context.Context, in intent) error {
 			log.Info("not delivering: the member cluster is not in the fleet")
 			return nil
 		}
-		res, failed := member.Prepare(in.binding, d.Member, snapshots, cros, ros, noOverride)
+		res, envs, failed := member.Prepare(in.binding, d.Member, snapshots, cros, ros, noOverride)
 		if failed != nil {
 			return h.reportNotDelivered(d, *failed)
 		}
-		d.Resources = res
+		d.Resources, d.Envelopes = res, envs
 		if err := drivers.For(d.Member).Deliver(ctx, d); err != nil {
 			h.requeue(in)
 			return fmt.Errorf("deliver binding %s to member cluster %q: %w", key, d.Cluster(), err)

@@ -331,11 +331,11 @@ func (h *Hub) dispatch(ctx context.Context, in intent) error {
 			return err
 		}
 		cros, ros, missing := h.overrideSnapshots(b)
-		res, failed := member.Prepare(b, m, snapshots, cros, ros, missing)
+		res, envs, failed := member.Prepare(b, m, snapshots, cros, ros, missing)
 		if failed != nil {
 			return h.reportNotDelivered(d, *failed)
 		}
-		d.Resources = res
+		d.Resources, d.Envelopes = res, envs
 		if err := h.members.For(m).Deliver(ctx, d); err != nil {
 			return fmt.Errorf("deliver binding %s to member cluster %q: %w", hub.KeyString(in.key), d.Cluster(), err)
 		}

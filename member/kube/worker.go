@@ -92,7 +92,7 @@ func (c *Clusters) step(ctx context.Context, w *work) (state, error) {
 		msg := fmt.Sprintf("Work object %s is not applied: member cluster %q: %v", d.WorkName(), d.Cluster(), err)
 		cond := metav1.Condition{Type: fleet.ResourceBindingApplied, Status: metav1.ConditionFalse,
 			Reason: member.WorkNotAppliedReason, Message: msg, ObservedGeneration: gen}
-		if rerr := c.reporter.ReportBindingStatus(d.Key(), gen, append(base, cond), failed); rerr != nil {
+		if rerr := c.reporter.ReportBindingStatus(d.Key(), gen, append(base, cond), d.Envelopes.Name(failed)); rerr != nil {
 			return errors.Join(err, rerr)
 		}
 		return err
@@ -148,8 +148,8 @@ func (c *Clusters) step(ctx context.Context, w *work) (state, error) {
 	case len(h.notCurrent) == 0:
 		return healthy, c.reporter.ReportBindingStatus(d.Key(), gen, append(conds, member.Available(gen)), nil)
 	case h.failed:
-		return unhealthy, c.reporter.ReportBindingStatus(d.Key(), gen, append(conds, member.NotAvailable(gen, d.WorkName())), h.notCurrent)
+		return unhealthy, c.reporter.ReportBindingStatus(d.Key(), gen, append(conds, member.NotAvailable(gen, d.WorkName())), d.Envelopes.Name(h.notCurrent))
 	default:
-		return progressing, c.reporter.ReportBindingStatus(d.Key(), gen, append(conds, member.NotYetAvailable(gen, d.WorkName())), h.notCurrent)
+		return progressing, c.reporter.ReportBindingStatus(d.Key(), gen, append(conds, member.NotYetAvailable(gen, d.WorkName())), d.Envelopes.Name(h.notCurrent))
 	}
 }

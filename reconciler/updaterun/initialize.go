@@ -200,6 +200,11 @@ func (p *pass) recordOverrideSnapshots(st *fleet.UpdateRunStatus) error {
 	if err != nil {
 		return validationAbort(unexpectedErr("%s", err))
 	}
+	// Overrides select what an envelope wraps, never the envelope
+	// (KubeFleet's collectOverrideCandidatesFromSelectedResource).
+	if resources, _, err = member.Unwrap(resources); err != nil {
+		return validationAbort(unexpectedErr("%s", err))
+	}
 	placementKey := pk.Name
 	if pk.Namespace != "" {
 		placementKey = pk.Namespace + "/" + pk.Name

@@ -127,7 +127,7 @@ func EnsureLatestResourceSnapshot(ctx context.Context, h hub.Hub, p *fleet.Place
 			Annotations: map[string]string{
 				fleet.ResourceGroupHashAnnotation:         hash,
 				fleet.NumberOfResourceSnapshotsAnnotation: strconv.Itoa(len(parts)),
-				fleet.NumberOfEnvelopedObjectsAnnotation:  "0",
+				fleet.NumberOfEnvelopedObjectsAnnotation:  strconv.Itoa(envelopes(resources)),
 			},
 		},
 		Spec: fleet.ResourceSnapshotSpec{SelectedResources: parts[0]},
@@ -242,4 +242,16 @@ func splitResources(raws [][]byte, limit int) [][]runtime.RawExtension {
 		size += len(b)
 	}
 	return parts
+}
+
+// envelopes counts the envelopes among resources, as KubeFleet's
+// number-of-enveloped-object annotation does.
+func envelopes(resources []*unstructured.Unstructured) int {
+	n := 0
+	for _, r := range resources {
+		if fleet.IsEnvelope(r) {
+			n++
+		}
+	}
+	return n
 }
