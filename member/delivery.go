@@ -97,7 +97,9 @@ type Driver interface {
 func Prepare(b *fleet.Binding, cluster *fleet.MemberCluster, snapshots []*fleet.ResourceSnapshot,
 	cros []*fleet.ClusterResourceOverrideSnapshot, ros []*fleet.ResourceOverrideSnapshot, missing []string,
 ) (resources []*unstructured.Unstructured, envelopes Envelopes, failed *metav1.Condition) {
-	fail := func(c metav1.Condition) ([]*unstructured.Unstructured, Envelopes, *metav1.Condition) { return nil, nil, &c }
+	fail := func(c metav1.Condition) ([]*unstructured.Unstructured, Envelopes, *metav1.Condition) {
+		return nil, nil, &c
+	}
 	if len(snapshots) == 0 {
 		return fail(NotSynchronized(b, fmt.Sprintf("resource snapshot %q is not found", b.Spec.ResourceSnapshotName)))
 	}
