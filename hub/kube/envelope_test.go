@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/hub"
@@ -25,6 +27,15 @@ import (
 // envelopes in the placement's resource snapshot, never the webhook
 // configuration or the quota (which would act on the hub), and a
 // simulated member bound to the snapshot receives what they wrap.
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func TestTheKubeHubHoldsTheEnvelopeAndTheMemberItsManifests(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver")
@@ -110,6 +121,29 @@ data:
 		if _, err := th.client.Resource(gvr).Get(ctx, map[string]string{"validatingwebhookconfigurations": "guard", "clusterroles": "pod-reader"}[gvr.Resource], metav1.GetOptions{}); err == nil {
 			t.Errorf("the hub holds the wrapped %s", gvr.Resource)
 		}
+	}
+
+	// KubeFleet's example is an object of its own on the hub too (kubectl
+	// apply): the CRD keeps every wrapped manifest, unpruned, and holding
+	// it puts no webhook configuration on the hub.
+	cre := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(example, &cre.Object); err != nil {
+		t.Fatal(err)
+	}
+	creGVR := schema.GroupVersionResource{Group: fleet.PlacementGroup, Version: fleet.Version, Resource: "clusterresourceenvelopes"}
+	if _, err := th.client.Resource(creGVR).Create(ctx, cre, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := th.client.Resource(creGVR).Get(ctx, "example", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := jsonOf(t, held.Object["data"]), jsonOf(t, cre.Object["data"]); got != want {
+		t.Errorf("the hub stored the envelope's data as\n%s\nwant\n%s", got, want)
+	}
+	if _, err := th.client.Resource(schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1",
+		Resource: "validatingwebhookconfigurations"}).Get(ctx, "guard", metav1.GetOptions{}); err == nil {
+		t.Error("the hub holds the webhook configuration its envelope wraps")
 	}
 
 	// Bound, member1 receives what the envelopes wrap.

@@ -290,7 +290,7 @@ func storeUnpruned(t *testing.T, hub *kubetest.Cluster) {
 // families are the kind pairs that share a Go type in api/v1beta1.
 var families = []func(namespace string) string{
 	fleet.PlacementKind, fleet.PolicySnapshotKind, fleet.ResourceSnapshotKind, fleet.BindingKind,
-	fleet.UpdateStrategyKind, fleet.UpdateRunKind, fleet.ApprovalRequestKind,
+	fleet.UpdateStrategyKind, fleet.UpdateRunKind, fleet.ApprovalRequestKind, fleet.EnvelopeKind,
 }
 
 // goBuiltObjects fill the fields no file above has: a policy snapshot with
