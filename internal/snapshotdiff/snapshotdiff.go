@@ -6,7 +6,10 @@ package snapshotdiff
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 )
@@ -20,7 +23,8 @@ type Change struct{ Change, Kind, Namespace, Name string }
 
 // Group returns the resources of snapshot group index (master and
 // sub-snapshots) by identity, with their JSON, and the commit the master
-// records. An index no snapshot has is an empty group.
+// records. An index no snapshot has is an empty group. An envelope stands
+// for what it wraps, which is what the clusters receive.
 func Group(snaps []*fleet.ResourceSnapshot, index string) (map[Resource][]byte, string) {
 	out := map[Resource][]byte{}
 	commit := ""
@@ -39,6 +43,10 @@ func Group(snaps []*fleet.ResourceSnapshot, index string) (map[Resource][]byte, 
 				} `json:"metadata"`
 			}
 			if json.Unmarshal(raw.Raw, &obj) != nil {
+				continue
+			}
+			if wrapped, ok := unwrap(raw.Raw); ok {
+				maps.Copy(out, wrapped)
 				continue
 			}
 			out[Resource{obj.Kind, obj.Metadata.Namespace, obj.Metadata.Name}] = raw.Raw
@@ -91,4 +99,27 @@ func jsonEqual(a, b []byte) bool {
 	ca, _ := json.Marshal(x)
 	cb, _ := json.Marshal(y)
 	return bytes.Equal(ca, cb)
+}
+
+// unwrap returns the manifests of an envelope by identity; false for
+// anything else, and for an envelope that does not unwrap (it then stands
+// for itself).
+func unwrap(raw []byte) (map[Resource][]byte, bool) {
+	u := &unstructured.Unstructured{}
+	if u.UnmarshalJSON(raw) != nil || !fleet.IsEnvelope(u) {
+		return nil, false
+	}
+	wrapped, err := fleet.Unwrap(u)
+	if err != nil {
+		return nil, false
+	}
+	out := make(map[Resource][]byte, len(wrapped))
+	for _, w := range wrapped {
+		data, err := w.Object.MarshalJSON()
+		if err != nil {
+			return nil, false
+		}
+		out[Resource{w.Object.GetKind(), w.Object.GetNamespace(), w.Object.GetName()}] = data
+	}
+	return out, true
 }
