@@ -38,7 +38,7 @@ func envelopeResource(d document, ref ObjectRef, gvk schema.GroupVersionKind, mk
 	case d.obj["data"] == nil:
 		return nil, nil, []ManifestError{mk("data", "Required value")}
 	case !isMap:
-		return nil, nil, []ManifestError{mk("data", "must be a map of manifests by key")}
+		return nil, nil, []ManifestError{mk("data", notAnObject("data", d.obj["data"]))}
 	case len(manifests) == 0:
 		return nil, nil, []ManifestError{mk("data", "Invalid value: 0: data in body should have at least 1 properties")}
 	case len(manifests) > fleet.MaxEnvelopeManifests:
@@ -66,7 +66,7 @@ func envelopeResource(d document, ref ObjectRef, gvk schema.GroupVersionKind, mk
 		}
 		obj, isObj := manifests[k].(map[string]any)
 		if !isObj {
-			errs = append(errs, at("", "must be one manifest (an object with apiVersion, kind and metadata)"))
+			errs = append(errs, at("", notAnObject("data."+k, manifests[k])))
 			continue
 		}
 		wref, merrs := wrappedManifest(env, k, obj, at)
@@ -109,4 +109,23 @@ func wrappedManifest(env *unstructured.Unstructured, key string, obj map[string]
 		return ObjectRef{}, []ManifestError{at("metadata.namespace", msg)}
 	}
 	return ref, nil
+}
+
+// notAnObject is the API server's message for a value of fieldPath that
+// the envelope's schema wants an object for.
+func notAnObject(fieldPath string, v any) string {
+	t := "null"
+	switch v.(type) {
+	case string:
+		t = "string"
+	case bool:
+		t = "boolean"
+	case int, int64, uint64:
+		t = "integer"
+	case float64:
+		t = "number"
+	case []any:
+		t = "array"
+	}
+	return fmt.Sprintf("Invalid value: %q: %s in body must be of type object: %q", t, fieldPath, t)
 }
