@@ -1,6 +1,7 @@
 package kube_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/await"
 	"github.com/gitfleet/gitfleet/member"
 	"github.com/gitfleet/gitfleet/member/kube"
 )
@@ -71,10 +73,24 @@ func envelopeDelivery(t *testing.T, gen int64, snapshot string, manifests ...str
 // webhook then acts there (it refuses a CREATE, as it would have refused
 // on the hub); a manifest dropped from an envelope is pruned, and removing
 // the binding takes off everything the envelopes put there.
+//
+// The webhook refuses every CREATE it can see, the driver's own too, so
+// it arrives alone in the second snapshot: created with other objects,
+// it could refuse them (the driver creates concurrently), and the test
+// would depend on how fast the API server loads it.
 func TestAnEnvelopeReachesTheMemberAsWhatItWraps(t *testing.T) {
 	f := newFixture(t, nil)
 	cre := upstreamClusterEnvelope(t)
-	d := envelopeDelivery(t, 1, "place-0-snapshot", appNamespace, quotaEnvelope, cre)
+	webhookAt, roleAt := strings.Index(cre, `  "webhook.yaml":`), strings.Index(cre, `  "clusterrole.yaml":`)
+	if webhookAt < 0 || roleAt < webhookAt {
+		t.Fatalf("examples/envelopes/clusterscoped.yaml changed:\n%s", cre)
+	}
+	roleOnly := cre[:webhookAt] + cre[roleAt:]
+	webhookOnly := cre[:roleAt]
+
+	d1 := envelopeDelivery(t, 1, "place-0-snapshot", appNamespace, quotaEnvelope, roleOnly)
+	f.deliverAvailable(f.drivers, d1)
+	d := envelopeDelivery(t, 2, "place-1-snapshot", appNamespace, quotaEnvelope, cre)
 	for _, r := range d.Resources {
 		if fleet.IsEnvelope(r) {
 			t.Fatalf("the delivery holds the envelope %s itself", r.GetName())
@@ -97,17 +113,22 @@ func TestAnEnvelopeReachesTheMemberAsWhatItWraps(t *testing.T) {
 	}
 
 	// The webhook acts on the member: its service does not exist there, so
-	// it refuses every CREATE (failurePolicy Fail, the default).
-	cm := &unstructured.Unstructured{}
-	must(t, yaml.Unmarshal([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: probe, namespace: app}"), &cm.Object))
-	if err := f.clusters[0].Client().Create(f.ctx, cm); err == nil || !strings.Contains(err.Error(), "guard.example.com") {
-		t.Errorf("creating a ConfigMap on the member: %v, want the guard webhook's refusal", err)
-	}
+	// it refuses every CREATE (failurePolicy Fail, the default), once the
+	// API server has loaded the configuration (asynchronously, by design).
+	probes := 0
+	await.Until(t, "the guard webhook to refuse a CREATE on the member", func() bool {
+		probes++
+		cm := &unstructured.Unstructured{}
+		must(t, yaml.Unmarshal([]byte(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: probe-%d, namespace: app}", probes)), &cm.Object))
+		err := f.clusters[0].Client().Create(f.ctx, cm)
+		if err != nil && !strings.Contains(err.Error(), "guard.example.com") {
+			t.Fatalf("creating a ConfigMap on the member: %v, want the guard webhook's refusal", err)
+		}
+		return err != nil
+	})
 
 	// The ClusterRole leaves the envelope: pruned; the webhook stays.
-	withoutRole := strings.Replace(cre, `  "clusterrole.yaml":`, `  "x-clusterrole.yaml":`, 1)
-	withoutRole = withoutRole[:strings.Index(withoutRole, `  "x-clusterrole.yaml":`)]
-	d2 := envelopeDelivery(t, 2, "place-1-snapshot", appNamespace, quotaEnvelope, withoutRole)
+	d2 := envelopeDelivery(t, 3, "place-2-snapshot", appNamespace, quotaEnvelope, webhookOnly)
 	f.deliverAvailable(f.drivers, d2)
 	if f.get("member1", "rbac.authorization.k8s.io/v1", "ClusterRole", "", "pod-reader") != nil {
 		t.Error("the ClusterRole dropped from the envelope is still on the member")
