@@ -6,7 +6,7 @@ COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 IMAGE     ?= gitfleet:$(VERSION)
 
-.PHONY: all build test testbin fuzz lint vet fmt run run-clusters simulate bench image generate crds clean
+.PHONY: all build test testbin fuzz lint vet fmt run run-clusters simulate bench image generate crds crd-summary clean
 
 all: lint test build
 
@@ -72,6 +72,26 @@ CRD_DIR ?= config/crd
 crds: ## Regenerate the CRDs under config/crd (kubectl apply --server-side -R -f config/crd/)
 	rm -f $(CRD_DIR)/*.yaml
 	$(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION) crd paths=./internal/crd/... output:crd:artifacts:config=$(CRD_DIR)
+
+# KubeFleet's CRDs, summarized (internal/crdsummary) into the file
+# internal/crd's TestCRDsMatchKubeFleet compares config/crd with; the
+# committed summary is what the test reads, so only regenerating it needs
+# KubeFleet's source (a git directory at KUBEFLEET_GIT).
+KUBEFLEET_GIT    ?= /work/.mirror/kubefleet-dev+kubefleet/repo
+KUBEFLEET_COMMIT ?= e160c1cdfdd9bf4c0234713d2b7f34e0ec95dab6
+KUBEFLEET_NOT_SERVED ?= Work,AppliedWork,InternalMemberCluster,ClusterResourcePlacementStatus
+CRD_SUMMARY ?= internal/crd/testdata/kubefleet-crds.summary
+
+crd-summary: ## Rewrite the committed summary of KubeFleet's CRDs from its source at KUBEFLEET_GIT
+	@test -d $(KUBEFLEET_GIT) || { echo "no KubeFleet git directory at $(KUBEFLEET_GIT) (set KUBEFLEET_GIT)"; exit 1; }
+	set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	git -C $(KUBEFLEET_GIT) archive $(KUBEFLEET_COMMIT) config/crd/bases | tar -x -C $$tmp; \
+	$(GO) run ./internal/crdsummary/cmd/crdsummary \
+		-groups placement.kubernetes-fleet.io,cluster.kubernetes-fleet.io \
+		-exclude $(KUBEFLEET_NOT_SERVED) \
+		-source "kubefleet-dev/kubefleet $(KUBEFLEET_COMMIT) config/crd/bases" \
+		$$tmp/config/crd/bases > $(CRD_SUMMARY).tmp; \
+	mv $(CRD_SUMMARY).tmp $(CRD_SUMMARY)
 
 clean:
 	rm -rf bin
