@@ -75,8 +75,8 @@ func set(lines []string) map[string]bool {
 
 // An Allowlist holds the deliberate differences, one entry a line:
 //
-//	- ClusterResourceEnvelope *   # reason
-//	+ MemberCluster v1beta1 spec.foo type string   # reason
+//   - ClusterResourceEnvelope *   # reason
+//   - MemberCluster v1beta1 spec.foo type string   # reason
 //
 // "-" allows a fact of upstream's summary that gitfleet's lacks, "+" one
 // only gitfleet's has. In the pattern, * matches any characters; the rest

@@ -371,5 +371,3 @@ func canonicalJSON(raw []byte) string {
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
-
-
