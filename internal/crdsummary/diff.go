@@ -73,10 +73,9 @@ func set(lines []string) map[string]bool {
 	return m
 }
 
-// An Allowlist holds the deliberate differences, one entry a line:
-//
-//   - ClusterResourceEnvelope *   # reason
-//   - MemberCluster v1beta1 spec.foo type string   # reason
+// An Allowlist holds the deliberate differences, one entry a line: a mark,
+// a pattern and a reason after " # ", as in
+// "- ClusterResourceEnvelope *   # not served".
 //
 // "-" allows a fact of upstream's summary that gitfleet's lacks, "+" one
 // only gitfleet's has. In the pattern, * matches any characters; the rest
