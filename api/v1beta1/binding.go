@@ -31,8 +31,10 @@ type Binding struct {
 // ResourceBindingSpec is written by the scheduler (state, decision) and by
 // runs (snapshot, overrides, apply strategy).
 type ResourceBindingSpec struct {
-	State                            BindingState     `json:"state"`
-	ResourceSnapshotName             string           `json:"resourceSnapshotName,omitempty"`
+	State BindingState `json:"state"`
+	// ResourceSnapshotName is required but may be empty (a binding not
+	// rolled out yet), so it is always written, as KubeFleet's.
+	ResourceSnapshotName             string           `json:"resourceSnapshotName"`
 	ResourceOverrideSnapshots        []NamespacedName `json:"resourceOverrideSnapshots,omitempty"`
 	ClusterResourceOverrideSnapshots []string         `json:"clusterResourceOverrideSnapshots,omitempty"`
 	SchedulingPolicySnapshotName     string           `json:"schedulingPolicySnapshotName"`
@@ -43,6 +45,11 @@ type ResourceBindingSpec struct {
 
 // ResourceBindingStatus is reported by the delivery layer.
 type ResourceBindingStatus struct {
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
 	FailedPlacements []FailedResourcePlacement `json:"failedPlacements,omitempty"`
-	Conditions       []metav1.Condition        `json:"conditions,omitempty"`
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }

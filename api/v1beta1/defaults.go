@@ -22,7 +22,25 @@ const (
 	// TolerationOpEqual is the default toleration operator.
 	TolerationOpEqual  = "Equal"
 	TolerationOpExists = "Exists"
+	// DefaultHeartbeatPeriodSeconds is a member's default heartbeat period.
+	DefaultHeartbeatPeriodSeconds = 60
+	// DeleteValidationModeStrict is the default of a member's
+	// deleteOptions.validationMode; Skip is the other accepted value.
+	DeleteValidationModeStrict = "Strict"
+	DeleteValidationModeSkip   = "Skip"
 )
+
+// SetDefaultsMemberCluster applies the MemberCluster CRD's defaults: a
+// heartbeat period of 60 seconds and, when deleteOptions is present, its
+// validationMode Strict.
+func SetDefaultsMemberCluster(m *MemberCluster) {
+	if m.Spec.HeartbeatPeriodSeconds == 0 {
+		m.Spec.HeartbeatPeriodSeconds = DefaultHeartbeatPeriodSeconds
+	}
+	if d := m.Spec.DeleteOptions; d != nil && d.ValidationMode == "" {
+		d.ValidationMode = DeleteValidationModeStrict
+	}
+}
 
 // SetDefaultsUpdateRun defaults spec.state to Initialize (the CRD default),
 // which is why a run pushed without a state is only planned, not executed.
@@ -51,9 +69,27 @@ func SetDefaultsUpdateStrategySpec(spec *UpdateStrategySpec) {
 // SetDefaultsPlacement mirrors KubeFleet's SetDefaultsClusterResourcePlacement:
 // nil policy is PickAll, empty strategy type is RollingUpdate (with its
 // 25%/25%/60s knobs), the apply strategy is always present and defaulted,
-// and revisionHistoryLimit is 10.
+// and revisionHistoryLimit is 10. It applies the CRD's defaults too, which
+// a Kubernetes hub's API server writes before any controller runs:
+// statusReportingScope ClusterScopeOnly, each resource selector's
+// selectionScope NamespaceWithResources, and the propagation policy and
+// report-back type of a delete and report-back strategy that is present.
 func SetDefaultsPlacement(p *Placement) {
 	spec := &p.Spec
+	if spec.StatusReportingScope == "" {
+		spec.StatusReportingScope = ClusterScopeOnly
+	}
+	for i := range spec.ResourceSelectors {
+		if spec.ResourceSelectors[i].SelectionScope == "" {
+			spec.ResourceSelectors[i].SelectionScope = NamespaceWithResources
+		}
+	}
+	if d := spec.Strategy.DeleteStrategy; d != nil && d.PropagationPolicy == "" {
+		d.PropagationPolicy = DeletePropagationPolicyDelete
+	}
+	if r := spec.Strategy.ReportBackStrategy; r != nil && r.Type == "" {
+		r.Type = ReportBackStrategyTypeDisabled
+	}
 	if spec.Policy == nil {
 		spec.Policy = &PlacementPolicy{PlacementType: PickAllPlacementType}
 	}

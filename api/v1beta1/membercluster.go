@@ -19,12 +19,31 @@ type MemberCluster struct {
 // MemberClusterSpec mirrors KubeFleet's; gitfleet does not act on identity or
 // heartbeats, but keeps them so manifests round-trip.
 type MemberClusterSpec struct {
-	Identity               *Subject `json:"identity,omitempty"`
-	HeartbeatPeriodSeconds int32    `json:"heartbeatPeriodSeconds,omitempty"`
-	Taints                 []Taint  `json:"taints,omitempty"`
+	Identity *Subject `json:"identity,omitempty"`
+	// +kubebuilder:default=60
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=600
+	// +optional
+	HeartbeatPeriodSeconds int32 `json:"heartbeatPeriodSeconds,omitempty"`
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	Taints []Taint `json:"taints,omitempty"`
+	// DeleteOptions is kept, like the identity: gitfleet has no member
+	// agent to check before a member leaves.
+	// +optional
+	DeleteOptions *DeleteOptions `json:"deleteOptions,omitempty"`
+}
+
+// DeleteOptions says how KubeFleet validates a member's deletion.
+type DeleteOptions struct {
+	// +kubebuilder:validation:Enum=Skip;Strict
+	// +kubebuilder:default=Strict
+	// +kubebuilder:validation:Optional
+	ValidationMode string `json:"validationMode,omitempty"`
 }
 
 // Subject is the RBAC subject the member agent authenticates as.
+// +structType=atomic
 type Subject struct {
 	Kind      string `json:"kind"`
 	APIGroup  string `json:"apiGroup,omitempty"`
@@ -34,12 +53,35 @@ type Subject struct {
 
 // Taint keeps placements without a matching toleration off a cluster.
 type Taint struct {
-	Key    string `json:"key"`
-	Value  string `json:"value,omitempty"`
+	Key   string `json:"key"`
+	Value string `json:"value,omitempty"`
+	// +kubebuilder:validation:Enum=NoSchedule
 	Effect string `json:"effect"`
 }
 
 // MemberClusterStatus is reported by gitfleet for the member.
 type MemberClusterStatus struct {
+	// Namespaces and AgentStatus are KubeFleet's member agent's reports;
+	// gitfleet has no agent and writes neither.
+	// +optional
+	Namespaces map[string]string `json:"namespaces,omitempty"`
+	// +optional
+	AgentStatus []AgentStatus `json:"agentStatus,omitempty"`
+
+	// +listType=map
+	// +listMapKey=type
+	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// AgentStatus is what one of KubeFleet's agents on a member reports.
+type AgentStatus struct {
+	// +required
+	Type string `json:"type"`
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// +optional
+	LastReceivedHeartbeat metav1.Time `json:"lastReceivedHeartbeat,omitempty"`
 }

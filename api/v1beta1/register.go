@@ -177,6 +177,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		metav1.AddToGroupVersion(s, gv)
 	}
 	s.AddTypeDefaultingFunc(&Placement{}, func(o any) { SetDefaultsPlacement(o.(*Placement)) })
+	s.AddTypeDefaultingFunc(&MemberCluster{}, func(o any) { SetDefaultsMemberCluster(o.(*MemberCluster)) })
 	s.AddTypeDefaultingFunc(&UpdateStrategy{}, func(o any) { SetDefaultsUpdateStrategy(o.(*UpdateStrategy)) })
 	s.AddTypeDefaultingFunc(&UpdateRun{}, func(o any) { SetDefaultsUpdateRun(o.(*UpdateRun)) })
 	s.AddTypeDefaultingFunc(&ClusterResourceOverride{}, func(o any) { SetDefaultsClusterResourceOverride(o.(*ClusterResourceOverride)) })

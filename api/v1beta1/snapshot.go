@@ -21,6 +21,16 @@ type ResourceSnapshotSpec struct {
 	SelectedResources []runtime.RawExtension `json:"selectedResources"`
 }
 
+// ResourceSnapshotStatus is the status KubeFleet's resource snapshots
+// have. Nothing in gitfleet writes it and ResourceSnapshot does not carry
+// it; internal/crd's root types give the CRDs its schema, as KubeFleet's.
+type ResourceSnapshotStatus struct {
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions"`
+}
+
 // PolicySnapshot is a ClusterSchedulingPolicySnapshot or
 // SchedulingPolicySnapshot: an immutable copy of a placement's policy with
 // the scheduler's decisions.
@@ -41,9 +51,14 @@ type SchedulingPolicySnapshotSpec struct {
 
 // SchedulingPolicySnapshotStatus is the scheduler's result.
 type SchedulingPolicySnapshotStatus struct {
-	ObservedCRPGeneration int64              `json:"observedCRPGeneration"`
-	Conditions            []metav1.Condition `json:"conditions,omitempty"`
-	ClusterDecisions      []ClusterDecision  `json:"targetClusters,omitempty"`
+	ObservedCRPGeneration int64 `json:"observedCRPGeneration"`
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// +kubebuilder:validation:MaxItems=1000
+	// +optional
+	ClusterDecisions []ClusterDecision `json:"targetClusters,omitempty"`
 }
 
 // ClusterDecision is the scheduler's verdict on one cluster.

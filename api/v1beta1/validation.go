@@ -302,6 +302,7 @@ func ValidatePlacement(pl *Placement) field.ErrorList {
 		errs = append(errs, validatePolicy(pl.Spec.Policy, spec.Child("policy"))...)
 	}
 	errs = append(errs, validateRolloutStrategy(&pl.Spec.Strategy, spec.Child("strategy"))...)
+	errs = append(errs, validateUnsupported(&pl.Spec, spec)...)
 	if l := pl.Spec.RevisionHistoryLimit; l != nil {
 		rp := spec.Child("revisionHistoryLimit")
 		if *l < MinRevisionHistoryLimit {
@@ -342,6 +343,8 @@ func validateResourceSelectors(pl *Placement, p *field.Path) field.ErrorList {
 		}
 		switch s.SelectionScope {
 		case "", NamespaceOnly, NamespaceWithResources:
+		case NamespaceWithResourceSelectors:
+			errs = append(errs, field.Invalid(sp.Child("selectionScope"), s.SelectionScope, MsgSelectionScopeUnsupported))
 		default:
 			errs = append(errs, field.NotSupported(sp.Child("selectionScope"), s.SelectionScope,
 				[]SelectionScope{NamespaceOnly, NamespaceWithResources}))
