@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -153,7 +154,7 @@ func TestCRDsOnKubeAPIServer(t *testing.T) {
 				"spec", fleet.MsgApprovalSpecImmutable},
 			{"External rollout is sticky",
 				[]string{"patch", "crp", "example-placement", "--type=merge", "-p", `{"spec":{"strategy":{"type":"RollingUpdate"}}}`}, "",
-				"spec.strategy", fleet.MsgExternalIsSticky},
+				"spec.strategy.type", fleet.MsgExternalIsSticky},
 			{"placement type is immutable",
 				[]string{"patch", "crp", "example-placement", "--type=merge", "-p", `{"spec":{"policy":{"placementType":"PickN","numberOfClusters":1}}}`}, "",
 				"spec.policy", fleet.MsgPlacementTypeImmutable},
@@ -248,8 +249,9 @@ func storeUnpruned(t *testing.T, hub *kubetest.Cluster) {
 			t.Fatalf("%s: %v", where, err)
 		}
 		for _, field := range []string{"spec", "status"} {
-			if want, got := jsonOf(t, doc.Object[field]), jsonOf(t, stored.Object[field]); want != got {
-				t.Errorf("%s: the API server stored %s\n%s\nwant\n%s", where, field, got, want)
+			if path, ok := keeps(t, doc.Object[field], stored.Object[field], field); !ok {
+				t.Errorf("%s: the API server lost or changed %s; it stored %s\n%s\nwant (defaults aside)\n%s",
+					where, path, field, jsonOf(t, stored.Object[field]), jsonOf(t, doc.Object[field]))
 			}
 		}
 	}
@@ -426,6 +428,51 @@ func fleetObjects(t *testing.T, file string) []*unstructured.Unstructured {
 		out = append(out, u)
 	}
 	return out
+}
+
+// keeps reports whether got holds everything of want, at the same place
+// and with the same value: what the CRDs' defaults add is allowed, what
+// pruning drops or a schema changes is not. It names the first path where
+// got differs.
+func keeps(t *testing.T, want, got any, path string) (string, bool) {
+	t.Helper()
+	var w, g any
+	if err := json.Unmarshal([]byte(jsonOf(t, want)), &w); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(jsonOf(t, got)), &g); err != nil {
+		t.Fatal(err)
+	}
+	return subset(w, g, path)
+}
+
+func subset(want, got any, path string) (string, bool) {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return path, false
+		}
+		for k, v := range w {
+			if p, ok := subset(v, g[k], path+"."+k); !ok {
+				return p, false
+			}
+		}
+		return "", true
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return path, false
+		}
+		for i := range w {
+			if p, ok := subset(w[i], g[i], fmt.Sprintf("%s[%d]", path, i)); !ok {
+				return p, false
+			}
+		}
+		return "", true
+	default:
+		return path, reflect.DeepEqual(want, got)
+	}
 }
 
 func jsonOf(t *testing.T, v any) string {

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
@@ -109,8 +111,8 @@ func readCRDs(t *testing.T) map[string]crd {
 
 // TestEveryKindHasACRD: config/crd has one CRD per kind gitfleet serves, in
 // its group, with the scope api/v1beta1 picks the kind by (an empty
-// namespace is the cluster-scoped kind of a family), serving and storing
-// v1beta1 only.
+// namespace is the cluster-scoped kind of a family), storing v1beta1 (the
+// other versions it serves are KubeFleet's: TestCRDsMatchKubeFleet).
 func TestEveryKindHasACRD(t *testing.T) {
 	// The overrides and their snapshots are pairs of their own Go types.
 	scope := map[string]string{fleet.KindMemberCluster: "Cluster",
@@ -134,14 +136,58 @@ func TestEveryKindHasACRD(t *testing.T) {
 		if c.Spec.Group != wantGroup || c.Spec.Scope != wantScope {
 			t.Errorf("%s: group %s, scope %s; want %s, %s", kind, c.Spec.Group, c.Spec.Scope, wantGroup, wantScope)
 		}
-		if len(c.Spec.Versions) != 1 || c.Spec.Versions[0].Name != fleet.Version ||
-			!c.Spec.Versions[0].Served || !c.Spec.Versions[0].Storage {
-			t.Errorf("%s: versions %+v; want %s alone, served and stored", kind, c.Spec.Versions, fleet.Version)
+		stored := 0
+		for _, v := range c.Spec.Versions {
+			if v.Storage {
+				stored++
+				if v.Name != fleet.Version || !v.Served {
+					t.Errorf("%s: stores %s (served: %t); want %s, served", kind, v.Name, v.Served, fleet.Version)
+				}
+			}
+		}
+		if stored != 1 {
+			t.Errorf("%s: %d storage versions; want one, %s", kind, stored, fleet.Version)
 		}
 	}
 	for kind := range crds {
 		if _, ok := scope[kind]; !ok {
 			t.Errorf("config/crd has a CRD for %s, which gitfleet does not serve", kind)
+		}
+	}
+}
+
+// TestServedVersionsShareOneSchema: every version a CRD serves has the
+// schema, subresources and printer columns of the storage version, so the
+// API server converts between them by changing apiVersion alone
+// (conversion None) and no conversion webhook is needed.
+func TestServedVersionsShareOneSchema(t *testing.T) {
+	for name, b := range readDir(t, crdDir) {
+		var c apiextensionsv1.CustomResourceDefinition
+		if err := yaml.Unmarshal(b, &c); err != nil {
+			t.Fatalf("config/crd/%s: %v", name, err)
+		}
+		if conv := c.Spec.Conversion; conv != nil && conv.Strategy != apiextensionsv1.NoneConverter {
+			t.Errorf("%s: conversion %s; want None", c.Spec.Names.Kind, conv.Strategy)
+		}
+		var storage *apiextensionsv1.CustomResourceDefinitionVersion
+		for i := range c.Spec.Versions {
+			if c.Spec.Versions[i].Storage {
+				storage = &c.Spec.Versions[i]
+			}
+		}
+		if storage == nil {
+			t.Errorf("%s: no storage version", c.Spec.Names.Kind)
+			continue
+		}
+		for _, v := range c.Spec.Versions {
+			if v.Name == storage.Name {
+				continue
+			}
+			if !reflect.DeepEqual(v.Schema, storage.Schema) || !reflect.DeepEqual(v.Subresources, storage.Subresources) ||
+				!reflect.DeepEqual(v.AdditionalPrinterColumns, storage.AdditionalPrinterColumns) {
+				t.Errorf("%s: version %s differs from %s, the storage version, in its schema, subresources or columns",
+					c.Spec.Names.Kind, v.Name, storage.Name)
+			}
 		}
 	}
 }

@@ -8,10 +8,11 @@
 // follow gitfleet's API; only the per-kind facts live here: scope, short
 // names, categories, printer columns, the status subresource (all as in
 // KubeFleet's CRDs) and the CEL rules that refuse what gitfleet's admission
-// refuses (api/v1beta1/admission.go), with KubeFleet's messages. Rules that
-// KubeFleet puts on a field of a shared spec type sit on the root type here
-// with a fieldPath, so the refusal names the same field without markers in
-// api/v1beta1.
+// refuses beyond KubeFleet's CRDs: a transition KubeFleet's webhook
+// refuses, and the values of fields gitfleet does not act on
+// (api/v1beta1/unsupported.go), with a fieldPath so the refusal names the
+// field. Markers KubeFleet puts on its root types' spec (CEL rules that
+// differ between kinds) sit on the Spec fields here, as upstream's.
 //
 // Regenerate with `make crds`; internal/crd's tests fail when config/crd is
 // stale.
@@ -33,6 +34,7 @@ import (
 // namespaces) of the hub and places them on member clusters.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:storageversion
 // +kubebuilder:resource:scope=Cluster,shortName=crp,categories={fleet,fleet-placement}
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:JSONPath=`.metadata.generation`,name="Gen",type=string
@@ -44,12 +46,19 @@ import (
 // +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="ClusterResourcePlacementAvailable")].status`,name="Available",type=string
 // +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="ClusterResourcePlacementAvailable")].observedGeneration`,name="Available-Gen",type=string
 // +kubebuilder:printcolumn:JSONPath=`.metadata.creationTimestamp`,name="Age",type=date
-// +kubebuilder:validation:XValidation:rule=`!(has(oldSelf.spec.strategy) && has(oldSelf.spec.strategy.type) && oldSelf.spec.strategy.type == 'External') || (has(self.spec.strategy) && has(self.spec.strategy.type) && self.spec.strategy.type == 'External')`,message="cannot change rollout strategy type from 'External' to other types",fieldPath=`.spec.strategy`
-// +kubebuilder:validation:XValidation:rule=`(has(self.spec.policy) && has(self.spec.policy.placementType) ? self.spec.policy.placementType : 'PickAll') == (has(oldSelf.spec.policy) && has(oldSelf.spec.policy.placementType) ? oldSelf.spec.policy.placementType : 'PickAll')`,message="placement type is immutable",fieldPath=`.spec.policy`
+// +kubebuilder:validation:XValidation:rule=`has(oldSelf.spec.policy) || !has(self.spec.policy) || !has(self.spec.policy.placementType) || self.spec.policy.placementType == 'PickAll'`,message="placement type is immutable",fieldPath=`.spec.policy`
+// +kubebuilder:validation:XValidation:rule=`!has(self.spec.statusReportingScope) || self.spec.statusReportingScope == 'ClusterScopeOnly'`,message="gitfleet does not support statusReportingScope NamespaceAccessible; only ClusterScopeOnly",fieldPath=`.spec.statusReportingScope`
+// +kubebuilder:validation:XValidation:rule=`!has(self.spec.strategy) || !has(self.spec.strategy.deleteStrategy) || !has(self.spec.strategy.deleteStrategy.propagationPolicy) || self.spec.strategy.deleteStrategy.propagationPolicy == 'Delete'`,message="gitfleet does not support deleteStrategy.propagationPolicy Abandon; only Delete",fieldPath=`.spec.strategy.deleteStrategy.propagationPolicy`
+// +kubebuilder:validation:XValidation:rule=`!has(self.spec.strategy) || !has(self.spec.strategy.reportBackStrategy) || self.spec.strategy.reportBackStrategy.type == 'Disabled'`,message="gitfleet does not support reportBackStrategy.type Mirror; only Disabled",fieldPath=`.spec.strategy.reportBackStrategy.type`
+// +kubebuilder:validation:XValidation:rule=`!self.spec.resourceSelectors.exists(x, has(x.selectionScope) && x.selectionScope == 'NamespaceWithResourceSelectors')`,message="gitfleet does not support selectionScope NamespaceWithResourceSelectors; only NamespaceOnly and NamespaceWithResources",fieldPath=`.spec.resourceSelectors`
 type ClusterResourcePlacement struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:XValidation:rule="!(has(oldSelf.policy) && !has(self.policy))",message="policy cannot be removed once set"
+	// +kubebuilder:validation:XValidation:rule="!(self.statusReportingScope == 'NamespaceAccessible' && size(self.resourceSelectors.filter(x, x.kind == 'Namespace')) != 1)",message="when statusReportingScope is NamespaceAccessible, exactly one resourceSelector with kind 'Namespace' is required"
+	// +kubebuilder:validation:XValidation:rule="!has(oldSelf.statusReportingScope) || self.statusReportingScope == oldSelf.statusReportingScope",message="statusReportingScope is immutable"
 	Spec   fleet.PlacementSpec   `json:"spec"`
 	Status fleet.PlacementStatus `json:"status,omitempty"`
 }
@@ -58,6 +67,7 @@ type ClusterResourcePlacement struct {
 // on member clusters.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:storageversion
 // +kubebuilder:resource:scope=Namespaced,shortName=rp,categories={fleet,fleet-placement}
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:JSONPath=`.metadata.generation`,name="Gen",type=string
@@ -69,12 +79,17 @@ type ClusterResourcePlacement struct {
 // +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="ResourcePlacementAvailable")].status`,name="Available",type=string
 // +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="ResourcePlacementAvailable")].observedGeneration`,name="Available-Gen",type=string
 // +kubebuilder:printcolumn:JSONPath=`.metadata.creationTimestamp`,name="Age",type=date
-// +kubebuilder:validation:XValidation:rule=`!(has(oldSelf.spec.strategy) && has(oldSelf.spec.strategy.type) && oldSelf.spec.strategy.type == 'External') || (has(self.spec.strategy) && has(self.spec.strategy.type) && self.spec.strategy.type == 'External')`,message="cannot change rollout strategy type from 'External' to other types",fieldPath=`.spec.strategy`
-// +kubebuilder:validation:XValidation:rule=`(has(self.spec.policy) && has(self.spec.policy.placementType) ? self.spec.policy.placementType : 'PickAll') == (has(oldSelf.spec.policy) && has(oldSelf.spec.policy.placementType) ? oldSelf.spec.policy.placementType : 'PickAll')`,message="placement type is immutable",fieldPath=`.spec.policy`
+// +kubebuilder:validation:XValidation:rule=`has(oldSelf.spec.policy) || !has(self.spec.policy) || !has(self.spec.policy.placementType) || self.spec.policy.placementType == 'PickAll'`,message="placement type is immutable",fieldPath=`.spec.policy`
+// +kubebuilder:validation:XValidation:rule=`!has(self.spec.statusReportingScope) || self.spec.statusReportingScope == 'ClusterScopeOnly'`,message="gitfleet does not support statusReportingScope NamespaceAccessible; only ClusterScopeOnly",fieldPath=`.spec.statusReportingScope`
+// +kubebuilder:validation:XValidation:rule=`!has(self.spec.strategy) || !has(self.spec.strategy.deleteStrategy) || !has(self.spec.strategy.deleteStrategy.propagationPolicy) || self.spec.strategy.deleteStrategy.propagationPolicy == 'Delete'`,message="gitfleet does not support deleteStrategy.propagationPolicy Abandon; only Delete",fieldPath=`.spec.strategy.deleteStrategy.propagationPolicy`
+// +kubebuilder:validation:XValidation:rule=`!has(self.spec.strategy) || !has(self.spec.strategy.reportBackStrategy) || self.spec.strategy.reportBackStrategy.type == 'Disabled'`,message="gitfleet does not support reportBackStrategy.type Mirror; only Disabled",fieldPath=`.spec.strategy.reportBackStrategy.type`
+// +kubebuilder:validation:XValidation:rule=`!self.spec.resourceSelectors.exists(x, has(x.selectionScope) && x.selectionScope == 'NamespaceWithResourceSelectors')`,message="gitfleet does not support selectionScope NamespaceWithResourceSelectors; only NamespaceOnly and NamespaceWithResources",fieldPath=`.spec.resourceSelectors`
 type ResourcePlacement struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:XValidation:rule="!(has(oldSelf.policy) && !has(self.policy))",message="policy cannot be removed once set"
 	Spec   fleet.PlacementSpec   `json:"spec"`
 	Status fleet.PlacementStatus `json:"status,omitempty"`
 }
@@ -85,6 +100,7 @@ type ResourcePlacement struct {
 // ClusterResourcePlacement's policy and the scheduler's decisions for it.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:storageversion
 // +kubebuilder:resource:scope=Cluster,shortName=csps,categories={fleet,fleet-placement}
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:JSONPath=`.metadata.generation`,name="Gen",type=string
@@ -101,6 +117,7 @@ type ClusterSchedulingPolicySnapshot struct {
 // policy and the scheduler's decisions for it.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:storageversion
 // +kubebuilder:resource:scope=Namespaced,shortName=sps,categories={fleet,fleet-placement}
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:JSONPath=`.metadata.generation`,name="Gen",type=string
@@ -115,14 +132,31 @@ type SchedulingPolicySnapshot struct {
 
 // ---- resource snapshots ----
 //
-// KubeFleet's resource snapshots have a status subresource (conditions
-// nobody in gitfleet writes); gitfleet's have no status, so the schema has
-// none while the subresource exists for kubectl and RBAC alike.
+// KubeFleet's resource snapshots have a status subresource with
+// conditions; nothing in gitfleet writes them, but the schema is
+// KubeFleet's (api/v1beta1's ResourceSnapshotStatus).
+
+// ResourceSnapshotSpec is api/v1beta1's ResourceSnapshotSpec with
+// KubeFleet's schema for each selected resource: an embedded object (its
+// apiVersion, kind and metadata checked) whose other fields are kept.
+// api/v1beta1 keeps plain RawExtensions, which controller-gen cannot mark
+// one by one; the JSON is the same.
+type ResourceSnapshotSpec struct {
+	SelectedResources []ResourceContent `json:"selectedResources"`
+}
+
+// ResourceContent is one selected resource.
+type ResourceContent struct {
+	// +kubebuilder:validation:EmbeddedResource
+	// +kubebuilder:pruning:PreserveUnknownFields
+	runtime.RawExtension `json:"-,inline"`
+}
 
 // ClusterResourceSnapshot is one immutable version of the resources a
 // ClusterResourcePlacement selected.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:storageversion
 // +kubebuilder:resource:scope=Cluster,shortName=crs,categories={fleet,fleet-placement}
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:JSONPath=`.metadata.generation`,name="Gen",type=string
@@ -131,13 +165,15 @@ type ClusterResourceSnapshot struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec fleet.ResourceSnapshotSpec `json:"spec"`
+	Spec   ResourceSnapshotSpec         `json:"spec"`
+	Status fleet.ResourceSnapshotStatus `json:"status,omitempty"`
 }
 
 // ResourceSnapshot is one immutable version of the resources a
 // ResourcePlacement selected.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:storageversion
 // +kubebuilder:resource:scope=Namespaced,shortName=rs,categories={fleet,fleet-placement}
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:JSONPath=`.metadata.generation`,name="Gen",type=string
@@ -146,7 +182,8 @@ type ResourceSnapshot struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec fleet.ResourceSnapshotSpec `json:"spec"`
+	Spec   ResourceSnapshotSpec         `json:"spec"`
+	Status fleet.ResourceSnapshotStatus `json:"status,omitempty"`
 }
 
 // ---- overrides ----
@@ -213,6 +250,7 @@ type ResourceOverrideSnapshot struct {
 // one member cluster.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:storageversion
 // +kubebuilder:resource:scope=Cluster,shortName=crb,categories={fleet,fleet-placement}
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="WorkSynchronized")].status`,name="WorkSynchronized",type=string
@@ -231,6 +269,7 @@ type ClusterResourceBinding struct {
 // cluster.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:storageversion
 // +kubebuilder:resource:scope=Namespaced,shortName=rb,categories={fleet,fleet-placement}
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="WorkSynchronized")].status`,name="WorkSynchronized",type=string
