@@ -94,6 +94,43 @@ func TestSetDefaultsPlacement(t *testing.T) {
 	})
 }
 
+func TestSetDefaultsPlacementAppliesTheCRDDefaults(t *testing.T) {
+	p := &Placement{Spec: PlacementSpec{
+		ResourceSelectors: []ResourceSelectorTerm{{Version: "v1", Kind: "Namespace", Name: "a"},
+			{Version: "v1", Kind: "Namespace", Name: "b", SelectionScope: NamespaceOnly}},
+		Strategy: RolloutStrategy{DeleteStrategy: &DeleteStrategy{}, ReportBackStrategy: &ReportBackStrategy{}},
+	}}
+	SetDefaultsPlacement(p)
+	s := p.Spec
+	if s.StatusReportingScope != ClusterScopeOnly {
+		t.Errorf("statusReportingScope = %q, want ClusterScopeOnly", s.StatusReportingScope)
+	}
+	if got := []SelectionScope{s.ResourceSelectors[0].SelectionScope, s.ResourceSelectors[1].SelectionScope}; got[0] != NamespaceWithResources || got[1] != NamespaceOnly {
+		t.Errorf("selectionScopes = %v, want [NamespaceWithResources NamespaceOnly]", got)
+	}
+	if s.Strategy.DeleteStrategy.PropagationPolicy != DeletePropagationPolicyDelete || s.Strategy.ReportBackStrategy.Type != ReportBackStrategyTypeDisabled {
+		t.Errorf("deleteStrategy %+v, reportBackStrategy %+v; want Delete, Disabled", s.Strategy.DeleteStrategy, s.Strategy.ReportBackStrategy)
+	}
+	bare := &Placement{}
+	SetDefaultsPlacement(bare)
+	if bare.Spec.Strategy.DeleteStrategy != nil || bare.Spec.Strategy.ReportBackStrategy != nil {
+		t.Errorf("absent delete and report-back strategies were created: %+v", bare.Spec.Strategy)
+	}
+}
+
+func TestSetDefaultsMemberCluster(t *testing.T) {
+	m := &MemberCluster{Spec: MemberClusterSpec{DeleteOptions: &DeleteOptions{}}}
+	SetDefaultsMemberCluster(m)
+	if m.Spec.HeartbeatPeriodSeconds != 60 || m.Spec.DeleteOptions.ValidationMode != DeleteValidationModeStrict {
+		t.Errorf("spec = %+v, deleteOptions %+v; want heartbeat 60, validationMode Strict", m.Spec, m.Spec.DeleteOptions)
+	}
+	kept := &MemberCluster{Spec: MemberClusterSpec{HeartbeatPeriodSeconds: 5}}
+	SetDefaultsMemberCluster(kept)
+	if kept.Spec.HeartbeatPeriodSeconds != 5 || kept.Spec.DeleteOptions != nil {
+		t.Errorf("spec = %+v; want heartbeat 5 kept and no deleteOptions", kept.Spec)
+	}
+}
+
 func TestDefaultApplyStrategyDoesNotMutateItsInput(t *testing.T) {
 	in := &ApplyStrategy{Type: ApplyStrategyTypeServerSideApply}
 	out := DefaultApplyStrategy(in)
