@@ -1,6 +1,8 @@
 package v1beta1
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -71,18 +73,30 @@ const (
 )
 
 // validateUnsupported refuses the values of the fields above gitfleet does
-// not act on.
+// not act on, with the API server's wording of the CRDs' CEL rules (which
+// print no value), and values outside the CRDs' enums as the API server
+// does.
 func validateUnsupported(spec *PlacementSpec, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if s := spec.StatusReportingScope; s != "" && s != ClusterScopeOnly {
-		errs = append(errs, field.Invalid(p.Child("statusReportingScope"), s, MsgStatusReportingScopeUnsupported))
+	check := func(path *field.Path, value string, supported, known []string, msg string) {
+		switch {
+		case value == "" || value == supported[0]:
+		case slices.Contains(known, value):
+			errs = append(errs, field.Invalid(path, field.OmitValueType{}, msg))
+		default:
+			errs = append(errs, field.NotSupported(path, value, known))
+		}
 	}
+	check(p.Child("statusReportingScope"), string(spec.StatusReportingScope),
+		[]string{string(ClusterScopeOnly)}, []string{string(ClusterScopeOnly), string(NamespaceAccessible)}, MsgStatusReportingScopeUnsupported)
 	st := p.Child("strategy")
-	if d := spec.Strategy.DeleteStrategy; d != nil && d.PropagationPolicy != "" && d.PropagationPolicy != DeletePropagationPolicyDelete {
-		errs = append(errs, field.Invalid(st.Child("deleteStrategy", "propagationPolicy"), d.PropagationPolicy, MsgDeleteStrategyUnsupported))
+	if d := spec.Strategy.DeleteStrategy; d != nil {
+		check(st.Child("deleteStrategy", "propagationPolicy"), string(d.PropagationPolicy), []string{string(DeletePropagationPolicyDelete)},
+			[]string{string(DeletePropagationPolicyAbandon), string(DeletePropagationPolicyDelete)}, MsgDeleteStrategyUnsupported)
 	}
-	if r := spec.Strategy.ReportBackStrategy; r != nil && r.Type != "" && r.Type != ReportBackStrategyTypeDisabled {
-		errs = append(errs, field.Invalid(st.Child("reportBackStrategy", "type"), r.Type, MsgReportBackStrategyUnsupported))
+	if r := spec.Strategy.ReportBackStrategy; r != nil {
+		check(st.Child("reportBackStrategy", "type"), string(r.Type), []string{string(ReportBackStrategyTypeDisabled)},
+			[]string{string(ReportBackStrategyTypeDisabled), string(ReportBackStrategyTypeMirror)}, MsgReportBackStrategyUnsupported)
 	}
 	return errs
 }

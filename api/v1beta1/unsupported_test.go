@@ -35,7 +35,9 @@ func TestUnsupportedValuesAreRefusedTheirDefaultsAccepted(t *testing.T) {
 		}, nil},
 		{"selectionScope NamespaceWithResourceSelectors", func(p *Placement) {
 			p.Spec.ResourceSelectors[0].SelectionScope = NamespaceWithResourceSelectors
-		}, &want{"spec.resourceSelectors[0].selectionScope", field.ErrorTypeInvalid, MsgSelectionScopeUnsupported}},
+		}, &want{"spec.resourceSelectors", field.ErrorTypeInvalid, MsgSelectionScopeUnsupported}},
+		{"statusReportingScope outside the enum", func(p *Placement) { p.Spec.StatusReportingScope = "Unknown" },
+			&want{"spec.statusReportingScope", field.ErrorTypeNotSupported, `supported values: "ClusterScopeOnly", "NamespaceAccessible"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := validPlacement()

@@ -344,10 +344,12 @@ func validateResourceSelectors(pl *Placement, p *field.Path) field.ErrorList {
 		switch s.SelectionScope {
 		case "", NamespaceOnly, NamespaceWithResources:
 		case NamespaceWithResourceSelectors:
-			errs = append(errs, field.Invalid(sp.Child("selectionScope"), s.SelectionScope, MsgSelectionScopeUnsupported))
+			// The CRDs' rule refuses it for the list, as the API server
+			// words a CEL rule.
+			errs = append(errs, field.Invalid(p, field.OmitValueType{}, MsgSelectionScopeUnsupported))
 		default:
 			errs = append(errs, field.NotSupported(sp.Child("selectionScope"), s.SelectionScope,
-				[]SelectionScope{NamespaceOnly, NamespaceWithResources}))
+				[]SelectionScope{NamespaceOnly, NamespaceWithResources, NamespaceWithResourceSelectors}))
 		}
 		// Without discovery gitfleet knows the scope of one kind for sure:
 		// a ResourcePlacement cannot select a Namespace.
