@@ -72,6 +72,17 @@ type MemberClusterStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Properties is an array of properties observed for the member cluster.
+	//
+	// This field is beta-level; it is for the property-based scheduling feature and is only
+	// populated when a property provider is enabled in the deployment.
+	// +optional
+	Properties map[PropertyName]PropertyValue `json:"properties,omitempty"`
+
+	// The current observed resource usage of the member cluster. It is copied from the corresponding InternalMemberCluster object.
+	// +optional
+	ResourceUsage ResourceUsage `json:"resourceUsage,omitempty,omitzero"`
 }
 
 // AgentStatus is what one of KubeFleet's agents on a member reports.

@@ -126,9 +126,34 @@ type ClusterSelector struct {
 	ClusterSelectorTerms []ClusterSelectorTerm `json:"clusterSelectorTerms"`
 }
 
-// ClusterSelectorTerm matches clusters by labels.
+// ClusterSelectorTerm matches clusters by labels and, with property-based
+// scheduling, by properties (see property.go).
 type ClusterSelectorTerm struct {
 	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+
+	// PropertySelector is a property query over all joined member clusters. Clusters matching
+	// the query are selected.
+	//
+	// If you specify both label and property selectors in the same term, the results are AND'd.
+	//
+	// At this moment, PropertySelector can only be used with
+	// `RequiredDuringSchedulingIgnoredDuringExecution` affinity terms.
+	//
+	// This field is beta-level; it is for the property-based scheduling feature and is only
+	// functional when a property provider is enabled in the deployment.
+	// +kubebuilder:validation:Optional
+	PropertySelector *PropertySelector `json:"propertySelector,omitempty"`
+
+	// PropertySorter sorts all matching clusters by a specific property and assigns different weights
+	// to each cluster based on their observed property values.
+	//
+	// At this moment, PropertySorter can only be used with
+	// `PreferredDuringSchedulingIgnoredDuringExecution` affinity terms.
+	//
+	// This field is beta-level; it is for the property-based scheduling feature and is only
+	// functional when a property provider is enabled in the deployment.
+	// +kubebuilder:validation:Optional
+	PropertySorter *PropertySorter `json:"propertySorter,omitempty"`
 }
 
 // PreferredClusterSelector adds weight to clusters matching its preference.
