@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"sort"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 )
 
@@ -97,6 +94,10 @@ func pickN(policy *fleet.PlacementPolicy, count int, members []*fleet.MemberClus
 		score int32
 	}
 	var kept, candidates []scored
+	ext, err := observeExtremes(policy, members)
+	if err != nil {
+		return pick{}, err
+	}
 	for _, m := range members {
 		ok, err := eligible(policy, m, held)
 		if err != nil {
@@ -105,7 +106,7 @@ func pickN(policy *fleet.PlacementPolicy, count int, members []*fleet.MemberClus
 		if !ok {
 			continue
 		}
-		score, err := affinityScore(policy, m)
+		score, err := affinityScore(policy, m, ext)
 		if err != nil {
 			return pick{}, err
 		}
@@ -210,31 +211,22 @@ func matchesRequired(policy *fleet.PlacementPolicy, m *fleet.MemberCluster) (boo
 	return false, nil
 }
 
-func matchesTerm(term fleet.ClusterSelectorTerm, m *fleet.MemberCluster) (bool, error) {
-	if term.LabelSelector == nil {
-		return true, nil
-	}
-	sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
-	if err != nil {
-		return false, fmt.Errorf("invalid cluster label selector: %w", err)
-	}
-	return sel.Matches(labels.Set(m.Labels)), nil
-}
-
-// affinityScore sums the weights of the preferred terms m matches.
-func affinityScore(policy *fleet.PlacementPolicy, m *fleet.MemberCluster) (int32, error) {
+// affinityScore sums the scores of the preferred terms with a weight
+// (KubeFleet's Score skips weight 0).
+func affinityScore(policy *fleet.PlacementPolicy, m *fleet.MemberCluster, ext extremes) (int32, error) {
 	if policy == nil || policy.Affinity == nil || policy.Affinity.ClusterAffinity == nil {
 		return 0, nil
 	}
 	var score int32
 	for _, pref := range policy.Affinity.ClusterAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-		ok, err := matchesTerm(pref.Preference, m)
+		if pref.Weight == 0 {
+			continue
+		}
+		s, err := preferenceScore(pref, m, ext)
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("failed to calculate score for cluster %s: %w", m.Name, err)
 		}
-		if ok {
-			score += pref.Weight
-		}
+		score += s
 	}
 	return score, nil
 }

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
@@ -477,4 +479,78 @@ func TestDeletedPlacementUnschedulesItsBindings(t *testing.T) {
 		t.Fatalf("after the placement was deleted: %s, want %s", got, want)
 	}
 	f.schedule() // and nothing more to do
+}
+
+// propertyMembers is a fleet whose members report properties as a
+// property provider (or a simulated member's annotations) would: member4
+// reports none.
+func propertyMembers() []*fleet.MemberCluster {
+	with := func(m *fleet.MemberCluster, nodes, availableCPU string) *fleet.MemberCluster {
+		m.Status.Properties = map[fleet.PropertyName]fleet.PropertyValue{fleet.NodeCountProperty: {Value: nodes}}
+		m.Status.ResourceUsage.Available = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(availableCPU)}
+		return m
+	}
+	return []*fleet.MemberCluster{
+		with(member("member1", "environment", "canary"), "2", "4"),
+		with(member("member2", "environment", "staging"), "5", "16"),
+		with(member("member3", "environment", "canary"), "3", "8"),
+		member("member4", "environment", "canary"),
+	}
+}
+
+func TestPropertySelectorFiltersRequiredTerms(t *testing.T) {
+	f := newFixture(t, "", propertyMembers()...)
+	f.place(&fleet.PlacementPolicy{PlacementType: fleet.PickAllPlacementType, Affinity: &fleet.Affinity{ClusterAffinity: &fleet.ClusterAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &fleet.ClusterSelector{ClusterSelectorTerms: []fleet.ClusterSelectorTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"environment": "canary"}},
+			PropertySelector: &fleet.PropertySelector{MatchExpressions: []fleet.PropertySelectorRequirement{
+				{Name: fleet.NodeCountProperty, Operator: fleet.PropertySelectorGreaterThanOrEqualTo, Values: []string{"3"}},
+				{Name: fleet.AvailableCPUCapacityProperty, Operator: fleet.PropertySelectorGreaterThan, Values: []string{"2"}},
+			}},
+		}}}}}})
+	// member2 has the properties but not the label, member1 too few nodes,
+	// member4 reports no properties.
+	if got, want := f.states(), "[member3=Scheduled@example-placement-0]"; got != want {
+		t.Fatalf("bindings = %s, want %s", got, want)
+	}
+}
+
+func TestPropertySorterRanksPickN(t *testing.T) {
+	f := newFixture(t, "", propertyMembers()...)
+	f.place(&fleet.PlacementPolicy{PlacementType: fleet.PickNPlacementType, NumberOfClusters: n(2),
+		Affinity: &fleet.Affinity{ClusterAffinity: &fleet.ClusterAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []fleet.PreferredClusterSelector{
+			{Weight: 100, Preference: fleet.ClusterSelectorTerm{PropertySorter: &fleet.PropertySorter{
+				Name: fleet.AvailableCPUCapacityProperty, SortOrder: fleet.Descending}}},
+		}}}})
+	if got, want := f.states(), "[member2=Scheduled@example-placement-0 member3=Scheduled@example-placement-0]"; got != want {
+		t.Fatalf("bindings = %s, want %s", got, want)
+	}
+	// (8-4)/(16-4)*100 = 33; the lowest value and a missing one score 0.
+	reasons := map[string]string{}
+	for _, d := range f.latest().Status.ClusterDecisions {
+		reasons[d.ClusterName] = d.Reason
+	}
+	for cluster, want := range map[string]string{
+		"member2": `Successfully scheduled resources for placement in "member2" (affinity score: 100, topology spread score: 0): picked by scheduling policy`,
+		"member3": `Successfully scheduled resources for placement in "member3" (affinity score: 33, topology spread score: 0): picked by scheduling policy`,
+	} {
+		if reasons[cluster] != want {
+			t.Errorf("decision of %s = %q, want %q", cluster, reasons[cluster], want)
+		}
+	}
+	for _, cluster := range []string{"member1", "member4"} {
+		if !regexp.MustCompile(`score: 0\b`).MatchString(reasons[cluster]) {
+			t.Errorf("decision of %s = %q, want a score of 0", cluster, reasons[cluster])
+		}
+	}
+
+	// Ascending turns the ranking around: member1 100, member3 67.
+	f.place(&fleet.PlacementPolicy{PlacementType: fleet.PickNPlacementType, NumberOfClusters: n(2),
+		Affinity: &fleet.Affinity{ClusterAffinity: &fleet.ClusterAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []fleet.PreferredClusterSelector{
+			{Weight: 100, Preference: fleet.ClusterSelectorTerm{PropertySorter: &fleet.PropertySorter{
+				Name: fleet.AvailableCPUCapacityProperty, SortOrder: fleet.Ascending}}},
+		}}}})
+	if got, want := f.states(), "[member1=Scheduled@example-placement-1 member2=Unscheduled@example-placement-0 member3=Scheduled@example-placement-1]"; got != want {
+		t.Fatalf("bindings = %s, want %s", got, want)
+	}
 }
