@@ -180,6 +180,10 @@ func validateOverrideRule(rule OverrideRule, p *field.Path) field.ErrorList {
 			errs = append(errs, field.TooMany(tp, len(cs.ClusterSelectorTerms), MaxOverrideSelectorTerms))
 		}
 		for i, term := range cs.ClusterSelectorTerms {
+			if term.PropertySelector != nil || term.PropertySorter != nil {
+				errs = append(errs, webhookErr(tp.Index(i), fmt.Sprintf("invalid clusterSelector %s: only labelSelector is supported", upstreamTerm(term))))
+				continue
+			}
 			if term.LabelSelector == nil {
 				errs = append(errs, webhookErr(tp.Index(i), fmt.Sprintf("invalid clusterSelector %s: labelSelector is required", upstreamTerm(term))))
 				continue
@@ -213,11 +217,18 @@ func validateOverrideRule(rule OverrideRule, p *field.Path) field.ErrorList {
 	return errs
 }
 
-// upstreamTerm prints a cluster selector term as upstream's %+v does; its
-// type also has propertySelector and propertySorter, which gitfleet's
-// decoder refuses as unknown fields, so they are always nil here.
+// upstreamTerm prints a cluster selector term as upstream's %+v does,
+// except that a property selector or sorter is printed by value where
+// upstream prints its memory address.
 func upstreamTerm(t ClusterSelectorTerm) string {
-	return fmt.Sprintf("{LabelSelector:%v PropertySelector:<nil> PropertySorter:<nil>}", t.LabelSelector)
+	ptr := func(v any, isNil bool) string {
+		if isNil {
+			return "<nil>"
+		}
+		return fmt.Sprintf("%+v", v)
+	}
+	return fmt.Sprintf("{LabelSelector:%v PropertySelector:%s PropertySorter:%s}", t.LabelSelector,
+		ptr(t.PropertySelector, t.PropertySelector == nil), ptr(t.PropertySorter, t.PropertySorter == nil))
 }
 
 func validateJSONPatchOverride(patch JSONPatchOverride, p *field.Path) field.ErrorList {

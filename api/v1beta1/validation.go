@@ -453,6 +453,7 @@ func validateClusterAffinity(a *ClusterAffinity, typ PlacementType, p *field.Pat
 		errs = append(errs, requireTerms(req, tp)...)
 		for i, t := range req.ClusterSelectorTerms {
 			check(t.LabelSelector, tp.Index(i).Child("labelSelector"), "cluster selector")
+			errs = append(errs, validateRequiredPropertyTerm(t, tp.Index(i))...)
 		}
 	}
 	pp := p.Child("preferredDuringSchedulingIgnoredDuringExecution")
@@ -461,6 +462,7 @@ func validateClusterAffinity(a *ClusterAffinity, typ PlacementType, p *field.Pat
 	}
 	for i, t := range a.PreferredDuringSchedulingIgnoredDuringExecution {
 		check(t.Preference.LabelSelector, pp.Index(i).Child("preference", "labelSelector"), "preferred cluster selector")
+		errs = append(errs, validatePreferredPropertyTerm(t.Preference, pp.Index(i).Child("preference"))...)
 	}
 	return errs
 }
