@@ -294,3 +294,11 @@ func ReplaceApprovalRequestStatus(ctx context.Context, h ApprovalRequests, a *fl
 	cur.Status = *a.Status.DeepCopy()
 	return h.UpdateApprovalRequestStatus(ctx, cur)
 }
+
+// MemberClusterStatuses is implemented by hubs that store what member
+// clusters report (both do): the property collector writes a member's
+// properties and resource usage through it, as KubeFleet's member agent
+// writes the MemberCluster status. A stale resourceVersion is a Conflict.
+type MemberClusterStatuses interface {
+	UpdateMemberClusterStatus(ctx context.Context, m *fleet.MemberCluster) error
+}

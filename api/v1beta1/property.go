@@ -175,3 +175,15 @@ type ResourceUsage struct {
 	// +optional
 	ObservationTime metav1.Time `json:"observationTime,omitempty,omitzero"`
 }
+
+// IsPropertyName reports whether a simulated member's annotation key names
+// one of the properties it reports: the node count, a resource property
+// (resources.kubernetes-fleet.io/<total|allocatable|available>-<resource>)
+// or a cost.
+func IsPropertyName(key string) bool {
+	switch key {
+	case NodeCountProperty, PerCPUCoreCostProperty, PerGBMemoryCostProperty:
+		return true
+	}
+	return len(key) > len(ResourcePropertyNamePrefix) && key[:len(ResourcePropertyNamePrefix)] == ResourcePropertyNamePrefix
+}

@@ -276,3 +276,28 @@ func tighter(a, b bound, direction int) bool {
 	}
 	return a.strict && !b.strict
 }
+
+// validatePropertyAnnotations checks the annotations a simulated member
+// reports as properties: each value a quantity, each resource property
+// name of the form the scheduler reads.
+func validatePropertyAnnotations(annotations map[string]string) field.ErrorList {
+	var errs field.ErrorList
+	keys := make([]string, 0, len(annotations))
+	for k := range annotations {
+		if IsPropertyName(k) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	p := field.NewPath("metadata", "annotations")
+	for _, k := range keys {
+		if msg := propertyNameProblem(k); msg != "" {
+			errs = append(errs, field.Invalid(p.Key(k), annotations[k], msg))
+			continue
+		}
+		if _, err := resource.ParseQuantity(annotations[k]); err != nil {
+			errs = append(errs, field.Invalid(p.Key(k), annotations[k], "must be a Kubernetes quantity such as 3, 7.5 or 64Gi"))
+		}
+	}
+	return errs
+}

@@ -603,6 +603,7 @@ func ValidateMemberCluster(m *MemberCluster) field.ErrorList {
 		errs = append(errs, field.NotSupported(field.NewPath("metadata", "annotations").Key(DriverAnnotation), d,
 			[]string{DriverSimulated, DriverKubeconfigPrefix + "<context>"}))
 	}
+	errs = append(errs, validatePropertyAnnotations(m.Annotations)...)
 	if v, ok := m.Annotations[SimAvailableAfterAnnotation]; ok {
 		if d, err := time.ParseDuration(v); err != nil || d < 0 {
 			errs = append(errs, field.Invalid(field.NewPath("metadata", "annotations").Key(SimAvailableAfterAnnotation), v,

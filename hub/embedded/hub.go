@@ -514,6 +514,30 @@ func (h *Hub) ListMemberClusters(context.Context) ([]*fleet.MemberCluster, error
 	return h.members.list(nil), nil
 }
 
+// UpdateMemberClusterStatus replaces the status of a member cluster (the
+// property collector's write); spec and metadata are kept as stored. A
+// stale resourceVersion is a Conflict. The scheduler reads properties, so
+// the write wakes it as a member change does.
+func (h *Hub) UpdateMemberClusterStatus(_ context.Context, m *fleet.MemberCluster) error {
+	h.mu.Lock()
+	defer h.unlock()
+	cur, ok := h.members.peek(keyOf(m))
+	if !ok {
+		return hub.NotFound(fleet.KindMemberCluster, keyOf(m))
+	}
+	if err := checkVersion(cur, m); err != nil {
+		return err
+	}
+	next := cur.DeepCopy()
+	next.Status = *m.Status.DeepCopy()
+	h.stamp(next, false)
+	m.ResourceVersion = next.ResourceVersion
+	h.persist(h.members.put(next))
+	h.planRevision++
+	h.emit(hub.Event{Kind: hub.EventMemberCluster, Key: keyOf(next)})
+	return nil
+}
+
 // GetMemberCluster returns one member cluster.
 func (h *Hub) GetMemberCluster(name string) (*fleet.MemberCluster, bool) {
 	h.mu.Lock()

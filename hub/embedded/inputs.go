@@ -69,6 +69,7 @@ func (h *Hub) ApplyMemberCluster(m *fleet.MemberCluster) {
 		h.stamp(next, true)
 	}
 	setJoined(next, h.clock.Now())
+	setSimulatedProperties(next, h.clock.Now())
 	h.persist(h.members.put(next))
 	h.planRevision++
 	h.membersRevision++

@@ -46,3 +46,17 @@ func setJoined(m *fleet.MemberCluster, now time.Time) {
 	}
 	meta.SetStatusCondition(&m.Status.Conditions, c)
 }
+
+// setSimulatedProperties gives a simulated member the properties its
+// annotations declare (member.SimulatedObservation) as it joins or changes,
+// so the scheduler sees them in the same pass, in `serve` and `simulate`
+// alike. A member without a driver reports none; a kubeconfig member's are
+// observed from its nodes (member.PropertyCollector).
+func setSimulatedProperties(m *fleet.MemberCluster, now time.Time) {
+	switch m.Annotations[fleet.DriverAnnotation] {
+	case fleet.DriverSimulated:
+		member.Record(&m.Status, member.SimulatedObservation(m.Annotations), now)
+	case "":
+		member.Record(&m.Status, member.Observation{}, now)
+	}
+}

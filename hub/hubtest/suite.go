@@ -108,6 +108,7 @@ var behaviours = []struct {
 	{"override snapshots are put, listed and deleted", (*suite).overrideSnapshotsPutListDelete},
 	{"a snapshot that removes resources keeps their count", (*suite).removedResourcesAreCounted},
 	{"snapshots in use outlive the history limit", (*suite).snapshotsInUseOutliveTheHistoryLimit},
+	{"member properties are stored in the member's status", (*suite).memberPropertiesAreStored},
 }
 
 // ---- fixtures ----

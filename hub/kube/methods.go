@@ -141,6 +141,13 @@ func (h *Hub) ListMemberClusters(context.Context) ([]*fleet.MemberCluster, error
 	return list(h, fleet.KindMemberCluster, "", true, labels.Everything(), newMemberCluster)
 }
 
+// UpdateMemberClusterStatus writes a member cluster's status through the
+// status subresource (the property collector's write, as KubeFleet's
+// member agent writes it); a stale resourceVersion is a Conflict.
+func (h *Hub) UpdateMemberClusterStatus(ctx context.Context, m *fleet.MemberCluster) error {
+	return h.updateStatus(ctx, fleet.KindMemberCluster, m)
+}
+
 // ---- strategies ----
 
 // GetUpdateStrategy implements hub.Strategies.
