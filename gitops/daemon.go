@@ -338,10 +338,14 @@ func (d *Daemon) resumePoint(ctx context.Context, tip plumbing.Hash) (plumbing.H
 // On the way out it pushes the status that is still pending.
 func (d *Daemon) Run(ctx context.Context, triggers <-chan struct{}) error {
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		d.Controller.Run(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		d.collectProperties(ctx)
 	}()
 	go func() {
 		defer wg.Done()
