@@ -8,9 +8,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
@@ -481,20 +479,23 @@ func TestDeletedPlacementUnschedulesItsBindings(t *testing.T) {
 	f.schedule() // and nothing more to do
 }
 
-// propertyMembers is a fleet whose members report properties as a
-// property provider (or a simulated member's annotations) would: member4
-// reports none.
+// propertyMembers is a fleet of simulated members whose annotations give
+// their properties (the embedded hub records them in their status as they
+// join); member4 reports none.
 func propertyMembers() []*fleet.MemberCluster {
 	with := func(m *fleet.MemberCluster, nodes, availableCPU string) *fleet.MemberCluster {
-		m.Status.Properties = map[fleet.PropertyName]fleet.PropertyValue{fleet.NodeCountProperty: {Value: nodes}}
-		m.Status.ResourceUsage.Available = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(availableCPU)}
+		m.Annotations = map[string]string{fleet.DriverAnnotation: fleet.DriverSimulated}
+		if nodes != "" {
+			m.Annotations[fleet.NodeCountProperty] = nodes
+			m.Annotations[fleet.AvailableCPUCapacityProperty] = availableCPU
+		}
 		return m
 	}
 	return []*fleet.MemberCluster{
 		with(member("member1", "environment", "canary"), "2", "4"),
 		with(member("member2", "environment", "staging"), "5", "16"),
 		with(member("member3", "environment", "canary"), "3", "8"),
-		member("member4", "environment", "canary"),
+		with(member("member4", "environment", "canary"), "", ""),
 	}
 }
 
