@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -201,5 +203,13 @@ func memberCluster(name string, labels map[string]string, joined bool) *fleet.Me
 	if joined {
 		m.Status.Conditions = []metav1.Condition{cond("Joined", "True", "MemberClusterJoined", "", -time.Hour)}
 	}
+	return m
+}
+
+// withProperties gives m the node count and available capacity a property
+// collector reports.
+func withProperties(m *fleet.MemberCluster, nodes, cpu, memory string) *fleet.MemberCluster {
+	m.Status.Properties = map[fleet.PropertyName]fleet.PropertyValue{fleet.NodeCountProperty: {Value: nodes}}
+	m.Status.ResourceUsage.Available = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
 	return m
 }

@@ -35,7 +35,7 @@ func TestTablesMatchGoldenFiles(t *testing.T) {
 	approvals := []*fleet.ApprovalRequest{approvalRequest("example-run-2", "canary", 4*time.Minute, false), approvalRequest("example-run", "canary", 105*time.Second, true)}
 	bindings := []*fleet.Binding{binding("member2", "e1a567da", true), binding("member1", "9a1ee3a0", false), binding("member3", "0c4d11f2", true)}
 	clusters := []*fleet.MemberCluster{
-		memberCluster("member3", map[string]string{"environment": "canary", "order": "1"}, true),
+		withProperties(memberCluster("member3", map[string]string{"environment": "canary", "order": "1"}, true), "4", "7500m", "28Gi"),
 		memberCluster("member1", map[string]string{"environment": "canary", "order": "2"}, true),
 		memberCluster("member2", map[string]string{"environment": "staging"}, false),
 	}

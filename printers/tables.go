@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -180,8 +181,9 @@ func Bindings(w io.Writer, bindings []*fleet.Binding, now time.Time, opts Option
 const MemberClusterJoined = "Joined"
 
 // Clusters prints MemberClusters: NAME JOINED AGE, and with -o wide
-// gitfleet's DRIVER (how gitfleet reaches the cluster) and LABELS (what
-// stages select on).
+// KubeFleet's NODE-COUNT, AVAILABLE-CPU and AVAILABLE-MEMORY (the
+// properties the scheduler reads), gitfleet's DRIVER (how gitfleet reaches
+// the cluster) and LABELS (what stages select on).
 func Clusters(w io.Writer, clusters []*fleet.MemberCluster, now time.Time, opts Options) error {
 	return printTable(w, clusters, []column[*fleet.MemberCluster]{
 		nameColumn[*fleet.MemberCluster](),
@@ -189,9 +191,24 @@ func Clusters(w io.Writer, clusters []*fleet.MemberCluster, now time.Time, opts 
 			return conditionStatus(m.Status.Conditions, MemberClusterJoined)
 		}},
 		ageColumn[*fleet.MemberCluster](now),
+		{header: "NODE-COUNT", wide: true, cell: func(m *fleet.MemberCluster) string {
+			return m.Status.Properties[fleet.NodeCountProperty].Value
+		}},
+		{header: "AVAILABLE-CPU", wide: true, cell: func(m *fleet.MemberCluster) string { return available(m, corev1.ResourceCPU) }},
+		{header: "AVAILABLE-MEMORY", wide: true, cell: func(m *fleet.MemberCluster) string { return available(m, corev1.ResourceMemory) }},
 		{header: "DRIVER", wide: true, cell: func(m *fleet.MemberCluster) string { return m.Annotations[fleet.DriverAnnotation] }},
 		{header: "LABELS", wide: true, cell: func(m *fleet.MemberCluster) string { return labelString(m.Labels) }},
 	}, opts)
+}
+
+// available is the member's available capacity of r, empty when it
+// reports none.
+func available(m *fleet.MemberCluster, r corev1.ResourceName) string {
+	q, ok := m.Status.ResourceUsage.Available[r]
+	if !ok {
+		return ""
+	}
+	return q.String()
 }
 
 // labelString is kubectl's --show-labels format.
