@@ -243,6 +243,11 @@ func TestRuleAndPolicyMatches(t *testing.T) {
 		{"terms are ORed", []fleet.OverrideRule{{ClusterSelector: sel("region", "westus", "region", "eastus")}}, true},
 		{"no term matches", []fleet.OverrideRule{{ClusterSelector: sel("region", "westus")}}, false},
 		{"the policy matches when any rule does", []fleet.OverrideRule{{ClusterSelector: sel("region", "westus")}, {ClusterSelector: sel("region", "eastus")}}, true},
+		// Validation refuses property terms in overrides; one that reaches a
+		// Kubernetes hub past it selects by labels only, as KubeFleet's
+		// overrider does: without a label selector, no cluster.
+		{"a property-only term matches no cluster", []fleet.OverrideRule{{ClusterSelector: &fleet.ClusterSelector{ClusterSelectorTerms: []fleet.ClusterSelectorTerm{{
+			PropertySelector: &fleet.PropertySelector{MatchExpressions: []fleet.PropertySelectorRequirement{{Name: fleet.NodeCountProperty, Operator: fleet.PropertySelectorGreaterThan, Values: []string{"0"}}}}}}}}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := PolicyMatches(&fleet.OverridePolicy{OverrideRules: tc.rules}, east)
