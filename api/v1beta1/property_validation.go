@@ -41,8 +41,11 @@ var resourceCapacityTypes = []string{AllocatableCapacityName, AvailableCapacityN
 func validateRequiredPropertyTerm(t ClusterSelectorTerm, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if t.PropertySorter != nil {
-		errs = append(errs, validatePropertySorterSchema(t.PropertySorter, p.Child("propertySorter"))...)
-		errs = append(errs, webhookErr(p.Child("propertySorter"), MsgPropertySorterInRequired))
+		if schema := validatePropertySorterSchema(t.PropertySorter, p.Child("propertySorter")); len(schema) > 0 {
+			errs = append(errs, schema...) // the API server refuses before the webhook sees it
+		} else {
+			errs = append(errs, webhookErr(p.Child("propertySorter"), MsgPropertySorterInRequired))
+		}
 	}
 	if t.PropertySelector != nil {
 		errs = append(errs, validatePropertySelector(t.PropertySelector, p.Child("propertySelector"))...)
@@ -55,8 +58,11 @@ func validateRequiredPropertyTerm(t ClusterSelectorTerm, p *field.Path) field.Er
 func validatePreferredPropertyTerm(t ClusterSelectorTerm, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if t.PropertySelector != nil {
-		errs = append(errs, validatePropertySelectorSchema(t.PropertySelector, p.Child("propertySelector"))...)
-		errs = append(errs, webhookErr(p.Child("propertySelector"), MsgPropertySelectorInPreferred))
+		if schema := validatePropertySelectorSchema(t.PropertySelector, p.Child("propertySelector")); len(schema) > 0 {
+			errs = append(errs, schema...)
+		} else {
+			errs = append(errs, webhookErr(p.Child("propertySelector"), MsgPropertySelectorInPreferred))
+		}
 	}
 	if s := t.PropertySorter; s != nil {
 		sp := p.Child("propertySorter")
