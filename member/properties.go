@@ -207,7 +207,9 @@ func (c *PropertyCollector) Sync(ctx context.Context) (written int, err error) {
 			continue
 		}
 		if err := c.Hub.UpdateMemberClusterStatus(ctx, m); err != nil {
-			errs = append(errs, fmt.Errorf("member cluster %q: write its properties: %w", m.Name, err))
+			if !hub.IsConflict(err) { // a conflict: the member changed, and its change event brings another round
+				errs = append(errs, fmt.Errorf("member cluster %q: write its properties: %w", m.Name, err))
+			}
 			continue
 		}
 		written++
