@@ -13,4 +13,9 @@
 // "kubeconfig:<context>" (a real cluster; not implemented yet). A member
 // without the annotation gets Applied=False naming the missing annotation:
 // nothing is silently faked.
+//
+// Members also report KubeFleet's properties for property-based scheduling
+// (properties.go): a simulated member its annotations, a real one what its
+// nodes and pods say; PropertyCollector writes them into the members'
+// status on either hub.
 package member
