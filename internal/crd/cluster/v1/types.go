@@ -14,8 +14,8 @@ import (
 )
 
 // MemberCluster is a cluster of the fleet as the hub knows it. gitfleet
-// reports only its conditions: the columns that read KubeFleet's member
-// agent, properties and resource usage stay empty.
+// reports its conditions, properties and resource usage; the column that
+// reads KubeFleet's member agent heartbeat stays empty.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=cluster,categories={fleet,fleet-cluster}
