@@ -123,6 +123,8 @@ var kinds = []KindInfo{
 	hubOwned(fleetKind(PlacementGroup, KindResourceOverrideSnapshot, "resourceoverridesnapshots", true, &ResourceOverrideSnapshot{})),
 	workload(fleetKind(PlacementGroup, KindClusterResourceEnvelope, "clusterresourceenvelopes", false, &Envelope{})),
 	workload(fleetKind(PlacementGroup, KindResourceEnvelope, "resourceenvelopes", true, &Envelope{})),
+	alphaNotStable(fleetKind(PlacementGroup, KindClusterResourcePlacementEviction, "clusterresourceplacementevictions", false, &ClusterResourcePlacementEviction{}, "crpe")),
+	alphaNotStable(fleetKind(PlacementGroup, KindClusterResourcePlacementDisruptionBudget, "clusterresourceplacementdisruptionbudgets", false, &ClusterResourcePlacementDisruptionBudget{}, "crpdb")),
 	gitfleetKind(KindCommit, "commits", &Commit{}),
 	gitfleetKind(KindGitSource, "gitsources", &GitSource{}),
 }
@@ -145,6 +147,13 @@ func workload(k KindInfo) KindInfo { k.Workload, k.ReadVersions = true, nil; ret
 
 func alsoAlpha(k KindInfo) KindInfo {
 	k.ReadVersions = append(k.ReadVersions, overrideAlphaVersion)
+	return k
+}
+
+// alphaNotStable kinds are served at v1alpha1 beside v1beta1 and not at v1
+// (KubeFleet's evictions and disruption budgets).
+func alphaNotStable(k KindInfo) KindInfo {
+	k.ReadVersions = []string{overrideAlphaVersion}
 	return k
 }
 
