@@ -98,6 +98,7 @@ type Hub interface {
 	Strategies
 	UpdateRuns
 	ApprovalRequests
+	Evictions
 }
 
 // Placements reads ClusterResourcePlacements and ResourcePlacements.
@@ -219,6 +220,21 @@ type ApprovalRequests interface {
 	DeleteApprovalRequest(ctx context.Context, key Key) error
 }
 
+// Evictions reads ClusterResourcePlacementEvictions and
+// ClusterResourcePlacementDisruptionBudgets (cluster-scoped: keys have no
+// namespace) and writes evictions' status. People create both; the engine
+// only writes an eviction's conditions, once (reconciler/eviction).
+type Evictions interface {
+	GetEviction(ctx context.Context, key Key) (*fleet.ClusterResourcePlacementEviction, error)
+	ListEvictions(ctx context.Context) ([]*fleet.ClusterResourcePlacementEviction, error)
+	// UpdateEvictionStatus replaces the status of an eviction (the status
+	// subresource on an API server). A stale resourceVersion is a
+	// Conflict; on success the caller's eviction carries the new one.
+	UpdateEvictionStatus(ctx context.Context, e *fleet.ClusterResourcePlacementEviction) error
+	// GetDisruptionBudget reads the budget of the placement of that name.
+	GetDisruptionBudget(ctx context.Context, key Key) (*fleet.ClusterResourcePlacementDisruptionBudget, error)
+}
+
 // OverrideSnapshots reads and writes ClusterResourceOverrideSnapshots and
 // ResourceOverrideSnapshots. It is optional: the Git loop records override
 // snapshots, and runs freeze and deliver them, only on a hub that implements
@@ -254,6 +270,7 @@ const (
 	EventMemberCluster    EventKind = "MemberCluster"
 	EventResourceSnapshot EventKind = "ResourceSnapshot"
 	EventPolicySnapshot   EventKind = "PolicySnapshot"
+	EventEviction         EventKind = "Eviction"
 )
 
 // Event tells a subscriber that an object changed. Placement is set for
