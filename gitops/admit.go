@@ -163,6 +163,11 @@ func (a *Admitter) Admit(ctx context.Context, c *render.Content) ([]string, erro
 	}, withheld)); err != nil {
 		return nil, err
 	}
+	if err := collect(admitKind(ctx, h, c, c.DisruptionBudgets, kind[*fleet.ClusterResourcePlacementDisruptionBudget]{
+		group: fleet.PlacementGroup, list: h.ListDisruptionBudgets,
+	}, withheld)); err != nil {
+		return nil, err
+	}
 	if err := collect(admitKind(ctx, h, c, c.Strategies, kind[*fleet.UpdateStrategy]{
 		group: fleet.PlacementGroup, list: h.ListUpdateStrategies,
 	}, withheld)); err != nil {
@@ -171,6 +176,14 @@ func (a *Admitter) Admit(ctx context.Context, c *render.Content) ([]string, erro
 	if err := collect(admitKind(ctx, h, c, c.Runs, kind[*fleet.UpdateRun]{
 		group: fleet.PlacementGroup, get: h.GetUpdateRun, validate: fleet.ValidateUpdateRunUpdate,
 		noted: true, list: h.ListUpdateRuns,
+	}, withheld)); err != nil {
+		return nil, err
+	}
+
+	// Evictions last: one pushed with its placement finds the placement.
+	if err := collect(admitKind(ctx, h, c, c.Evictions, kind[*fleet.ClusterResourcePlacementEviction]{
+		group: fleet.PlacementGroup, get: h.GetEviction, validate: fleet.ValidateEvictionUpdate,
+		list: h.ListEvictions,
 	}, withheld)); err != nil {
 		return nil, err
 	}

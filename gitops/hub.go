@@ -59,6 +59,9 @@ type Desired interface {
 	// override, so that those removed from Git are deleted.
 	ListClusterResourceOverrides(ctx context.Context) ([]*fleet.ClusterResourceOverride, error)
 	ListResourceOverrides(ctx context.Context) ([]*fleet.ResourceOverride, error)
+	// ListDisruptionBudgets lists every disruption budget, so that those
+	// removed from Git are deleted (evictions are listed by hub.Evictions).
+	ListDisruptionBudgets(ctx context.Context) ([]*fleet.ClusterResourcePlacementDisruptionBudget, error)
 	// ApplyApprovalRequestStatus takes a person's change to an approval
 	// request's conditions (an Approved condition merged in Git).
 	ApplyApprovalRequestStatus(ctx context.Context, a *fleet.ApprovalRequest) error

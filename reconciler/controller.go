@@ -15,6 +15,7 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/clock"
 	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/reconciler/eviction"
 	"github.com/gitfleet/gitfleet/reconciler/updaterun"
 )
 
@@ -34,6 +35,12 @@ type Scheduler interface {
 // PlacementStatus recomputes a placement's status from its bindings.
 type PlacementStatus func(ctx context.Context, placement Key) error
 
+// EvictionReconciler executes ClusterResourcePlacementEvictions
+// (reconciler/eviction).
+type EvictionReconciler interface {
+	Reconcile(ctx context.Context, key Key) (eviction.Result, error)
+}
+
 // Committer makes the hub's changes durable and then performs the side
 // effects they guard (deliveries to members). It runs after every pass.
 type Committer interface {
@@ -49,10 +56,11 @@ type Controller struct {
 	Hub       hub.Hub
 	Clock     clock.Clock
 	Runs      RunReconciler
-	Scheduler Scheduler       // optional
-	Status    PlacementStatus // optional
-	Committer Committer       // optional
-	Observer  PassObserver    // optional
+	Scheduler Scheduler          // optional
+	Status    PlacementStatus    // optional
+	Evictions EvictionReconciler // optional
+	Committer Committer          // optional
+	Observer  PassObserver       // optional
 	// OnError is told about every failed reconcile, by controller name
 	// (scheduler, updaterun, placement, commit); optional, for metrics.
 	OnError func(controller string, err error)
@@ -94,13 +102,19 @@ type Controller struct {
 	// the new one drops, and fail for good: "some clusters are not placed
 	// in any stage"). The scheduler's pass wakes the placement's runs.
 	unscheduled map[Key]bool
+	// evicted maps the bindings evictions deleted to their placements: once
+	// such a binding is gone, its placement is scheduled again (a PickN
+	// placement picks another cluster, or the same one, as upstream's
+	// scheduler does when a binding is deleted).
+	evicted map[Key]Key
 	// waitingOnScheduling counts run passes waiting for their placement's
 	// scheduling, for tests that provoke the wait.
 	waitingOnScheduling atomic.Int64
 }
 
 const (
-	statusItem itemKind = 2
+	statusItem   itemKind = 2
+	evictionItem itemKind = 3
 )
 
 func (c *Controller) init() {
@@ -111,6 +125,7 @@ func (c *Controller) init() {
 		c.runs = map[Key]Key{}
 		c.scheduling = map[Key]*sync.RWMutex{}
 		c.unscheduled = map[Key]bool{}
+		c.evicted = map[Key]Key{}
 		if c.Log == nil {
 			c.Log = slog.New(slog.DiscardHandler)
 		}
@@ -137,7 +152,10 @@ func (c *Controller) onEvent(e hub.Event) {
 		if e.Run.Name != "" {
 			c.q.add(item{runItem, e.Run})
 		}
+	case hub.EventEviction:
+		c.q.add(item{evictionItem, e.Key})
 	case hub.EventBinding:
+		c.rescheduleIfEvicted(e.Key)
 		c.enqueueRunsOf(e.Placement)
 		c.q.addAfter(item{statusItem, e.Placement}, c.StatusDelay)
 	case hub.EventPlacement:
@@ -161,6 +179,24 @@ func (c *Controller) enqueueRunsOf(placement Key) {
 	for _, k := range keys {
 		c.q.add(item{runItem, k})
 	}
+}
+
+// rescheduleIfEvicted schedules the placement of a binding an eviction
+// deleted once the binding is gone.
+func (c *Controller) rescheduleIfEvicted(binding Key) {
+	c.mu.Lock()
+	placement, ok := c.evicted[binding]
+	c.mu.Unlock()
+	if !ok {
+		return
+	}
+	if _, err := c.Hub.GetBinding(context.Background(), binding); !hub.IsNotFound(err) {
+		return
+	}
+	c.mu.Lock()
+	delete(c.evicted, binding)
+	c.mu.Unlock()
+	c.schedule(placement)
 }
 
 // trackRun records (or forgets) which placement a run rolls out. Run events
@@ -209,6 +245,14 @@ func (c *Controller) EnqueueAll() {
 	c.mu.Unlock()
 	for _, r := range runs {
 		c.q.add(item{runItem, Key{Namespace: r.Namespace, Name: r.Name}})
+	}
+	if c.Evictions != nil {
+		evictions, _ := c.Hub.ListEvictions(context.Background())
+		for _, e := range evictions {
+			if !e.IsTerminal() {
+				c.q.add(item{evictionItem, Key{Name: e.Name}})
+			}
+		}
 	}
 }
 
@@ -323,6 +367,8 @@ func (c *Controller) process(ctx context.Context, it item) {
 		c.commit(ctx)
 		c.q.addAfter(item{statusItem, it.key}, c.StatusDelay)
 		c.enqueueRunsOf(it.key)
+	case evictionItem:
+		c.processEviction(ctx, it)
 	case statusItem:
 		if c.Status != nil {
 			if err := c.Status(ctx, it.key); err != nil && !hub.IsNotFound(err) {
@@ -335,6 +381,30 @@ func (c *Controller) process(ctx context.Context, it item) {
 		}
 		c.q.forget(it)
 	}
+}
+
+// processEviction executes one eviction. The binding it deleted, once
+// gone, has its placement scheduled again (rescheduleIfEvicted).
+func (c *Controller) processEviction(ctx context.Context, it item) {
+	if c.Evictions == nil {
+		c.q.forget(it)
+		return
+	}
+	res, err := c.Evictions.Reconcile(ctx, it.key)
+	if res.Evicted != nil {
+		c.mu.Lock()
+		c.evicted[*res.Evicted] = res.Placement
+		c.mu.Unlock()
+		c.rescheduleIfEvicted(*res.Evicted) // a binding without finalizers is gone at once
+	}
+	c.commit(ctx)
+	if err != nil {
+		c.Log.Error("eviction failed", "eviction", hub.KeyString(it.key), "err", err)
+		c.failed("eviction", err)
+		c.q.addAfter(it, c.q.failed(it))
+		return
+	}
+	c.q.forget(it)
 }
 
 // schedulingLock is placement's lock of scheduling.

@@ -8,6 +8,7 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/clock"
 	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/reconciler/eviction"
 	"github.com/gitfleet/gitfleet/reconciler/placement"
 	"github.com/gitfleet/gitfleet/reconciler/scheduler"
 	"github.com/gitfleet/gitfleet/reconciler/updaterun"
@@ -38,7 +39,7 @@ type EngineOptions struct {
 }
 
 // NewEngine wires gitfleet's reconcilers on h, once for every caller: the
-// scheduler, the update-run engine and the placement status, on one
+// scheduler, the update-run engine, the placement status and evictions, on one
 // Controller. Nothing runs until the Controller's Run or Drain.
 func NewEngine(h hub.Hub, clk clock.Clock, opts EngineOptions) *Controller {
 	log := opts.Log
@@ -67,6 +68,7 @@ func NewEngine(h hub.Hub, clk clock.Clock, opts EngineOptions) *Controller {
 			RefusedStrategy: opts.RefusedStrategy, Log: log.With("controller", "updaterun")},
 		Scheduler: &scheduler.Scheduler{Hub: h, Clock: clk, Log: log.With("controller", "scheduler")},
 		Status:    status,
+		Evictions: &eviction.Reconciler{Hub: h, Clock: clk, Log: log.With("controller", "eviction")},
 		Committer: opts.Committer,
 		Observer:  opts.Observer,
 		OnError:   opts.OnError,

@@ -40,8 +40,8 @@ func TestRenderRefusesACommitWhole(t *testing.T) {
 		others []wantErr
 	}{
 		{"yaml-syntax", Options{}, []wantErr{{File: "bad.yaml", Line: 7, Message: "YAML syntax error: did not find expected key"}}, nil},
-		{"unknown-kind", Options{}, []wantErr{{File: "eviction.yaml", Line: 2, Field: "kind", Kind: "ClusterResourcePlacementEviction", Name: "example-eviction",
-			Message: "kind ClusterResourcePlacementEviction is not supported by gitfleet"}}, nil},
+		{"unknown-kind", Options{}, []wantErr{{File: "work.yaml", Line: 2, Field: "kind", Kind: "Work", Name: "example-work",
+			Message: "kind Work is not supported by gitfleet"}}, nil},
 		{"missing-field", Options{}, []wantErr{
 			{File: "nokind.yaml", Line: 1, Field: "kind", Name: "what-am-i", Message: "required field is missing"},
 			{File: "noname.yaml", Line: 3, Field: "metadata.name", Kind: "ConfigMap", Message: "required field is missing"},

@@ -21,6 +21,10 @@ type Content struct {
 	// override snapshot (reconciler/overridesnapshot).
 	ClusterResourceOverrides []*fleet.ClusterResourceOverride
 	ResourceOverrides        []*fleet.ResourceOverride
+	// Evictions remove a placement's resources from one cluster, once;
+	// DisruptionBudgets bound them (reconciler/eviction).
+	Evictions         []*fleet.ClusterResourcePlacementEviction
+	DisruptionBudgets []*fleet.ClusterResourcePlacementDisruptionBudget
 	// Resources are the workload resources, in SortResources order.
 	Resources []*unstructured.Unstructured
 	// Sources says where each rendered object came from.

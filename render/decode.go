@@ -84,6 +84,8 @@ type decoded struct {
 	approval *fleet.ApprovalRequest
 	cro      *fleet.ClusterResourceOverride
 	ro       *fleet.ResourceOverride
+	eviction *fleet.ClusterResourcePlacementEviction
+	budget   *fleet.ClusterResourcePlacementDisruptionBudget
 	// node is the document of an override, for the lines of the errors
 	// found when overrides are checked against each other.
 	node     *yaml.Node
@@ -229,6 +231,16 @@ func (out *decoded) keep(obj runtime.Object, node func() *yaml.Node) field.Error
 		clearServerMeta(&o.ObjectMeta)
 		out.ro, out.node = o, node()
 		return fleet.ValidateResourceOverride(o)
+	case *fleet.ClusterResourcePlacementEviction:
+		// The status is the engine's, kept in status/evictions/.
+		o.Status = fleet.PlacementEvictionStatus{}
+		clearServerMeta(&o.ObjectMeta)
+		out.eviction = o
+		return fleet.ValidateEviction(o)
+	case *fleet.ClusterResourcePlacementDisruptionBudget:
+		clearServerMeta(&o.ObjectMeta)
+		out.budget = o
+		return fleet.ValidateDisruptionBudget(o)
 	}
 	return field.ErrorList{field.InternalError(nil, fmt.Errorf("render keeps no %T", obj))}
 }

@@ -258,6 +258,10 @@ func assemble(docs []document, fileErrs []ManifestError, inApprovals bool) (c *C
 			c.ClusterResourceOverrides = append(c.ClusterResourceOverrides, o.cro)
 		case o.ro != nil:
 			c.ResourceOverrides = append(c.ResourceOverrides, o.ro)
+		case o.eviction != nil:
+			c.Evictions = append(c.Evictions, o.eviction)
+		case o.budget != nil:
+			c.DisruptionBudgets = append(c.DisruptionBudgets, o.budget)
 		}
 	}
 	c.sort()
@@ -310,6 +314,8 @@ func (c *Content) sort() {
 	sort.Slice(c.ResourceOverrides, func(i, j int) bool {
 		return byKey(c.ResourceOverrides[i].Namespace, c.ResourceOverrides[i].Name, c.ResourceOverrides[j].Namespace, c.ResourceOverrides[j].Name)
 	})
+	sort.Slice(c.Evictions, func(i, j int) bool { return c.Evictions[i].Name < c.Evictions[j].Name })
+	sort.Slice(c.DisruptionBudgets, func(i, j int) bool { return c.DisruptionBudgets[i].Name < c.DisruptionBudgets[j].Name })
 	SortResources(c.Resources)
 	sortErrors(c.Errors)
 }

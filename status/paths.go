@@ -32,6 +32,7 @@ const (
 	commitsDir        = "commits"
 	sourcesDir        = "sources"
 	overridesDir      = "overridesnapshots"
+	evictionsDir      = "evictions"
 )
 
 // Ref is what a file's path says about the object it holds.
@@ -59,6 +60,7 @@ type Ref struct {
 //	status/bindings/[<ns>/]<placement>/<cluster>.yaml     (or, grouped, .../stage=<stage>/<cluster>.yaml)
 //	status/overridesnapshots/[<ns>/]<override>/<index>.yaml (ClusterResourceOverrideSnapshots, ResourceOverrideSnapshots)
 //	status/clusters/<name>.yaml
+//	status/evictions/<name>.yaml                        (ClusterResourcePlacementEvictions)
 //	status/strategies/[<ns>/]<name>.yaml
 //	status/commits/<sha>.yaml                           (commits that did not render)
 //	status/sources/<branch>.yaml                        (how serve follows the branch)
@@ -106,6 +108,8 @@ func PathFor(obj runtime.Object) (string, error) {
 		return scoped(path.Join(StatusDir, sourcesDir), name), nil
 	case *fleet.UpdateStrategy:
 		return scoped(path.Join(StatusDir, strategiesDir), name), nil
+	case *fleet.ClusterResourcePlacementEviction:
+		return scoped(path.Join(StatusDir, evictionsDir), name), nil
 	case *fleet.ApprovalRequest:
 		return scoped(ApprovalsDir, name), nil
 	case *fleet.ResourceSnapshot:
@@ -235,6 +239,11 @@ func RefFor(p string) (Ref, error) {
 			return bad("member clusters are cluster-scoped")
 		}
 		return Ref{Kind: fleet.KindMemberCluster, Name: rest[0]}, nil
+	case evictionsDir:
+		if len(rest) != 1 {
+			return bad("evictions are cluster-scoped")
+		}
+		return Ref{Kind: fleet.KindClusterResourcePlacementEviction, Name: rest[0]}, nil
 	case commitsDir:
 		if len(rest) != 1 {
 			return bad("want status/commits/<sha>.yaml")

@@ -28,6 +28,10 @@ func (h *Hub) Apply(_ context.Context, obj hub.Object) error {
 	case *fleet.ResourceOverride:
 		applyOverride(h, o, &h.ros, fleet.KindResourceOverride,
 			func(o *fleet.ResourceOverride) any { return &o.Spec })
+	case *fleet.ClusterResourcePlacementEviction:
+		h.applyEviction(o)
+	case *fleet.ClusterResourcePlacementDisruptionBudget:
+		h.applyDisruptionBudget(o)
 	default:
 		return fmt.Errorf("the hub takes no %T from people", obj)
 	}
@@ -50,6 +54,10 @@ func (h *Hub) Delete(_ context.Context, kind string, key hub.Key) error {
 		deleteOverride(h, key, &h.cros)
 	case fleet.KindResourceOverride:
 		deleteOverride(h, key, &h.ros)
+	case fleet.KindClusterResourcePlacementEviction:
+		h.deleteEviction(key)
+	case fleet.KindClusterResourcePlacementDisruptionBudget:
+		deleteOverride(h, key, &h.budgets)
 	default:
 		return fmt.Errorf("the hub deletes no %s for people", kind)
 	}

@@ -43,6 +43,10 @@ type Hub struct {
 	// croSnapshots and roSnapshots are the override snapshots (overrides.go).
 	croSnapshots table[*fleet.ClusterResourceOverrideSnapshot]
 	roSnapshots  table[*fleet.ResourceOverrideSnapshot]
+	// evictions and budgets are people's evictions and disruption budgets
+	// (evictions.go).
+	evictions table[*fleet.ClusterResourcePlacementEviction]
+	budgets   table[*fleet.ClusterResourcePlacementDisruptionBudget]
 	// resources are the hub's workload resources (the rendered commit).
 	resources []*unstructured.Unstructured
 	// selector picks a placement's resources out of resources.
@@ -92,6 +96,8 @@ func New(c clock.Clock, store Store) *Hub {
 		ros:          newTable[*fleet.ResourceOverride](),
 		croSnapshots: newTable[*fleet.ClusterResourceOverrideSnapshot](),
 		roSnapshots:  newTable[*fleet.ResourceOverrideSnapshot](),
+		evictions:    newTable[*fleet.ClusterResourcePlacementEviction](),
+		budgets:      newTable[*fleet.ClusterResourcePlacementDisruptionBudget](),
 	}
 	h.initDelivery()
 	return h

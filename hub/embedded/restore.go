@@ -59,7 +59,7 @@ type restorer interface {
 // type, so a new table is restored once it is listed here.
 func (h *Hub) tables() []restorer {
 	return []restorer{&h.placements, &h.policies, &h.snapshots, &h.bindings,
-		&h.members, &h.strategies, &h.runs, &h.approvals, &h.croSnapshots, &h.roSnapshots}
+		&h.members, &h.strategies, &h.runs, &h.approvals, &h.croSnapshots, &h.roSnapshots, &h.evictions}
 }
 
 // restore puts o in the table if it is of the table's type.

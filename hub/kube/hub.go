@@ -380,6 +380,12 @@ func eventOf(kind string, old, u *unstructured.Unstructured) (hub.Event, bool) {
 		return hub.Event{Kind: hub.EventPolicySnapshot, Key: key, Placement: placement}, true
 	case fleet.KindMemberCluster:
 		return hub.Event{Kind: hub.EventMemberCluster, Key: key}, true
+	case fleet.KindClusterResourcePlacementEviction:
+		if statusOnly(old, u) {
+			return hub.Event{}, false
+		}
+		name, _, _ := unstructured.NestedString(u.Object, "spec", "placementName")
+		return hub.Event{Kind: hub.EventEviction, Key: key, Placement: hub.Key{Name: name}}, true
 	case fleet.KindClusterApprovalRequest, fleet.KindApprovalRequest:
 		run, _, _ := unstructured.NestedString(u.Object, "spec", "parentStageRollout")
 		return hub.Event{Kind: hub.EventApprovalRequest, Key: key, Run: hub.Key{Namespace: u.GetNamespace(), Name: run}}, true

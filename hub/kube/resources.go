@@ -22,20 +22,23 @@ var resources = func() map[string]schema.GroupVersionResource {
 }()
 
 // unmirrored are the kinds the hub serves that the status tree does not
-// hold: people's overrides are in Git as they wrote them (their snapshots
+// hold: people's overrides and disruption budgets are in Git as they wrote
+// them (override snapshots and evictions, whose status the engine writes,
 // are mirrored).
 var unmirrored = map[string]bool{
-	fleet.KindClusterResourceOverride: true,
-	fleet.KindResourceOverride:        true,
+	fleet.KindClusterResourceOverride:                  true,
+	fleet.KindResourceOverride:                         true,
+	fleet.KindClusterResourcePlacementDisruptionBudget: true,
 }
 
 // statusless are the kinds whose CRD has no status subresource: people's
-// overrides and their snapshots.
+// overrides and their snapshots, disruption budgets.
 var statusless = map[string]bool{
-	fleet.KindClusterResourceOverride:         true,
-	fleet.KindResourceOverride:                true,
-	fleet.KindClusterResourceOverrideSnapshot: true,
-	fleet.KindResourceOverrideSnapshot:        true,
+	fleet.KindClusterResourcePlacementDisruptionBudget: true,
+	fleet.KindClusterResourceOverride:                  true,
+	fleet.KindResourceOverride:                         true,
+	fleet.KindClusterResourceOverrideSnapshot:          true,
+	fleet.KindResourceOverrideSnapshot:                 true,
 }
 
 // Resource is the API resource serving kind, for tests and tools that talk

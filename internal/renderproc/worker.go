@@ -146,15 +146,17 @@ type wire struct {
 // are strings, ObjectRef is a struct). No field is omitted when empty, so
 // a nil list and an empty one come back as they were.
 type wireContent struct {
-	Members                  []*fleet.MemberCluster           `json:"members"`
-	Placements               []*fleet.Placement               `json:"placements"`
-	Strategies               []*fleet.UpdateStrategy          `json:"strategies"`
-	Runs                     []*fleet.UpdateRun               `json:"runs"`
-	ClusterResourceOverrides []*fleet.ClusterResourceOverride `json:"clusterResourceOverrides"`
-	ResourceOverrides        []*fleet.ResourceOverride        `json:"resourceOverrides"`
-	Resources                []*unstructured.Unstructured     `json:"resources"`
-	Sources                  []wireSource                     `json:"sources"`
-	Errors                   []render.ManifestError           `json:"errors"`
+	Members                  []*fleet.MemberCluster                            `json:"members"`
+	Placements               []*fleet.Placement                                `json:"placements"`
+	Strategies               []*fleet.UpdateStrategy                           `json:"strategies"`
+	Runs                     []*fleet.UpdateRun                                `json:"runs"`
+	ClusterResourceOverrides []*fleet.ClusterResourceOverride                  `json:"clusterResourceOverrides"`
+	ResourceOverrides        []*fleet.ResourceOverride                         `json:"resourceOverrides"`
+	Evictions                []*fleet.ClusterResourcePlacementEviction         `json:"evictions"`
+	DisruptionBudgets        []*fleet.ClusterResourcePlacementDisruptionBudget `json:"disruptionBudgets"`
+	Resources                []*unstructured.Unstructured                      `json:"resources"`
+	Sources                  []wireSource                                      `json:"sources"`
+	Errors                   []render.ManifestError                            `json:"errors"`
 }
 
 type wireSource struct {
@@ -175,6 +177,7 @@ func toWire(c *render.Content, err error) wire {
 	}
 	w := &wireContent{Members: c.Members, Placements: c.Placements, Strategies: c.Strategies, Runs: c.Runs,
 		ClusterResourceOverrides: c.ClusterResourceOverrides, ResourceOverrides: c.ResourceOverrides,
+		Evictions: c.Evictions, DisruptionBudgets: c.DisruptionBudgets,
 		Resources: c.Resources, Errors: c.Errors}
 	for ref, src := range c.Sources {
 		w.Sources = append(w.Sources, wireSource{ref, src})
@@ -197,6 +200,7 @@ func fromWire(w wire) (*render.Content, error) {
 	wc := w.Content
 	c := &render.Content{Members: wc.Members, Placements: wc.Placements, Strategies: wc.Strategies, Runs: wc.Runs,
 		ClusterResourceOverrides: wc.ClusterResourceOverrides, ResourceOverrides: wc.ResourceOverrides,
+		Evictions: wc.Evictions, DisruptionBudgets: wc.DisruptionBudgets,
 		Resources: wc.Resources, Errors: wc.Errors, Sources: make(map[render.ObjectRef]render.Source, len(wc.Sources))}
 	for _, s := range wc.Sources {
 		c.Sources[s.Ref] = s.Source
