@@ -37,6 +37,8 @@ func TestPathForPlacesEveryFamilyAsDesigned(t *testing.T) {
 			"status/overridesnapshots/env-labels/3.yaml"},
 		{&fleet.ResourceOverrideSnapshot{ObjectMeta: overrideSnapshotMeta("team-a", "env-config", 0)},
 			"status/overridesnapshots/team-a/env-config/0.yaml"},
+		{&fleet.ClusterResourcePlacementEviction{ObjectMeta: metav1.ObjectMeta{Name: "evict-member1"}},
+			"status/evictions/evict-member1.yaml"},
 	}
 	for _, tc := range cases {
 		got, err := PathFor(tc.obj)
@@ -88,6 +90,7 @@ func TestRefForRejectsForeignPaths(t *testing.T) {
 		"status/runs/a.yml",
 		"status/runs/a/b/c.yaml",
 		"status/clusters/ns/member1.yaml",
+		"status/evictions/ns/evict.yaml",
 		"status/snapshots/p/latest.yaml",
 		"status/snapshots/p/01.yaml",
 		"status/policysnapshots/p/1-1.yaml",

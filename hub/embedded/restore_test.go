@@ -28,6 +28,7 @@ func TestRestorePutsEveryKindBackInItsTable(t *testing.T) {
 		store.Put(embedded.ObjectRef{Kind: fleet.MustKindFor(o).Kind, Key: embedded.KeyOf(m)}, o)
 	}
 	put(&fleet.MemberCluster{ObjectMeta: meta("", "member-1", 1, nil)})
+	put(&fleet.ClusterResourcePlacementEviction{ObjectMeta: meta("", "evict", 1, nil)})
 	for _, ns := range []string{"", "app"} {
 		owned := map[string]string{fleet.PlacementTrackingLabel: "p"}
 		put(&fleet.Placement{ObjectMeta: meta(ns, "p", 1, nil)})
@@ -42,6 +43,9 @@ func TestRestorePutsEveryKindBackInItsTable(t *testing.T) {
 	n, err := h.Restore(ctx)
 	if err != nil || n != store.Len() {
 		t.Fatalf("Restore = %d, %v; want %d objects", n, err, store.Len())
+	}
+	if _, err := h.GetEviction(ctx, hub.Key{Name: "evict"}); err != nil {
+		t.Errorf("eviction: %v", err)
 	}
 	if ms, _ := h.ListMemberClusters(ctx); len(ms) != 1 {
 		t.Errorf("member clusters: %d; want 1", len(ms))
