@@ -121,6 +121,10 @@ func kindOf(t testing.TB, obj hubtest.Object) string {
 		return fleet.UpdateStrategyKind(o.Namespace)
 	case *fleet.UpdateRun:
 		return fleet.UpdateRunKind(o.Namespace)
+	case *fleet.ClusterResourcePlacementEviction:
+		return fleet.KindClusterResourcePlacementEviction
+	case *fleet.ClusterResourcePlacementDisruptionBudget:
+		return fleet.KindClusterResourcePlacementDisruptionBudget
 	}
 	t.Fatalf("no person writes a %T", obj)
 	return ""
