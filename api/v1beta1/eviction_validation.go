@@ -53,10 +53,10 @@ func ValidateEvictionUpdate(old, cur *ClusterResourcePlacementEviction) field.Er
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	if old.Spec.PlacementName != cur.Spec.PlacementName {
-		errs = append(errs, field.Invalid(spec.Child("placementName"), "string", MsgEvictionPlacementNameImmutable))
+		errs = append(errs, field.Invalid(spec.Child("placementName"), cur.Spec.PlacementName, MsgEvictionPlacementNameImmutable))
 	}
 	if old.Spec.ClusterName != cur.Spec.ClusterName {
-		errs = append(errs, field.Invalid(spec.Child("clusterName"), "string", MsgEvictionClusterNameImmutable))
+		errs = append(errs, field.Invalid(spec.Child("clusterName"), cur.Spec.ClusterName, MsgEvictionClusterNameImmutable))
 	}
 	return errs
 }
@@ -70,13 +70,23 @@ func ValidateDisruptionBudget(b *ClusterResourcePlacementDisruptionBudget) field
 		value *intstr.IntOrString
 	}{{"maxUnavailable", b.Spec.MaxUnavailable}, {"minAvailable", b.Spec.MinAvailable}} {
 		if f.value != nil && !budgetValueValid(*f.value) {
-			errs = append(errs, field.Invalid(spec.Child(f.name), "", MsgBudgetIntOrPercent))
+			errs = append(errs, field.Invalid(spec.Child(f.name), intOrStringValue(*f.value), MsgBudgetIntOrPercent))
 		}
 	}
 	if b.Spec.MaxUnavailable != nil && b.Spec.MinAvailable != nil {
-		errs = append(errs, field.Invalid(spec, "object", MsgBudgetBothSpecified))
+		// The API server names no value for an object's rule.
+		errs = append(errs, field.Invalid(spec, field.OmitValueType{}, MsgBudgetBothSpecified))
 	}
 	return errs
+}
+
+// intOrStringValue is the value as the API server prints it: a string
+// quoted, an integer bare.
+func intOrStringValue(v intstr.IntOrString) any {
+	if v.Type == intstr.String {
+		return v.StrVal
+	}
+	return v.IntVal
 }
 
 // budgetValueValid is the CEL rule on maxUnavailable and minAvailable.

@@ -117,7 +117,8 @@ func TestEveryKindHasACRD(t *testing.T) {
 	// The overrides and their snapshots are pairs of their own Go types.
 	scope := map[string]string{fleet.KindMemberCluster: "Cluster",
 		fleet.KindClusterResourceOverride: "Cluster", fleet.KindResourceOverride: "Namespaced",
-		fleet.KindClusterResourceOverrideSnapshot: "Cluster", fleet.KindResourceOverrideSnapshot: "Namespaced"}
+		fleet.KindClusterResourceOverrideSnapshot: "Cluster", fleet.KindResourceOverrideSnapshot: "Namespaced",
+		fleet.KindClusterResourcePlacementEviction: "Cluster", fleet.KindClusterResourcePlacementDisruptionBudget: "Cluster"}
 	for _, kindOf := range families {
 		scope[kindOf("")] = "Cluster"
 		scope[kindOf("ns")] = "Namespaced"
