@@ -39,6 +39,13 @@ func TestTablesMatchGoldenFiles(t *testing.T) {
 		memberCluster("member1", map[string]string{"environment": "canary", "order": "2"}, true),
 		memberCluster("member2", map[string]string{"environment": "staging"}, false),
 	}
+	evictions := []*fleet.ClusterResourcePlacementEviction{
+		eviction("evict-member1", "member1", metav1.ConditionTrue, metav1.ConditionFalse,
+			"Eviction is blocked by specified ClusterResourcePlacementDisruptionBudget, availablePlacements: 3, totalPlacements: 3"),
+		eviction("evict-member9", "member9", metav1.ConditionFalse, "",
+			"Failed to find scheduler decision for placement in cluster targeted by eviction"),
+		eviction("evict-new", "member2", "", "", ""),
+	}
 	for _, wide := range []bool{false, true} {
 		opts := Options{Wide: wide}
 		suffix := ".txt"
@@ -52,6 +59,7 @@ func TestTablesMatchGoldenFiles(t *testing.T) {
 			"placements": func(w io.Writer) error { return Placements(w, []*fleet.Placement{demoPlacement()}, now, opts) },
 			"bindings":   func(w io.Writer) error { return Bindings(w, bindings, now, opts) },
 			"clusters":   func(w io.Writer) error { return Clusters(w, clusters, now, opts) },
+			"evictions":  func(w io.Writer) error { return Evictions(w, evictions, now, opts) },
 		}
 		for name, f := range cases {
 			t.Run(name+suffix, func(t *testing.T) { golden.Assert(t, name+suffix, render(t, f)) })
@@ -262,4 +270,18 @@ func TestOnlyPrintsRowsAlignedWithTheWholeTable(t *testing.T) {
 	if got != whole[2]+"\n" {
 		t.Errorf("got %q, want the whole table's row %q", got, whole[2])
 	}
+}
+
+// eviction is an eviction of example-placement with Valid and Executed as
+// given ("" for absent); msg is the deciding condition's.
+func eviction(name, cluster string, valid, executed metav1.ConditionStatus, msg string) *fleet.ClusterResourcePlacementEviction {
+	e := &fleet.ClusterResourcePlacementEviction{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: fleet.PlacementEvictionSpec{PlacementName: "example-placement", ClusterName: cluster}}
+	if valid != "" {
+		e.SetConditions(metav1.Condition{Type: string(fleet.PlacementEvictionConditionTypeValid), Status: valid, Message: msg})
+	}
+	if executed != "" {
+		e.SetConditions(metav1.Condition{Type: string(fleet.PlacementEvictionConditionTypeExecuted), Status: executed, Message: msg})
+	}
+	return e
 }

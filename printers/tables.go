@@ -308,3 +308,29 @@ func OverrideSnapshots(w io.Writer, snapshots []metav1.Object, now time.Time, op
 		return number(a.GetLabels()[fleet.OverrideIndexLabel]) < number(b.GetLabels()[fleet.OverrideIndexLabel])
 	})
 }
+
+// Evictions prints ClusterResourcePlacementEvictions with KubeFleet's
+// columns (NAME VALID EXECUTED, no AGE: the CRD names its columns); -o
+// wide adds the placement, the cluster and the message of the condition
+// that decided.
+func Evictions(w io.Writer, evictions []*fleet.ClusterResourcePlacementEviction, _ time.Time, opts Options) error {
+	return printTable(w, evictions, []column[*fleet.ClusterResourcePlacementEviction]{
+		nameColumn[*fleet.ClusterResourcePlacementEviction](),
+		{header: "VALID", cell: func(e *fleet.ClusterResourcePlacementEviction) string {
+			return conditionStatus(e.Status.Conditions, string(fleet.PlacementEvictionConditionTypeValid))
+		}},
+		{header: "EXECUTED", cell: func(e *fleet.ClusterResourcePlacementEviction) string {
+			return conditionStatus(e.Status.Conditions, string(fleet.PlacementEvictionConditionTypeExecuted))
+		}},
+		{header: "PLACEMENT", wide: true, cell: func(e *fleet.ClusterResourcePlacementEviction) string { return e.Spec.PlacementName }},
+		{header: "CLUSTER", wide: true, cell: func(e *fleet.ClusterResourcePlacementEviction) string { return e.Spec.ClusterName }},
+		{header: "MESSAGE", wide: true, cell: func(e *fleet.ClusterResourcePlacementEviction) string {
+			for _, t := range []fleet.PlacementEvictionConditionType{fleet.PlacementEvictionConditionTypeExecuted, fleet.PlacementEvictionConditionTypeValid} {
+				if c := meta.FindStatusCondition(e.Status.Conditions, string(t)); c != nil {
+					return c.Message
+				}
+			}
+			return ""
+		}},
+	}, opts)
+}

@@ -196,6 +196,8 @@ var families = []*family{
 	{name: "bindings", dir: "status/bindings", words: []string{"bindings", "binding"},
 		clusterKind: fleet.KindClusterResourceBinding, namespacedKind: fleet.KindResourceBinding,
 		table: table(printers.Bindings)},
+	{name: "evictions", dir: "status/evictions", words: []string{"evictions", "eviction"},
+		clusterKind: fleet.KindClusterResourcePlacementEviction, table: table(printers.Evictions)},
 	{name: "clusters", dir: "status/clusters", words: []string{"clusters"},
 		clusterKind: fleet.KindMemberCluster, table: table(printers.Clusters)},
 	{name: "sources", dir: "status/sources", words: []string{"sources", "source"},

@@ -57,6 +57,8 @@ func TestResourceWordsResolveAsKubectlResolvesThem(t *testing.T) {
 			"resourcebinding.placement.kubernetes-fleet.io resourcebinding.placement.kubernetes-fleet.io"},
 		{"clusters cluster memberclusters membercluster MemberCluster", "clusters", clusterScope,
 			"membercluster.cluster.kubernetes-fleet.io membercluster.cluster.kubernetes-fleet.io"},
+		{"evictions eviction crpe clusterresourceplacementevictions clusterresourceplacementeviction ClusterResourcePlacementEviction", "evictions", clusterScope,
+			"clusterresourceplacementeviction.placement.kubernetes-fleet.io clusterresourceplacementeviction.placement.kubernetes-fleet.io"},
 		{"sources source gitsources gitsource", "sources", clusterScope,
 			"gitsource.gitfleet.io gitsource.gitfleet.io"},
 	} {
@@ -75,7 +77,7 @@ func TestResourceWordsResolveAsKubectlResolvesThem(t *testing.T) {
 	for _, word := range []string{"deployments", "csus", "ClusterResourceOverride", "commits", "", "csur.apps", "cluster.placement.kubernetes-fleet.io"} {
 		_, err := parseKind(word)
 		if err == nil || !strings.HasPrefix(err.Error(), "unknown resource type ") ||
-			!strings.HasSuffix(err.Error(), ": want one of runs, approvals, snapshots, overrides, placements, bindings, clusters, sources (or a KubeFleet short name such as csur)") {
+			!strings.HasSuffix(err.Error(), ": want one of runs, approvals, snapshots, overrides, placements, bindings, evictions, clusters, sources (or a KubeFleet short name such as csur)") {
 			t.Errorf("%q: %v; want unknown resource type", word, err)
 		}
 	}
