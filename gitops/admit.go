@@ -183,7 +183,7 @@ func (a *Admitter) Admit(ctx context.Context, c *render.Content) ([]string, erro
 	// Evictions last: one pushed with its placement finds the placement.
 	if err := collect(admitKind(ctx, h, c, c.Evictions, kind[*fleet.ClusterResourcePlacementEviction]{
 		group: fleet.PlacementGroup, get: h.GetEviction, validate: fleet.ValidateEvictionUpdate,
-		list: h.ListEvictions,
+		noted: true, list: h.ListEvictions,
 	}, withheld)); err != nil {
 		return nil, err
 	}

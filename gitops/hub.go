@@ -49,7 +49,7 @@ type Desired interface {
 	// finished by the engine. A missing object is no error.
 	Delete(ctx context.Context, kind string, key hub.Key) error
 	// Annotate sets, or with an empty value removes, one of gitfleet's
-	// notes on a run, placement or approval request (a refused change,
+	// notes on a run, placement, approval request or eviction (a refused change,
 	// say), keeping its spec and generation.
 	Annotate(ctx context.Context, kind string, key hub.Key, name, value string) error
 	// ListUpdateStrategies lists every strategy, so that those removed

@@ -64,7 +64,7 @@ func (h *Hub) Delete(_ context.Context, kind string, key hub.Key) error {
 	return nil
 }
 
-// Annotate sets one annotation of a run, placement or approval request,
+// Annotate sets one annotation of a run, placement, approval request or eviction,
 // as the Annotate* method of its kind does.
 func (h *Hub) Annotate(_ context.Context, kind string, key hub.Key, name, value string) error {
 	switch kind {
@@ -74,6 +74,10 @@ func (h *Hub) Annotate(_ context.Context, kind string, key hub.Key, name, value 
 		h.AnnotatePlacement(key, name, value)
 	case fleet.KindClusterApprovalRequest, fleet.KindApprovalRequest:
 		h.AnnotateApprovalRequest(key, name, value)
+	case fleet.KindClusterResourcePlacementEviction:
+		h.mu.Lock()
+		defer h.unlock()
+		annotate(h, &h.evictions, key, name, value)
 	default:
 		return fmt.Errorf("gitfleet annotates no %s", kind)
 	}
