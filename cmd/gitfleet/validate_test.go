@@ -21,7 +21,7 @@ func TestValidateReportsEveryBrokenRepository(t *testing.T) {
 		args  []string
 	}{
 		{dir: "yaml-syntax", files: []string{"bad.yaml:7"}},
-		{dir: "unknown-kind", files: []string{"eviction.yaml:2"}},
+		{dir: "unknown-kind", files: []string{"work.yaml:2"}},
 		{dir: "override-unknown-field", files: []string{"cro.yaml:15"}},
 		{dir: "override-forbidden-path", files: []string{"ro.yaml:21"}},
 		{dir: "override-selected-twice", files: []string{"a.yaml:7", "b.yaml:7"}},
