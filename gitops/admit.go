@@ -68,6 +68,9 @@ type kind[T fleetObject] struct {
 	validate func(old, cur T) field.ErrorList
 	noted    bool
 	list     func(context.Context) ([]T, error)
+	// fromGit, when set, says which stored objects Git owns: only those
+	// are deleted when their file is gone (nil: all of them).
+	fromGit func(T) bool
 }
 
 // admitKind applies every object of a family from Git, refusing updates
@@ -119,13 +122,35 @@ func admitKind[T fleetObject](ctx context.Context, h Desired, c *render.Content,
 		return nil, err
 	}
 	for _, o := range stored {
-		if !seen[keyOf(o)] && !withheld(refOfObject(k.group, o)) {
+		if !seen[keyOf(o)] && !withheld(refOfObject(k.group, o)) && (k.fromGit == nil || k.fromGit(o)) {
 			if err := h.Delete(ctx, hub.KindOf(o), keyOf(o)); err != nil {
 				return nil, err
 			}
 		}
 	}
 	return rejected, nil
+}
+
+// gitfleetManager is the field manager of what the Git loop applies to a
+// Kubernetes hub (hub/kube's FieldManager).
+const gitfleetManager = "gitfleet"
+
+// appliedFromGit reports whether the Git loop applied o: on the embedded
+// hub every object (it records no managers), on a Kubernetes hub those
+// gitfleet's field manager applied. An eviction a person created with
+// kubectl there is theirs: one-off, it is in no file, and the loop does
+// not delete it (KubeFleet keeps executed evictions for auditing).
+func appliedFromGit[T fleetObject](o T) bool {
+	managers := o.GetManagedFields()
+	if len(managers) == 0 {
+		return true
+	}
+	for _, m := range managers {
+		if m.Manager == gitfleetManager && m.Operation == metav1.ManagedFieldsOperationApply {
+			return true
+		}
+	}
+	return false
 }
 
 // Admit applies content and returns the rejected changes, one line each.
@@ -183,7 +208,7 @@ func (a *Admitter) Admit(ctx context.Context, c *render.Content) ([]string, erro
 	// Evictions last: one pushed with its placement finds the placement.
 	if err := collect(admitKind(ctx, h, c, c.Evictions, kind[*fleet.ClusterResourcePlacementEviction]{
 		group: fleet.PlacementGroup, get: h.GetEviction, validate: fleet.ValidateEvictionUpdate,
-		noted: true, list: h.ListEvictions,
+		noted: true, list: h.ListEvictions, fromGit: appliedFromGit[*fleet.ClusterResourcePlacementEviction],
 	}, withheld)); err != nil {
 		return nil, err
 	}

@@ -177,3 +177,35 @@ func TestAdmitterTellsWhyAStrategyWasRefused(t *testing.T) {
 		})
 	}
 }
+
+// Evictions removed from Git are deleted, but not one a person created
+// with kubectl on a Kubernetes hub (managed by another field manager):
+// that one is in no file, and KubeFleet keeps evictions for auditing.
+func TestEvictionsLeaveWithTheirFileOnlyIfGitAppliedThem(t *testing.T) {
+	ctx := context.Background()
+	h := embedded.New(clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), embedded.NewMemoryStore())
+	a := gitops.NewAdmitter(h)
+	eviction := func(name string, managers ...metav1.ManagedFieldsEntry) *fleet.ClusterResourcePlacementEviction {
+		return &fleet.ClusterResourcePlacementEviction{ObjectMeta: metav1.ObjectMeta{Name: name, ManagedFields: managers},
+			Spec: fleet.PlacementEvictionSpec{PlacementName: "app", ClusterName: "member1"}}
+	}
+	for _, e := range []*fleet.ClusterResourcePlacementEviction{
+		eviction("from-git"),
+		eviction("applied-by-gitfleet", metav1.ManagedFieldsEntry{Manager: "gitfleet", Operation: metav1.ManagedFieldsOperationApply}),
+		eviction("by-kubectl", metav1.ManagedFieldsEntry{Manager: "kubectl-create", Operation: metav1.ManagedFieldsOperationUpdate}),
+	} {
+		if err := h.Apply(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rejected, err := a.Admit(ctx, &render.Content{}); err != nil || len(rejected) > 0 {
+		t.Fatalf("Admit: %v, rejected %v", err, rejected)
+	}
+	left, err := h.ListEvictions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0].Name != "by-kubectl" {
+		t.Errorf("after a commit without evictions the hub holds %d evictions (%v); want by-kubectl alone", len(left), left)
+	}
+}
