@@ -1,6 +1,7 @@
 package embedded_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -29,6 +30,10 @@ func TestConformance(t *testing.T) {
 					h.ApplyUpdateStrategy(o.DeepCopy())
 				case *fleet.UpdateRun:
 					h.ApplyUpdateRun(o.DeepCopy())
+				case *fleet.ClusterResourcePlacementEviction, *fleet.ClusterResourcePlacementDisruptionBudget:
+					if err := h.Apply(context.Background(), obj.DeepCopyObject().(hubtest.Object)); err != nil {
+						t.Fatal(err)
+					}
 				default:
 					t.Fatal(fmt.Sprintf("the embedded hub takes no %T from people", obj))
 				}

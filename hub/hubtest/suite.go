@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/hub"
@@ -109,6 +110,7 @@ var behaviours = []struct {
 	{"a snapshot that removes resources keeps their count", (*suite).removedResourcesAreCounted},
 	{"snapshots in use outlive the history limit", (*suite).snapshotsInUseOutliveTheHistoryLimit},
 	{"member properties are stored in the member's status", (*suite).memberPropertiesAreStored},
+	{"evictions and budgets read back; eviction status writes keep the spec", (*suite).evictionsAndBudgets},
 }
 
 // ---- fixtures ----
@@ -670,5 +672,51 @@ func (s *suite) eventsNamePlacementOrRun() {
 			slices.Contains([]hub.EventKind{hub.EventBinding, hub.EventPolicySnapshot, hub.EventResourceSnapshot}, e.Kind) && e.Placement != app {
 			s.t.Errorf("event %+v names the wrong placement or run", e)
 		}
+	}
+}
+
+// evictionsAndBudgets: a person's eviction and budget read back; the
+// engine's status write on an eviction keeps its spec and raises its
+// resourceVersion, a stale one is a Conflict; missing ones are NotFound.
+// Both kinds are cluster-scoped only.
+func (s *suite) evictionsAndBudgets() {
+	if s.ns != "" {
+		return
+	}
+	_, evictionErr := s.h.GetEviction(s.ctx, s.key("none"))
+	_, budgetErr := s.h.GetDisruptionBudget(s.ctx, s.key("none"))
+	for what, err := range map[string]error{"GetEviction": evictionErr, "GetDisruptionBudget": budgetErr} {
+		if !hub.IsNotFound(err) {
+			s.t.Errorf("%s of a missing object: %v; want NotFound", what, err)
+		}
+	}
+	min := intstr.FromString("50%")
+	s.s.Apply(s.t, &fleet.ClusterResourcePlacementDisruptionBudget{ObjectMeta: s.meta("app", nil),
+		Spec: fleet.PlacementDisruptionBudgetSpec{MinAvailable: &min}})
+	b, err := s.h.GetDisruptionBudget(s.ctx, s.key("app"))
+	s.must(err)
+	if b.Spec.MinAvailable == nil || b.Spec.MinAvailable.String() != "50%" {
+		s.t.Errorf("budget reads back with minAvailable %v; want 50%%", b.Spec.MinAvailable)
+	}
+	s.s.Apply(s.t, &fleet.ClusterResourcePlacementEviction{ObjectMeta: s.meta("evict", nil),
+		Spec: fleet.PlacementEvictionSpec{PlacementName: "app", ClusterName: "member-1"}})
+	stale, err := s.h.GetEviction(s.ctx, s.key("evict"))
+	s.must(err)
+	e := stale.DeepCopy()
+	e.SetConditions(condition(string(fleet.PlacementEvictionConditionTypeValid), 1))
+	s.must(s.h.UpdateEvictionStatus(s.ctx, e))
+	if e.ResourceVersion == stale.ResourceVersion {
+		s.t.Error("a status write left the eviction's resourceVersion as it was")
+	}
+	got, err := s.h.GetEviction(s.ctx, s.key("evict"))
+	s.must(err)
+	if got.Spec.ClusterName != "member-1" || got.GetCondition(string(fleet.PlacementEvictionConditionTypeValid)) == nil {
+		s.t.Errorf("after the status write the eviction is %+v, %+v", got.Spec, got.Status)
+	}
+	if list, err := s.h.ListEvictions(s.ctx); err != nil || len(list) != 1 {
+		s.t.Errorf("ListEvictions: %d, %v; want the one eviction", len(list), err)
+	}
+	if err := s.h.UpdateEvictionStatus(s.ctx, stale); !hub.IsConflict(err) {
+		s.t.Errorf("UpdateEvictionStatus on a stale resourceVersion: %v; want Conflict", err)
 	}
 }
