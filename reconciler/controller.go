@@ -390,6 +390,14 @@ func (c *Controller) processEviction(ctx context.Context, it item) {
 		c.q.forget(it)
 		return
 	}
+	// The placement's scheduling and its runs' passes wait while its
+	// bindings are counted against the budget and one is deleted, as
+	// upstream runs one eviction at a time for the same reason.
+	if e, gerr := c.Hub.GetEviction(ctx, it.key); gerr == nil {
+		l := c.schedulingLock(Key{Name: e.Spec.PlacementName})
+		l.Lock()
+		defer l.Unlock()
+	}
 	res, err := c.Evictions.Reconcile(ctx, it.key)
 	if res.Evicted != nil {
 		c.mu.Lock()
