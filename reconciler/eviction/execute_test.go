@@ -133,3 +133,30 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestTwoBindingsOnTheClusterMakeTheEvictionInvalid is upstream's
+// TestValidateEviction case of two scheduler decisions for one cluster.
+func TestTwoBindingsOnTheClusterMakeTheEvictionInvalid(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := embedded.New(clk, nil)
+	h.ApplyPlacement(&fleet.Placement{ObjectMeta: metav1.ObjectMeta{Name: "app"}})
+	for _, name := range []string{"app-member-1-a", "app-member-1-b"} {
+		must(t, h.CreateBinding(ctx, &fleet.Binding{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{fleet.PlacementTrackingLabel: "app"}},
+			Spec: fleet.ResourceBindingSpec{State: fleet.BindingStateBound, TargetCluster: "member-1", SchedulingPolicySnapshotName: "app-0"}}))
+	}
+	must(t, h.Apply(ctx, &fleet.ClusterResourcePlacementEviction{ObjectMeta: metav1.ObjectMeta{Name: "evict"},
+		Spec: fleet.PlacementEvictionSpec{PlacementName: "app", ClusterName: "member-1"}}))
+	if _, err := (&eviction.Reconciler{Hub: h, Clock: clk}).Reconcile(ctx, hub.Key{Name: "evict"}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := h.GetEviction(ctx, hub.Key{Name: "evict"})
+	must(t, err)
+	c := e.GetCondition(string(fleet.PlacementEvictionConditionTypeValid))
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != fleet.EvictionInvalidReason || c.Message != fleet.EvictionInvalidMultipleCRBMessage {
+		t.Errorf("Valid = %+v; want False %s %q", c, fleet.EvictionInvalidReason, fleet.EvictionInvalidMultipleCRBMessage)
+	}
+	if bs, _ := h.ListBindings(ctx, hub.Key{Name: "app"}); len(bs) != 2 {
+		t.Errorf("an invalid eviction left %d bindings; want both", len(bs))
+	}
+}
