@@ -48,6 +48,14 @@ type ResourceBindingStatus struct {
 	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	FailedPlacements []FailedResourcePlacement `json:"failedPlacements,omitempty"`
+	// DriftedPlacements and DiffedPlacements hold at most 100 entries each,
+	// as KubeFleet's.
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	DriftedPlacements []DriftedResourcePlacement `json:"driftedPlacements,omitempty"`
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	DiffedPlacements []DiffedResourcePlacement `json:"diffedPlacements,omitempty"`
 	// +listType=map
 	// +listMapKey=type
 	// +optional

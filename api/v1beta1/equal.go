@@ -50,6 +50,8 @@ func SamePerClusterPlacementStatuses(a, b []PerClusterPlacementStatus) bool {
 			!sameList(x.ApplicableResourceOverrides, y.ApplicableResourceOverrides) ||
 			!sameList(x.ApplicableClusterResourceOverrides, y.ApplicableClusterResourceOverrides) ||
 			!sameList(x.FailedPlacements, y.FailedPlacements) ||
+			!SameDriftedPlacements(x.DriftedPlacements, y.DriftedPlacements) ||
+			!SameDiffedPlacements(x.DiffedPlacements, y.DiffedPlacements) ||
 			!sameList(x.Conditions, y.Conditions) {
 			return false
 		}
@@ -79,6 +81,8 @@ var (
 		ApplicableResourceOverrides        []NamespacedName
 		ApplicableClusterResourceOverrides []string
 		FailedPlacements                   []FailedResourcePlacement
+		DriftedPlacements                  []DriftedResourcePlacement
+		DiffedPlacements                   []DiffedResourcePlacement
 		Conditions                         []metav1.Condition
 	}(PerClusterPlacementStatus{})
 )

@@ -336,6 +336,12 @@ type PerClusterPlacementStatus struct {
 	// +kubebuilder:validation:MaxItems=100
 	// +kubebuilder:validation:Optional
 	FailedPlacements []FailedResourcePlacement `json:"failedPlacements,omitempty"`
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:Optional
+	DriftedPlacements []DriftedResourcePlacement `json:"driftedPlacements,omitempty"`
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:Optional
+	DiffedPlacements []DiffedResourcePlacement `json:"diffedPlacements,omitempty"`
 	// +kubebuilder:validation:Optional
 	Conditions []metav1.Condition `json:"conditions"`
 }
