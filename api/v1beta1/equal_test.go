@@ -60,7 +60,11 @@ func TestSamePerClusterPlacementStatusesSeesAChangeOfEveryField(t *testing.T) {
 		return []PerClusterPlacementStatus{{ClusterName: "member-1", ObservedResourceIndex: "1",
 			ApplicableResourceOverrides: []NamespacedName{{Name: "o-0", Namespace: "app"}}, ApplicableClusterResourceOverrides: []string{"c-0"},
 			FailedPlacements: []FailedResourcePlacement{{ResourceIdentifier: ResourceIdentifier{Version: "v1", Kind: "ConfigMap", Name: "cm"}, Condition: cond("failed")}},
-			Conditions:       []metav1.Condition{cond("available")}}}
+			DriftedPlacements: []DriftedResourcePlacement{{ResourceIdentifier: ResourceIdentifier{Version: "v1", Kind: "ConfigMap", Name: "cm"},
+				TargetClusterObservedGeneration: 1, ObservedDrifts: []PatchDetail{{Path: "/data/k", ValueInMember: "a", ValueInHub: "b"}}}},
+			DiffedPlacements: []DiffedResourcePlacement{{ResourceIdentifier: ResourceIdentifier{Version: "v1", Kind: "ConfigMap", Name: "cm"},
+				ObservedDiffs: []PatchDetail{{Path: "/", ValueInHub: "(the whole object)"}}}},
+			Conditions: []metav1.Condition{cond("available")}}}
 	}
 	changes := map[string]func(c *PerClusterPlacementStatus){
 		"ClusterName":                        func(c *PerClusterPlacementStatus) { c.ClusterName = "member-2" },
@@ -68,7 +72,11 @@ func TestSamePerClusterPlacementStatusesSeesAChangeOfEveryField(t *testing.T) {
 		"ApplicableResourceOverrides":        func(c *PerClusterPlacementStatus) { c.ApplicableResourceOverrides[0].Name = "o-1" },
 		"ApplicableClusterResourceOverrides": func(c *PerClusterPlacementStatus) { c.ApplicableClusterResourceOverrides[0] = "c-1" },
 		"FailedPlacements":                   func(c *PerClusterPlacementStatus) { c.FailedPlacements[0].Condition.Reason = "Other" },
-		"Conditions":                         func(c *PerClusterPlacementStatus) { c.Conditions[0].ObservedGeneration = 2 },
+		"DriftedPlacements":                  func(c *PerClusterPlacementStatus) { c.DriftedPlacements[0].ObservedDrifts[0].ValueInMember = "c" },
+		"DiffedPlacements": func(c *PerClusterPlacementStatus) {
+			c.DiffedPlacements[0].FirstDiffedObservedTime.Time = c.DiffedPlacements[0].FirstDiffedObservedTime.Add(time.Second)
+		},
+		"Conditions": func(c *PerClusterPlacementStatus) { c.Conditions[0].ObservedGeneration = 2 },
 	}
 	assertSeesEveryField(t, base, SamePerClusterPlacementStatuses, changes)
 }
