@@ -40,8 +40,15 @@ const (
 	// WorkNotAvailableMessageFmt takes the work name.
 	WorkNotAvailableMessageFmt = "Work object %s is not yet available"
 
+	// WorkFailedToApplyMessageFmt takes the work name: the apply strategy
+	// held objects back (drifts, takeover).
+	WorkFailedToApplyMessageFmt = "Work object %s has failed to apply"
+
 	AllWorkDiffReportedReason  = "AllWorkHaveDiffReported"
 	AllWorkDiffReportedMessage = "All corresponding work objects have reported diff"
+	WorkNotDiffReportedReason  = "NotAllWorkHaveDiffReported"
+	// WorkDiffReportFailedMessageFmt takes the work name.
+	WorkDiffReportFailedMessageFmt = "Work object %s has failed to report diff"
 
 	// ManifestNotAvailableYetReason is the work applier's per-resource
 	// reason, shown in failedPlacements.
@@ -137,6 +144,13 @@ func NotYetAvailable(gen int64, work string) metav1.Condition {
 	return notYetAvailable(gen, work)
 }
 func DiffReported(gen int64) metav1.Condition { return diffReported(gen) }
+
+// NotDiffReported is DiffReported=False: the diff of work could not be
+// computed.
+func NotDiffReported(gen int64, work string) metav1.Condition {
+	return condition(fleet.ResourceBindingDiffReported, metav1.ConditionFalse, WorkNotDiffReportedReason,
+		fmt.Sprintf(WorkDiffReportFailedMessageFmt, work), gen)
+}
 
 // FailedPlacement is one entry of failedPlacements: u is not available (or
 // not applied) for reason and message.

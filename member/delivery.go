@@ -67,11 +67,12 @@ func (d Delivery) WorkName() string {
 // Reporter takes a driver's report on a delivery. The hub implements it.
 type Reporter interface {
 	// ReportBindingStatus replaces the delivery conditions (Overridden,
-	// WorkSynchronized, Applied, Available, DiffReported) and the failed
-	// placements of the binding with conds and failed. It is ignored when
+	// WorkSynchronized, Applied, Available, DiffReported) and the failed,
+	// drifted and diffed placements of the binding with conds and p
+	// (MergeReport). It is ignored when
 	// the binding's generation is no longer generation, so a late report
 	// about an older snapshot never counts.
-	ReportBindingStatus(key hub.Key, generation int64, conds []metav1.Condition, failed []fleet.FailedResourcePlacement) error
+	ReportBindingStatus(key hub.Key, generation int64, conds []metav1.Condition, p Placements) error
 }
 
 // Driver puts bound snapshots on one member cluster and takes them off.

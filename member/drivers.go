@@ -155,7 +155,7 @@ func reportNotApplied(r Reporter, d Delivery, reason, message string) error {
 		overridden(d.Binding),
 		workSynchronized(gen),
 		notApplied(gen, reason, message),
-	}, nil)
+	}, Placements{})
 }
 
 // PendingTimers is the number of simulated availability delays still

@@ -114,7 +114,7 @@ func t0() time.Time { return time.Date(2026, 1, 12, 0, 0, 0, 0, time.UTC) }
 // nopReporter takes reports and drops them.
 type nopReporter struct{}
 
-func (nopReporter) ReportBindingStatus(hub.Key, int64, []metav1.Condition, []fleet.FailedResourcePlacement) error {
+func (nopReporter) ReportBindingStatus(hub.Key, int64, []metav1.Condition, Placements) error {
 	return nil
 }
 

@@ -21,7 +21,7 @@ type lastReport struct {
 	conds map[hub.Key][]metav1.Condition
 }
 
-func (r *lastReport) ReportBindingStatus(key hub.Key, _ int64, conds []metav1.Condition, _ []fleet.FailedResourcePlacement) error {
+func (r *lastReport) ReportBindingStatus(key hub.Key, _ int64, conds []metav1.Condition, _ Placements) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.conds == nil {

@@ -20,11 +20,14 @@ var deliveryConditionTypes = []string{
 // MergeReport is what a Reporter writes: the binding's status with the
 // reported conditions replacing its delivery conditions (a type not
 // reported is dropped, as KubeFleet drops Available when Applied is not
-// True) and failed replacing its failed placements. Transition times are
-// now, kept when a condition's status does not change. It returns nil when
+// True) and p replacing its failed, drifted and diffed placements.
+// Transition times are now, kept when a condition's status does not
+// change; a drift or diff seen before keeps its first observed time, and
+// its observation time too while what is observed does not change (so a
+// periodic check that finds the same drift writes nothing). It returns nil when
 // the report is for another generation or changes nothing, so every hub
 // ignores the same reports.
-func MergeReport(cur *fleet.Binding, generation int64, conds []metav1.Condition, failed []fleet.FailedResourcePlacement, now time.Time) *fleet.Binding {
+func MergeReport(cur *fleet.Binding, generation int64, conds []metav1.Condition, p Placements, now time.Time) *fleet.Binding {
 	if cur.Generation != generation {
 		return nil
 	}
@@ -41,8 +44,9 @@ func MergeReport(cur *fleet.Binding, generation int64, conds []metav1.Condition,
 			meta.RemoveStatusCondition(&next.Status.Conditions, t)
 		}
 	}
+	p = p.capped()
 	next.Status.FailedPlacements = nil
-	for _, f := range failed {
+	for _, f := range p.Failed {
 		f.Condition.LastTransitionTime = at
 		for _, was := range cur.Status.FailedPlacements {
 			if equality.Semantic.DeepEqual(was.ResourceIdentifier, f.ResourceIdentifier) && was.Condition.Status == f.Condition.Status {
@@ -50,6 +54,34 @@ func MergeReport(cur *fleet.Binding, generation int64, conds []metav1.Condition,
 			}
 		}
 		next.Status.FailedPlacements = append(next.Status.FailedPlacements, f)
+	}
+	next.Status.DriftedPlacements = nil
+	for _, d := range p.Drifted {
+		d.ObservationTime, d.FirstDriftedObservedTime = at, at
+		for _, was := range cur.Status.DriftedPlacements {
+			if equality.Semantic.DeepEqual(was.ResourceIdentifier, d.ResourceIdentifier) {
+				d.FirstDriftedObservedTime = was.FirstDriftedObservedTime
+				if was.TargetClusterObservedGeneration == d.TargetClusterObservedGeneration &&
+					equality.Semantic.DeepEqual(was.ObservedDrifts, d.ObservedDrifts) {
+					d.ObservationTime = was.ObservationTime
+				}
+			}
+		}
+		next.Status.DriftedPlacements = append(next.Status.DriftedPlacements, d)
+	}
+	next.Status.DiffedPlacements = nil
+	for _, d := range p.Diffed {
+		d.ObservationTime, d.FirstDiffedObservedTime = at, at
+		for _, was := range cur.Status.DiffedPlacements {
+			if equality.Semantic.DeepEqual(was.ResourceIdentifier, d.ResourceIdentifier) {
+				d.FirstDiffedObservedTime = was.FirstDiffedObservedTime
+				if equality.Semantic.DeepEqual(was.TargetClusterObservedGeneration, d.TargetClusterObservedGeneration) &&
+					equality.Semantic.DeepEqual(was.ObservedDiffs, d.ObservedDiffs) {
+					d.ObservationTime = was.ObservationTime
+				}
+			}
+		}
+		next.Status.DiffedPlacements = append(next.Status.DiffedPlacements, d)
 	}
 	if equality.Semantic.DeepEqual(cur.Status, next.Status) {
 		return nil

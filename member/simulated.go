@@ -193,7 +193,7 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 		s.mu.Unlock()
 		s.log.Debug("reported diff", "binding", hub.KeyString(key), "generation", gen)
 		return s.reporter.ReportBindingStatus(key, gen,
-			[]metav1.Condition{overridden(d.Binding), workSynchronized(gen), diffReported(gen)}, nil)
+			[]metav1.Condition{overridden(d.Binding), workSynchronized(gen), diffReported(gen)}, Placements{})
 	}
 	var was []*unstructured.Unstructured
 	if old, ok := s.placed[key]; ok {
@@ -219,17 +219,17 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 		"resources", len(p.Resources), "available", isAvailable)
 	conds := WithPruneSkipped([]metav1.Condition{p.overridden, workSynchronized(gen), applied(gen)}, gen, p.left)
 	if isAvailable {
-		return s.reporter.ReportBindingStatus(key, gen, append(conds, available(gen)), nil)
+		return s.reporter.ReportBindingStatus(key, gen, append(conds, available(gen)), Placements{})
 	}
 	if sim.unavailable {
 		// Never available: KubeFleet's failure report, which the engine
 		// counts as an error and, after the stuck threshold, reports Stuck.
 		return s.reporter.ReportBindingStatus(key, gen, append(conds, notAvailable(gen, d.WorkName())),
-			d.Envelopes.Name(failedPlacements(d.Resources, gen)))
+			Failed(d.Envelopes.Name(failedPlacements(d.Resources, gen))))
 	}
 	// Becoming available: in progress, not a failure (spec §3.5), so the
 	// engine waits quietly and is woken by the Available report.
-	err = s.reporter.ReportBindingStatus(key, gen, append(conds, notYetAvailable(gen, d.WorkName())), nil)
+	err = s.reporter.ReportBindingStatus(key, gen, append(conds, notYetAvailable(gen, d.WorkName())), Placements{})
 	// Armed only now, so the Available report can never overtake the
 	// not-yet-available one.
 	s.mu.Lock()
@@ -266,7 +266,7 @@ func (s *Simulated) becomeAvailable(key hub.Key, gen int64) {
 
 	s.log.Debug("available", "binding", hub.KeyString(key), "generation", gen)
 	err := s.reporter.ReportBindingStatus(key, gen,
-		WithPruneSkipped([]metav1.Condition{over, workSynchronized(gen), applied(gen), available(gen)}, gen, left), nil)
+		WithPruneSkipped([]metav1.Condition{over, workSynchronized(gen), applied(gen), available(gen)}, gen, left), Placements{})
 	if err != nil {
 		s.log.Error("report availability", "binding", hub.KeyString(key), "generation", gen, "err", err)
 	}

@@ -343,20 +343,20 @@ func (h *Hub) snapshotGroupLocked(b *fleet.Binding) []*fleet.ResourceSnapshot {
 // (member.Prepare's condition) and leaves the member as it is.
 func (h *Hub) reportNotDelivered(d member.Delivery, c metav1.Condition) error {
 	h.delivery.log.Warn("not delivering", "binding", d.Key().String(), "condition", c.Type, "reason", c.Message)
-	return h.ReportBindingStatus(d.Key(), d.Generation(), []metav1.Condition{c}, nil)
+	return h.ReportBindingStatus(d.Key(), d.Generation(), []metav1.Condition{c}, member.Placements{})
 }
 
 // ReportBindingStatus implements member.Reporter (see member.MergeReport):
 // the report is ignored when the binding is gone or its generation is no
 // longer generation; nothing is written when nothing changed.
-func (h *Hub) ReportBindingStatus(key hub.Key, generation int64, conds []metav1.Condition, failed []fleet.FailedResourcePlacement) error {
+func (h *Hub) ReportBindingStatus(key hub.Key, generation int64, conds []metav1.Condition, p member.Placements) error {
 	h.mu.Lock()
 	defer h.unlock()
 	cur, ok := h.bindings.peek(key)
 	if !ok {
 		return nil
 	}
-	next := member.MergeReport(cur, generation, conds, failed, h.clock.Now())
+	next := member.MergeReport(cur, generation, conds, p, h.clock.Now())
 	if next == nil {
 		return nil
 	}

@@ -166,7 +166,7 @@ func (h *Hub) Members() *member.Drivers { return h.members }
 
 // ReportBindingStatus implements member.Reporter (member.MergeReport) with
 // a status write, retried on a Conflict with another writer.
-func (h *Hub) ReportBindingStatus(key hub.Key, generation int64, conds []metav1.Condition, failed []fleet.FailedResourcePlacement) error {
+func (h *Hub) ReportBindingStatus(key hub.Key, generation int64, conds []metav1.Condition, p member.Placements) error {
 	ctx := h.ctx
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := h.GetBinding(ctx, key)
@@ -176,7 +176,7 @@ func (h *Hub) ReportBindingStatus(key hub.Key, generation int64, conds []metav1.
 		if err != nil {
 			return err
 		}
-		next := member.MergeReport(cur, generation, conds, failed, h.clock.Now())
+		next := member.MergeReport(cur, generation, conds, p, h.clock.Now())
 		if next == nil {
 			return nil
 		}
@@ -402,7 +402,7 @@ func (h *Hub) snapshotGroup(ctx context.Context, b *fleet.Binding) ([]*fleet.Res
 // (member.Prepare's condition) and leaves the member as it is.
 func (h *Hub) reportNotDelivered(d member.Delivery, c metav1.Condition) error {
 	h.log.Warn("not delivering", "binding", hub.KeyString(d.Key()), "condition", c.Type, "reason", c.Message)
-	return h.ReportBindingStatus(d.Key(), d.Generation(), []metav1.Condition{c}, nil)
+	return h.ReportBindingStatus(d.Key(), d.Generation(), []metav1.Condition{c}, member.Placements{})
 }
 
 // overrideSnapshots are the override snapshots the binding froze, as the

@@ -52,6 +52,8 @@ const (
 	// the objects and, per object, the version the member held after it.
 	digestKey   = "digest"
 	versionsKey = "versions"
+	// hashesKey records the manifest each object was last applied from.
+	hashesKey = "hashes"
 	// leftKey lists what a prune left on the member because it is
 	// annotated prune: disabled: no longer in the inventory, still named in
 	// the binding's PruneSkipped condition.
@@ -157,7 +159,14 @@ func (e *applyError) Unwrap() error { return e.err }
 // resourceVersion for kinds without one), nothing is applied: a restart or
 // a redelivery costs a few label-selected LISTs instead of a dry-run per
 // object. A changed object makes it a full apply, which restores it.
-func (cl *cluster) apply(ctx context.Context, d member.Delivery) ([]*unstructured.Unstructured, map[string]*unstructured.Unstructured, inventory, error) {
+//
+// The apply strategy decides what may be applied (gate): objects held
+// back are not applied, and the outcome names them with their drifts or
+// diffs. While anything is held, or drifts in fields others set are
+// reported (FullComparison), the record carries no digest, so every later
+// pass (the periodic drift check) compares again.
+func (cl *cluster) apply(ctx context.Context, d member.Delivery) ([]*unstructured.Unstructured, map[string]*unstructured.Unstructured, inventory, outcome, error) {
+	strategy := fleet.DefaultApplyStrategy(d.Binding.Spec.ApplyStrategy)
 	labels := ownerLabels(d)
 	objs := make([]*unstructured.Unstructured, len(d.Resources))
 	for i, r := range d.Resources {
@@ -174,52 +183,84 @@ func (cl *cluster) apply(ctx context.Context, d member.Delivery) ([]*unstructure
 	}
 	old, err := cl.readRecord(ctx, d)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, outcome{}, err
 	}
 	desired := inventoryOf(objs)
 	digest, err := digestOf(objs)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, outcome{}, err
 	}
 	live, err := cl.list(ctx, objs, labels)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, outcome{}, err
 	}
 	if old.digest == digest && old.ids.equal(desired) && unchanged(objs, live, old.versions) {
-		return objs, live, old.left, nil
+		return objs, live, old.left, outcome{}, nil
+	}
+	out, err := cl.gate(ctx, objs, live, old.hashes, strategy, d.Generation())
+	if err != nil {
+		return nil, nil, nil, outcome{}, err
 	}
 	// Recorded before the apply, without a digest, so a crash during it
 	// leaves a record that covers whatever reached the member and forces
 	// a full apply next time.
 	if union := old.ids.union(desired); !union.equal(old.ids) || old.digest != "" {
-		if err := cl.writeRecord(ctx, d, record{ids: union, left: old.left}); err != nil {
-			return nil, nil, nil, err
+		if err := cl.writeRecord(ctx, d, record{ids: union, left: old.left, hashes: old.hashes}); err != nil {
+			return nil, nil, nil, outcome{}, err
 		}
 	}
-	if err := cl.applyAll(ctx, objs, live); err != nil {
-		return nil, nil, nil, err
+	toApply := objs
+	if len(out.held) > 0 {
+		toApply = nil
+		for _, o := range objs {
+			if !out.held[idKey(member.Identify(o))] {
+				toApply = append(toApply, o)
+			}
+		}
+	}
+	if err := cl.applyAll(ctx, toApply, live); err != nil {
+		return nil, nil, nil, outcome{}, err
 	}
 	// What was left before and is desired again is the placement's again;
 	// what was left and is gone from the member (a person deleted it) is
 	// no longer named.
 	left, err := cl.present(ctx, old.left.minus(desired), labels)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, outcome{}, err
 	}
 	if stale := old.ids.minus(desired); len(stale) > 0 {
 		kept, err := cl.prune(ctx, stale, labels)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, outcome{}, err
 		}
 		left = left.union(kept)
 	}
 	if live, err = cl.list(ctx, objs, labels); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, outcome{}, err
 	}
-	if err := cl.writeRecord(ctx, d, record{ids: desired, digest: digest, versions: versionsOf(live), left: left}); err != nil {
-		return nil, nil, nil, err
+	if strategy.ComparisonOption == fleet.ComparisonOptionTypeFullComparison {
+		if out.Drifted, err = driftsAfterApply(objs, live, out.held); err != nil {
+			return nil, nil, nil, outcome{}, err
+		}
 	}
-	return objs, live, left, nil
+	rec := record{ids: desired, digest: digest, versions: versionsOf(live), left: left, hashes: map[string]string{}}
+	for _, o := range objs {
+		k := idKey(member.Identify(o))
+		if out.held[k] {
+			if h := old.hashes[k]; h != "" {
+				rec.hashes[k] = h
+			}
+			continue
+		}
+		rec.hashes[k] = manifestHash(o)
+	}
+	if len(out.held) > 0 || len(out.Drifted) > 0 {
+		rec.digest = "" // compare again on every pass
+	}
+	if err := cl.writeRecord(ctx, d, rec); err != nil {
+		return nil, nil, nil, outcome{}, err
+	}
+	return objs, live, left, out, nil
 }
 
 // applyAll server-side applies objs in two stages, cluster definitions
@@ -621,6 +662,10 @@ type record struct {
 	versions map[string]string
 	// left is what prunes left because it is annotated prune: disabled.
 	left inventory
+	// hashes are, per object, the manifest it was last applied from
+	// (manifestHash): whenToApply: IfNotDrifted holds back an object
+	// changed on the member only while its manifest is the same.
+	hashes map[string]string
 }
 
 // readRecord returns the member's record of d's placement; empty when
@@ -654,6 +699,11 @@ func (cl *cluster) readRecord(ctx context.Context, d member.Delivery) (record, e
 			rec.left[id] = true
 		}
 	}
+	if v := data[hashesKey]; v != "" {
+		if err := json.Unmarshal([]byte(v), &rec.hashes); err != nil {
+			return record{}, fmt.Errorf("inventory %s: %s does not parse: %w", name, hashesKey, err)
+		}
+	}
 	if v := data[versionsKey]; v != "" {
 		if err := json.Unmarshal([]byte(v), &rec.versions); err != nil {
 			return record{}, fmt.Errorf("inventory %s: %s does not parse: %w", name, versionsKey, err)
@@ -676,6 +726,13 @@ func (cl *cluster) writeRecord(ctx context.Context, d member.Delivery, rec recor
 			return err
 		}
 		data[leftKey] = string(left)
+	}
+	if len(rec.hashes) > 0 {
+		hashes, err := json.Marshal(rec.hashes)
+		if err != nil {
+			return err
+		}
+		data[hashesKey] = string(hashes)
 	}
 	if rec.digest != "" {
 		versions, err := json.Marshal(rec.versions)

@@ -58,6 +58,12 @@ type Options struct {
 	// RequestTimeout bounds every request to a member API server
 	// (default 30s).
 	RequestTimeout time.Duration
+	// DriftCheckInterval is how often a delivered binding is taken again
+	// from the start: compared with what the member holds (drifts,
+	// diffs), and re-applied where the strategy says so. Zero turns the
+	// check off: a binding is then compared again only when delivered
+	// again.
+	DriftCheckInterval time.Duration
 	// RetryBase and RetryMax bound the backoff after a failed apply
 	// (defaults 1s and 2m).
 	RetryBase, RetryMax time.Duration
@@ -178,7 +184,8 @@ func (c *Clusters) Driver(context string) member.Driver {
 }
 
 // Pending implements member.Clusters: deliveries queued, being applied, or
-// applied and becoming healthy. Failed ones (an unreachable member, an
+// applied and becoming healthy. Settled ones (waiting for their drift
+// check) are not counted, nor failed ones (an unreachable member, an
 // object kstatus calls Failed) are retried but not counted: they wait on a
 // person or on the member, not on gitfleet.
 func (c *Clusters) Pending() int {
@@ -186,7 +193,7 @@ func (c *Clusters) Pending() int {
 	defer c.mu.Unlock()
 	n := 0
 	for _, w := range c.work {
-		if !w.failing {
+		if !w.failing && !w.settled {
 			n++
 		}
 	}

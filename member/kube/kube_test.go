@@ -31,18 +31,20 @@ type reports struct {
 }
 
 type report struct {
-	gen    int64
-	conds  []metav1.Condition
-	failed []fleet.FailedResourcePlacement
+	gen     int64
+	conds   []metav1.Condition
+	failed  []fleet.FailedResourcePlacement
+	drifted []fleet.DriftedResourcePlacement
+	diffed  []fleet.DiffedResourcePlacement
 }
 
-func (r *reports) ReportBindingStatus(key hub.Key, gen int64, conds []metav1.Condition, failed []fleet.FailedResourcePlacement) error {
+func (r *reports) ReportBindingStatus(key hub.Key, gen int64, conds []metav1.Condition, p member.Placements) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.last == nil {
 		r.last = map[hub.Key]report{}
 	}
-	r.last[key] = report{gen: gen, conds: conds, failed: failed}
+	r.last[key] = report{gen: gen, conds: conds, failed: p.Failed, drifted: p.Drifted, diffed: p.Diffed}
 	r.history = append(r.history, r.last[key])
 	r.n++
 	return nil

@@ -410,6 +410,13 @@ func (c *computation) perCluster(s *fleet.PerClusterPlacementStatus, b *fleet.Bi
 		case applied, available:
 			if bc.Status == metav1.ConditionFalse {
 				s.FailedPlacements = b.Status.FailedPlacements
+				s.DiffedPlacements = b.Status.DiffedPlacements
+			}
+			// Drifts are reported whether the apply succeeded or not.
+			s.DriftedPlacements = b.Status.DriftedPlacements
+		case diffReported:
+			if bc.Status == metav1.ConditionTrue {
+				s.DiffedPlacements = b.Status.DiffedPlacements
 			}
 		}
 		c.set(&s.Conditions, cond(rc.suffix(), bc.Status, bc.Reason, bc.Message, c.p.Generation))
