@@ -97,10 +97,14 @@ func newFixture(t *testing.T, extra map[string][2]string, names ...string) *fixt
 
 // start loads the kubeconfig into a new driver, as a restarted gitfleet
 // would.
-func (f *fixture) start() *kube.Clusters {
+func (f *fixture) start() *kube.Clusters { return f.startWith(0) }
+
+// startWith is start with a periodic drift check every driftCheck (0: off).
+func (f *fixture) startWith(driftCheck time.Duration) *kube.Clusters {
 	f.t.Helper()
 	c, err := kube.Load(kube.Options{Kubeconfig: f.kubeconfig, PollInterval: 100 * time.Millisecond,
-		RetryBase: 50 * time.Millisecond, RetryMax: time.Second, Log: slog.New(slog.DiscardHandler)})
+		RetryBase: 50 * time.Millisecond, RetryMax: time.Second, Log: slog.New(slog.DiscardHandler),
+		DriftCheckInterval: driftCheck})
 	if err != nil {
 		f.t.Fatal(err)
 	}
