@@ -95,7 +95,8 @@ func (ds *Drivers) For(m *fleet.MemberCluster) Driver {
 func DriverConfig(annotations map[string]string) string {
 	_, unavailable := annotations[fleet.SimUnavailableAnnotation]
 	return strconv.Quote(annotations[fleet.DriverAnnotation]) + strconv.Quote(annotations[fleet.SimAvailableAfterAnnotation]) +
-		strconv.Quote(annotations[fleet.SimUnavailableAnnotation]) + strconv.FormatBool(unavailable)
+		strconv.Quote(annotations[fleet.SimUnavailableAnnotation]) + strconv.FormatBool(unavailable) +
+		strconv.Quote(annotations[fleet.SimDriftAnnotation])
 }
 
 func (ds *Drivers) simulated(name string) *Simulated {

@@ -32,8 +32,16 @@ import (
 //     Available=False and one failed placement per resource, as KubeFleet
 //     shows a Deployment whose pods cannot start.
 //
+//   - gitfleet.io/sim-drift: "<kind>/<namespace>/<name>:<JSON pointer>=<value>[;...]":
+//     someone edits these fields of the member's objects after every
+//     apply. Under whenToApply: IfNotDrifted a redelivery of the same
+//     manifest finds the drift and applies nothing (Applied=False,
+//     driftedPlacements); under FullComparison the edit is reported as a
+//     drift of an applied work; ReportDiff reports it as a diff.
+//
 // A binding with the ReportDiff apply strategy is not applied: the member
-// reports DiffReported=True and keeps what it had.
+// reports DiffReported=True with the diff of each resource against what
+// it holds (the whole object when it holds none) and keeps what it had.
 //
 // What a newer delivery drops, or a removal takes off, is gone from the
 // member, except objects annotated prune: disabled (PruneDisabled), which
@@ -187,17 +195,44 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 		return reportNotApplied(s.reporter, d, InvalidSimulationReason, err.Error())
 	}
 
+	drifts, err := parseSimDrifts(d.Member)
+	if err != nil {
+		return reportNotApplied(s.reporter, d, InvalidSimulationReason, err.Error())
+	}
+	strategy := fleet.DefaultApplyStrategy(d.Binding.Spec.ApplyStrategy)
+
 	s.mu.Lock()
 	s.stopTimerLocked(key)
 	if d.ReportsDiff() {
+		diffed, err := s.diffLocked(d.Resources, drifts, strategy.ComparisonOption)
 		s.mu.Unlock()
-		s.log.Debug("reported diff", "binding", hub.KeyString(key), "generation", gen)
+		if err != nil {
+			return s.reporter.ReportBindingStatus(key, gen,
+				[]metav1.Condition{overridden(d.Binding), workSynchronized(gen), NotDiffReported(gen, d.WorkName())}, Placements{})
+		}
+		s.log.Debug("reported diff", "binding", hub.KeyString(key), "generation", gen, "diffed", len(diffed))
 		return s.reporter.ReportBindingStatus(key, gen,
-			[]metav1.Condition{overridden(d.Binding), workSynchronized(gen), diffReported(gen)}, Placements{})
+			[]metav1.Condition{overridden(d.Binding), workSynchronized(gen), diffReported(gen)}, Placements{Diffed: diffed})
 	}
 	var was []*unstructured.Unstructured
 	if old, ok := s.placed[key]; ok {
 		was = old.Resources
+	}
+	if strategy.WhenToApply == fleet.WhenToApplyTypeIfNotDrifted {
+		if out := driftsOf(was, d.Resources, drifts, strategy.ComparisonOption, gen); len(out.Failed) > 0 {
+			// The member keeps what it has: nothing of the binding is applied.
+			s.mu.Unlock()
+			s.log.Debug("drifted", "binding", hub.KeyString(key), "generation", gen, "drifted", len(out.Drifted))
+			return s.reporter.ReportBindingStatus(key, gen, []metav1.Condition{overridden(d.Binding), workSynchronized(gen),
+				notApplied(gen, WorkNotAppliedReason, fmt.Sprintf(WorkFailedToApplyMessageFmt, d.WorkName()))}, out)
+		}
+	}
+	// Under FullComparison the edit made after this apply is a drift the
+	// apply does not undo: reported, and the work is still applied.
+	var after Placements
+	if strategy.ComparisonOption == fleet.ComparisonOptionTypeFullComparison {
+		after = driftsOf(d.Resources, d.Resources, drifts, strategy.ComparisonOption, gen)
+		after.Failed = nil
 	}
 	s.keepLocked(d.Placement(), was, d.Resources)
 	p := &Placed{
@@ -219,17 +254,17 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 		"resources", len(p.Resources), "available", isAvailable)
 	conds := WithPruneSkipped([]metav1.Condition{p.overridden, workSynchronized(gen), applied(gen)}, gen, p.left)
 	if isAvailable {
-		return s.reporter.ReportBindingStatus(key, gen, append(conds, available(gen)), Placements{})
+		return s.reporter.ReportBindingStatus(key, gen, append(conds, available(gen)), after)
 	}
 	if sim.unavailable {
 		// Never available: KubeFleet's failure report, which the engine
 		// counts as an error and, after the stuck threshold, reports Stuck.
 		return s.reporter.ReportBindingStatus(key, gen, append(conds, notAvailable(gen, d.WorkName())),
-			Failed(d.Envelopes.Name(failedPlacements(d.Resources, gen))))
+			Placements{Failed: d.Envelopes.Name(failedPlacements(d.Resources, gen)), Drifted: after.Drifted})
 	}
 	// Becoming available: in progress, not a failure (spec §3.5), so the
 	// engine waits quietly and is woken by the Available report.
-	err = s.reporter.ReportBindingStatus(key, gen, append(conds, notYetAvailable(gen, d.WorkName())), Placements{})
+	err = s.reporter.ReportBindingStatus(key, gen, append(conds, notYetAvailable(gen, d.WorkName())), after)
 	// Armed only now, so the Available report can never overtake the
 	// not-yet-available one.
 	s.mu.Lock()
@@ -384,6 +419,77 @@ func failedPlacements(resources []*unstructured.Unstructured, gen int64) []fleet
 			Condition: condition(fleet.ResourceBindingAvailable, metav1.ConditionFalse,
 				ManifestNotAvailableYetReason, ManifestNotAvailableYetMessage, gen),
 		})
+	}
+	return out
+}
+
+// holdsLocked is the member's copy of the object id names, from any
+// binding; nil when it has none.
+func (s *Simulated) holdsLocked(id fleet.ResourceIdentifier) *unstructured.Unstructured {
+	keys := make([]hub.Key, 0, len(s.placed))
+	for k := range s.placed {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	for _, k := range keys {
+		for _, r := range s.placed[k].Resources {
+			if Identify(r) == id {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// diffLocked is ReportDiff on a simulated member: each resource against
+// the member's copy, edited as sim-drift says.
+func (s *Simulated) diffLocked(resources []*unstructured.Unstructured, drifts []simDrift, option fleet.ComparisonOptionType) ([]fleet.DiffedResourcePlacement, error) {
+	var out []fleet.DiffedResourcePlacement
+	for _, r := range resources {
+		held := s.holdsLocked(Identify(r))
+		if held == nil {
+			out = append(out, DiffedPlacement(r, nil, nil))
+			continue
+		}
+		live := edited(held, drifts)
+		if live == nil {
+			live = held
+		}
+		details, err := compare(r, live, option)
+		if err != nil {
+			return nil, err
+		}
+		if len(details) > 0 {
+			out = append(out, DiffedPlacement(r, live, details))
+		}
+	}
+	return out, nil
+}
+
+// driftsOf finds the drifts sim-drift makes in the member's copies (was)
+// of resources applied from the same manifests, each also a failed
+// placement (FoundDrifts).
+func driftsOf(was, resources []*unstructured.Unstructured, drifts []simDrift, option fleet.ComparisonOptionType, gen int64) Placements {
+	var out Placements
+	for _, r := range resources {
+		id := Identify(r)
+		for _, prev := range was {
+			if Identify(prev) != id || !equality.Semantic.DeepEqual(Comparable(prev).Object, Comparable(r).Object) {
+				continue
+			}
+			live := edited(prev, drifts)
+			if live == nil {
+				break
+			}
+			details, err := compare(r, live, option)
+			if err != nil || len(details) == 0 {
+				break
+			}
+			out.Failed = append(out.Failed, FailedPlacement(r, fleet.ResourceBindingApplied, FoundDriftsReason,
+				fmt.Sprintf(ManifestNotAppliedMessageFmt, DriftsFoundError), gen))
+			out.Drifted = append(out.Drifted, DriftedPlacement(r, live, details))
+			break
+		}
 	}
 	return out
 }

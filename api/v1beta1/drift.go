@@ -97,3 +97,11 @@ func sameIdentifier(a, b ResourceIdentifier) bool {
 	a.Envelope, b.Envelope = nil, nil
 	return a == b && (ea == nil) == (eb == nil) && (ea == nil || *ea == *eb)
 }
+
+// SimDriftAnnotation on a simulated MemberCluster is an edit someone makes
+// on the member after every apply, so the embedded hub and `gitfleet
+// simulate` can show drift detection: "<kind>/<namespace>/<name>:<JSON
+// pointer>=<value>" (namespace empty for cluster-scoped objects), several
+// separated by ";", the value set as a string. Example:
+// "ConfigMap/app/settings:/data/color=red".
+const SimDriftAnnotation = GitfleetPrefix + "sim-drift"
