@@ -27,6 +27,7 @@ import (
 //   - gitfleet.io/sim-available-after (Go duration, default 0s): how long
 //     after applying the resources become available. With 0s the Available
 //     report comes in the same call, so the engine is woken at once.
+//
 //   - gitfleet.io/sim-unavailable: "<reason>": the resources never become
 //     available (the seeds' stuck rollout). The binding shows
 //     Available=False and one failed placement per resource, as KubeFleet

@@ -39,6 +39,7 @@ type serveOptions struct {
 	timeout                                    time.Duration
 	render                                     renderLimits
 	kubeconfig                                 string
+	driftCheckInterval                         time.Duration
 	hub                                        hubOptions
 	auth                                       gitsource.Auth
 	leaderElection                             leader.Options
@@ -115,6 +116,7 @@ repository, by filesystem notifications.`,
 	o.render.addFlags(f)
 	f.DurationVar(&o.stuckThreshold, "stuck-threshold", 5*time.Minute, "report a run stuck when a cluster has been updating this long")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the member clusters named by gitfleet.io/driver: kubeconfig:<context> (default: KUBECONFIG, several files merged as kubectl does, else ~/.kube/config)")
+	f.DurationVar(&o.driftCheckInterval, "drift-check-interval", kube.DefaultDriftCheckInterval, "compare what kubeconfig: members hold with what was delivered this often, report drifts and diffs, and re-apply where the apply strategy says so (KubeFleet's member agent re-checks every 15 minutes once settled); 0 only on delivery")
 	f.StringVar(&o.webhookAddr, "webhook-addr", "", "listen for push webhooks on this address (e.g. :9090), path /webhook")
 	f.StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "file holding the webhook secret (required with --webhook-addr)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:8080", "serve /metrics, /healthz and /readyz on this address (empty disables; :8080 for every interface, as in a Pod)")
@@ -177,7 +179,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 		}
 	}
 
-	clusters, err := loadClusters(o.kubeconfig, log)
+	clusters, err := loadClusters(o.kubeconfig, o.driftCheckInterval, log)
 	if err != nil {
 		return err
 	}
@@ -323,8 +325,8 @@ func runElected(ctx context.Context, o serveOptions, log *slog.Logger, endpoints
 // loadClusters reads the kubeconfig of the member clusters. Without
 // --kubeconfig, KUBECONFIG or ~/.kube/config there is none, and nil is
 // returned: kubeconfig:<context> members then say so on their bindings.
-func loadClusters(path string, log *slog.Logger) (*kube.Clusters, error) {
-	c, err := kube.Load(kube.Options{Kubeconfig: path, Log: log})
+func loadClusters(path string, driftCheck time.Duration, log *slog.Logger) (*kube.Clusters, error) {
+	c, err := kube.Load(kube.Options{Kubeconfig: path, DriftCheckInterval: driftCheck, Log: log})
 	if err != nil {
 		return nil, err
 	}

@@ -45,6 +45,12 @@ import (
 
 var logOnce sync.Once
 
+// DefaultDriftCheckInterval is serve's drift check interval: KubeFleet's
+// member agent re-processes a settled placement with a delay that backs
+// off to 15 minutes (--work-applier-requeue-rate-limiter-max-fast-backoff-delay-seconds,
+// default 900).
+const DefaultDriftCheckInterval = 15 * time.Minute
+
 // Options shape the driver.
 type Options struct {
 	// Kubeconfig is the file given with --kubeconfig; empty means kubectl's
