@@ -21,20 +21,18 @@ import (
 
 // Simulated is an in-process member cluster. It applies a delivery at once
 // and keeps what it holds in memory, so tests and `gitfleet simulate -o
-// yaml` can show what each member has. Two annotations on the MemberCluster
+// yaml` can show what each member has. Three annotations on the MemberCluster
 // shape it:
 //
 //   - gitfleet.io/sim-available-after (Go duration, default 0s): how long
 //     after applying the resources become available. With 0s the Available
 //     report comes in the same call, so the engine is woken at once.
-//
 //   - gitfleet.io/sim-unavailable: "<reason>": the resources never become
 //     available (the seeds' stuck rollout). The binding shows
 //     Available=False and one failed placement per resource, as KubeFleet
 //     shows a Deployment whose pods cannot start.
-//
-//   - gitfleet.io/sim-drift: "<kind>/<namespace>/<name>:<JSON pointer>=<value>[;...]":
-//     someone edits these fields of the member's objects after every
+//   - gitfleet.io/sim-drift ("<kind>/<namespace>/<name>:<pointer>=<value>",
+//     several separated by ";"): someone edits these fields of the member's objects after every
 //     apply. Under whenToApply: IfNotDrifted a redelivery of the same
 //     manifest finds the drift and applies nothing (Applied=False,
 //     driftedPlacements); under FullComparison the edit is reported as a

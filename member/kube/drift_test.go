@@ -1,7 +1,6 @@
 package kube_test
 
 import (
-	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -224,14 +223,4 @@ func TestTakeoverOfAnObjectTheMemberAlreadyHas(t *testing.T) {
 			}
 		})
 	}
-}
-
-// BenchmarkDriftCheck1000 is the cost of one periodic drift check of a
-// delivery of 1,000 objects on a real API server: unchanged (LISTs only),
-// and under IfNotDrifted with every object edited since (a dry-run diff of
-// each).
-//
-//	go test ./member/kube -run '^$' -bench DriftCheck1000 -benchtime 5x
-func BenchmarkDriftCheck1000(b *testing.B) {
-	_ = fmt.Sprint
 }
