@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/fluxcd/pkg/ssa"
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -66,60 +67,88 @@ func (cl *cluster) diff(ctx context.Context, manifest, live *unstructured.Unstru
 // manifest, is held and reported drifted; an object the member already
 // has that gitfleet did not apply is taken over (whenToTakeOver: Always),
 // taken over only if it does not differ (IfNoDiff), or left alone
-// (Never).
+// (Never). Objects are compared concurrently; the outcome keeps their
+// order.
 func (cl *cluster) gate(ctx context.Context, objs []*unstructured.Unstructured, live map[string]*unstructured.Unstructured,
 	hashes map[string]string, strategy *fleet.ApplyStrategy, gen int64) (outcome, error) {
-	var out outcome
-	for _, o := range objs {
+	verdicts := make([]verdict, len(objs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(applyConcurrency)
+	for i, o := range objs {
 		k := idKey(member.Identify(o))
-		if u, ours := live[k]; ours {
-			if strategy.WhenToApply != fleet.WhenToApplyTypeIfNotDrifted || hashes[k] == "" || hashes[k] != manifestHash(o) {
-				continue // a new manifest is applied over whatever is there
-			}
-			details, degraded, err := cl.diff(ctx, o, u, strategy.ComparisonOption)
-			if err != nil {
-				return outcome{}, err
-			}
-			if len(details) == 0 {
-				continue
-			}
-			reason, msg := member.FoundDriftsReason, member.DriftsFoundError
-			if degraded {
-				reason, msg = member.FoundDriftsInDegradedModeReason, member.DriftsFoundInDegradedModeError
-			}
-			out.hold(o, reason, msg, gen)
-			out.Drifted = append(out.Drifted, member.DriftedPlacement(o, u, details))
-			continue
-		}
-		if strategy.WhenToTakeOver == fleet.WhenToTakeOverTypeAlways {
+		u, ours := live[k]
+		switch {
+		case ours && (strategy.WhenToApply != fleet.WhenToApplyTypeIfNotDrifted || hashes[k] == "" || hashes[k] != manifestHash(o)):
+			continue // a new manifest is applied over whatever is there
+		case !ours && strategy.WhenToTakeOver == fleet.WhenToTakeOverTypeAlways:
 			continue // created, or taken over, by the apply
 		}
-		u, err := cl.get(ctx, o)
-		if err != nil {
-			return outcome{}, err
-		}
-		if u == nil {
+		g.Go(func() (err error) {
+			verdicts[i], err = cl.judge(gctx, o, u, strategy)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return outcome{}, err
+	}
+	var out outcome
+	for i, v := range verdicts {
+		if v.reason == "" {
 			continue
 		}
-		if strategy.WhenToTakeOver == fleet.WhenToTakeOverTypeNever {
-			out.hold(o, member.NotTakenOverReason, member.NotTakenOverError, gen)
-			continue
+		out.hold(objs[i], v.reason, v.err, gen)
+		if v.drifted != nil {
+			out.Drifted = append(out.Drifted, *v.drifted)
 		}
-		details, degraded, err := cl.diff(ctx, o, u, strategy.ComparisonOption)
-		if err != nil {
-			return outcome{}, err
+		if v.diffed != nil {
+			out.Diffed = append(out.Diffed, *v.diffed)
 		}
-		if len(details) == 0 {
-			continue
-		}
-		msg := member.DiffsFoundTakeOverError
-		if degraded {
-			msg = member.DiffsFoundTakeOverDegradedError
-		}
-		out.hold(o, member.FailedToTakeOverReason, msg, gen)
-		out.Diffed = append(out.Diffed, member.DiffedPlacement(o, u, details))
 	}
 	return out, nil
+}
+
+// verdict is why gate holds one object back; empty when it does not.
+type verdict struct {
+	reason, err string
+	drifted     *fleet.DriftedResourcePlacement
+	diffed      *fleet.DiffedResourcePlacement
+}
+
+// judge is gate's decision on o: ours (the member's copy gitfleet
+// applied) is compared for drifts; without it, the member is asked
+// whether someone else's object is there to take over.
+func (cl *cluster) judge(ctx context.Context, o, ours *unstructured.Unstructured, strategy *fleet.ApplyStrategy) (verdict, error) {
+	if ours != nil {
+		details, degraded, err := cl.diff(ctx, o, ours, strategy.ComparisonOption)
+		if err != nil || len(details) == 0 {
+			return verdict{}, err
+		}
+		v := verdict{reason: member.FoundDriftsReason, err: member.DriftsFoundError}
+		if degraded {
+			v.reason, v.err = member.FoundDriftsInDegradedModeReason, member.DriftsFoundInDegradedModeError
+		}
+		dr := member.DriftedPlacement(o, ours, details)
+		v.drifted = &dr
+		return v, nil
+	}
+	u, err := cl.get(ctx, o)
+	if err != nil || u == nil {
+		return verdict{}, err
+	}
+	if strategy.WhenToTakeOver == fleet.WhenToTakeOverTypeNever {
+		return verdict{reason: member.NotTakenOverReason, err: member.NotTakenOverError}, nil
+	}
+	details, degraded, err := cl.diff(ctx, o, u, strategy.ComparisonOption)
+	if err != nil || len(details) == 0 {
+		return verdict{}, err
+	}
+	v := verdict{reason: member.FailedToTakeOverReason, err: member.DiffsFoundTakeOverError}
+	if degraded {
+		v.err = member.DiffsFoundTakeOverDegradedError
+	}
+	df := member.DiffedPlacement(o, u, details)
+	v.diffed = &df
+	return v, nil
 }
 
 // driftsAfterApply is KubeFleet's post-apply drift detection: with
@@ -148,22 +177,35 @@ func driftsAfterApply(objs []*unstructured.Unstructured, live map[string]*unstru
 // with what the member holds, nothing is written to the member (not even
 // a takeover), and an object the member does not have is reported whole.
 func (cl *cluster) reportDiff(ctx context.Context, d member.Delivery, strategy *fleet.ApplyStrategy) ([]fleet.DiffedResourcePlacement, error) {
+	found := make([]*fleet.DiffedResourcePlacement, len(d.Resources))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(applyConcurrency)
+	for i, r := range d.Resources {
+		g.Go(func() error {
+			u, err := cl.get(gctx, r)
+			if err != nil {
+				return err
+			}
+			if u == nil {
+				df := member.DiffedPlacement(r, nil, nil)
+				found[i] = &df
+				return nil
+			}
+			details, _, err := cl.diff(gctx, r, u, strategy.ComparisonOption)
+			if err == nil && len(details) > 0 {
+				df := member.DiffedPlacement(r, u, details)
+				found[i] = &df
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
 	var out []fleet.DiffedResourcePlacement
-	for _, r := range d.Resources {
-		u, err := cl.get(ctx, r)
-		if err != nil {
-			return nil, err
-		}
-		if u == nil {
-			out = append(out, member.DiffedPlacement(r, nil, nil))
-			continue
-		}
-		details, _, err := cl.diff(ctx, r, u, strategy.ComparisonOption)
-		if err != nil {
-			return nil, err
-		}
-		if len(details) > 0 {
-			out = append(out, member.DiffedPlacement(r, u, details))
+	for _, df := range found {
+		if df != nil {
+			out = append(out, *df)
 		}
 	}
 	return out, nil
