@@ -32,12 +32,14 @@ func configMaps(prefix string, n int) []string {
 //   - unchanged: nothing changed since the apply (whenToApply Always): the
 //     record's versions match, so the check is a LIST per kind and
 //     namespace;
+//
 //   - ifnotdrifted-all-drifted: every ConfigMap was edited on the member
 //     (whenToApply IfNotDrifted): a dry-run diff of each, all reported;
+//
 //   - reportdiff: ReportDiff of the applied workload, nothing differs: a
 //     GET and a dry-run diff of each.
 //
-//	go test ./member/kube -run '^$' -bench DriftCheck1000 -benchtime 5x
+//     go test ./member/kube -run '^$' -bench DriftCheck1000 -benchtime 5x
 func BenchmarkDriftCheck1000(b *testing.B) {
 	clusters := kubetest.Start(b, "member1")
 	kubeconfig := kubetest.Kubeconfig(b, clusters, nil)
