@@ -32,11 +32,12 @@ import (
 //     Available=False and one failed placement per resource, as KubeFleet
 //     shows a Deployment whose pods cannot start.
 //   - gitfleet.io/sim-drift ("<kind>/<namespace>/<name>:<pointer>=<value>",
-//     several separated by ";"): someone edits these fields of the member's objects after every
-//     apply. Under whenToApply: IfNotDrifted a redelivery of the same
-//     manifest finds the drift and applies nothing (Applied=False,
-//     driftedPlacements); under FullComparison the edit is reported as a
-//     drift of an applied work; ReportDiff reports it as a diff.
+//     several separated by ";"): someone edits these fields of the
+//     member's objects after every apply, and the member's next check
+//     sees it at once. Under whenToApply: IfNotDrifted that is
+//     Applied=False with driftedPlacements (the edit is kept); under
+//     FullComparison a field the manifest does not set is a drift of an
+//     applied work; ReportDiff reports the edit as a diff.
 //
 // A binding with the ReportDiff apply strategy is not applied: the member
 // reports DiffReported=True with the diff of each resource against what
@@ -217,21 +218,17 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 	if old, ok := s.placed[key]; ok {
 		was = old.Resources
 	}
-	if strategy.WhenToApply == fleet.WhenToApplyTypeIfNotDrifted {
-		if out := driftsOf(was, d.Resources, drifts, strategy.ComparisonOption, gen); len(out.Failed) > 0 {
-			// The member keeps what it has: nothing of the binding is applied.
-			s.mu.Unlock()
-			s.log.Debug("drifted", "binding", hub.KeyString(key), "generation", gen, "drifted", len(out.Drifted))
-			return s.reporter.ReportBindingStatus(key, gen, []metav1.Condition{overridden(d.Binding), workSynchronized(gen),
-				notApplied(gen, WorkNotAppliedReason, fmt.Sprintf(WorkFailedToApplyMessageFmt, d.WorkName()))}, out)
-		}
-	}
-	// Under FullComparison the edit made after this apply is a drift the
-	// apply does not undo: reported, and the work is still applied.
-	var after Placements
-	if strategy.ComparisonOption == fleet.ComparisonOptionTypeFullComparison {
-		after = driftsOf(d.Resources, d.Resources, drifts, strategy.ComparisonOption, gen)
+	// The edit sim-drift makes after the apply, as the member's next check
+	// sees it: under IfNotDrifted the edited objects are not applied
+	// again (Applied=False); under FullComparison with Always, a field
+	// the manifest does not set is a drift of an applied work.
+	after := driftsOf(d.Resources, drifts, strategy.ComparisonOption, gen)
+	drifted := strategy.WhenToApply == fleet.WhenToApplyTypeIfNotDrifted && len(after.Failed) > 0
+	if !drifted {
 		after.Failed = nil
+		if strategy.ComparisonOption != fleet.ComparisonOptionTypeFullComparison {
+			after.Drifted = nil // the apply restores what it owns
+		}
 	}
 	s.keepLocked(d.Placement(), was, d.Resources)
 	p := &Placed{
@@ -240,7 +237,7 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 		ResourceSnapshot: d.Binding.Spec.ResourceSnapshotName,
 		Generation:       gen,
 		set:              s.shelf.hold(d.Binding.Namespace+"/"+d.Binding.Spec.ResourceSnapshotName, d.Resources),
-		Available:        !sim.unavailable && (sim.availableAfter == 0 || availableAt(d.Binding, gen)),
+		Available:        !drifted && !sim.unavailable && (sim.availableAfter == 0 || availableAt(d.Binding, gen)),
 		overridden:       overridden(d.Binding),
 		left:             s.leftOfLocked(d.Placement()),
 	}
@@ -251,6 +248,11 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 
 	s.log.Debug("applied", "binding", hub.KeyString(key), "generation", gen, "snapshot", p.ResourceSnapshot,
 		"resources", len(p.Resources), "available", isAvailable)
+	if drifted {
+		s.log.Debug("drifted", "binding", hub.KeyString(key), "generation", gen, "drifted", len(after.Drifted))
+		return s.reporter.ReportBindingStatus(key, gen, WithPruneSkipped([]metav1.Condition{p.overridden, workSynchronized(gen),
+			notApplied(gen, WorkNotAppliedReason, fmt.Sprintf(WorkFailedToApplyMessageFmt, d.WorkName()))}, gen, p.left), after)
+	}
 	conds := WithPruneSkipped([]metav1.Condition{p.overridden, workSynchronized(gen), applied(gen)}, gen, p.left)
 	if isAvailable {
 		return s.reporter.ReportBindingStatus(key, gen, append(conds, available(gen)), after)
@@ -465,30 +467,23 @@ func (s *Simulated) diffLocked(resources []*unstructured.Unstructured, drifts []
 	return out, nil
 }
 
-// driftsOf finds the drifts sim-drift makes in the member's copies (was)
-// of resources applied from the same manifests, each also a failed
-// placement (FoundDrifts).
-func driftsOf(was, resources []*unstructured.Unstructured, drifts []simDrift, option fleet.ComparisonOptionType, gen int64) Placements {
+// driftsOf finds the drifts sim-drift makes in the member's copies of
+// resources, each also a failed placement (FoundDrifts) for when the
+// strategy holds it back.
+func driftsOf(resources []*unstructured.Unstructured, drifts []simDrift, option fleet.ComparisonOptionType, gen int64) Placements {
 	var out Placements
 	for _, r := range resources {
-		id := Identify(r)
-		for _, prev := range was {
-			if Identify(prev) != id || !equality.Semantic.DeepEqual(Comparable(prev).Object, Comparable(r).Object) {
-				continue
-			}
-			live := edited(prev, drifts)
-			if live == nil {
-				break
-			}
-			details, err := compare(r, live, option)
-			if err != nil || len(details) == 0 {
-				break
-			}
-			out.Failed = append(out.Failed, FailedPlacement(r, fleet.ResourceBindingApplied, FoundDriftsReason,
-				fmt.Sprintf(ManifestNotAppliedMessageFmt, DriftsFoundError), gen))
-			out.Drifted = append(out.Drifted, DriftedPlacement(r, live, details))
-			break
+		live := edited(r, drifts)
+		if live == nil {
+			continue
 		}
+		details, err := compare(r, live, option)
+		if err != nil || len(details) == 0 {
+			continue
+		}
+		out.Failed = append(out.Failed, FailedPlacement(r, fleet.ResourceBindingApplied, FoundDriftsReason,
+			fmt.Sprintf(ManifestNotAppliedMessageFmt, DriftsFoundError), gen))
+		out.Drifted = append(out.Drifted, DriftedPlacement(r, live, details))
 	}
 	return out
 }

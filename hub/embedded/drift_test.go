@@ -84,3 +84,29 @@ func TestReportDiffOnASimulatedMemberReportsEachResource(t *testing.T) {
 	wantCond(t, b, fleet.ResourceBindingDiffReported, metav1.ConditionTrue, member.AllWorkDiffReportedReason)
 	goldenStatus(t, "drift/reportdiff-binding-status.yaml", b)
 }
+
+// A member that drifts from the start (as in `gitfleet simulate`) reports
+// the drift with its first delivery, as its first check after the apply
+// would.
+func TestASimulatedMemberDriftingFromTheStartReportsIt(t *testing.T) {
+	f := newFixture(t, simulated("member1", fleet.SimDriftAnnotation, cmDrift))
+	f.bindWith("member1", fleet.ApplyStrategy{WhenToApply: fleet.WhenToApplyTypeIfNotDrifted})
+	b := f.binding("member1")
+	wantCond(t, b, fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason)
+	if len(b.Status.DriftedPlacements) != 1 || b.Status.DriftedPlacements[0].ObservedDrifts[0].ValueInMember != "edited-by-hand" {
+		t.Errorf("drifted = %+v, want test-cm's /data/key", b.Status.DriftedPlacements)
+	}
+	if c := cond(b, fleet.ResourceBindingAvailable); c != nil {
+		t.Errorf("Available = %+v, want none while Applied is False", c)
+	}
+}
+
+func TestAnInvalidSimDriftAnnotationIsReported(t *testing.T) {
+	f := newFixture(t, simulated("member1", fleet.SimDriftAnnotation, "ConfigMap/test-cm:/data/key=x"))
+	f.bindWith("member1", fleet.ApplyStrategy{})
+	c := cond(f.binding("member1"), fleet.ResourceBindingApplied)
+	want := `member cluster "member1" has an invalid gitfleet.io/sim-drift annotation entry "ConfigMap/test-cm:/data/key=x": want <kind>/<namespace>/<name>:<JSON pointer>=<value>, such as ConfigMap/app/settings:/data/color=red`
+	if c == nil || c.Reason != member.InvalidSimulationReason || c.Message != want {
+		t.Errorf("Applied = %+v, want %s: %s", c, member.InvalidSimulationReason, want)
+	}
+}
