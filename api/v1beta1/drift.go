@@ -34,6 +34,10 @@ type DriftedResourcePlacement struct {
 	ObservedDrifts []PatchDetail `json:"observedDrifts,omitempty"`
 }
 
+// Unlike KubeFleet's Go type, targetClusterObservedGeneration is
+// omitempty: an API server drops its null anyway (it is not nullable), so
+// the embedded hub's YAML shows what kubectl shows.
+
 // DiffedResourcePlacement is a resource whose member object differs from
 // its hub manifest: reported by the ReportDiff apply strategy, or for a
 // pre-existing object whenToTakeOver: IfNoDiff refused to take over.
@@ -46,7 +50,7 @@ type DiffedResourcePlacement struct {
 	// TargetClusterObservedGeneration is nil when the member does not have
 	// the object yet.
 	// +kubebuilder:validation:Optional
-	TargetClusterObservedGeneration *int64 `json:"targetClusterObservedGeneration"`
+	TargetClusterObservedGeneration *int64 `json:"targetClusterObservedGeneration,omitempty"`
 	// +kubebuilder:validation:Required
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Format=date-time
