@@ -197,7 +197,7 @@ func (cl *cluster) apply(ctx context.Context, d member.Delivery) ([]*unstructure
 	if old.digest == digest && old.ids.equal(desired) && unchanged(objs, live, old.versions) {
 		return objs, live, old.left, outcome{}, nil
 	}
-	out, err := cl.gate(ctx, objs, live, old.hashes, strategy, d.Generation())
+	out, err := cl.gate(ctx, objs, live, old, strategy, d.Generation())
 	if err != nil {
 		return nil, nil, nil, outcome{}, err
 	}
@@ -250,6 +250,7 @@ func (cl *cluster) apply(ctx context.Context, d member.Delivery) ([]*unstructure
 			if h := old.hashes[k]; h != "" {
 				rec.hashes[k] = h
 			}
+			delete(rec.versions, k) // compared again on every pass
 			continue
 		}
 		rec.hashes[k] = manifestHash(o)

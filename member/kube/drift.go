@@ -69,8 +69,13 @@ func (cl *cluster) diff(ctx context.Context, manifest, live *unstructured.Unstru
 // taken over only if it does not differ (IfNoDiff), or left alone
 // (Never). Objects are compared concurrently; the outcome keeps their
 // order.
+//
+// An object of ours at the version recorded after the last apply has not
+// changed since, so it is not compared: a check costs a dry run only for
+// the objects someone changed (held objects have no recorded version).
 func (cl *cluster) gate(ctx context.Context, objs []*unstructured.Unstructured, live map[string]*unstructured.Unstructured,
-	hashes map[string]string, strategy *fleet.ApplyStrategy, gen int64) (outcome, error) {
+	old record, strategy *fleet.ApplyStrategy, gen int64) (outcome, error) {
+	hashes := old.hashes
 	verdicts := make([]verdict, len(objs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(applyConcurrency)
@@ -80,6 +85,8 @@ func (cl *cluster) gate(ctx context.Context, objs []*unstructured.Unstructured, 
 		switch {
 		case ours && (strategy.WhenToApply != fleet.WhenToApplyTypeIfNotDrifted || hashes[k] == "" || hashes[k] != manifestHash(o)):
 			continue // a new manifest is applied over whatever is there
+		case ours && old.versions[k] != "" && old.versions[k] == version(u):
+			continue // untouched since gitfleet applied it
 		case !ours && strategy.WhenToTakeOver == fleet.WhenToTakeOverTypeAlways:
 			continue // created, or taken over, by the apply
 		}

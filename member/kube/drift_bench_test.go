@@ -33,6 +33,9 @@ func configMaps(prefix string, n int) []string {
 //     record's versions match, so the check is a LIST per kind and
 //     namespace;
 //
+//   - one-edited: one ConfigMap of 1,000 was edited on the member
+//     (whenToApply Always): the check restores it, with a full apply
+//     (Flux ssa dry-runs every object, writes the one);
 //   - ifnotdrifted-all-drifted: every ConfigMap was edited on the member
 //     (whenToApply IfNotDrifted): a dry-run diff of each, all reported;
 //
@@ -64,6 +67,27 @@ func BenchmarkDriftCheck1000(b *testing.B) {
 		d := benchDelivery(b, "drift-unchanged", workload("drift-unchanged", 1000))
 		check(b, d)
 		for b.Loop() {
+			check(b, d)
+		}
+	})
+	b.Run("one-edited", func(b *testing.B) {
+		d := benchDelivery(b, "drift-one", configMaps("drift-one", 1000))
+		check(b, d)
+		cm := d.Resources[10]
+		for b.Loop() {
+			b.StopTimer()
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(cm.GroupVersionKind())
+			if err := cl.client.Get(ctx, client.ObjectKeyFromObject(cm), u); err != nil {
+				b.Fatal(err)
+			}
+			if err := unstructured.SetNestedField(u.Object, "edited", "data", "key"); err != nil {
+				b.Fatal(err)
+			}
+			if err := cl.client.Update(ctx, u); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
 			check(b, d)
 		}
 	})
