@@ -36,6 +36,7 @@ func configMaps(prefix string, n int) []string {
 //   - one-edited: one ConfigMap of 1,000 was edited on the member
 //     (whenToApply Always): the check restores it, with a full apply
 //     (Flux ssa dry-runs every object, writes the one);
+//
 //   - ifnotdrifted-all-drifted: every ConfigMap was edited on the member
 //     (whenToApply IfNotDrifted): a dry-run diff of each, all reported;
 //
