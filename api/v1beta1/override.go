@@ -66,14 +66,22 @@ type ClusterResourceOverride struct {
 }
 
 // ClusterResourceOverrideSpec selects resources by name and says how to
-// override them.
+// override them. The markers of this file are KubeFleet's
+// (apis/placement/v1beta1/override_types.go) but for the rule that the
+// placement is immutable, which gitfleet leaves out (README, deliberate
+// difference 11).
 type ClusterResourceOverrideSpec struct {
 	// Placement, when set, limits the override to one placement.
+	// +optional
 	Placement *PlacementRef `json:"placement,omitempty"`
 	// ClusterResourceSelectors select by group, version, kind and name
 	// (label selectors are refused), ORed.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=20
 	ClusterResourceSelectors []ResourceSelectorTerm `json:"clusterResourceSelectors"`
-	Policy                   *OverridePolicy        `json:"policy"`
+	// +required
+	Policy *OverridePolicy `json:"policy"`
 }
 
 // ResourceOverride overrides namespaced resources of its own namespace.
@@ -88,9 +96,14 @@ type ResourceOverride struct {
 // ResourceOverrideSpec selects resources of the override's namespace by name
 // and says how to override them.
 type ResourceOverrideSpec struct {
-	Placement         *PlacementRef      `json:"placement,omitempty"`
+	// +optional
+	Placement *PlacementRef `json:"placement,omitempty"`
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=20
 	ResourceSelectors []ResourceSelector `json:"resourceSelectors"`
-	Policy            *OverridePolicy    `json:"policy"`
+	// +required
+	Policy *OverridePolicy `json:"policy"`
 }
 
 // ResourceSelector names one namespaced resource; the namespace is the
@@ -115,13 +128,20 @@ const (
 
 // PlacementRef names the placement an override is limited to.
 type PlacementRef struct {
-	Name  string        `json:"name"`
+	// +required
+	Name string `json:"name"`
+	// +kubebuilder:validation:Enum=Cluster;Namespaced
+	// +kubebuilder:default=Cluster
+	// +optional
 	Scope ResourceScope `json:"scope,omitempty"`
 }
 
 // OverridePolicy is the ordered list of rules; when two rules set one field
 // on a cluster, the later wins.
 type OverridePolicy struct {
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=20
 	OverrideRules []OverrideRule `json:"overrideRules"`
 }
 
@@ -138,8 +158,15 @@ const (
 // OverrideRule applies to the clusters its selector matches: an empty
 // clusterSelector matches every cluster, a missing one none.
 type OverrideRule struct {
-	ClusterSelector    *ClusterSelector    `json:"clusterSelector,omitempty"`
-	OverrideType       OverrideType        `json:"overrideType,omitempty"`
+	// +optional
+	ClusterSelector *ClusterSelector `json:"clusterSelector,omitempty"`
+	// +kubebuilder:validation:Enum=JSONPatch;Delete
+	// +kubebuilder:default=JSONPatch
+	// +optional
+	OverrideType OverrideType `json:"overrideType,omitempty"`
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=20
+	// +optional
 	JSONPatchOverrides []JSONPatchOverride `json:"jsonPatchOverrides,omitempty"`
 }
 
@@ -157,9 +184,13 @@ const (
 // variables OverrideClusterNameVariable and
 // OverrideClusterLabelKeyVariablePrefix…}; it must be empty for remove.
 type JSONPatchOverride struct {
+	// +kubebuilder:validation:Enum=add;remove;replace
+	// +required
 	Operator JSONPatchOverrideOperator `json:"op"`
-	Path     string                    `json:"path"`
-	Value    apiextensionsv1.JSON      `json:"value,omitempty"`
+	// +required
+	Path string `json:"path"`
+	// +optional
+	Value apiextensionsv1.JSON `json:"value,omitempty"`
 }
 
 // ClusterResourceOverrideSnapshot is an immutable copy of a
@@ -177,7 +208,8 @@ type ClusterResourceOverrideSnapshot struct {
 // ClusterResourceOverrideSnapshotSpec holds the frozen spec and its sha-256.
 type ClusterResourceOverrideSnapshotSpec struct {
 	OverrideSpec ClusterResourceOverrideSpec `json:"overrideSpec"`
-	OverrideHash []byte                      `json:"overrideHash"`
+	// +required
+	OverrideHash []byte `json:"overrideHash"`
 }
 
 // ResourceOverrideSnapshot is ClusterResourceOverrideSnapshot's namespaced
@@ -193,5 +225,6 @@ type ResourceOverrideSnapshot struct {
 // ResourceOverrideSnapshotSpec holds the frozen spec and its sha-256.
 type ResourceOverrideSnapshotSpec struct {
 	OverrideSpec ResourceOverrideSpec `json:"overrideSpec"`
-	OverrideHash []byte               `json:"overrideHash"`
+	// +required
+	OverrideHash []byte `json:"overrideHash"`
 }

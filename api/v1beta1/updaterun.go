@@ -17,6 +17,8 @@ type UpdateStrategy struct {
 
 // UpdateStrategySpec lists the stages, executed strictly in order.
 type UpdateStrategySpec struct {
+	// +kubebuilder:validation:MaxItems=31
+	// +kubebuilder:validation:Required
 	Stages []StageConfig `json:"stages"`
 	// DeleteStage gates the deletion stage, which removes the placement's
 	// resources from the clusters that left it. gitfleet's own field:
@@ -28,18 +30,44 @@ type UpdateStrategySpec struct {
 // DeleteStageConfig holds the tasks of the deletion stage.
 type DeleteStageConfig struct {
 	// BeforeStageTasks run before any binding is deleted: at most one,
-	// of type Approval, as for an update stage.
+	// of type Approval, as for an update stage, with that field's markers.
+	// +kubebuilder:validation:Optional
+	// +kubebuilder:validation:MaxItems=1
+	// +kubebuilder:validation:XValidation:rule="!self.exists(e, e.type == 'Approval' && has(e.waitTime))",message="AfterStageTaskType is Approval, waitTime is not allowed"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(e, e.type == 'TimedWait')",message="BeforeStageTaskType cannot be TimedWait"
 	BeforeStageTasks []StageTask `json:"beforeStageTasks,omitempty"`
 }
 
 // StageConfig selects the clusters of one stage and the tasks around it.
+//
+// The markers here and on the other types of this file are KubeFleet's
+// (apis/placement/v1beta1/stageupdate_types.go), so config/crd validates and
+// defaults as its CRDs do.
 type StageConfig struct {
-	Name             string                `json:"name"`
-	LabelSelector    *metav1.LabelSelector `json:"labelSelector,omitempty"`
-	SortingLabelKey  *string               `json:"sortingLabelKey,omitempty"`
-	MaxConcurrency   *intstr.IntOrString   `json:"maxConcurrency,omitempty"`
-	AfterStageTasks  []StageTask           `json:"afterStageTasks,omitempty"`
-	BeforeStageTasks []StageTask           `json:"beforeStageTasks,omitempty"`
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern="^[a-z0-9]+$"
+	// +kubebuilder:validation:Required
+	Name string `json:"name"`
+	// +kubebuilder:validation:Optional
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	// +kubebuilder:validation:Optional
+	SortingLabelKey *string `json:"sortingLabelKey,omitempty"`
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:Pattern="^(100|[1-9][0-9]?)%$"
+	// +kubebuilder:validation:XValidation:rule="self == null || type(self) != int || self >= 1",message="maxConcurrency must be at least 1"
+	// +kubebuilder:validation:Optional
+	MaxConcurrency *intstr.IntOrString `json:"maxConcurrency,omitempty"`
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:Optional
+	// +kubebuilder:validation:XValidation:rule="!self.exists(e, e.type == 'Approval' && has(e.waitTime))",message="AfterStageTaskType is Approval, waitTime is not allowed"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(e, e.type == 'TimedWait' && !has(e.waitTime))",message="AfterStageTaskType is TimedWait, waitTime is required"
+	AfterStageTasks []StageTask `json:"afterStageTasks,omitempty"`
+	// +kubebuilder:validation:Optional
+	// +kubebuilder:validation:MaxItems=1
+	// +kubebuilder:validation:XValidation:rule="!self.exists(e, e.type == 'Approval' && has(e.waitTime))",message="AfterStageTaskType is Approval, waitTime is not allowed"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(e, e.type == 'TimedWait')",message="BeforeStageTaskType cannot be TimedWait"
+	BeforeStageTasks []StageTask `json:"beforeStageTasks,omitempty"`
 }
 
 // StageTaskType is TimedWait or Approval.
@@ -52,7 +80,12 @@ const (
 
 // StageTask is a gate before or after a stage.
 type StageTask struct {
-	Type     StageTaskType    `json:"type"`
+	// +kubebuilder:validation:Enum=TimedWait;Approval
+	// +kubebuilder:validation:Required
+	Type StageTaskType `json:"type"`
+	// +kubebuilder:validation:Pattern="^(?:(?:0|[1-9][0-9]*)(\\.[0-9]+)?(?:s|m|h))+$"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Optional
 	WaitTime *metav1.Duration `json:"waitTime,omitempty"`
 }
 
@@ -76,12 +109,26 @@ type UpdateRun struct {
 	Status UpdateRunStatus `json:"status,omitempty"`
 }
 
-// UpdateRunSpec is immutable except for State.
+// UpdateRunSpec is immutable except for State, which moves only
+// Initialize→Run⇄Stop.
+// +kubebuilder:validation:XValidation:rule="!(has(oldSelf.state) && oldSelf.state == 'Initialize' && self.state == 'Stop')",message="invalid state transition: cannot transition from Initialize to Stop"
+// +kubebuilder:validation:XValidation:rule="!(has(oldSelf.state) && oldSelf.state == 'Run' && self.state == 'Initialize')",message="invalid state transition: cannot transition from Run to Initialize"
+// +kubebuilder:validation:XValidation:rule="!(has(oldSelf.state) && oldSelf.state == 'Stop' && self.state == 'Initialize')",message="invalid state transition: cannot transition from Stop to Initialize"
 type UpdateRunSpec struct {
-	PlacementName            string `json:"placementName"`
-	ResourceSnapshotIndex    string `json:"resourceSnapshotIndex,omitempty"`
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="placementName is immutable"
+	PlacementName string `json:"placementName"`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="resourceSnapshotIndex is immutable"
+	// +kubebuilder:validation:Optional
+	ResourceSnapshotIndex string `json:"resourceSnapshotIndex,omitempty"`
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="stagedRolloutStrategyName is immutable"
 	StagedUpdateStrategyName string `json:"stagedRolloutStrategyName"`
-	State                    State  `json:"state,omitempty"`
+	// +kubebuilder:validation:Optional
+	// +kubebuilder:default=Initialize
+	// +kubebuilder:validation:Enum=Initialize;Run;Stop
+	State State `json:"state,omitempty"`
 }
 
 // UpdateRunStatus is the plan frozen at initialization plus the progress.
@@ -93,33 +140,44 @@ type UpdateRunStatus struct {
 	StagedUpdateStrategySnapshot *UpdateStrategySpec   `json:"stagedUpdateStrategySnapshot,omitempty"`
 	StagesStatus                 []StageUpdatingStatus `json:"stagesStatus,omitempty"`
 	DeletionStageStatus          *StageUpdatingStatus  `json:"deletionStageStatus,omitempty"`
-	Conditions                   []metav1.Condition    `json:"conditions,omitempty"`
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // StageUpdatingStatus is the progress of one stage.
 type StageUpdatingStatus struct {
-	StageName             string                  `json:"stageName"`
-	Clusters              []ClusterUpdatingStatus `json:"clusters"`
-	AfterStageTaskStatus  []StageTaskStatus       `json:"afterStageTaskStatus,omitempty"`
-	BeforeStageTaskStatus []StageTaskStatus       `json:"beforeStageTaskStatus,omitempty"`
-	StartTime             *metav1.Time            `json:"startTime,omitempty"`
-	EndTime               *metav1.Time            `json:"endTime,omitempty"`
-	Conditions            []metav1.Condition      `json:"conditions,omitempty"`
+	StageName string                  `json:"stageName"`
+	Clusters  []ClusterUpdatingStatus `json:"clusters"`
+	// +kubebuilder:validation:MaxItems=2
+	AfterStageTaskStatus []StageTaskStatus `json:"afterStageTaskStatus,omitempty"`
+	// +kubebuilder:validation:MaxItems=1
+	BeforeStageTaskStatus []StageTaskStatus `json:"beforeStageTaskStatus,omitempty"`
+	StartTime             *metav1.Time      `json:"startTime,omitempty"`
+	EndTime               *metav1.Time      `json:"endTime,omitempty"`
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // ClusterUpdatingStatus is the progress of one cluster within a stage.
 type ClusterUpdatingStatus struct {
-	ClusterName                      string             `json:"clusterName"`
-	ResourceOverrideSnapshots        []NamespacedName   `json:"resourceOverrideSnapshots,omitempty"`
-	ClusterResourceOverrideSnapshots []string           `json:"clusterResourceOverrideSnapshots,omitempty"`
-	Conditions                       []metav1.Condition `json:"conditions,omitempty"`
+	ClusterName                      string           `json:"clusterName"`
+	ResourceOverrideSnapshots        []NamespacedName `json:"resourceOverrideSnapshots,omitempty"`
+	ClusterResourceOverrideSnapshots []string         `json:"clusterResourceOverrideSnapshots,omitempty"`
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // StageTaskStatus is the progress of one before/after-stage task.
 type StageTaskStatus struct {
-	Type                StageTaskType      `json:"type"`
-	ApprovalRequestName string             `json:"approvalRequestName,omitempty"`
-	Conditions          []metav1.Condition `json:"conditions,omitempty"`
+	// +kubebuilder:validation:Enum=TimedWait;Approval
+	Type                StageTaskType `json:"type"`
+	ApprovalRequestName string        `json:"approvalRequestName,omitempty"`
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // ApprovalRequest is a ClusterApprovalRequest or ApprovalRequest: a gate
@@ -142,5 +200,7 @@ type ApprovalRequestSpec struct {
 // ApprovalRequestStatus carries Approved (a person) and ApprovalAccepted
 // (gitfleet).
 type ApprovalRequestStatus struct {
+	// +listType=map
+	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }

@@ -118,62 +118,65 @@ func TestCRDsOnKubeAPIServer(t *testing.T) {
 				fleet.PlacementAPIVersion, fleet.KindClusterStagedUpdateRun, name, state)
 		}
 		k.input(run("initializing-run", "Initialize")).run("create", "-f", "-")
+		k.input(strings.Replace(run("indexed-run", "Initialize"), "state:", `resourceSnapshotIndex: "0", state:`, 1)).run("create", "-f", "-")
 		for _, tc := range []struct {
 			name  string
 			args  []string
 			stdin string
-			field string // the field the refusal names, "" for the object
-			want  string
+			want  string // the detail of the API server's field error
 		}{
 			{"placementName is immutable",
 				[]string{"patch", "csur", "example-run", "--type=merge", "-p", `{"spec":{"placementName":"other"}}`}, "",
-				"spec.placementName", fleet.MsgPlacementNameImmutable},
-			{"resourceSnapshotIndex is immutable, also when it was not set",
-				[]string{"patch", "csur", "example-run", "--type=merge", "-p", `{"spec":{"resourceSnapshotIndex":"1"}}`}, "",
-				"spec.resourceSnapshotIndex", fleet.MsgResourceSnapshotIndexImmutable},
+				"spec.placementName: Invalid value: \"other\": " + fleet.MsgPlacementNameImmutable},
+			{"resourceSnapshotIndex is immutable",
+				[]string{"patch", "csur", "indexed-run", "--type=merge", "-p", `{"spec":{"resourceSnapshotIndex":"1"}}`}, "",
+				"spec.resourceSnapshotIndex: Invalid value: \"1\": " + fleet.MsgResourceSnapshotIndexImmutable},
 			{"stagedRolloutStrategyName is immutable",
 				[]string{"patch", "csur", "example-run", "--type=merge", "-p", `{"spec":{"stagedRolloutStrategyName":"other"}}`}, "",
-				"spec.stagedRolloutStrategyName", fleet.MsgStrategyNameImmutable},
+				"spec.stagedRolloutStrategyName: Invalid value: \"other\": " + fleet.MsgStrategyNameImmutable},
 			{"Run to Initialize",
 				[]string{"patch", "csur", "example-run", "--type=merge", "-p", `{"spec":{"state":"Initialize"}}`}, "",
-				"spec.state", "invalid state transition: cannot transition from Run to Initialize"},
+				"spec: Invalid value: invalid state transition: cannot transition from Run to Initialize"},
 			{"Run to no state, which is Initialize",
 				[]string{"patch", "csur", "example-run", "--type=json", "-p", `[{"op":"remove","path":"/spec/state"}]`}, "",
-				"spec.state", "invalid state transition: cannot transition from Run to Initialize"},
+				"spec: Invalid value: invalid state transition: cannot transition from Run to Initialize"},
 			{"Initialize to Stop",
 				[]string{"patch", "csur", "initializing-run", "--type=merge", "-p", `{"spec":{"state":"Stop"}}`}, "",
-				"spec.state", "invalid state transition: cannot transition from Initialize to Stop"},
+				"spec: Invalid value: invalid state transition: cannot transition from Initialize to Stop"},
 			{"unknown state",
 				[]string{"patch", "csur", "initializing-run", "--type=merge", "-p", `{"spec":{"state":"Go"}}`}, "",
-				"spec.state", `supported values: "Initialize", "Run", "Stop"`},
+				`spec.state: Unsupported value: "Go": supported values: "Initialize", "Run", "Stop"`},
 			{"run name longer than 63",
 				[]string{"create", "-f", "-", "--dry-run=server"}, run(strings.Repeat("r", 64), "Run"),
-				"", fleet.MsgRunNameTooLong},
+				"<nil>: Invalid value: " + fleet.MsgRunNameTooLong},
 			{"approval request spec is immutable",
 				[]string{"patch", "careq", "example-run-after-canary", "--type=merge", "-p", `{"spec":{"targetStage":"prod"}}`}, "",
-				"spec", fleet.MsgApprovalSpecImmutable},
+				"spec: Invalid value: " + fleet.MsgApprovalSpecImmutable},
 			{"External rollout is sticky",
 				[]string{"patch", "crp", "example-placement", "--type=merge", "-p", `{"spec":{"strategy":{"type":"RollingUpdate"}}}`}, "",
-				"spec.strategy.type", fleet.MsgExternalIsSticky},
+				`spec.strategy.type: Invalid value: "RollingUpdate": ` + fleet.MsgExternalIsSticky},
 			{"placement type is immutable",
 				[]string{"patch", "crp", "example-placement", "--type=merge", "-p", `{"spec":{"policy":{"placementType":"PickN","numberOfClusters":1}}}`}, "",
-				"spec.policy", fleet.MsgPlacementTypeImmutable},
+				"spec.policy: Invalid value: " + fleet.MsgPlacementTypeImmutable},
 			{"a ClusterResourceOverride refers to a cluster-scoped placement",
 				[]string{"create", "-f", "-", "--dry-run=server"},
 				fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata: {name: cro}\nspec:\n  placement: {name: p, scope: Namespaced}\n"+
 					"  clusterResourceSelectors: [{group: '', version: v1, kind: Namespace, name: app}]\n"+
 					"  policy: {overrideRules: [{overrideType: Delete}]}\n", fleet.PlacementAPIVersion, fleet.KindClusterResourceOverride),
-				"spec.placement.scope", fleet.MsgCROPlacementNamespaced},
+				"<nil>: Invalid value: " + fleet.MsgCROPlacementNamespaced},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				got := k.with(t).input(tc.stdin).fail(tc.args...)
 				t.Log(got)
-				if !strings.Contains(got, tc.want) || !strings.Contains(got, tc.field+": Invalid value") {
-					t.Errorf("kubectl %s refused with\n%s\nwant it to say %q of %q", strings.Join(tc.args, " "), got, tc.want, tc.field)
+				if !strings.Contains(got, tc.want) {
+					t.Errorf("kubectl %s refused with\n%s\nwant it to say %q", strings.Join(tc.args, " "), got, tc.want)
 				}
 			})
 		}
-		// What the rules allow: Initialize→Run, Run⇄Stop.
+		// What the rules allow: Initialize→Run, Run⇄Stop, and a
+		// resourceSnapshotIndex where there was none (KubeFleet's rule
+		// compares only what both versions have).
+		k.run("patch", "csur", "initializing-run", "--type=merge", "-p", `{"spec":{"resourceSnapshotIndex":"0"}}`)
 		for _, state := range []string{"Run", "Stop", "Run"} {
 			k.run("patch", "csur", "initializing-run", "--type=merge", "-p", `{"spec":{"state":"`+state+`"}}`)
 		}
@@ -252,6 +255,16 @@ func storeUnpruned(t *testing.T, hub *kubetest.Cluster) {
 			if path, ok := keeps(t, doc.Object[field], stored.Object[field], field); !ok {
 				t.Errorf("%s: the API server lost or changed %s; it stored %s\n%s\nwant (defaults aside)\n%s",
 					where, path, field, jsonOf(t, stored.Object[field]), jsonOf(t, doc.Object[field]))
+				continue
+			}
+			if complete, ok := crdDefaults[doc.GetKind()]; ok {
+				// The API server defaults as gitfleet does: what it stored
+				// must be what gitfleet reads the file as, with gitfleet's
+				// defaults.
+				want, got := asGitfleetReads(t, doc, true)[field], asGitfleetReads(t, stored, !complete)[field]
+				if want, got := jsonOf(t, want), jsonOf(t, got); want != got {
+					t.Errorf("%s: the API server stored %s\n%s\nwant, with gitfleet's defaults,\n%s", where, field, got, want)
+				}
 			}
 		}
 	}
@@ -287,6 +300,49 @@ func storeUnpruned(t *testing.T, hub *kubetest.Cluster) {
 	if len(kinds) != 19 {
 		t.Errorf("%d kinds among the objects stored; want all 19: %v", len(kinds), kinds)
 	}
+}
+
+// crdDefaults are the kinds whose CRDs default fields as KubeFleet's do
+// (and as api/v1beta1's SetDefaults* do when gitfleet reads a manifest).
+// True: every default gitfleet applies is in the CRD, so the API server
+// must store exactly what gitfleet reads. False: the CRD's defaults are
+// some of gitfleet's (a ClusterResourceOverride's selectionScope is not
+// defaulted by its CRD until ResourceSelectorTerm has KubeFleet's markers),
+// so only what the API server stored defaulted by gitfleet is compared.
+var crdDefaults = map[string]bool{
+	fleet.KindClusterStagedUpdateStrategy: true, fleet.KindStagedUpdateStrategy: true,
+	fleet.KindClusterStagedUpdateRun: true, fleet.KindStagedUpdateRun: true,
+	fleet.KindClusterResourceOverride: false, fleet.KindResourceOverride: true,
+	fleet.KindClusterResourceOverrideSnapshot: true, fleet.KindResourceOverrideSnapshot: true,
+}
+
+// asGitfleetReads is u decoded into its api/v1beta1 type, unknown fields
+// refused, defaulted with gitfleet's defaults when defaulted is true, and
+// encoded back: what gitfleet makes of u.
+func asGitfleetReads(t *testing.T, u *unstructured.Unstructured, defaulted bool) map[string]any {
+	t.Helper()
+	info, ok := fleet.LookupKind(u.GetKind())
+	if !ok {
+		t.Fatalf("%s is no fleet kind", u.GetKind())
+	}
+	obj := info.New()
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(obj); err != nil {
+		t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+	if defaulted {
+		fleet.Scheme.Default(obj)
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // families are the kind pairs that share a Go type in api/v1beta1.

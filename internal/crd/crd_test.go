@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -110,10 +111,35 @@ func readCRDs(t *testing.T) map[string]crd {
 	return crds
 }
 
+// servedVersions are the versions KubeFleet serves of a kind besides
+// v1beta1 (its storage version), with the same schemas or, for v1alpha1,
+// without a conversion webhook; kinds not listed serve v1beta1 alone here.
+var servedVersions = map[string][]string{
+	fleet.KindClusterResourcePlacement:                 {"v1"},
+	fleet.KindResourcePlacement:                        {"v1"},
+	fleet.KindClusterResourceBinding:                   {"v1"},
+	fleet.KindClusterResourceSnapshot:                  {"v1"},
+	fleet.KindClusterSchedulingPolicySnapshot:          {"v1"},
+	fleet.KindMemberCluster:                            {"v1"},
+	fleet.KindClusterStagedUpdateStrategy:              {"v1", "v1alpha1"},
+	fleet.KindStagedUpdateStrategy:                     {"v1"},
+	fleet.KindClusterStagedUpdateRun:                   {"v1", "v1alpha1"},
+	fleet.KindStagedUpdateRun:                          {"v1"},
+	fleet.KindClusterApprovalRequest:                   {"v1", "v1alpha1"},
+	fleet.KindApprovalRequest:                          {"v1"},
+	fleet.KindClusterResourceOverride:                  {"v1", "v1alpha1"},
+	fleet.KindResourceOverride:                         {"v1", "v1alpha1"},
+	fleet.KindClusterResourceOverrideSnapshot:          {"v1", "v1alpha1"},
+	fleet.KindResourceOverrideSnapshot:                 {"v1", "v1alpha1"},
+	fleet.KindClusterResourcePlacementEviction:         {"v1alpha1"},
+	fleet.KindClusterResourcePlacementDisruptionBudget: {"v1alpha1"},
+}
+
 // TestEveryKindHasACRD: config/crd has one CRD per kind gitfleet serves, in
 // its group, with the scope api/v1beta1 picks the kind by (an empty
-// namespace is the cluster-scoped kind of a family), storing v1beta1 (the
-// other versions it serves are KubeFleet's: TestCRDsMatchKubeFleet).
+// namespace is the cluster-scoped kind of a family), storing v1beta1 and
+// serving it with the versions KubeFleet serves (their schemas are
+// KubeFleet's: TestCRDsMatchKubeFleet).
 func TestEveryKindHasACRD(t *testing.T) {
 	// The overrides and their snapshots are pairs of their own Go types.
 	scope := map[string]string{fleet.KindMemberCluster: "Cluster",
@@ -138,17 +164,18 @@ func TestEveryKindHasACRD(t *testing.T) {
 		if c.Spec.Group != wantGroup || c.Spec.Scope != wantScope {
 			t.Errorf("%s: group %s, scope %s; want %s, %s", kind, c.Spec.Group, c.Spec.Scope, wantGroup, wantScope)
 		}
-		stored := 0
+		want := append([]string{fleet.Version}, servedVersions[kind]...)
+		var got []string
 		for _, v := range c.Spec.Versions {
-			if v.Storage {
-				stored++
-				if v.Name != fleet.Version || !v.Served {
-					t.Errorf("%s: stores %s (served: %t); want %s, served", kind, v.Name, v.Served, fleet.Version)
-				}
+			got = append(got, v.Name)
+			if !v.Served || v.Storage != (v.Name == fleet.Version) {
+				t.Errorf("%s: version %s served %v, stored %v; want served, and stored only at %s", kind, v.Name, v.Served, v.Storage, fleet.Version)
 			}
 		}
-		if stored != 1 {
-			t.Errorf("%s: %d storage versions; want one, %s", kind, stored, fleet.Version)
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: versions %v; want %v", kind, got, want)
 		}
 	}
 	for kind := range crds {

@@ -12,7 +12,15 @@
 // refuses, and the values of fields gitfleet does not act on
 // (api/v1beta1/unsupported.go), with a fieldPath so the refusal names the
 // field. Markers KubeFleet puts on its root types' spec (CEL rules that
-// differ between kinds) sit on the Spec fields here, as upstream's.
+// differ between kinds) sit on the Spec fields here, as upstream's. Where
+// KubeFleet puts a marker on a field of a spec or status type, gitfleet puts
+// it on the same field in api/v1beta1; only what KubeFleet puts on its root
+// types is here (updaterun.go and override.go hold the staged-update and
+// override kinds).
+//
+// Kinds KubeFleet also serves at v1 or v1alpha1 have root types in ../v1
+// and ../v1alpha1 too (the staged-update and override kinds at both);
+// v1beta1 is stored.
 //
 // Regenerate with `make crds`; internal/crd's tests fail when config/crd is
 // stale.
@@ -186,64 +194,6 @@ type ResourceSnapshot struct {
 	Status fleet.ResourceSnapshotStatus `json:"status,omitempty"`
 }
 
-// ---- overrides ----
-
-// ClusterResourceOverride overrides cluster-scoped resources, and through a
-// selected Namespace everything in it, on the member clusters its rules
-// select. KubeFleet's rule that the placement is immutable is left out:
-// gitfleet takes a changed placement (runs freeze override snapshots, not
-// overrides), and the CRD must not refuse what Git is allowed to say. The
-// scope rule allows a missing scope: KubeFleet's schema defaults it to
-// Cluster, as gitfleet's decoder does; this CRD has no default, so the rule
-// must not fail on an object written without it.
-//
-// +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,categories={fleet,fleet-placement}
-// +kubebuilder:validation:XValidation:rule="!has(self.spec.placement) || !has(self.spec.placement.scope) || self.spec.placement.scope != 'Namespaced'",message="clusterResourceOverride placement reference cannot be Namespaced scope",fieldPath=`.spec.placement.scope`
-type ClusterResourceOverride struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-
-	Spec fleet.ClusterResourceOverrideSpec `json:"spec"`
-}
-
-// ResourceOverride overrides namespaced resources of its own namespace.
-//
-// +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Namespaced,categories={fleet,fleet-placement}
-type ResourceOverride struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-
-	Spec fleet.ResourceOverrideSpec `json:"spec"`
-}
-
-// ---- override snapshots ----
-
-// ClusterResourceOverrideSnapshot is one immutable version of a
-// ClusterResourceOverride, as runs freeze it per cluster.
-//
-// +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,categories={fleet,fleet-placement}
-type ClusterResourceOverrideSnapshot struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-
-	Spec fleet.ClusterResourceOverrideSnapshotSpec `json:"spec"`
-}
-
-// ResourceOverrideSnapshot is one immutable version of a ResourceOverride,
-// as runs freeze it per cluster.
-//
-// +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Namespaced,categories={fleet,fleet-placement}
-type ResourceOverrideSnapshot struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-
-	Spec fleet.ResourceOverrideSnapshotSpec `json:"spec"`
-}
-
 // ---- bindings ----
 
 // ClusterResourceBinding binds a ClusterResourcePlacement's resources to
@@ -282,144 +232,6 @@ type ResourceBinding struct {
 
 	Spec   fleet.ResourceBindingSpec   `json:"spec"`
 	Status fleet.ResourceBindingStatus `json:"status,omitempty"`
-}
-
-// ---- staged update strategies ----
-
-// ClusterStagedUpdateStrategy groups member clusters into ordered stages
-// for cluster staged update runs.
-//
-// KubeFleet declares a status subresource on this kind (not on
-// StagedUpdateStrategy) though neither has a status; so does gitfleet.
-//
-// +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=csus,categories={fleet,fleet-placement}
-// +kubebuilder:subresource:status
-type ClusterStagedUpdateStrategy struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-
-	Spec fleet.UpdateStrategySpec `json:"spec"`
-}
-
-// StagedUpdateStrategy groups member clusters into ordered stages for the
-// staged update runs of its namespace.
-//
-// +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Namespaced,shortName=sus,categories={fleet,fleet-placement}
-type StagedUpdateStrategy struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-
-	Spec fleet.UpdateStrategySpec `json:"spec"`
-}
-
-// ---- staged update runs ----
-//
-// A run's placementName, resourceSnapshotIndex and
-// stagedRolloutStrategyName never change, and its state moves only
-// Initialize→Run⇄Stop (api/v1beta1.ValidateUpdateRunUpdate). An absent
-// resourceSnapshotIndex counts as "" and an absent new state as
-// Initialize, as there; an absent old state allows any state.
-
-// ClusterStagedUpdateRun rolls a resource snapshot of a
-// ClusterResourcePlacement out stage by stage.
-//
-// +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=csur,categories={fleet,fleet-placement}
-// +kubebuilder:subresource:status
-// +kubebuilder:printcolumn:JSONPath=`.spec.placementName`,name="Placement",type=string
-// +kubebuilder:printcolumn:JSONPath=`.spec.resourceSnapshotIndex`,name="Resource-Snapshot-Index",type=string
-// +kubebuilder:printcolumn:JSONPath=`.status.policySnapshotIndexUsed`,name="Policy-Snapshot-Index",type=string
-// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="Initialized")].status`,name="Initialized",type=string
-// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="Progressing")].status`,name="Progressing",type=string
-// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="Succeeded")].status`,name="Succeeded",type=string
-// +kubebuilder:printcolumn:JSONPath=`.metadata.creationTimestamp`,name="Age",type=date
-// +kubebuilder:printcolumn:JSONPath=`.spec.stagedRolloutStrategyName`,name="Strategy",priority=1,type=string
-// +kubebuilder:validation:XValidation:rule=`size(self.metadata.name) < 64`,message="metadata.name max length is 63"
-// +kubebuilder:validation:XValidation:rule=`self.spec.placementName == oldSelf.spec.placementName`,message="placementName is immutable",fieldPath=`.spec.placementName`
-// +kubebuilder:validation:XValidation:rule=`(has(self.spec.resourceSnapshotIndex) ? self.spec.resourceSnapshotIndex : "") == (has(oldSelf.spec.resourceSnapshotIndex) ? oldSelf.spec.resourceSnapshotIndex : "")`,message="resourceSnapshotIndex is immutable",fieldPath=`.spec.resourceSnapshotIndex`
-// +kubebuilder:validation:XValidation:rule=`self.spec.stagedRolloutStrategyName == oldSelf.spec.stagedRolloutStrategyName`,message="stagedRolloutStrategyName is immutable",fieldPath=`.spec.stagedRolloutStrategyName`
-// +kubebuilder:validation:XValidation:rule=`!has(self.spec.state) || self.spec.state in ['Initialize', 'Run', 'Stop']`,message="supported values: \"Initialize\", \"Run\", \"Stop\"",fieldPath=`.spec.state`
-// +kubebuilder:validation:XValidation:rule=`!(has(oldSelf.spec.state) && oldSelf.spec.state == 'Initialize' && has(self.spec.state) && self.spec.state == 'Stop')`,message="invalid state transition: cannot transition from Initialize to Stop",fieldPath=`.spec.state`
-// +kubebuilder:validation:XValidation:rule=`!(has(oldSelf.spec.state) && oldSelf.spec.state == 'Run' && (!has(self.spec.state) || self.spec.state == 'Initialize'))`,message="invalid state transition: cannot transition from Run to Initialize",fieldPath=`.spec.state`
-// +kubebuilder:validation:XValidation:rule=`!(has(oldSelf.spec.state) && oldSelf.spec.state == 'Stop' && (!has(self.spec.state) || self.spec.state == 'Initialize'))`,message="invalid state transition: cannot transition from Stop to Initialize",fieldPath=`.spec.state`
-type ClusterStagedUpdateRun struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-
-	Spec   fleet.UpdateRunSpec   `json:"spec"`
-	Status fleet.UpdateRunStatus `json:"status,omitempty"`
-}
-
-// StagedUpdateRun rolls a resource snapshot of a ResourcePlacement out
-// stage by stage.
-//
-// +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Namespaced,shortName=sur,categories={fleet,fleet-placement}
-// +kubebuilder:subresource:status
-// +kubebuilder:printcolumn:JSONPath=`.spec.placementName`,name="Placement",type=string
-// +kubebuilder:printcolumn:JSONPath=`.spec.resourceSnapshotIndex`,name="Resource-Snapshot-Index",type=string
-// +kubebuilder:printcolumn:JSONPath=`.status.policySnapshotIndexUsed`,name="Policy-Snapshot-Index",type=string
-// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="Initialized")].status`,name="Initialized",type=string
-// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="Progressing")].status`,name="Progressing",type=string
-// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="Succeeded")].status`,name="Succeeded",type=string
-// +kubebuilder:printcolumn:JSONPath=`.metadata.creationTimestamp`,name="Age",type=date
-// +kubebuilder:printcolumn:JSONPath=`.spec.stagedRolloutStrategyName`,name="Strategy",priority=1,type=string
-// +kubebuilder:validation:XValidation:rule=`size(self.metadata.name) < 64`,message="metadata.name max length is 63"
-// +kubebuilder:validation:XValidation:rule=`self.spec.placementName == oldSelf.spec.placementName`,message="placementName is immutable",fieldPath=`.spec.placementName`
-// +kubebuilder:validation:XValidation:rule=`(has(self.spec.resourceSnapshotIndex) ? self.spec.resourceSnapshotIndex : "") == (has(oldSelf.spec.resourceSnapshotIndex) ? oldSelf.spec.resourceSnapshotIndex : "")`,message="resourceSnapshotIndex is immutable",fieldPath=`.spec.resourceSnapshotIndex`
-// +kubebuilder:validation:XValidation:rule=`self.spec.stagedRolloutStrategyName == oldSelf.spec.stagedRolloutStrategyName`,message="stagedRolloutStrategyName is immutable",fieldPath=`.spec.stagedRolloutStrategyName`
-// +kubebuilder:validation:XValidation:rule=`!has(self.spec.state) || self.spec.state in ['Initialize', 'Run', 'Stop']`,message="supported values: \"Initialize\", \"Run\", \"Stop\"",fieldPath=`.spec.state`
-// +kubebuilder:validation:XValidation:rule=`!(has(oldSelf.spec.state) && oldSelf.spec.state == 'Initialize' && has(self.spec.state) && self.spec.state == 'Stop')`,message="invalid state transition: cannot transition from Initialize to Stop",fieldPath=`.spec.state`
-// +kubebuilder:validation:XValidation:rule=`!(has(oldSelf.spec.state) && oldSelf.spec.state == 'Run' && (!has(self.spec.state) || self.spec.state == 'Initialize'))`,message="invalid state transition: cannot transition from Run to Initialize",fieldPath=`.spec.state`
-// +kubebuilder:validation:XValidation:rule=`!(has(oldSelf.spec.state) && oldSelf.spec.state == 'Stop' && (!has(self.spec.state) || self.spec.state == 'Initialize'))`,message="invalid state transition: cannot transition from Stop to Initialize",fieldPath=`.spec.state`
-type StagedUpdateRun struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-
-	Spec   fleet.UpdateRunSpec   `json:"spec"`
-	Status fleet.UpdateRunStatus `json:"status,omitempty"`
-}
-
-// ---- approval requests ----
-
-// ClusterApprovalRequest gates a stage of a ClusterStagedUpdateRun until a
-// person sets its Approved condition.
-//
-// +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=careq,categories={fleet,fleet-placement}
-// +kubebuilder:subresource:status
-// +kubebuilder:printcolumn:JSONPath=`.spec.parentStageRollout`,name="Update-Run",type=string
-// +kubebuilder:printcolumn:JSONPath=`.spec.targetStage`,name="Stage",type=string
-// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="Approved")].status`,name="Approved",type=string
-// +kubebuilder:printcolumn:JSONPath=`.metadata.creationTimestamp`,name="Age",type=date
-// +kubebuilder:validation:XValidation:rule=`self.spec == oldSelf.spec`,message="The spec field is immutable",fieldPath=`.spec`
-type ClusterApprovalRequest struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-
-	Spec   fleet.ApprovalRequestSpec   `json:"spec"`
-	Status fleet.ApprovalRequestStatus `json:"status,omitempty"`
-}
-
-// ApprovalRequest gates a stage of a StagedUpdateRun until a person sets
-// its Approved condition.
-//
-// +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Namespaced,shortName=areq,categories={fleet,fleet-placement}
-// +kubebuilder:subresource:status
-// +kubebuilder:printcolumn:JSONPath=`.spec.parentStageRollout`,name="Update-Run",type=string
-// +kubebuilder:printcolumn:JSONPath=`.spec.targetStage`,name="Stage",type=string
-// +kubebuilder:printcolumn:JSONPath=`.status.conditions[?(@.type=="Approved")].status`,name="Approved",type=string
-// +kubebuilder:printcolumn:JSONPath=`.metadata.creationTimestamp`,name="Age",type=date
-// +kubebuilder:validation:XValidation:rule=`self.spec == oldSelf.spec`,message="The spec field is immutable",fieldPath=`.spec`
-type ApprovalRequest struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-
-	Spec   fleet.ApprovalRequestSpec   `json:"spec"`
-	Status fleet.ApprovalRequestStatus `json:"status,omitempty"`
 }
 
 // ---- envelopes ----
