@@ -182,6 +182,41 @@ func TestCRDsOnKubeAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("v1 and v1alpha1 are served beside v1beta1, which is stored", func(t *testing.T) {
+		k := k.with(t)
+		k.input(`apiVersion: placement.kubernetes-fleet.io/v1
+kind: ClusterStagedUpdateStrategy
+metadata: {name: v1-strategy}
+spec:
+  stages: [{name: canary, labelSelector: {}, afterStageTasks: [{type: Approval}]}]
+---
+apiVersion: placement.kubernetes-fleet.io/v1alpha1
+kind: ClusterStagedUpdateRun
+metadata: {name: v1alpha1-run}
+spec: {placementName: example-placement, resourceSnapshotIndex: "0", stagedRolloutStrategyName: v1-strategy}
+`).run("apply", "--server-side", "-f", "-")
+		at := func(resource, version string) string {
+			return resource + "." + version + ".placement.kubernetes-fleet.io"
+		}
+		for _, tc := range []struct{ resource, name, version, path, want string }{
+			{"clusterstagedupdatestrategies", "v1-strategy", "v1beta1", "{.spec.stages[0].maxConcurrency}", "1"},
+			{"clusterstagedupdatestrategies", "v1-strategy", "v1alpha1", "{.spec.stages[0].afterStageTasks[0].type}", "Approval"},
+			{"clusterstagedupdateruns", "v1alpha1-run", "v1beta1", "{.spec.state}", "Initialize"},
+			{"clusterstagedupdateruns", "v1alpha1-run", "v1", "{.spec.resourceSnapshotIndex}", "0"},
+		} {
+			if got := k.run("get", at(tc.resource, tc.version), tc.name, "-o", "jsonpath="+tc.path); got != tc.want {
+				t.Errorf("kubectl get %s %s: %s is %q; want %q", at(tc.resource, tc.version), tc.name, tc.path, got, tc.want)
+			}
+		}
+		// Each version validates as KubeFleet's does: v1alpha1's whole
+		// spec is immutable, v1beta1's state may go Initialize→Run.
+		if got, want := k.fail("patch", at("clusterstagedupdateruns", "v1alpha1"), "v1alpha1-run", "--type=merge", "-p", `{"spec":{"placementName":"other"}}`),
+			"spec: Invalid value: The spec field is immutable"; !strings.Contains(got, want) {
+			t.Errorf("a v1alpha1 run's spec changed; refused with\n%s\nwant %q", got, want)
+		}
+		k.run("patch", at("clusterstagedupdateruns", "v1beta1"), "v1alpha1-run", "--type=merge", "-p", `{"spec":{"state":"Run"}}`)
+	})
+
 	t.Run("gitfleet's objects are stored unpruned", func(t *testing.T) {
 		storeUnpruned(t, hub)
 	})
