@@ -43,10 +43,14 @@ func SetDefaultsMemberCluster(m *MemberCluster) {
 }
 
 // SetDefaultsUpdateRun defaults spec.state to Initialize (the CRD default),
-// which is why a run pushed without a state is only planned, not executed.
+// which is why a run pushed without a state is only planned, not executed,
+// and the stages of its strategy snapshot as the CRD does.
 func SetDefaultsUpdateRun(r *UpdateRun) {
 	if r.Spec.State == "" {
 		r.Spec.State = StateInitialize
+	}
+	if r.Status.StagedUpdateStrategySnapshot != nil {
+		SetDefaultsUpdateStrategySpec(r.Status.StagedUpdateStrategySnapshot)
 	}
 }
 

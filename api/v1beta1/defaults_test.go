@@ -23,6 +23,14 @@ func TestSetDefaultsUpdateRunStateIsInitializeWhenEmpty(t *testing.T) {
 	}
 }
 
+func TestSetDefaultsUpdateRunDefaultsItsStrategySnapshot(t *testing.T) {
+	r := &UpdateRun{Status: UpdateRunStatus{StagedUpdateStrategySnapshot: &UpdateStrategySpec{Stages: []StageConfig{{Name: "a"}}}}}
+	SetDefaultsUpdateRun(r)
+	if got := r.Status.StagedUpdateStrategySnapshot.Stages[0].MaxConcurrency; got == nil || *got != intstr.FromInt32(1) {
+		t.Errorf("snapshot stage a maxConcurrency = %v, want int 1 (the CRD default)", got)
+	}
+}
+
 func TestSetDefaultsUpdateStrategyMaxConcurrencyIsOneOnlyWhenNil(t *testing.T) {
 	pct := intstr.FromString("50%")
 	s := &UpdateStrategy{Spec: UpdateStrategySpec{Stages: []StageConfig{{Name: "a"}, {Name: "b", MaxConcurrency: &pct}}}}
