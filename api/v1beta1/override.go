@@ -65,11 +65,13 @@ type ClusterResourceOverride struct {
 	Spec ClusterResourceOverrideSpec `json:"spec"`
 }
 
-// ClusterResourceOverrideSpec selects resources by name and says how to
-// override them. The markers of this file are KubeFleet's
+// The markers of this file are KubeFleet's
 // (apis/placement/v1beta1/override_types.go) but for the rule that the
 // placement is immutable, which gitfleet leaves out (README, deliberate
 // difference 11).
+
+// ClusterResourceOverrideSpec selects resources by name and says how to
+// override them.
 type ClusterResourceOverrideSpec struct {
 	// Placement, when set, limits the override to one placement.
 	// +optional

@@ -30,7 +30,7 @@ type UpdateStrategySpec struct {
 // DeleteStageConfig holds the tasks of the deletion stage.
 type DeleteStageConfig struct {
 	// BeforeStageTasks run before any binding is deleted: at most one,
-	// of type Approval, as for an update stage, with that field's markers.
+	// of type Approval, as for an update stage.
 	// +kubebuilder:validation:Optional
 	// +kubebuilder:validation:MaxItems=1
 	// +kubebuilder:validation:XValidation:rule="!self.exists(e, e.type == 'Approval' && has(e.waitTime))",message="AfterStageTaskType is Approval, waitTime is not allowed"
@@ -38,11 +38,12 @@ type DeleteStageConfig struct {
 	BeforeStageTasks []StageTask `json:"beforeStageTasks,omitempty"`
 }
 
+// The markers on StageConfig and the other types of this file are
+// KubeFleet's (apis/placement/v1beta1/stageupdate_types.go), so config/crd
+// validates and defaults as its CRDs do. They sit apart from the doc
+// comments, which become the CRDs' descriptions.
+
 // StageConfig selects the clusters of one stage and the tasks around it.
-//
-// The markers here and on the other types of this file are KubeFleet's
-// (apis/placement/v1beta1/stageupdate_types.go), so config/crd validates and
-// defaults as its CRDs do.
 type StageConfig struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern="^[a-z0-9]+$"

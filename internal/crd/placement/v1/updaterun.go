@@ -9,11 +9,12 @@ import (
 // The staged-update kinds at v1: what ../v1beta1/updaterun.go declares,
 // served and not stored.
 
+// KubeFleet declares a status subresource on ClusterStagedUpdateStrategy
+// (not on StagedUpdateStrategy) though neither has a status; so does
+// gitfleet.
+
 // ClusterStagedUpdateStrategy groups member clusters into ordered stages
 // for cluster staged update runs.
-//
-// KubeFleet declares a status subresource on this kind (not on
-// StagedUpdateStrategy) though neither has a status; so does gitfleet.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=csus,categories={fleet,fleet-placement}

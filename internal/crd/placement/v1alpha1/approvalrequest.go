@@ -6,8 +6,11 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 )
 
-// ClusterApprovalRequest at v1alpha1: KubeFleet's schema is its v1beta1
-// one. (ApprovalRequest has no v1alpha1.)
+// KubeFleet's v1alpha1 ClusterApprovalRequest is its v1beta1 one;
+// ApprovalRequest has no v1alpha1.
+
+// ClusterApprovalRequest gates a stage of a ClusterStagedUpdateRun until a
+// person sets its Approved condition.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=careq,categories={fleet,fleet-placement}

@@ -11,9 +11,15 @@ import (
 // copied). Only their shape matters: gitfleet reads every version as
 // api/v1beta1's types, and the API server stores v1beta1. Types of
 // api/v1beta1 are reused where KubeFleet's v1alpha1 schema is the same
-// (apply strategy, cluster and task status).
+// (apply strategy, cluster and task status). What v1alpha1 lacks against
+// v1beta1: a run's state (its whole spec is immutable) and
+// resourceSnapshotIndexUsed, a stage's before-stage tasks and
+// maxConcurrency, the task rules; its waitTime may be "0" and its run names
+// 127 characters long. The doc comments below become the CRDs'
+// descriptions.
 
-// ClusterStagedUpdateStrategy at v1alpha1.
+// ClusterStagedUpdateStrategy groups member clusters into ordered stages
+// for cluster staged update runs.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=csus,categories={fleet,fleet-placement}
@@ -26,14 +32,14 @@ type ClusterStagedUpdateStrategy struct {
 	Spec StagedUpdateStrategySpec `json:"spec"`
 }
 
-// StagedUpdateStrategySpec lists the stages; v1alpha1 has no deleteStage.
+// StagedUpdateStrategySpec lists the stages, executed strictly in order.
 type StagedUpdateStrategySpec struct {
 	// +kubebuilder:validation:MaxItems=31
 	// +kubebuilder:validation:Required
 	Stages []StageConfig `json:"stages"`
 }
 
-// StageConfig is a stage without before-stage tasks or maxConcurrency.
+// StageConfig selects the clusters of one stage and the tasks after it.
 type StageConfig struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern="^[a-z0-9]+$"
@@ -48,8 +54,7 @@ type StageConfig struct {
 	AfterStageTasks []AfterStageTask `json:"afterStageTasks,omitempty"`
 }
 
-// AfterStageTask is v1alpha1's stage task: no CEL rules, and a waitTime
-// that may be "0".
+// AfterStageTask is a gate after a stage.
 type AfterStageTask struct {
 	// +kubebuilder:validation:Enum=TimedWait;Approval
 	// +kubebuilder:validation:Required
@@ -60,7 +65,8 @@ type AfterStageTask struct {
 	WaitTime metav1.Duration `json:"waitTime,omitempty"`
 }
 
-// ClusterStagedUpdateRun at v1alpha1: its whole spec is immutable.
+// ClusterStagedUpdateRun rolls a resource snapshot of a
+// ClusterResourcePlacement out stage by stage.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=csur,categories={fleet,fleet-placement}
@@ -84,8 +90,7 @@ type ClusterStagedUpdateRun struct {
 	Status StagedUpdateRunStatus `json:"status,omitempty"`
 }
 
-// StagedUpdateRunSpec has no state, and the resource snapshot index is
-// required.
+// StagedUpdateRunSpec is immutable.
 type StagedUpdateRunSpec struct {
 	// +kubebuilder:validation:Required
 	// +kubebuilder:validation:MaxLength=255
@@ -96,7 +101,8 @@ type StagedUpdateRunSpec struct {
 	StagedUpdateStrategyName string `json:"stagedRolloutStrategyName"`
 }
 
-// StagedUpdateRunStatus has no resourceSnapshotIndexUsed.
+// StagedUpdateRunStatus is the plan frozen at initialization plus the
+// progress.
 type StagedUpdateRunStatus struct {
 	// +kubebuilder:validation:Optional
 	PolicySnapshotIndexUsed string `json:"policySnapshotIndexUsed,omitempty"`
@@ -116,7 +122,7 @@ type StagedUpdateRunStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// StageUpdatingStatus has no before-stage task status.
+// StageUpdatingStatus is the progress of one stage.
 type StageUpdatingStatus struct {
 	// +kubebuilder:validation:Required
 	StageName string `json:"stageName"`

@@ -11,11 +11,12 @@ import (
 // markers, as KubeFleet's is on its spec types; here is what KubeFleet puts
 // on its root types.
 
+// KubeFleet declares a status subresource on ClusterStagedUpdateStrategy
+// (not on StagedUpdateStrategy) though neither has a status; so does
+// gitfleet.
+
 // ClusterStagedUpdateStrategy groups member clusters into ordered stages
 // for cluster staged update runs.
-//
-// KubeFleet declares a status subresource on this kind (not on
-// StagedUpdateStrategy) though neither has a status; so does gitfleet.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:storageversion
