@@ -341,14 +341,15 @@ func storeUnpruned(t *testing.T, hub *kubetest.Cluster) {
 // (and as api/v1beta1's SetDefaults* do when gitfleet reads a manifest).
 // True: every default gitfleet applies is in the CRD, so the API server
 // must store exactly what gitfleet reads. False: the CRD's defaults are
-// some of gitfleet's (a ClusterResourceOverride's selectionScope is not
-// defaulted by its CRD until ResourceSelectorTerm has KubeFleet's markers),
-// so only what the API server stored defaulted by gitfleet is compared.
+// some of gitfleet's (a placement's are; SetDefaultsPlacement also applies
+// KubeFleet's defaulter, which its webhook runs), so only what the API
+// server stored defaulted by gitfleet is compared.
 var crdDefaults = map[string]bool{
 	fleet.KindClusterStagedUpdateStrategy: true, fleet.KindStagedUpdateStrategy: true,
 	fleet.KindClusterStagedUpdateRun: true, fleet.KindStagedUpdateRun: true,
-	fleet.KindClusterResourceOverride: false, fleet.KindResourceOverride: true,
+	fleet.KindClusterResourceOverride: true, fleet.KindResourceOverride: true,
 	fleet.KindClusterResourceOverrideSnapshot: true, fleet.KindResourceOverrideSnapshot: true,
+	fleet.KindClusterResourcePlacement: false, fleet.KindResourcePlacement: false, fleet.KindMemberCluster: true,
 }
 
 // asGitfleetReads is u decoded into its api/v1beta1 type, unknown fields
@@ -437,13 +438,16 @@ func goBuiltObjects() []runtime.Object {
 				ResourceSelectors: []fleet.ResourceSelector{{Group: "apps", Version: "v1", Kind: "Deployment", Name: "web"}},
 				Policy:            &fleet.OverridePolicy{OverrideRules: rules}},
 		},
+		// A snapshot's spec is a copy of its override as gitfleet read it,
+		// defaults and all (reconciler/overridesnapshot).
 		&fleet.ClusterResourceOverrideSnapshot{
 			TypeMeta:   metav1.TypeMeta{APIVersion: fleet.PlacementAPIVersion, Kind: fleet.KindClusterResourceOverrideSnapshot},
 			ObjectMeta: metav1.ObjectMeta{Name: "example-override-0", Labels: overrideLabels("example-override")},
 			Spec: fleet.ClusterResourceOverrideSnapshotSpec{OverrideHash: []byte("0123abcd"), OverrideSpec: fleet.ClusterResourceOverrideSpec{
-				Placement:                &fleet.PlacementRef{Name: "example-placement", Scope: fleet.ClusterScoped},
-				ClusterResourceSelectors: []fleet.ResourceSelectorTerm{{Group: "", Version: "v1", Kind: "Namespace", Name: "app"}},
-				Policy:                   &fleet.OverridePolicy{OverrideRules: rules}}},
+				Placement: &fleet.PlacementRef{Name: "example-placement", Scope: fleet.ClusterScoped},
+				ClusterResourceSelectors: []fleet.ResourceSelectorTerm{{Group: "", Version: "v1", Kind: "Namespace", Name: "app",
+					SelectionScope: fleet.NamespaceWithResources}},
+				Policy: &fleet.OverridePolicy{OverrideRules: rules}}},
 		},
 		&fleet.ResourceOverrideSnapshot{
 			TypeMeta:   metav1.TypeMeta{APIVersion: fleet.PlacementAPIVersion, Kind: fleet.KindResourceOverrideSnapshot},
