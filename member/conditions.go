@@ -55,8 +55,9 @@ const (
 	ManifestNotAvailableYetReason  = "ManifestNotAvailableYet"
 	ManifestNotAvailableYetMessage = "Manifest is not yet available; Fleet will check again later"
 	// ManifestApplyFailedReason is the work applier's per-resource reason
-	// for a manifest the member API server refused.
-	ManifestApplyFailedReason = "FailedToApply"
+	// for a manifest the member API server refused (KubeFleet's
+	// ApplyOrReportDiffResTypeFailedToApply).
+	ManifestApplyFailedReason = "ManifestApplyFailed"
 
 	// gitfleet's own reasons for members it cannot deliver to.
 	DriverNotConfiguredReason = "DriverNotConfigured"

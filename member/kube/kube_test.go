@@ -384,6 +384,21 @@ func TestADeploymentThatIsNotAvailableIsListedAsAFailedPlacement(t *testing.T) {
 	}
 }
 
+// KubeFleet's work applier names a manifest the member's API server refuses
+// in failedPlacements with Applied=False and reason ManifestApplyFailed
+// (its ApplyOrReportDiffResTypeFailedToApply).
+func TestAManifestTheMemberRefusesIsAFailedPlacementManifestApplyFailed(t *testing.T) {
+	f := newFixture(t, nil)
+	refused := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad, namespace: test-namespace}\ndata: {\"not a key!\": v}"
+	d := delivery(t, "member1", 1, "place-0-snapshot", namespace, refused)
+	must(t, f.drivers.Driver("member1").Deliver(f.ctx, d))
+	rep := f.reports.waitCond(t, d.Key(), 1, fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason)
+	if len(rep.failed) != 1 || rep.failed[0].Kind != "ConfigMap" || rep.failed[0].Name != "bad" ||
+		rep.failed[0].Condition.Type != fleet.ResourceBindingApplied || rep.failed[0].Condition.Reason != "ManifestApplyFailed" {
+		t.Errorf("failed placements = %+v, want the ConfigMap, Applied=False, ManifestApplyFailed", rep.failed)
+	}
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
