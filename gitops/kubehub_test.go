@@ -129,7 +129,9 @@ func TestServeOnAKubernetesHub(t *testing.T) {
 	// encodes its objects.
 	eventually(t, "the run's status file to equal the hub's run", func() bool {
 		var onHub fleet.UpdateRun
-		if err := json.Unmarshal([]byte(k.run("get", "clusterstagedupdaterun", "example-run", "-o", "json")), &onHub); err != nil {
+		// At the stored version: kubectl prefers v1, which the CRDs serve
+		// too, as KubeFleet's do; gitfleet's status files are v1beta1.
+		if err := json.Unmarshal([]byte(k.run("get", "clusterstagedupdateruns.v1beta1.placement.kubernetes-fleet.io", "example-run", "-o", "json")), &onHub); err != nil {
 			t.Fatal(err)
 		}
 		onHub.UID, onHub.ManagedFields = "", nil
