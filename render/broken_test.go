@@ -46,6 +46,7 @@ func TestRenderRefusesACommitWhole(t *testing.T) {
 			{File: "nokind.yaml", Line: 1, Field: "kind", Name: "what-am-i", Message: "required field is missing"},
 			{File: "noname.yaml", Line: 3, Field: "metadata.name", Kind: "ConfigMap", Message: "required field is missing"},
 		}, []wantErr{
+			{File: "run.yaml", Line: 1, Kind: "ClusterStagedUpdateRun", Name: "example-run", Message: "Invalid value: null: " + blockedCEL},
 			{File: "run.yaml", Line: 5, Field: "spec.placementName", Kind: "ClusterStagedUpdateRun", Name: "example-run", Message: "Required value"},
 		}},
 		{"duplicate-names", Options{}, []wantErr{{File: "b/cm.yaml", Line: 2, Kind: "ConfigMap", Name: "test-cm",
@@ -114,7 +115,7 @@ func TestRenderWithholdsInvalidFleetObjectsAndKeepsTheRest(t *testing.T) {
 				Message: `Invalid value: "1d": spec.stages[0].afterStageTasks[0].waitTime in body should match`},
 		}},
 		{"invalid-state", []wantErr{{File: "run.yaml", Line: 8, Field: "spec.state", Name: "example-run",
-			Message: `Unsupported value: "Running": supported values: "Initialize", "Run", "Stop"`}}},
+			Message: `Invalid value: supported values: "Initialize", "Run", "Stop"`}}},
 		{"bad-label-selector", []wantErr{{File: "placement.yaml", Line: 10, Field: "spec.resourceSelectors[0].labelSelector", Name: "example-placement",
 			Message: `the labelSelector in resource selector is invalid: "Maybe" is not a valid label selector operator`}}},
 		{"unknown-field", []wantErr{{File: "strategy.yaml", Line: 9, Field: "spec.stages[0].maxConcurency", Name: "example-strategy",
@@ -175,3 +176,7 @@ func TestRenderKustomizeFailuresNameFileAndField(t *testing.T) {
 		})
 	}
 }
+
+// blockedCEL is what the API server adds when a required field, an enum or
+// a bound fails: the CEL rules are not run on such an object.
+const blockedCEL = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"

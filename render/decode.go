@@ -15,6 +15,7 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/crdschema"
 )
 
 // supportedVersion reports whether gitfleet reads a fleet object at its
@@ -170,15 +171,24 @@ func decodeDocument(d document, inApprovals bool) (out *decoded, errs []Manifest
 	withheld := func(errs []ManifestError) (*decoded, []ManifestError, bool) {
 		return &decoded{ref: ref, src: out.src, withheld: true}, errs, false
 	}
+	// The API server's part first: config/crd's schema prunes (an unknown
+	// field refuses the object, as kubectl's strict field validation
+	// does), defaults and validates; only an object it accepts meets
+	// gitfleet's own checks, as a webhook only sees what the schema let
+	// through.
+	content, errs := admitBySchema(d.obj, gvk, info.GroupVersionKind, isApproval, mk)
+	if len(errs) > 0 {
+		return withheld(errs)
+	}
 	if _, isStrategy := obj.(*fleet.UpdateStrategy); isStrategy {
 		// Decoding into metav1.Duration loses the text the CRD pattern
 		// applies to (100ms and 1d fail differently), so check it first.
-		if errs := waitTimeTexts(d.obj, mk); len(errs) > 0 {
+		if errs := waitTimeTexts(content, mk); len(errs) > 0 {
 			return withheld(errs)
 		}
 	}
 
-	data, err := json.Marshal(d.obj)
+	data, err := json.Marshal(content)
 	if err != nil {
 		return withheld([]ManifestError{mk("", err.Error())})
 	}
@@ -193,6 +203,41 @@ func decodeDocument(d document, inApprovals bool) (out *decoded, errs []Manifest
 		return withheld(fieldErrors(errs, mk))
 	}
 	return out, nil, false
+}
+
+// admitBySchema applies the CRD of a fleet object's kind to a copy of
+// its content as a Kubernetes hub's API server does on create (see
+// crdschema) and returns the pruned, defaulted copy or the API server's
+// field errors. A version the CRDs do not serve (gitfleet reads v1 for
+// v1beta1) is checked against the stored version's schema. The status of
+// an object goes unchecked, as a create does not write it, except an
+// approval request's: in Git it is the person's approval, which gitfleet
+// writes through the status subresource.
+func admitBySchema(obj map[string]any, gvk, stored schema.GroupVersionKind, isApproval bool, mk func(string, string) ManifestError) (map[string]any, []ManifestError) {
+	v, ok := crdschema.Fleet().For(gvk)
+	if !ok {
+		if v, ok = crdschema.Fleet().For(stored); !ok {
+			return obj, nil
+		}
+	}
+	content := runtime.DeepCopyJSON(obj)
+	content["apiVersion"] = v.GVK.GroupVersion().String()
+	if !isApproval {
+		content = v.WithoutStatus(content)
+	}
+	if unknown := v.Prune(content); len(unknown) > 0 {
+		out := make([]ManifestError, 0, len(unknown))
+		for _, p := range unknown {
+			out = append(out, mk(p, "unknown field"))
+		}
+		return nil, out
+	}
+	v.Default(content)
+	if errs := v.ValidateCreate(content); len(errs) > 0 {
+		return nil, fieldErrors(errs, mk)
+	}
+	content["apiVersion"] = obj["apiVersion"]
+	return content, nil
 }
 
 // keep validates a decoded, defaulted fleet object and keeps it, without
@@ -251,7 +296,11 @@ func (out *decoded) keep(obj runtime.Object, node func() *yaml.Node) field.Error
 func fieldErrors(errs field.ErrorList, mk func(string, string) ManifestError) []ManifestError {
 	out := make([]ManifestError, 0, len(errs))
 	for _, e := range errs {
-		out = append(out, mk(e.Field, e.ErrorBody()))
+		f := e.Field
+		if f == "<nil>" { // the object as a whole (field.Path nil)
+			f = ""
+		}
+		out = append(out, mk(f, e.ErrorBody()))
 	}
 	return out
 }
