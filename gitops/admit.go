@@ -12,6 +12,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/internal/admission"
 	"github.com/gitfleet/gitfleet/render"
 )
 
@@ -153,6 +154,10 @@ func appliedFromGit[T fleetObject](o T) bool {
 	return false
 }
 
+// update is admission.Update for one family: what both hubs refuse when
+// an object replaces the stored one.
+func update[T fleetObject](old, cur T) field.ErrorList { return admission.Update(old, cur) }
+
 // Admit applies content and returns the rejected changes, one line each.
 func (a *Admitter) Admit(ctx context.Context, c *render.Content) ([]string, error) {
 	a.noteRefusedStrategies(c)
@@ -173,7 +178,7 @@ func (a *Admitter) Admit(ctx context.Context, c *render.Content) ([]string, erro
 		return nil, err
 	}
 	if err := collect(admitKind(ctx, h, c, c.Placements, kind[*fleet.Placement]{
-		group: fleet.PlacementGroup, get: h.GetPlacement, validate: fleet.ValidatePlacementUpdate,
+		group: fleet.PlacementGroup, get: h.GetPlacement, validate: update[*fleet.Placement],
 		noted: true, list: h.ListPlacements,
 	}, withheld)); err != nil {
 		return nil, err
@@ -194,12 +199,13 @@ func (a *Admitter) Admit(ctx context.Context, c *render.Content) ([]string, erro
 		return nil, err
 	}
 	if err := collect(admitKind(ctx, h, c, c.Strategies, kind[*fleet.UpdateStrategy]{
-		group: fleet.PlacementGroup, list: h.ListUpdateStrategies,
+		group: fleet.PlacementGroup, get: h.GetUpdateStrategy, validate: update[*fleet.UpdateStrategy],
+		list: h.ListUpdateStrategies,
 	}, withheld)); err != nil {
 		return nil, err
 	}
 	if err := collect(admitKind(ctx, h, c, c.Runs, kind[*fleet.UpdateRun]{
-		group: fleet.PlacementGroup, get: h.GetUpdateRun, validate: fleet.ValidateUpdateRunUpdate,
+		group: fleet.PlacementGroup, get: h.GetUpdateRun, validate: update[*fleet.UpdateRun],
 		noted: true, list: h.ListUpdateRuns,
 	}, withheld)); err != nil {
 		return nil, err

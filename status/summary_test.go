@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/admission"
 )
 
 // runWith returns the waiting run with its run-level Progressing replaced
@@ -147,7 +148,7 @@ func TestSummarizeNamesARefusedChange(t *testing.T) {
 	run := waitingRun("")
 	changed := run.DeepCopy()
 	changed.Spec.PlacementName = "another-placement"
-	why := fleet.ValidateUpdateRunUpdate(run, changed).ToAggregate().Error()
+	why := admission.Update(run, changed).ToAggregate().Error()
 	refused := func(r *fleet.UpdateRun, note string) *fleet.UpdateRun {
 		r = r.DeepCopy()
 		r.Annotations = map[string]string{fleet.RejectedChangeAnnotation: note}

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	admit "github.com/gitfleet/gitfleet/internal/admission"
 	"github.com/gitfleet/gitfleet/internal/renderproc"
 	"github.com/gitfleet/gitfleet/member/kube"
 	"github.com/gitfleet/gitfleet/render"
@@ -249,13 +250,13 @@ func admission(fsys fs.FS, c *render.Content, recorded []runtime.Object) []rende
 	for _, r := range c.Runs {
 		if old, ok := accepted[key{"run", r.Namespace, r.Name}].(*fleet.UpdateRun); ok {
 			p, _ := status.PathFor(old)
-			report(r.Kind, r.Namespace, r.Name, fleet.ValidateUpdateRunUpdate(old, r), p)
+			report(r.Kind, r.Namespace, r.Name, admit.Update(old, r), p)
 		}
 	}
 	for _, pl := range c.Placements {
 		if old, ok := accepted[key{"placement", pl.Namespace, pl.Name}].(*fleet.Placement); ok {
 			p, _ := status.PathFor(old)
-			report(pl.Kind, pl.Namespace, pl.Name, fleet.ValidatePlacementUpdate(old, pl), p)
+			report(pl.Kind, pl.Namespace, pl.Name, admit.Update(old, pl), p)
 		}
 	}
 	return out

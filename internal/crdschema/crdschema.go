@@ -229,6 +229,8 @@ func (v *Version) ValidateUpdate(obj, old map[string]any) field.ErrorList {
 	// request says (rest.BeforeUpdate): Git never carries these.
 	meta.UID, meta.CreationTimestamp = oldMeta.UID, oldMeta.CreationTimestamp
 	meta.DeletionTimestamp, meta.DeletionGracePeriodSeconds = oldMeta.DeletionTimestamp, oldMeta.DeletionGracePeriodSeconds
+	// The generation is the server's too (PrepareForUpdate raises it).
+	meta.Generation = oldMeta.Generation
 	// An apply or a patch updates the stored version, whichever it is.
 	if oldMeta.ResourceVersion == "" {
 		oldMeta.ResourceVersion = "1"
