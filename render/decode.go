@@ -209,10 +209,10 @@ func decodeDocument(d document, inApprovals bool) (out *decoded, errs []Manifest
 // its content as a Kubernetes hub's API server does on create (see
 // crdschema) and returns the pruned, defaulted copy or the API server's
 // field errors. A version the CRDs do not serve (gitfleet reads v1 for
-// v1beta1) is checked against the stored version's schema. The status of
-// an object goes unchecked, as a create does not write it, except an
-// approval request's: in Git it is the person's approval, which gitfleet
-// writes through the status subresource.
+// v1beta1) is checked against the stored version's schema. The status
+// goes unchecked, as a create does not write it; an approval request keeps
+// its status (in Git it is the person's approval), which gitfleet's own
+// checks read.
 func admitBySchema(obj map[string]any, gvk, stored schema.GroupVersionKind, isApproval bool, mk func(string, string) ManifestError) (map[string]any, []ManifestError) {
 	v, ok := crdschema.Fleet().For(gvk)
 	if !ok {
@@ -220,11 +220,8 @@ func admitBySchema(obj map[string]any, gvk, stored schema.GroupVersionKind, isAp
 			return obj, nil
 		}
 	}
-	content := runtime.DeepCopyJSON(obj)
+	content := v.WithoutStatus(runtime.DeepCopyJSON(obj))
 	content["apiVersion"] = v.GVK.GroupVersion().String()
-	if !isApproval {
-		content = v.WithoutStatus(content)
-	}
 	if unknown := v.Prune(content); len(unknown) > 0 {
 		out := make([]ManifestError, 0, len(unknown))
 		for _, p := range unknown {
@@ -237,6 +234,9 @@ func admitBySchema(obj map[string]any, gvk, stored schema.GroupVersionKind, isAp
 		return nil, fieldErrors(errs, mk)
 	}
 	content["apiVersion"] = obj["apiVersion"]
+	if status, ok := obj["status"]; ok && isApproval {
+		content["status"] = status
+	}
 	return content, nil
 }
 
