@@ -211,6 +211,20 @@ func sameBut(a, b runtime.Object, key string) bool {
 // the last accepted spec is still in use") to its reason ("placementName is
 // immutable"), or for a file that no longer renders to "run.yaml no longer
 // renders". A note of another shape is kept whole.
+// unquotedValue says whether s is a value as field.Error prints one
+// without quotes (a number, true, null, a struct): the CEL rules of the
+// CRDs omit the value, so "Invalid value: " may be followed by the detail.
+func unquotedValue(s string) bool {
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return true
+	}
+	switch s {
+	case "true", "false", "null", "<error>":
+		return true
+	}
+	return strings.HasPrefix(s, "{") || strings.HasPrefix(s, "[") || strings.HasPrefix(s, "&")
+}
+
 func refusalReason(note string) string {
 	note = strings.TrimSuffix(note, "; the last accepted spec is still in use")
 	if rest, ok := strings.CutPrefix(note, "the manifest no longer renders ("); ok {
@@ -231,7 +245,7 @@ func refusalReason(note string) string {
 	if rest, ok := strings.CutPrefix(body, field.ErrorTypeInvalid.String()+": "); ok {
 		if v, err := strconv.QuotedPrefix(rest); err == nil {
 			rest = rest[len(v):]
-		} else if i := strings.Index(rest, ": "); i >= 0 {
+		} else if i := strings.Index(rest, ": "); i >= 0 && unquotedValue(rest[:i]) {
 			rest = rest[i:]
 		}
 		body = strings.TrimPrefix(rest, ": ")

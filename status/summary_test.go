@@ -260,6 +260,9 @@ func TestRefusalReasonKeepsTheDetail(t *testing.T) {
 		`the change to ClusterStagedUpdateRun r in run.yaml was rejected: spec.state: Invalid value: "Initialize": invalid state transition: cannot transition from Run to Initialize; the last accepted spec is still in use`:                                              "invalid state transition: cannot transition from Run to Initialize",
 		`the change to ClusterResourcePlacement p in p.yaml was rejected: spec.policy.placementType: Forbidden: placement type is immutable; the last accepted spec is still in use`:                                                                                        "placement type is immutable",
 		`the change to ClusterStagedUpdateRun r in run.yaml was rejected: [spec.placementName: Invalid value: "b": placementName is immutable, spec.resourceSnapshotIndex: Invalid value: "2": resourceSnapshotIndex is immutable]; the last accepted spec is still in use`: "placementName is immutable",
+		// The CRDs' CEL rules omit the value.
+		`the change to ClusterStagedUpdateRun r in run.yaml was rejected: spec.state: Invalid value: invalid state transition: cannot transition from Run to Initialize; the last accepted spec is still in use`: "invalid state transition: cannot transition from Run to Initialize",
+		`the change to ClusterStagedUpdateStrategy s in s.yaml was rejected: spec.stages[1].maxConcurrency: Invalid value: 0: maxConcurrency must be at least 1; the last accepted spec is still in use`:         "maxConcurrency must be at least 1",
 		"something else": "something else",
 	} {
 		if got := refusalReason(note); got != want {
