@@ -32,6 +32,7 @@ import (
 	"github.com/gitfleet/gitfleet/gitsource"
 	"github.com/gitfleet/gitfleet/hub"
 	"github.com/gitfleet/gitfleet/hub/embedded"
+	"github.com/gitfleet/gitfleet/internal/crdschema"
 	"github.com/gitfleet/gitfleet/internal/renderproc"
 	"github.com/gitfleet/gitfleet/member"
 	"github.com/gitfleet/gitfleet/reconciler"
@@ -193,6 +194,11 @@ type Daemon struct {
 	shown    *renderJob
 	// refused are the inputs of renders that failed, not rendered again.
 	refused refusedInputs
+	// accepted are the fleet objects the CRD schemas accepted in the last
+	// render, which the next one does not validate again
+	// (render.Options.Accepted): an unchanged object is no request to an
+	// API server either.
+	accepted atomic.Pointer[crdschema.Accepted]
 }
 
 // Open restores the hub from the status tree of the remote, catches up on
@@ -748,6 +754,9 @@ func (d *Daemon) render(ctx context.Context, commit plumbing.Hash) (*render.Cont
 			"commit", short(commit), "as", short(prev.commit), "err", prev.err.Error())
 		return nil, prev.err
 	}
+	if known := d.accepted.Load(); known != nil {
+		opts.Accepted = *known
+	}
 	lim := renderproc.Limits{Timeout: d.cfg.RenderTimeout, Memory: d.cfg.RenderMemoryLimit}
 	d.log.Debug("render started", "commit", short(commit))
 	slow := time.AfterFunc(slowRender, func() {
@@ -762,6 +771,9 @@ func (d *Daemon) render(ctx context.Context, commit plumbing.Hash) (*render.Cont
 	}
 	if err != nil && ctx.Err() == nil {
 		d.refused.put(digest, commit, err)
+	}
+	if err == nil && c.Accepted != nil {
+		d.accepted.Store(&c.Accepted)
 	}
 	return c, err
 }

@@ -35,7 +35,7 @@ func ReadApprovals(fsys fs.FS, dir string) ([]*fleet.ApprovalRequest, []Manifest
 	}
 	// Nothing is refused here: a broken request is left out alone and its
 	// run keeps waiting, which deletes nothing.
-	c, approvals, refusals := assemble(docs, r.errs, true)
+	c, approvals, refusals := assemble(docs, r.errs, true, nil)
 	errs := append(refusals, c.Errors...)
 	sortErrors(errs)
 	return approvals, errs

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/crdschema"
 )
 
 // Content is the hub content of one commit.
@@ -32,6 +33,9 @@ type Content struct {
 	// Errors are the per-object and per-file problems; the objects concerned
 	// are not in the lists above.
 	Errors []ManifestError
+	// Accepted are the fleet objects config/crd's schemas accepted, for
+	// Options.Accepted of the next render.
+	Accepted crdschema.Accepted
 }
 
 // ObjectRef identifies an object independently of its API version (v1 and
@@ -131,6 +135,11 @@ type Options struct {
 	MaxFileSize int64
 	// MaxTotalSize bounds all files read together (default 256 MiB).
 	MaxTotalSize int64
+	// Accepted are objects the schemas accepted in an earlier render
+	// (Content.Accepted): render prunes and defaults them but does not
+	// validate them against the schema again. It changes how long a
+	// render takes, never what it returns.
+	Accepted crdschema.Accepted
 }
 
 // Default size limits.

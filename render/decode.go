@@ -107,7 +107,7 @@ type decoded struct {
 // a workload resource, whose last good version nothing keeps. The errors
 // of an identified fleet object's fields do not: that one object is left
 // out and the hub keeps its last accepted version (Content.Withheld).
-func decodeDocument(d document, inApprovals bool) (out *decoded, errs []ManifestError, refused bool) {
+func decodeDocument(d document, inApprovals bool, memo schemaMemo) (out *decoded, errs []ManifestError, refused bool) {
 	ref, gvk, merr := identify(d)
 	if merr != nil {
 		return nil, []ManifestError{*merr}, true
@@ -176,7 +176,7 @@ func decodeDocument(d document, inApprovals bool) (out *decoded, errs []Manifest
 	// does), defaults and validates; only an object it accepts meets
 	// gitfleet's own checks, as a webhook only sees what the schema let
 	// through.
-	content, errs := admitBySchema(d.obj, gvk, info.GroupVersionKind, isApproval, mk)
+	content, data, errs := memo.admit(d.obj, gvk, info.GroupVersionKind, isApproval, mk)
 	if len(errs) > 0 {
 		return withheld(errs)
 	}
@@ -188,9 +188,11 @@ func decodeDocument(d document, inApprovals bool) (out *decoded, errs []Manifest
 		}
 	}
 
-	data, err := json.Marshal(content)
-	if err != nil {
-		return withheld([]ManifestError{mk("", err.Error())})
+	if data == nil {
+		var err error
+		if data, err = json.Marshal(content); err != nil {
+			return withheld([]ManifestError{mk("", err.Error())})
+		}
 	}
 	if e := strictDecode(data, obj, mk); len(e) > 0 {
 		return withheld(e)
@@ -205,39 +207,64 @@ func decodeDocument(d document, inApprovals bool) (out *decoded, errs []Manifest
 	return out, nil, false
 }
 
-// admitBySchema applies the CRD of a fleet object's kind to a copy of
-// its content as a Kubernetes hub's API server does on create (see
-// crdschema) and returns the pruned, defaulted copy or the API server's
-// field errors. A version the CRDs do not serve (gitfleet reads v1 for
-// v1beta1) is checked against the stored version's schema. The status
-// goes unchecked, as a create does not write it; an approval request keeps
-// its status (in Git it is the person's approval), which gitfleet's own
-// checks read.
-func admitBySchema(obj map[string]any, gvk, stored schema.GroupVersionKind, isApproval bool, mk func(string, string) ManifestError) (map[string]any, []ManifestError) {
+// schemaMemo is what the schemas accepted in an earlier render (known)
+// and in this one (accepted).
+type schemaMemo struct {
+	known, accepted crdschema.Accepted
+}
+
+// admit applies the CRD of a fleet object's kind to its content as a
+// Kubernetes hub's API server does on create (see crdschema) and returns
+// the pruned, defaulted content (with its JSON, once the schema has
+// accepted it) or the API server's field errors. Content the schema
+// accepted in the render memo.known comes from is not validated again.
+// A version the CRDs do not serve (gitfleet reads v1 for v1beta1) is
+// checked against the stored version's schema. The status goes unchecked,
+// as a create does not write it; an approval request keeps its status (in
+// Git it is the person's approval), which gitfleet's own checks read.
+func (memo schemaMemo) admit(obj map[string]any, gvk, stored schema.GroupVersionKind, isApproval bool, mk func(string, string) ManifestError) (map[string]any, []byte, []ManifestError) {
 	v, ok := crdschema.Fleet().For(gvk)
 	if !ok {
 		if v, ok = crdschema.Fleet().For(stored); !ok {
-			return obj, nil
+			return obj, nil, nil
 		}
 	}
-	content := v.WithoutStatus(runtime.DeepCopyJSON(obj))
+	// The document's content is read once, here: pruned and defaulted in
+	// place (a shallow copy keeps the version and status as written).
+	content := make(map[string]any, len(obj))
+	for k, x := range v.WithoutStatus(obj) {
+		content[k] = x
+	}
 	content["apiVersion"] = v.GVK.GroupVersion().String()
 	if unknown := v.Prune(content); len(unknown) > 0 {
 		out := make([]ManifestError, 0, len(unknown))
 		for _, p := range unknown {
 			out = append(out, mk(p, "unknown field"))
 		}
-		return nil, out
+		return nil, nil, out
 	}
 	v.Default(content)
-	if errs := v.ValidateCreate(content); len(errs) > 0 {
-		return nil, fieldErrors(errs, mk)
+	data, err := json.Marshal(content)
+	if err != nil {
+		return nil, nil, []ManifestError{mk("", err.Error())}
+	}
+	key := crdschema.Key(v.GVK, data)
+	if !memo.known.Has(key) {
+		if errs := v.ValidateCreate(content); len(errs) > 0 {
+			return nil, nil, fieldErrors(errs, mk)
+		}
+	}
+	if memo.accepted != nil {
+		memo.accepted[key] = struct{}{}
 	}
 	content["apiVersion"] = obj["apiVersion"]
 	if status, ok := obj["status"]; ok && isApproval {
 		content["status"] = status
+		data = nil // the JSON above has no status
+	} else if gvk != v.GVK {
+		data = nil // nor the version as written
 	}
-	return content, nil
+	return content, data, nil
 }
 
 // keep validates a decoded, defaulted fleet object and keeps it, without

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/crdschema"
 )
 
 // Folders directly under Path that are not hub content.
@@ -52,7 +53,7 @@ func Render(fsys fs.FS, opts Options) (*Content, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, _, refusals := assemble(docs, r.errs, false)
+	c, _, refusals := assemble(docs, r.errs, false, opts.Accepted)
 	if len(refusals) > 0 {
 		placeKustomizeOutput(fsys, refusals)
 		return nil, &RefusedError{Errors: refusals, Others: c.Errors}
@@ -190,12 +191,13 @@ func (r *reader) walk(root string, skip func(p string, d fs.DirEntry) bool, keep
 // dropping duplicates. refusals are the problems that refuse a commit
 // whole (RefusedError): the file errors, the documents decodeDocument
 // refuses and duplicates; Content.Errors has the others.
-func assemble(docs []document, fileErrs []ManifestError, inApprovals bool) (c *Content, approvals []*fleet.ApprovalRequest, refusals []ManifestError) {
-	c = &Content{Sources: map[ObjectRef]Source{}}
+func assemble(docs []document, fileErrs []ManifestError, inApprovals bool, known crdschema.Accepted) (c *Content, approvals []*fleet.ApprovalRequest, refusals []ManifestError) {
+	c = &Content{Sources: map[ObjectRef]Source{}, Accepted: crdschema.Accepted{}}
 	refusals = append(refusals, fileErrs...)
 	var objs []*decoded
+	memo := schemaMemo{known: known, accepted: c.Accepted}
 	for _, d := range docs {
-		o, errs, refused := decodeDocument(d, inApprovals)
+		o, errs, refused := decodeDocument(d, inApprovals, memo)
 		if refused {
 			refusals = append(refusals, errs...)
 		} else {

@@ -1,13 +1,16 @@
 package render
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/crdschema"
 )
 
 func mapFS(files map[string]string) fstest.MapFS {
@@ -257,5 +260,51 @@ status:
 	want.Spec = fleet.UpdateRunSpec{PlacementName: "example-placement", ResourceSnapshotIndex: "1", StagedUpdateStrategyName: "example-strategy", State: fleet.StateInitialize}
 	if !reflect.DeepEqual(*r, want) {
 		t.Errorf("run = %+v\nwant  %+v", *r, want)
+	}
+}
+
+// TestAcceptedBeforeIsNotValidatedAgain: a render given what an earlier
+// one accepted returns the same content, and skips the schema's
+// validation of exactly that content: a key the schema never gave lets an
+// object it refuses through, which shows the skip, while any change of
+// the object is validated.
+func TestAcceptedBeforeIsNotValidatedAgain(t *testing.T) {
+	const run = "apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterStagedUpdateRun\nmetadata: {name: %s}\n" +
+		"spec: {placementName: %s, stagedRolloutStrategyName: s, state: %s}\n"
+	treeOf := func(placement, state string) fstest.MapFS {
+		return fstest.MapFS{"run.yaml": {Data: fmt.Appendf(nil, run, "example-run", placement, state)}}
+	}
+	tree := func(state string) fstest.MapFS { return treeOf("p", state) }
+	first, err := Render(tree("Run"), Options{})
+	if err != nil || len(first.Errors) > 0 || len(first.Accepted) != 1 {
+		t.Fatalf("err %v, errors %v, accepted %v", err, first.Errors, first.Accepted)
+	}
+	again, err := Render(tree("Run"), Options{Accepted: first.Accepted})
+	if err != nil || !reflect.DeepEqual(again, first) {
+		t.Fatalf("with what it accepted before, render returned\n%+v (%v)\nwant\n%+v", again, err, first)
+	}
+
+	// The key the schema would give the refused run, as if it had
+	// accepted it: render does not ask the schema again.
+	refused, err := Render(tree("Go"), Options{})
+	if err != nil || len(refused.Errors) != 1 {
+		t.Fatalf("a run in state Go: err %v, errors %v", err, refused.Errors)
+	}
+	content := map[string]any{"apiVersion": "placement.kubernetes-fleet.io/v1beta1", "kind": "ClusterStagedUpdateRun",
+		"metadata": map[string]any{"name": "example-run"},
+		"spec":     map[string]any{"placementName": "p", "stagedRolloutStrategyName": "s", "state": "Go"}}
+	data, err := json.Marshal(content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvk := fleet.SchemeGroupVersion.WithKind(fleet.KindClusterStagedUpdateRun)
+	forged := crdschema.Accepted{crdschema.Key(gvk, data): {}}
+	skipped, err := Render(tree("Go"), Options{Accepted: forged})
+	if err != nil || len(skipped.Errors) != 0 {
+		t.Fatalf("a forged key did not skip the schema: err %v, errors %v", err, skipped.Errors)
+	}
+	changed, err := Render(treeOf("q", "Go"), Options{Accepted: forged})
+	if err != nil || len(changed.Errors) != 1 || len(changed.Accepted) != 0 {
+		t.Fatalf("a changed run was not validated: err %v, errors %v, accepted %v", err, changed.Errors, changed.Accepted)
 	}
 }

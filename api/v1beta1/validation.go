@@ -103,12 +103,11 @@ func ValidateObjectMeta(kind string, meta *metav1.ObjectMeta) field.ErrorList {
 
 // ---- runs ----
 
-// ValidateUpdateRun checks a ClusterStagedUpdateRun or StagedUpdateRun.
+// ValidateUpdateRun checks a ClusterStagedUpdateRun or StagedUpdateRun
+// beyond its CRD's schema, which refuses a name over 63 and an unknown
+// state first (internal/crdschema).
 func ValidateUpdateRun(r *UpdateRun) field.ErrorList {
 	errs := ValidateObjectMeta(r.Kind, &r.ObjectMeta)
-	if len(r.Name) > MaxUpdateRunNameLength {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), r.Name, MsgRunNameTooLong))
-	}
 	spec := field.NewPath("spec")
 	switch {
 	case r.Spec.PlacementName == "":
@@ -118,12 +117,6 @@ func ValidateUpdateRun(r *UpdateRun) field.ErrorList {
 	}
 	if r.Spec.StagedUpdateStrategyName == "" {
 		errs = append(errs, field.Required(spec.Child("stagedRolloutStrategyName"), ""))
-	}
-	switch r.Spec.State {
-	case "", StateInitialize, StateRun, StateStop:
-	default:
-		errs = append(errs, field.NotSupported(spec.Child("state"), r.Spec.State,
-			[]State{StateInitialize, StateRun, StateStop}))
 	}
 	return errs
 }

@@ -48,7 +48,13 @@ import (
 // Schemas are the served versions of a set of CRDs, by group, version and
 // kind, each compiled once (its CEL programs included).
 type Schemas struct {
-	versions map[schema.GroupVersionKind]*Version
+	versions map[schema.GroupVersionKind]*lazyVersion
+}
+
+// lazyVersion is compiled on first use: a process that reads only
+// MemberClusters compiles one CRD, not nineteen.
+type lazyVersion struct {
+	compile func() (*Version, error)
 }
 
 // Version is one served version of one CRD, ready to default and validate
@@ -86,7 +92,7 @@ func Load(fsys fs.FS) (*Schemas, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Schemas{versions: map[schema.GroupVersionKind]*Version{}}
+	s := &Schemas{versions: map[schema.GroupVersionKind]*lazyVersion{}}
 	for _, f := range files {
 		b, err := fs.ReadFile(fsys, f)
 		if err != nil {
@@ -96,15 +102,19 @@ func Load(fsys fs.FS) (*Schemas, error) {
 		if err := yaml.UnmarshalStrict(b, crd); err != nil {
 			return nil, fmt.Errorf("%s: %w", path.Base(f), err)
 		}
-		for _, v := range crd.Spec.Versions {
+		for i := range crd.Spec.Versions {
+			v := &crd.Spec.Versions[i]
 			if !v.Served {
 				continue
 			}
-			ver, err := compile(crd, &v)
-			if err != nil {
-				return nil, fmt.Errorf("%s %s: %w", path.Base(f), v.Name, err)
-			}
-			s.versions[ver.GVK] = ver
+			gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
+			s.versions[gvk] = &lazyVersion{compile: sync.OnceValues(func() (*Version, error) {
+				ver, err := compile(crd, v)
+				if err != nil {
+					return nil, fmt.Errorf("%s %s: %w", path.Base(f), v.Name, err)
+				}
+				return ver, nil
+			})}
 		}
 	}
 	return s, nil
@@ -143,10 +153,31 @@ func compile(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.C
 	}, nil
 }
 
-// For returns the served version of a kind, if any CRD serves it.
+// For returns the served version of a kind, if any CRD serves it,
+// compiling it on first use.
 func (s *Schemas) For(gvk schema.GroupVersionKind) (*Version, bool) {
-	v, ok := s.versions[gvk]
-	return v, ok
+	l, ok := s.versions[gvk]
+	if !ok {
+		return nil, false
+	}
+	v, err := l.compile()
+	if err != nil {
+		// config/crd is generated and tested (internal/crd): a CRD that
+		// does not compile is a build defect, not an input error.
+		panic(fmt.Sprintf("crdschema: %v", err))
+	}
+	return v, true
+}
+
+// Compile compiles every served version now, for tests and for callers
+// that would rather fail early.
+func (s *Schemas) Compile() error {
+	for _, l := range s.versions {
+		if _, err := l.compile(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Prune drops the fields of obj its schema does not declare and returns

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	crdfiles "github.com/gitfleet/gitfleet/config/crd"
 	"github.com/gitfleet/gitfleet/internal/crdschema"
 )
 
@@ -66,4 +67,31 @@ spec: {placementName: p, stagedRolloutStrategyName: s, extra: true}
 	}
 	v.Default(obj)
 	t.Logf("%v", obj)
+}
+
+// BenchmarkLoad compiles config/crd (every served version, CEL programs
+// included): what each process that validates pays once.
+func BenchmarkLoad(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := crdschema.Load(crdfiles.Files)
+		if err == nil {
+			err = s.Compile()
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestEveryCRDCompiles: every served version of config/crd is a
+// structural schema whose CEL rules compile.
+func TestEveryCRDCompiles(t *testing.T) {
+	s, err := crdschema.Load(crdfiles.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Compile(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/crdschema"
 	"github.com/gitfleet/gitfleet/render"
 )
 
@@ -157,6 +158,7 @@ type wireContent struct {
 	Resources                []*unstructured.Unstructured                      `json:"resources"`
 	Sources                  []wireSource                                      `json:"sources"`
 	Errors                   []render.ManifestError                            `json:"errors"`
+	Accepted                 crdschema.Accepted                                `json:"accepted"`
 }
 
 type wireSource struct {
@@ -178,7 +180,7 @@ func toWire(c *render.Content, err error) wire {
 	w := &wireContent{Members: c.Members, Placements: c.Placements, Strategies: c.Strategies, Runs: c.Runs,
 		ClusterResourceOverrides: c.ClusterResourceOverrides, ResourceOverrides: c.ResourceOverrides,
 		Evictions: c.Evictions, DisruptionBudgets: c.DisruptionBudgets,
-		Resources: c.Resources, Errors: c.Errors}
+		Resources: c.Resources, Errors: c.Errors, Accepted: c.Accepted}
 	for ref, src := range c.Sources {
 		w.Sources = append(w.Sources, wireSource{ref, src})
 	}
@@ -201,7 +203,7 @@ func fromWire(w wire) (*render.Content, error) {
 	c := &render.Content{Members: wc.Members, Placements: wc.Placements, Strategies: wc.Strategies, Runs: wc.Runs,
 		ClusterResourceOverrides: wc.ClusterResourceOverrides, ResourceOverrides: wc.ResourceOverrides,
 		Evictions: wc.Evictions, DisruptionBudgets: wc.DisruptionBudgets,
-		Resources: wc.Resources, Errors: wc.Errors, Sources: make(map[render.ObjectRef]render.Source, len(wc.Sources))}
+		Resources: wc.Resources, Errors: wc.Errors, Accepted: wc.Accepted, Sources: make(map[render.ObjectRef]render.Source, len(wc.Sources))}
 	for _, s := range wc.Sources {
 		c.Sources[s.Ref] = s.Source
 	}
