@@ -3,6 +3,7 @@ package crdschema_test
 import (
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
@@ -93,5 +94,79 @@ func TestEveryCRDCompiles(t *testing.T) {
 	}
 	if err := s.Compile(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// testCRD has what config/crd does not have yet, to show crdschema applies
+// it: a default, a CEL rule with a message and field path, a transition
+// rule, an enum and a bound.
+const testCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Cluster
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          apiVersion: {type: string}
+          kind: {type: string}
+          metadata: {type: object}
+          spec:
+            type: object
+            properties:
+              mode: {type: string, default: Auto, enum: [Auto, Manual]}
+              size: {type: integer, maximum: 10}
+              owner: {type: string}
+            x-kubernetes-validations:
+            - rule: "self.mode != 'Manual' || has(self.owner)"
+              message: a Manual widget needs an owner
+              fieldPath: .owner
+            - rule: "!has(oldSelf.owner) || self.owner == oldSelf.owner"
+              message: owner is immutable
+`
+
+// TestATestCRDsDefaultsAndRules: defaulting, the OpenAPI checks and the
+// CEL rules (with oldSelf on update) of a CRD with all of them.
+func TestATestCRDsDefaultsAndRules(t *testing.T) {
+	s, err := crdschema.Load(fstest.MapFS{"widgets.yaml": {Data: []byte(testCRD)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, ok := s.For(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"})
+	if !ok {
+		t.Fatal("no Widget")
+	}
+	widget := func(spec string) map[string]any {
+		obj := object(t, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: "+spec+"\n")
+		v.Prune(obj)
+		v.Default(obj)
+		return obj
+	}
+	if got := widget("{}")["spec"].(map[string]any)["mode"]; got != "Auto" {
+		t.Errorf("mode defaulted to %v; want Auto", got)
+	}
+	for _, tc := range []struct{ spec, want string }{
+		{"{mode: Manual}", "spec.owner: Invalid value: a Manual widget needs an owner"},
+		{"{mode: Sometimes}", `spec.mode: Unsupported value: "Sometimes": supported values: "Auto", "Manual"`},
+		{"{size: 11}", "spec.size: Invalid value: 11: spec.size in body should be less than or equal to 10"},
+	} {
+		errs := v.ValidateCreate(widget(tc.spec))
+		if len(errs) == 0 || errs[0].Error() != tc.want {
+			t.Errorf("%s: refused with %v; want %s", tc.spec, errs, tc.want)
+		}
+	}
+	old, cur := widget("{owner: a}"), widget("{owner: b}")
+	if errs := v.ValidateUpdate(cur, old); len(errs) != 1 || errs[0].Error() != "spec: Invalid value: owner is immutable" {
+		t.Errorf("update refused with %v; want spec: Invalid value: owner is immutable", errs)
+	}
+	if errs := v.ValidateUpdate(old, old); len(errs) != 0 {
+		t.Errorf("an unchanged widget refused: %v", errs)
 	}
 }
