@@ -72,10 +72,8 @@ func ValidateClusterResourceOverride(o *ClusterResourceOverride) field.ErrorList
 	errs := ValidateObjectMeta(o.Kind, &o.ObjectMeta)
 	spec := field.NewPath("spec")
 	if pl := o.Spec.Placement; pl != nil {
+		// A Namespaced scope is the CRD's CEL rule (MsgCROPlacementNamespaced).
 		errs = append(errs, validatePlacementRef(pl, spec.Child("placement"))...)
-		if pl.Scope == NamespaceScoped {
-			errs = append(errs, field.Invalid(spec.Child("placement", "scope"), string(pl.Scope), MsgCROPlacementNamespaced))
-		}
 	}
 	sp := spec.Child("clusterResourceSelectors")
 	errs = append(errs, validateItemCount(sp, len(o.Spec.ClusterResourceSelectors), MaxOverrideSelectors)...)

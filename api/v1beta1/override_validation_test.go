@@ -82,8 +82,6 @@ func TestValidateClusterResourceOverride(t *testing.T) {
 		mutate func(*ClusterResourceOverride)
 		want   want
 	}{
-		{"namespaced placement reference", func(o *ClusterResourceOverride) { o.Spec.Placement.Scope = NamespaceScoped },
-			want{"spec.placement.scope", field.ErrorTypeInvalid, "clusterResourceOverride placement reference cannot be Namespaced scope"}},
 		{"placement name required", func(o *ClusterResourceOverride) { o.Spec.Placement.Name = "" },
 			want{"spec.placement.name", field.ErrorTypeRequired, ""}},
 		{"placement scope enum", func(o *ClusterResourceOverride) { o.Spec.Placement.Scope = "Fleet" },
