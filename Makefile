@@ -66,6 +66,8 @@ generate: crds ## Regenerate deep copies of api/v1beta1 and the CRDs
 # The CRDs are generated from the per-kind root types in internal/crd (whose
 # spec and status are api/v1beta1's types), one file per CRD. internal/crd's
 # test reads the version from this line and fails when config/crd is stale.
+# config/crd/crd.go embeds the files into the binary (internal/crdschema
+# applies them as kube-apiserver does); make crds leaves it in place.
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 CRD_DIR ?= config/crd
 
