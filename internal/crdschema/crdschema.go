@@ -284,6 +284,11 @@ func (v *Version) ValidateCreate(obj map[string]any) field.ErrorList {
 		errs = append(errs, schemaobjectmeta.Validate(ctx, nil, obj, v.structural, false)...)
 	}
 	errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, obj)...)
+	if v.cel == nil {
+		// No CEL rule in the schema (cel.NewValidator returns nil): the
+		// API server has nothing left to skip, and says nothing of it.
+		return errs
+	}
 	if blocking := blockingErr(errs); blocking != nil {
 		return append(errs, blocking)
 	}
@@ -330,6 +335,11 @@ func (v *Version) ValidateUpdate(obj, old map[string]any) field.ErrorList {
 	}
 	if oldErrs := structurallisttype.ValidateListSetsAndMaps(nil, v.structural, old); len(oldErrs) == 0 {
 		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, obj)...)
+	}
+	if v.cel == nil {
+		// No CEL rule in the schema (cel.NewValidator returns nil): the
+		// API server has nothing left to skip, and says nothing of it.
+		return errs
 	}
 	if blocking := blockingErr(errs); blocking != nil {
 		return append(errs, blocking)

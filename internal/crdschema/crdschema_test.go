@@ -6,6 +6,7 @@ import (
 	"testing/fstest"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
 	crdfiles "github.com/gitfleet/gitfleet/config/crd"
@@ -169,4 +170,49 @@ func TestATestCRDsDefaultsAndRules(t *testing.T) {
 	if errs := v.ValidateUpdate(old, old); len(errs) != 0 {
 		t.Errorf("an unchanged widget refused: %v", errs)
 	}
+}
+
+// TestSkippedRulesNotedOnlyWithRules: an error that makes the API server
+// skip the CEL rules (an unsupported enum value, a missing required field)
+// comes with "some validation rules were not checked" only when the schema
+// has rules to skip, as its strategy adds it only with a CEL validator.
+func TestSkippedRulesNotedOnlyWithRules(t *testing.T) {
+	const skipped = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
+	withoutRules, _, _ := strings.Cut(testCRD, "            x-kubernetes-validations:")
+	for _, tc := range []struct {
+		name, crd string
+		want      []string
+	}{
+		{"with rules", testCRD, []string{`spec.mode: Unsupported value: "Sometimes": supported values: "Auto", "Manual"`, "<nil>: Invalid value: null: " + skipped}},
+		{"without rules", withoutRules, []string{`spec.mode: Unsupported value: "Sometimes": supported values: "Auto", "Manual"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := crdschema.Load(fstest.MapFS{"widgets.yaml": {Data: []byte(tc.crd)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, ok := s.For(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"})
+			if !ok {
+				t.Fatal("no Widget")
+			}
+			obj := object(t, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {mode: Sometimes}\n")
+			old := object(t, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {mode: Auto}\n")
+			for op, errs := range map[string][]string{
+				"create": errorStrings(v.ValidateCreate(obj)),
+				"update": errorStrings(v.ValidateUpdate(obj, old)),
+			} {
+				if strings.Join(errs, "\n") != strings.Join(tc.want, "\n") {
+					t.Errorf("%s refused with\n  %s\nwant\n  %s", op, strings.Join(errs, "\n  "), strings.Join(tc.want, "\n  "))
+				}
+			}
+		})
+	}
+}
+
+func errorStrings(errs field.ErrorList) []string {
+	out := make([]string, 0, len(errs))
+	for _, e := range errs {
+		out = append(out, e.Error())
+	}
+	return out
 }
