@@ -1,6 +1,7 @@
 package admission_test
 
 import (
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,12 +46,22 @@ func TestUpdate(t *testing.T) {
 	withToleration := placement(fleet.ExternalRolloutStrategyType)
 	withToleration.Spec.Policy.Tolerations = []fleet.Toleration{{Key: "k", Operator: "Exists"}}
 
+	stored := placement(fleet.RollingUpdateRolloutStrategyType)
+	stored.ResourceVersion, stored.Generation, stored.UID = "7", 3, "uid"
+	stored.Status.ObservedResourceIndex = "2"
+	// An object stored before a rule it breaks was added: unchanged, the
+	// API server ratchets the rule (the name is over the CRD's 63).
+	longRun := run(fleet.StateRun)
+	longRun.Spec.PlacementName = strings.Repeat("p", 300)
+
 	for _, tc := range []struct {
 		name     string
 		old, cur runtime.Object
 		want     string // "": accepted
 	}{
 		{"unchanged run", run(fleet.StateRun), run(fleet.StateRun), ""},
+		{"unchanged placement, stored with status and server metadata", stored, placement(fleet.RollingUpdateRolloutStrategyType), ""},
+		{"unchanged run a rule added since refuses", longRun, longRun.DeepCopy(), ""},
 		{"placementName is immutable", run(fleet.StateRun), change(run(fleet.StateRun), func(r *fleet.UpdateRun) { r.Spec.PlacementName = "other" }),
 			"spec.placementName: Invalid value: placementName is immutable"},
 		{"resourceSnapshotIndex is immutable", run(fleet.StateRun), change(run(fleet.StateRun), func(r *fleet.UpdateRun) { r.Spec.ResourceSnapshotIndex = "2" }),
@@ -71,9 +82,9 @@ func TestUpdate(t *testing.T) {
 		{"no state to Stop", run(""), run(fleet.StateStop), ""},
 		{"RollingUpdate to External", placement(fleet.RollingUpdateRolloutStrategyType), placement(fleet.ExternalRolloutStrategyType), ""},
 		{"External to RollingUpdate", placement(fleet.ExternalRolloutStrategyType), placement(fleet.RollingUpdateRolloutStrategyType),
-			"spec.strategy: Invalid value: cannot change rollout strategy type from 'External' to other types"},
+			"spec.strategy.type: Invalid value: \"RollingUpdate\": cannot change rollout strategy type from 'External' to other types"},
 		{"External to no type", placement(fleet.ExternalRolloutStrategyType), placement(""),
-			"spec.strategy: Invalid value: cannot change rollout strategy type from 'External' to other types"},
+			"spec.strategy.type: Invalid value: \"RollingUpdate\": cannot change rollout strategy type from 'External' to other types"},
 		{"placement type is immutable", placement(fleet.ExternalRolloutStrategyType), pickN,
 			"spec.policy: Invalid value: placement type is immutable"},
 		{"tolerations may be added", placement(fleet.ExternalRolloutStrategyType), withToleration, ""},
