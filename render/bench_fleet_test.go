@@ -1,7 +1,9 @@
 package render
 
 import (
+	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -85,5 +87,42 @@ func BenchmarkRenderFleetObjects(b *testing.B) {
 				check(b, c, err)
 			}
 		})
+	}
+}
+
+// TestDecodingInParallelKeepsTheOrder: a tree decoded on every processor
+// gives the content and errors (lines included) of one decoded in order.
+func TestDecodingInParallelKeepsTheOrder(t *testing.T) {
+	fsys := fleetRepo(300, false)
+	for name, data := range fleetRepo(300, true) {
+		fsys["placements/"+name] = data
+	}
+	// Some refused objects, one a file, for the errors' order and lines.
+	for i := range 5 {
+		fsys[fmt.Sprintf("broken/b%d.yaml", i)] = &fstest.MapFile{Data: []byte(fmt.Sprintf(`apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ClusterResourcePlacement
+metadata: {name: broken%d}
+spec:
+  resourceSelectors: [{group: "", version: v1, kind: Namespace, name: app}]
+  policy: {placementType: PickAll, numberOfClusters: %d}
+`, i, i))}
+	}
+	render := func(procs int) string {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		c, err := Render(fsys, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Members) != 300 || len(c.Placements) != 300 || len(c.Errors) != 5 {
+			t.Fatalf("%d members, %d placements, %d errors", len(c.Members), len(c.Placements), len(c.Errors))
+		}
+		b, err := json.Marshal([]any{c.Members, c.Placements, c.Errors, c.Accepted})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b) + fmt.Sprint(c.Sources)
+	}
+	if inOrder, parallel := render(1), render(4); inOrder != parallel {
+		t.Error("the content decoded in parallel differs from the content decoded in order")
 	}
 }

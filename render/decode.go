@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	yaml "go.yaml.in/yaml/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -211,6 +212,8 @@ func decodeDocument(d document, inApprovals bool, memo schemaMemo) (out *decoded
 // and in this one (accepted).
 type schemaMemo struct {
 	known, accepted crdschema.Accepted
+	// mu guards accepted: documents are decoded in parallel.
+	mu *sync.Mutex
 }
 
 // admit applies the CRD of a fleet object's kind to its content as a
@@ -255,7 +258,9 @@ func (memo schemaMemo) admit(obj map[string]any, gvk, stored schema.GroupVersion
 		}
 	}
 	if memo.accepted != nil {
+		memo.mu.Lock()
 		memo.accepted[key] = struct{}{}
+		memo.mu.Unlock()
 	}
 	content["apiVersion"] = obj["apiVersion"]
 	if status, ok := obj["status"]; ok && isApproval {

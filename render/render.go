@@ -6,8 +6,11 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -195,9 +198,9 @@ func assemble(docs []document, fileErrs []ManifestError, inApprovals bool, known
 	c = &Content{Sources: map[ObjectRef]Source{}, Accepted: crdschema.Accepted{}}
 	refusals = append(refusals, fileErrs...)
 	var objs []*decoded
-	memo := schemaMemo{known: known, accepted: c.Accepted}
-	for _, d := range docs {
-		o, errs, refused := decodeDocument(d, inApprovals, memo)
+	memo := schemaMemo{known: known, accepted: c.Accepted, mu: &sync.Mutex{}}
+	for _, r := range decodeAll(docs, inApprovals, memo) {
+		o, errs, refused := r.o, r.errs, r.refused
 		if refused {
 			refusals = append(refusals, errs...)
 		} else {
@@ -374,3 +377,43 @@ func (c *Content) checkOverrideSelections(nodes map[ObjectRef]*yaml.Node) {
 	c.ClusterResourceOverrides, c.ResourceOverrides = cros, ros
 	sortErrors(c.Errors)
 }
+
+// decodeResult is decodeDocument's answer for one document.
+type decodeResult struct {
+	o       *decoded
+	errs    []ManifestError
+	refused bool
+}
+
+// decodeAll decodes docs on every processor, each answer at its
+// document's index: validating by the CRD schemas is most of a render's
+// work (10,000 objects of a fleet), and documents are independent until
+// they are put together, in order, by the caller.
+func decodeAll(docs []document, inApprovals bool, memo schemaMemo) []decodeResult {
+	out := make([]decodeResult, len(docs))
+	workers := min(runtime.GOMAXPROCS(0), len(docs)/minDocsPerWorker)
+	if workers <= 1 {
+		for i, d := range docs {
+			out[i].o, out[i].errs, out[i].refused = decodeDocument(d, inApprovals, memo)
+		}
+		return out
+	}
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(docs); i = int(next.Add(1) - 1) {
+				out[i].o, out[i].errs, out[i].refused = decodeDocument(docs[i], inApprovals, memo)
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// minDocsPerWorker keeps small trees (a quickstart) on one goroutine.
+const minDocsPerWorker = 64

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -42,14 +43,17 @@ func (d document) root() *yaml.Node {
 // fileText is a manifest file's text, and its documents' node trees once
 // one was asked for.
 type fileText struct {
-	data  []byte
+	data []byte
+	// parse fills roots once: the file's documents are decoded in
+	// parallel (decodeAll).
+	parse sync.Once
 	roots []*yaml.Node
 }
 
 // root returns the node tree of the file's document i, counting documents
 // as splitDocuments keeps them.
 func (f *fileText) root(i int) *yaml.Node {
-	if f.roots == nil {
+	f.parse.Do(func() {
 		f.roots = []*yaml.Node{}
 		dec := yaml.NewDecoder(bytes.NewReader(f.data))
 		for {
@@ -61,7 +65,7 @@ func (f *fileText) root(i int) *yaml.Node {
 				f.roots = append(f.roots, root)
 			}
 		}
-	}
+	})
 	if i < len(f.roots) {
 		return f.roots[i]
 	}
