@@ -33,9 +33,6 @@ func TestUnsupportedValuesAreRefusedTheirDefaultsAccepted(t *testing.T) {
 		{"reportBackStrategy Disabled", func(p *Placement) {
 			p.Spec.Strategy.ReportBackStrategy = &ReportBackStrategy{Type: ReportBackStrategyTypeDisabled}
 		}, nil},
-		{"selectionScope NamespaceWithResourceSelectors", func(p *Placement) {
-			p.Spec.ResourceSelectors[0].SelectionScope = NamespaceWithResourceSelectors
-		}, &want{"spec.resourceSelectors", field.ErrorTypeInvalid, MsgSelectionScopeUnsupported}},
 		{"statusReportingScope outside the enum", func(p *Placement) { p.Spec.StatusReportingScope = "Unknown" },
 			&want{"spec.statusReportingScope", field.ErrorTypeNotSupported, `supported values: "ClusterScopeOnly", "NamespaceAccessible"`}},
 	} {

@@ -28,9 +28,6 @@ const (
 	MaxStageNameLength         = 63
 	MaxAfterStageTasks         = 2
 	MaxBeforeStageTasks        = 1
-	MaxResourceSelectors       = 100
-	MinRevisionHistoryLimit    = 1
-	MaxRevisionHistoryLimit    = 1000
 	maxPlacementObjectNameSize = validation.DNS1035LabelMaxLength
 )
 
@@ -70,25 +67,14 @@ var namespacedKinds = map[string]bool{
 	KindResourceBinding: true, KindResourceOverride: true, KindResourceOverrideSnapshot: true,
 }
 
-// ValidateObjectMeta checks name and namespace the way the API server does
-// for custom resources, plus the scope rule: a cluster-scoped kind must not
+// ValidateObjectMeta checks the scope rule: a cluster-scoped kind must not
 // carry a namespace and a namespaced kind needs one (Git has no kubectl
-// context to default it from). An empty kind skips the scope rule.
+// context to default it from). An empty kind skips it. The name and the
+// namespace themselves are the API server's checks, which config/crd's
+// schema applies first (internal/crdschema).
 func ValidateObjectMeta(kind string, meta *metav1.ObjectMeta) field.ErrorList {
 	var errs field.ErrorList
 	p := field.NewPath("metadata")
-	if meta.Name == "" {
-		errs = append(errs, field.Required(p.Child("name"), "name is required"))
-	} else {
-		for _, msg := range validation.IsDNS1123Subdomain(meta.Name) {
-			errs = append(errs, field.Invalid(p.Child("name"), meta.Name, msg))
-		}
-	}
-	if meta.Namespace != "" {
-		for _, msg := range validation.IsDNS1123Label(meta.Namespace) {
-			errs = append(errs, field.Invalid(p.Child("namespace"), meta.Namespace, msg))
-		}
-	}
 	if kind == "" {
 		return errs
 	}
@@ -281,8 +267,10 @@ func FormatWaitTime(d time.Duration) string {
 
 // ---- placements ----
 
-// ValidatePlacement checks a ClusterResourcePlacement or ResourcePlacement:
-// the CRD schema plus KubeFleet's placement webhook (messages are its own).
+// ValidatePlacement checks a ClusterResourcePlacement or ResourcePlacement
+// as KubeFleet's placement webhook does (messages are its own), after
+// config/crd's schema (enums, bounds, required fields and the CEL rules of
+// each placement type), which refuses first and is not repeated here.
 func ValidatePlacement(pl *Placement) field.ErrorList {
 	errs := ValidateObjectMeta(pl.Kind, &pl.ObjectMeta)
 	if len(pl.Name) > maxPlacementObjectNameSize {
@@ -295,54 +283,18 @@ func ValidatePlacement(pl *Placement) field.ErrorList {
 		errs = append(errs, validatePolicy(pl.Spec.Policy, spec.Child("policy"))...)
 	}
 	errs = append(errs, validateRolloutStrategy(&pl.Spec.Strategy, spec.Child("strategy"))...)
-	errs = append(errs, validateUnsupported(&pl.Spec, spec)...)
-	if l := pl.Spec.RevisionHistoryLimit; l != nil {
-		rp := spec.Child("revisionHistoryLimit")
-		if *l < MinRevisionHistoryLimit {
-			errs = append(errs, field.Invalid(rp, *l, fmt.Sprintf("%s in body should be greater than or equal to %d", rp, MinRevisionHistoryLimit)))
-		}
-		if *l > MaxRevisionHistoryLimit {
-			errs = append(errs, field.Invalid(rp, *l, fmt.Sprintf("%s in body should be less than or equal to %d", rp, MaxRevisionHistoryLimit)))
-		}
-	}
-	return errs
+	return append(errs, validateUnsupported(&pl.Spec, spec)...)
 }
 
 func validateResourceSelectors(pl *Placement, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	sels := pl.Spec.ResourceSelectors
-	if len(sels) == 0 {
-		return field.ErrorList{field.Required(p, "")}
-	}
-	if len(sels) > MaxResourceSelectors {
-		errs = append(errs, field.TooMany(p, len(sels), MaxResourceSelectors))
-	}
-	for i, s := range sels {
+	for i, s := range pl.Spec.ResourceSelectors {
 		sp := p.Index(i)
-		if s.Kind == "" {
-			errs = append(errs, field.Required(sp.Child("kind"), ""))
-		}
-		if s.Version == "" {
-			errs = append(errs, field.Required(sp.Child("version"), ""))
-		}
 		if s.LabelSelector != nil {
-			if s.Name != "" {
-				errs = append(errs, field.Invalid(sp, s.Name, "the labelSelector and name fields are mutually exclusive"))
-			}
 			if _, err := metav1.LabelSelectorAsSelector(s.LabelSelector); err != nil {
 				errs = append(errs, field.Invalid(sp.Child("labelSelector"), metav1.FormatLabelSelector(s.LabelSelector),
 					fmt.Sprintf("the labelSelector in resource selector is invalid: %v", err)))
 			}
-		}
-		switch s.SelectionScope {
-		case "", NamespaceOnly, NamespaceWithResources:
-		case NamespaceWithResourceSelectors:
-			// The CRDs' rule refuses it for the list, as the API server
-			// words a CEL rule.
-			errs = append(errs, field.Invalid(p, field.OmitValueType{}, MsgSelectionScopeUnsupported))
-		default:
-			errs = append(errs, field.NotSupported(sp.Child("selectionScope"), s.SelectionScope,
-				[]SelectionScope{NamespaceOnly, NamespaceWithResources, NamespaceWithResourceSelectors}))
 		}
 		// Without discovery gitfleet knows the scope of one kind for sure:
 		// a ResourcePlacement cannot select a Namespace.
@@ -360,11 +312,7 @@ func validatePolicy(pol *PlacementPolicy, p *field.Path) field.ErrorList {
 	if typ == "" {
 		typ = PickAllPlacementType // the CRD default
 	}
-	inv := func(child string, value any, msg string) {
-		errs = append(errs, field.Invalid(p.Child(child), value, msg))
-	}
-	switch typ {
-	case PickFixedPlacementType:
+	if typ == PickFixedPlacementType {
 		if len(pol.ClusterNames) == 0 {
 			errs = append(errs, field.Required(p.Child("clusterNames"), "cluster names cannot be empty for policy type PickFixed"))
 		}
@@ -379,49 +327,6 @@ func validatePolicy(pol *PlacementPolicy, p *field.Path) field.ErrorList {
 			}
 			seen[name] = true
 		}
-		if pol.NumberOfClusters != nil {
-			inv("numberOfClusters", *pol.NumberOfClusters, "number of clusters must be nil for policy type PickFixed, only valid for PickN placement policy type")
-		}
-		if pol.Affinity != nil {
-			inv("affinity", "", "affinity must be nil for policy type PickFixed, only valid for PickAll/PickN placement policy types")
-		}
-		if len(pol.TopologySpreadConstraints) > 0 {
-			inv("topologySpreadConstraints", "", "topology spread constraints needs to be empty for policy type PickFixed, only valid for PickN policy type")
-		}
-		if pol.Tolerations != nil {
-			inv("tolerations", "", "tolerations needs to be empty for policy type PickFixed, only valid for PickAll/PickN")
-		}
-	case PickAllPlacementType:
-		if len(pol.ClusterNames) > 0 {
-			inv("clusterNames", pol.ClusterNames, "cluster names needs to be empty for policy type PickAll, only valid for PickFixed policy type")
-		}
-		if pol.NumberOfClusters != nil {
-			inv("numberOfClusters", *pol.NumberOfClusters, "number of clusters must be nil for policy type PickAll, only valid for PickN placement policy type")
-		}
-		if len(pol.TopologySpreadConstraints) > 0 {
-			inv("topologySpreadConstraints", "", "topology spread constraints needs to be empty for policy type PickAll, only valid for PickN policy type")
-		}
-	case PickNPlacementType:
-		if len(pol.ClusterNames) > 0 {
-			inv("clusterNames", pol.ClusterNames, "cluster names needs to be empty for policy type PickN, only valid for PickFixed policy type")
-		}
-		switch {
-		case pol.NumberOfClusters == nil:
-			errs = append(errs, field.Required(p.Child("numberOfClusters"), "number of cluster cannot be nil for policy type PickN"))
-		case *pol.NumberOfClusters < 0:
-			inv("numberOfClusters", *pol.NumberOfClusters, fmt.Sprintf("number of clusters cannot be %d for policy type PickN", *pol.NumberOfClusters))
-		}
-		for i, c := range pol.TopologySpreadConstraints {
-			switch c.WhenUnsatisfiable {
-			case "", DoNotSchedule, ScheduleAnyway:
-			default:
-				errs = append(errs, field.Invalid(p.Child("topologySpreadConstraints").Index(i).Child("whenUnsatisfiable"),
-					c.WhenUnsatisfiable, fmt.Sprintf("unknown unsatisfiable type %s", c.WhenUnsatisfiable)))
-			}
-		}
-	default:
-		return append(errs, field.NotSupported(p.Child("placementType"), pol.PlacementType,
-			[]PlacementType{PickAllPlacementType, PickNPlacementType, PickFixedPlacementType}))
 	}
 	if pol.Affinity != nil && pol.Affinity.ClusterAffinity != nil && typ != PickFixedPlacementType {
 		errs = append(errs, validateClusterAffinity(pol.Affinity.ClusterAffinity, typ, p.Child("affinity", "clusterAffinity"))...)
@@ -470,20 +375,12 @@ func validateTolerations(ts []Toleration, p *field.Path) field.ErrorList {
 				errs = append(errs, field.Invalid(tp.Child("key"), t.Key, msg))
 			}
 		}
-		switch t.Operator {
-		case TolerationOpExists:
-			if t.Value != "" {
-				errs = append(errs, field.Invalid(tp.Child("value"), t.Value, "toleration value needs to be empty, when operator is Exists"))
-			}
-		case TolerationOpEqual, "":
-			if t.Key == "" {
-				errs = append(errs, field.Invalid(tp.Child("key"), t.Key, "toleration key cannot be empty, when operator is Equal"))
-			}
+		// The operator's values, a value with Exists and an empty key
+		// with Equal are the CRD's enum and CEL rules.
+		if t.Operator != TolerationOpExists {
 			for _, msg := range validation.IsValidLabelValue(t.Value) {
 				errs = append(errs, field.Invalid(tp.Child("value"), t.Value, msg))
 			}
-		default:
-			errs = append(errs, field.NotSupported(tp.Child("operator"), t.Operator, []string{TolerationOpEqual, TolerationOpExists}))
 		}
 		norm := t
 		if norm.Operator == "" {
@@ -498,20 +395,13 @@ func validateTolerations(ts []Toleration, p *field.Path) field.ErrorList {
 }
 
 func validateRolloutStrategy(st *RolloutStrategy, p *field.Path) field.ErrorList {
+	// The strategy's and the apply strategy's enums and the bound of
+	// unavailablePeriodSeconds are the CRD's.
 	var errs field.ErrorList
-	switch st.Type {
-	case "", RollingUpdateRolloutStrategyType, ExternalRolloutStrategyType:
-	default:
-		errs = append(errs, field.Invalid(p.Child("type"), st.Type, fmt.Sprintf("unsupported rollout strategy type `%s`", st.Type)))
-	}
 	if ru := st.RollingUpdate; ru != nil {
 		rp := p.Child("rollingUpdate")
 		if st.Type == ExternalRolloutStrategyType {
 			errs = append(errs, field.Invalid(rp, "", MsgExternalNoRollingUpdate))
-		}
-		if ru.UnavailablePeriodSeconds != nil && *ru.UnavailablePeriodSeconds < 0 {
-			errs = append(errs, field.Invalid(rp.Child("unavailablePeriodSeconds"), *ru.UnavailablePeriodSeconds,
-				fmt.Sprintf("unavailablePeriodSeconds must be greater than or equal to 0, got %d", *ru.UnavailablePeriodSeconds)))
 		}
 		for name, v := range map[string]*intstr.IntOrString{"maxUnavailable": ru.MaxUnavailable, "maxSurge": ru.MaxSurge} {
 			if v == nil {
@@ -524,27 +414,6 @@ func validateRolloutStrategy(st *RolloutStrategy, p *field.Path) field.ErrorList
 			case n < 0:
 				errs = append(errs, field.Invalid(rp.Child(name), v.String(), fmt.Sprintf("%s must be greater than or equal to 0, got `%s`", name, v.String())))
 			}
-		}
-	}
-	if as := st.ApplyStrategy; as != nil {
-		ap := p.Child("applyStrategy")
-		if as.Type != "" && as.Type != ApplyStrategyTypeClientSideApply && as.Type != ApplyStrategyTypeServerSideApply && as.Type != ApplyStrategyTypeReportDiff {
-			errs = append(errs, field.NotSupported(ap.Child("type"), as.Type,
-				[]ApplyStrategyType{ApplyStrategyTypeClientSideApply, ApplyStrategyTypeServerSideApply, ApplyStrategyTypeReportDiff}))
-		}
-		if as.ComparisonOption != "" && as.ComparisonOption != ComparisonOptionTypePartialComparison && as.ComparisonOption != ComparisonOptionTypeFullComparison {
-			errs = append(errs, field.NotSupported(ap.Child("comparisonOption"), as.ComparisonOption,
-				[]ComparisonOptionType{ComparisonOptionTypePartialComparison, ComparisonOptionTypeFullComparison}))
-		}
-		if as.WhenToApply != "" && as.WhenToApply != WhenToApplyTypeAlways && as.WhenToApply != WhenToApplyTypeIfNotDrifted {
-			errs = append(errs, field.NotSupported(ap.Child("whenToApply"), as.WhenToApply,
-				[]WhenToApplyType{WhenToApplyTypeAlways, WhenToApplyTypeIfNotDrifted}))
-		}
-		switch as.WhenToTakeOver {
-		case "", WhenToTakeOverTypeAlways, WhenToTakeOverTypeIfNoDiff, WhenToTakeOverTypeNever:
-		default:
-			errs = append(errs, field.NotSupported(ap.Child("whenToTakeOver"), as.WhenToTakeOver,
-				[]WhenToTakeOverType{WhenToTakeOverTypeAlways, WhenToTakeOverTypeIfNoDiff, WhenToTakeOverTypeNever}))
 		}
 	}
 	return errs
@@ -583,9 +452,6 @@ func ValidateMemberCluster(m *MemberCluster) field.ErrorList {
 		}
 		for _, msg := range validation.IsValidLabelValue(t.Value) {
 			errs = append(errs, field.Invalid(p.Child("value"), t.Value, msg))
-		}
-		if t.Effect != "NoSchedule" {
-			errs = append(errs, field.NotSupported(p.Child("effect"), t.Effect, []string{"NoSchedule"}))
 		}
 		if seen[t] {
 			errs = append(errs, field.Invalid(p, fmt.Sprintf("%+v", t), "taints must be unique"))
