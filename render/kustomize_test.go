@@ -24,7 +24,8 @@ spec: {placementName: p, stagedRolloutStrategyName: s, state: Paused}
 	if len(c.Runs) != 0 || len(c.Resources) != 1 {
 		t.Errorf("runs %d resources %d", len(c.Runs), len(c.Resources))
 	}
-	if len(c.Errors) != 1 || c.Errors[0].File != "fleet/run.yaml" || c.Errors[0].Field != "spec.state" {
+	// The enum's error, and the CEL rules it kept from running.
+	if len(c.Errors) != 2 || c.Errors[0].File != "fleet/run.yaml" || c.Errors[0].Field != "spec.state" {
 		t.Errorf("errors = %v", c.Errors)
 	}
 }

@@ -48,7 +48,7 @@ func TestTransitionRulesSeeOldSelf(t *testing.T) {
 		t.Fatalf("create refused: %v", errs)
 	}
 	errs := v.ValidateUpdate(cur, old)
-	want := "spec.state: Invalid value: invalid state transition: cannot transition from Run to Initialize"
+	want := "spec: Invalid value: invalid state transition: cannot transition from Run to Initialize"
 	if len(errs) != 1 || errs[0].Error() != want {
 		t.Errorf("update refused with %v; want %s", errs, want)
 	}
