@@ -27,7 +27,7 @@ func TestValidateReportsEveryBrokenRepository(t *testing.T) {
 		{dir: "override-selected-twice", files: []string{"a.yaml:7", "b.yaml:7"}},
 		{dir: "missing-field", files: []string{"nokind.yaml:1", "noname.yaml:3", "run.yaml:1", "run.yaml:5"}},
 		{dir: "invalid-strategy", files: []string{"strategy.yaml:11", "waittime.yaml:11"}},
-		{dir: "invalid-state", files: []string{"run.yaml:8"}},
+		{dir: "invalid-state", files: []string{"run.yaml:1", "run.yaml:8"}},
 		{dir: "bad-label-selector", files: []string{"placement.yaml:10"}},
 		{dir: "duplicate-names", files: []string{"b/cm.yaml:2"}},
 		{dir: "unknown-field", files: []string{"strategy.yaml:9"}},
@@ -101,10 +101,10 @@ func TestValidateChecksApprovalsStatusAndAdmission(t *testing.T) {
 			func(s string) string {
 				return strings.Replace(s, "placementName: example-placement", "placementName: other", 1)
 			},
-			[]string{`run.yaml:9: ClusterStagedUpdateRun example-run: spec.placementName: Invalid value: placementName is immutable (compared with the accepted spec in status/runs/example-run.yaml)`}},
+			[]string{`run.yaml:9: ClusterStagedUpdateRun example-run: spec.placementName: Invalid value: "other": placementName is immutable (compared with the accepted spec in status/runs/example-run.yaml)`}},
 		{"a forbidden state transition", "run.yaml",
 			func(s string) string { return strings.Replace(s, "state: Run", "state: Initialize", 1) },
-			[]string{`run.yaml:11: ClusterStagedUpdateRun example-run: spec.state: Invalid value: invalid state transition: cannot transition from Run to Initialize (compared with the accepted spec in status/runs/example-run.yaml)`}},
+			[]string{`run.yaml:8: ClusterStagedUpdateRun example-run: spec: Invalid value: invalid state transition: cannot transition from Run to Initialize (compared with the accepted spec in status/runs/example-run.yaml)`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := demoRepo(t)
