@@ -181,14 +181,6 @@ func decodeDocument(d document, inApprovals bool, memo schemaMemo) (out *decoded
 	if len(errs) > 0 {
 		return withheld(errs)
 	}
-	if _, isStrategy := obj.(*fleet.UpdateStrategy); isStrategy {
-		// Decoding into metav1.Duration loses the text the CRD pattern
-		// applies to (100ms and 1d fail differently), so check it first.
-		if errs := waitTimeTexts(content, mk); len(errs) > 0 {
-			return withheld(errs)
-		}
-	}
-
 	if data == nil {
 		var err error
 		if data, err = json.Marshal(content); err != nil {
@@ -360,36 +352,6 @@ func strictDecode(data []byte, into any, mk func(string, string) ManifestError) 
 			msg = strings.TrimSuffix(msg, " "+fmt.Sprintf("%q", fieldPath))
 		}
 		out = append(out, mk(fieldPath, msg))
-	}
-	return out
-}
-
-// waitTimeTexts checks every waitTime of a strategy against the CRD pattern
-// while its text is still at hand.
-func waitTimeTexts(obj map[string]any, mk func(string, string) ManifestError) []ManifestError {
-	var out []ManifestError
-	stages, _, _ := unstructured.NestedSlice(obj, "spec", "stages")
-	for i, s := range stages {
-		stage, _ := s.(map[string]any)
-		for _, list := range []string{"afterStageTasks", "beforeStageTasks"} {
-			tasks, _ := stage[list].([]any)
-			for j, t := range tasks {
-				task, _ := t.(map[string]any)
-				w, set := task["waitTime"]
-				if !set || w == nil {
-					continue
-				}
-				p := field.NewPath("spec", "stages").Index(i).Child(list).Index(j).Child("waitTime")
-				text, isString := w.(string)
-				if !isString {
-					out = append(out, mk(p.String(), fmt.Sprintf("must be a duration string such as 1m, not %v", w)))
-					continue
-				}
-				if e := fleet.ValidateWaitTime(text, p); e != nil {
-					out = append(out, mk(e.Field, e.ErrorBody()))
-				}
-			}
-		}
 	}
 	return out
 }

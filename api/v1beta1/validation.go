@@ -2,8 +2,6 @@ package v1beta1
 
 import (
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,40 +22,14 @@ import (
 const (
 	MaxUpdateRunNameLength     = 63
 	MaxPlacementNameLength     = 255
-	MaxStages                  = 31
-	MaxStageNameLength         = 63
-	MaxAfterStageTasks         = 2
-	MaxBeforeStageTasks        = 1
 	maxPlacementObjectNameSize = validation.DNS1035LabelMaxLength
-)
-
-// Patterns from the CRD schemas.
-const (
-	StageNamePattern      = `^[a-z0-9]+$`
-	MaxConcurrencyPattern = `^(100|[1-9][0-9]?)%$`
-	WaitTimePattern       = `^(?:(?:0|[1-9][0-9]*)(\.[0-9]+)?(?:s|m|h))+$`
 )
 
 // Messages of the CEL rules (spec §1); tests and callers match on them.
 const (
 	MsgRunNameTooLong          = "metadata.name max length is 63"
-	MsgMaxConcurrencyAtLeast1  = "maxConcurrency must be at least 1"
-	MsgApprovalNoWaitTime      = "AfterStageTaskType is Approval, waitTime is not allowed"
-	MsgTimedWaitNeedsWaitTime  = "AfterStageTaskType is TimedWait, waitTime is required"
-	MsgBeforeStageNoTimedWait  = "BeforeStageTaskType cannot be TimedWait"
 	MsgExternalNoRollingUpdate = "rollingUpdateConifg is not valid for ExternalRollout strategy type"
 )
-
-var (
-	stageNameRE      = regexp.MustCompile(StageNamePattern)
-	maxConcurrencyRE = regexp.MustCompile(MaxConcurrencyPattern)
-	waitTimeRE       = regexp.MustCompile(WaitTimePattern)
-)
-
-// patternMsg is the OpenAPI schema's wording for a pattern mismatch.
-func patternMsg(p *field.Path, pattern string) string {
-	return fmt.Sprintf("%s in body should match '%s'", p.String(), pattern)
-}
 
 // namespacedKinds are the kinds whose objects live in a namespace. gitfleet
 // decides the family from metadata.namespace, so the two must agree.
@@ -116,21 +88,18 @@ func ValidateUpdateStrategy(s *UpdateStrategy) field.ErrorList {
 	return append(errs, ValidateUpdateStrategySpec(&s.Spec, field.NewPath("spec"))...)
 }
 
-// ValidateUpdateStrategySpec checks the stages of a strategy. Unlike
-// upstream (which documents but never checks it), gitfleet rejects two
-// stages with the same name: approval request names and status entries are
-// keyed by stage name, so duplicates would make them ambiguous.
+// ValidateUpdateStrategySpec checks the stages of a strategy beyond its
+// CRD's schema, which refuses first (stage names, counts, maxConcurrency,
+// task types and the Approval/TimedWait rules, waitTime as written).
+// Unlike upstream (which documents but never checks it), gitfleet rejects
+// two stages with the same name: approval request names and status
+// entries are keyed by stage name, so duplicates would make them
+// ambiguous; and a strategy needs a stage.
 func ValidateUpdateStrategySpec(spec *UpdateStrategySpec, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	stagesPath := p.Child("stages")
 	if len(spec.Stages) == 0 {
 		return append(errs, field.Required(stagesPath, ""))
-	}
-	if len(spec.Stages) > MaxStages {
-		errs = append(errs, field.TooMany(stagesPath, len(spec.Stages), MaxStages))
-	}
-	if spec.DeleteStage != nil {
-		errs = append(errs, validateBeforeStageTasks(spec.DeleteStage.BeforeStageTasks, p.Child("deleteStage", "beforeStageTasks"))...)
 	}
 	seen := make(map[string]bool, len(spec.Stages))
 	for i := range spec.Stages {
@@ -149,15 +118,6 @@ func ValidateUpdateStrategySpec(spec *UpdateStrategySpec, p *field.Path) field.E
 
 func validateStage(stage *StageConfig, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	name := p.Child("name")
-	switch {
-	case stage.Name == "":
-		errs = append(errs, field.Required(name, ""))
-	case len(stage.Name) > MaxStageNameLength:
-		errs = append(errs, field.TooLong(name, stage.Name, MaxStageNameLength))
-	case !stageNameRE.MatchString(stage.Name):
-		errs = append(errs, field.Invalid(name, stage.Name, patternMsg(name, StageNamePattern)))
-	}
 	if stage.LabelSelector != nil {
 		if _, err := metav1.LabelSelectorAsSelector(stage.LabelSelector); err != nil {
 			errs = append(errs, field.Invalid(p.Child("labelSelector"), metav1.FormatLabelSelector(stage.LabelSelector),
@@ -169,100 +129,7 @@ func validateStage(stage *StageConfig, p *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("sortingLabelKey"), *stage.SortingLabelKey, msg))
 		}
 	}
-	if mc := stage.MaxConcurrency; mc != nil {
-		errs = append(errs, validateMaxConcurrency(mc, p.Child("maxConcurrency"))...)
-	}
-
-	after := p.Child("afterStageTasks")
-	if len(stage.AfterStageTasks) > MaxAfterStageTasks {
-		errs = append(errs, field.TooMany(after, len(stage.AfterStageTasks), MaxAfterStageTasks))
-	}
-	for j, task := range stage.AfterStageTasks {
-		tp := after.Index(j)
-		errs = append(errs, validateTask(task, tp)...)
-		switch {
-		case task.Type == StageTaskTypeApproval && task.WaitTime != nil:
-			errs = append(errs, field.Invalid(tp, task, MsgApprovalNoWaitTime))
-		case task.Type == StageTaskTypeTimedWait && task.WaitTime == nil:
-			errs = append(errs, field.Invalid(tp, task, MsgTimedWaitNeedsWaitTime))
-		}
-	}
-
-	return append(errs, validateBeforeStageTasks(stage.BeforeStageTasks, p.Child("beforeStageTasks"))...)
-}
-
-// validateBeforeStageTasks checks the tasks before an update stage or the
-// deletion stage: at most one, an Approval without waitTime.
-func validateBeforeStageTasks(tasks []StageTask, before *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if len(tasks) > MaxBeforeStageTasks {
-		errs = append(errs, field.TooMany(before, len(tasks), MaxBeforeStageTasks))
-	}
-	for j, task := range tasks {
-		tp := before.Index(j)
-		errs = append(errs, validateTask(task, tp)...)
-		switch {
-		case task.Type == StageTaskTypeApproval && task.WaitTime != nil:
-			// Upstream's before-stage rule reuses the after-stage wording.
-			errs = append(errs, field.Invalid(tp, task, MsgApprovalNoWaitTime))
-		case task.Type == StageTaskTypeTimedWait:
-			errs = append(errs, field.Invalid(tp, task, MsgBeforeStageNoTimedWait))
-		}
-	}
 	return errs
-}
-
-func validateMaxConcurrency(mc *intstr.IntOrString, p *field.Path) field.ErrorList {
-	switch mc.Type {
-	case intstr.Int:
-		if mc.IntVal < 1 {
-			return field.ErrorList{field.Invalid(p, mc.IntVal, MsgMaxConcurrencyAtLeast1)}
-		}
-	case intstr.String:
-		if !maxConcurrencyRE.MatchString(mc.StrVal) {
-			return field.ErrorList{field.Invalid(p, mc.StrVal, patternMsg(p, MaxConcurrencyPattern))}
-		}
-	}
-	return nil
-}
-
-func validateTask(task StageTask, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	switch task.Type {
-	case StageTaskTypeApproval, StageTaskTypeTimedWait:
-	case "":
-		errs = append(errs, field.Required(p.Child("type"), ""))
-	default:
-		errs = append(errs, field.NotSupported(p.Child("type"), task.Type,
-			[]StageTaskType{StageTaskTypeTimedWait, StageTaskTypeApproval}))
-	}
-	if task.WaitTime != nil {
-		if err := ValidateWaitTime(FormatWaitTime(task.WaitTime.Duration), p.Child("waitTime")); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errs
-}
-
-// ValidateWaitTime checks a waitTime as written in the manifest against the
-// CRD pattern (only h, m and s units, no sign). Decoding into
-// metav1.Duration accepts more (100ms, -1m), so readers that still have the
-// text should check it here.
-func ValidateWaitTime(text string, p *field.Path) *field.Error {
-	if !waitTimeRE.MatchString(text) {
-		return field.Invalid(p, text, patternMsg(p, WaitTimePattern))
-	}
-	return nil
-}
-
-// FormatWaitTime renders a decoded duration in a form the waitTime pattern
-// accepts whenever some spelling of it would (seconds with a fraction), so
-// typed values can be checked without their original text.
-func FormatWaitTime(d time.Duration) string {
-	if d >= time.Second && d%time.Second == 0 {
-		return d.String() // 1m0s, 1h30m0s
-	}
-	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
 }
 
 // ---- placements ----

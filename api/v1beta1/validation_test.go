@@ -1,7 +1,6 @@
 package v1beta1
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -100,7 +99,6 @@ func TestValidateUpdateStrategy(t *testing.T) {
 	if errs := ValidateUpdateStrategy(gated); len(errs) != 0 {
 		t.Fatalf("an approval before the deletion stage rejected: %v", errs)
 	}
-	wait := func(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
 	for _, tc := range []struct {
 		name   string
 		mutate func(*UpdateStrategySpec)
@@ -108,53 +106,8 @@ func TestValidateUpdateStrategy(t *testing.T) {
 	}{
 		{"stages required", func(s *UpdateStrategySpec) { s.Stages = nil },
 			want{"spec.stages", field.ErrorTypeRequired, ""}},
-		{"at most 31 stages", func(s *UpdateStrategySpec) {
-			s.Stages = nil
-			for i := 0; i < 32; i++ {
-				s.Stages = append(s.Stages, StageConfig{Name: fmt.Sprintf("s%d", i)})
-			}
-		}, want{"spec.stages", field.ErrorTypeTooMany, "must have at most 31 items"}},
-		{"stage name required", func(s *UpdateStrategySpec) { s.Stages[1].Name = "" },
-			want{"spec.stages[1].name", field.ErrorTypeRequired, ""}},
-		{"stage name max 63", func(s *UpdateStrategySpec) { s.Stages[1].Name = strings.Repeat("a", 64) },
-			want{"spec.stages[1].name", field.ErrorTypeTooLong, "may not be more than 63 bytes"}},
-		{"stage name pattern", func(s *UpdateStrategySpec) { s.Stages[0].Name = "stage-1" },
-			want{"spec.stages[0].name", field.ErrorTypeInvalid, "spec.stages[0].name in body should match '^[a-z0-9]+$'"}},
 		{"duplicate stage names (gitfleet enforces)", func(s *UpdateStrategySpec) { s.Stages[1].Name = "staging" },
 			want{"spec.stages[1].name", field.ErrorTypeDuplicate, ""}},
-		{"maxConcurrency int at least 1", func(s *UpdateStrategySpec) { s.Stages[1].MaxConcurrency = ptrTo(intstr.FromInt32(0)) },
-			want{"spec.stages[1].maxConcurrency", field.ErrorTypeInvalid, "maxConcurrency must be at least 1"}},
-		{"maxConcurrency percent pattern", func(s *UpdateStrategySpec) { s.Stages[1].MaxConcurrency = ptrTo(intstr.FromString("0%")) },
-			want{"spec.stages[1].maxConcurrency", field.ErrorTypeInvalid, "spec.stages[1].maxConcurrency in body should match '^(100|[1-9][0-9]?)%$'"}},
-		{"maxConcurrency percent over 100", func(s *UpdateStrategySpec) { s.Stages[1].MaxConcurrency = ptrTo(intstr.FromString("101%")) },
-			want{"spec.stages[1].maxConcurrency", field.ErrorTypeInvalid, "spec.stages[1].maxConcurrency in body should match '^(100|[1-9][0-9]?)%$'"}},
-		{"afterStageTasks max 2", func(s *UpdateStrategySpec) {
-			s.Stages[0].AfterStageTasks = append(s.Stages[0].AfterStageTasks, StageTask{Type: StageTaskTypeApproval}, StageTask{Type: StageTaskTypeApproval})
-		}, want{"spec.stages[0].afterStageTasks", field.ErrorTypeTooMany, "must have at most 2 items"}},
-		{"after-stage Approval with waitTime", func(s *UpdateStrategySpec) { s.Stages[1].AfterStageTasks[0].WaitTime = wait(time.Minute) },
-			want{"spec.stages[1].afterStageTasks[0]", field.ErrorTypeInvalid, "AfterStageTaskType is Approval, waitTime is not allowed"}},
-		{"after-stage TimedWait without waitTime", func(s *UpdateStrategySpec) { s.Stages[0].AfterStageTasks[0].WaitTime = nil },
-			want{"spec.stages[0].afterStageTasks[0]", field.ErrorTypeInvalid, "AfterStageTaskType is TimedWait, waitTime is required"}},
-		{"beforeStageTasks max 1", func(s *UpdateStrategySpec) {
-			s.Stages[1].BeforeStageTasks = append(s.Stages[1].BeforeStageTasks, StageTask{Type: StageTaskTypeApproval})
-		}, want{"spec.stages[1].beforeStageTasks", field.ErrorTypeTooMany, "must have at most 1 item"}},
-		{"before-stage Approval with waitTime (upstream's after-stage wording)", func(s *UpdateStrategySpec) { s.Stages[1].BeforeStageTasks[0].WaitTime = wait(time.Minute) },
-			want{"spec.stages[1].beforeStageTasks[0]", field.ErrorTypeInvalid, "AfterStageTaskType is Approval, waitTime is not allowed"}},
-		{"before-stage TimedWait", func(s *UpdateStrategySpec) {
-			s.Stages[1].BeforeStageTasks[0] = StageTask{Type: StageTaskTypeTimedWait, WaitTime: wait(time.Minute)}
-		}, want{"spec.stages[1].beforeStageTasks[0]", field.ErrorTypeInvalid, "BeforeStageTaskType cannot be TimedWait"}},
-		{"deleteStage beforeStageTasks max 1", func(s *UpdateStrategySpec) {
-			s.DeleteStage = &DeleteStageConfig{BeforeStageTasks: []StageTask{{Type: StageTaskTypeApproval}, {Type: StageTaskTypeApproval}}}
-		}, want{"spec.deleteStage.beforeStageTasks", field.ErrorTypeTooMany, "must have at most 1 item"}},
-		{"deleteStage TimedWait", func(s *UpdateStrategySpec) {
-			s.DeleteStage = &DeleteStageConfig{BeforeStageTasks: []StageTask{{Type: StageTaskTypeTimedWait, WaitTime: wait(time.Minute)}}}
-		}, want{"spec.deleteStage.beforeStageTasks[0]", field.ErrorTypeInvalid, "BeforeStageTaskType cannot be TimedWait"}},
-		{"task type enum", func(s *UpdateStrategySpec) { s.Stages[1].AfterStageTasks[0].Type = "Manual" },
-			want{"spec.stages[1].afterStageTasks[0].type", field.ErrorTypeNotSupported, `supported values: "TimedWait", "Approval"`}},
-		{"task type required", func(s *UpdateStrategySpec) { s.Stages[1].AfterStageTasks[0].Type = "" },
-			want{"spec.stages[1].afterStageTasks[0].type", field.ErrorTypeRequired, ""}},
-		{"negative waitTime fails the pattern", func(s *UpdateStrategySpec) { s.Stages[0].AfterStageTasks[0].WaitTime = wait(-time.Minute) },
-			want{"spec.stages[0].afterStageTasks[0].waitTime", field.ErrorTypeInvalid, "spec.stages[0].afterStageTasks[0].waitTime in body should match '" + WaitTimePattern + "'"}},
 		{"invalid stage label selector", func(s *UpdateStrategySpec) {
 			s.Stages[0].LabelSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Maybe"}}}
 		}, want{"spec.stages[0].labelSelector", field.ErrorTypeInvalid, `the stage label selector is invalid: "Maybe" is not a valid label selector operator`}},
@@ -166,26 +119,6 @@ func TestValidateUpdateStrategy(t *testing.T) {
 			tc.mutate(&s.Spec)
 			checkOne(t, ValidateUpdateStrategy(s), tc.want)
 		})
-	}
-}
-
-func TestValidateWaitTimeText(t *testing.T) {
-	for text, ok := range map[string]bool{
-		"1m": true, "1m0s": true, "1.5h": true, "0s": true, "1h30m": true, "90s": true,
-		"100ms": false, "-1m": false, "1d": false, "01m": false, "": false, "5": false,
-	} {
-		err := ValidateWaitTime(text, field.NewPath("waitTime"))
-		if (err == nil) != ok {
-			t.Errorf("ValidateWaitTime(%q) = %v, want ok=%v", text, err, ok)
-		}
-	}
-}
-
-func TestFormatWaitTimeIsAcceptedForEveryNonNegativeDuration(t *testing.T) {
-	for _, d := range []time.Duration{0, time.Millisecond, 1500 * time.Millisecond, time.Minute, 90 * time.Minute, 25 * time.Hour} {
-		if err := ValidateWaitTime(FormatWaitTime(d), field.NewPath("w")); err != nil {
-			t.Errorf("FormatWaitTime(%v) = %q rejected: %v", d, FormatWaitTime(d), err)
-		}
 	}
 }
 
