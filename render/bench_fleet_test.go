@@ -4,56 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
-	"strings"
 	"testing"
 	"testing/fstest"
-)
 
-// fleetRepo is a fleet repository of n MemberClusters (the objects of a
-// serve at 10,000 clusters) or n placements with a policy, tolerations and
-// a rolling update, 100 objects a file.
-func fleetRepo(n int, placements bool) fstest.MapFS {
-	fsys := fstest.MapFS{}
-	var b strings.Builder
-	for i := range n {
-		if placements {
-			fmt.Fprintf(&b, `apiVersion: placement.kubernetes-fleet.io/v1beta1
-kind: ClusterResourcePlacement
-metadata: {name: app%d}
-spec:
-  resourceSelectors: [{group: "", version: v1, kind: Namespace, name: app%d}]
-  policy:
-    placementType: PickN
-    numberOfClusters: 3
-    affinity:
-      clusterAffinity:
-        requiredDuringSchedulingIgnoredDuringExecution:
-          clusterSelectorTerms: [{labelSelector: {matchLabels: {env: prod}}}]
-    tolerations: [{key: gpu, operator: Equal, value: "true", effect: NoSchedule}]
-  strategy:
-    type: RollingUpdate
-    rollingUpdate: {maxUnavailable: 25%%, maxSurge: 1, unavailablePeriodSeconds: 30}
----
-`, i, i)
-		} else {
-			fmt.Fprintf(&b, `apiVersion: cluster.kubernetes-fleet.io/v1beta1
-kind: MemberCluster
-metadata:
-  name: member%d
-  labels: {env: prod, region: r%d}
-spec:
-  identity: {kind: ServiceAccount, name: fleet-member-agent-member%d, namespace: fleet-system, apiGroup: ""}
-  taints: [{key: maintenance, value: "true", effect: NoSchedule}]
----
-`, i, i%10, i)
-		}
-		if (i+1)%100 == 0 || i == n-1 {
-			fsys[fmt.Sprintf("fleet/f%05d.yaml", i)] = &fstest.MapFile{Data: []byte(b.String())}
-			b.Reset()
-		}
-	}
-	return fsys
-}
+	"github.com/gitfleet/gitfleet/internal/fleettest"
+)
 
 // BenchmarkRenderFleetObjects reads 10,000 MemberClusters or placements
 // as serve, validate and the Git side of a Kubernetes hub read them:
@@ -64,7 +19,7 @@ func BenchmarkRenderFleetObjects(b *testing.B) {
 		name       string
 		placements bool
 	}{{"10000-memberclusters", false}, {"10000-placements", true}} {
-		fsys := fleetRepo(10000, tc.placements)
+		fsys := fleettest.Repo(10000, tc.placements)
 		check := func(b *testing.B, c *Content, err error) {
 			if err != nil || len(c.Errors) != 0 || len(c.Members)+len(c.Placements) != 10000 {
 				b.Fatalf("err %v, %d members, %d placements, errors %v", err, len(c.Members), len(c.Placements), c.Errors[:min(3, len(c.Errors))])
@@ -93,8 +48,8 @@ func BenchmarkRenderFleetObjects(b *testing.B) {
 // TestDecodingInParallelKeepsTheOrder: a tree decoded on every processor
 // gives the content and errors (lines included) of one decoded in order.
 func TestDecodingInParallelKeepsTheOrder(t *testing.T) {
-	fsys := fleetRepo(300, false)
-	for name, data := range fleetRepo(300, true) {
+	fsys := fleettest.Repo(300, false)
+	for name, data := range fleettest.Repo(300, true) {
 		fsys["placements/"+name] = data
 	}
 	// Some refused objects, one a file, for the errors' order and lines.
