@@ -1,9 +1,9 @@
 package admission_test
 
 import (
-	"fmt"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
@@ -11,35 +11,8 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/admission"
 	"github.com/gitfleet/gitfleet/internal/crdschema"
+	"github.com/gitfleet/gitfleet/internal/fleettest"
 )
-
-const benchMember = `apiVersion: cluster.kubernetes-fleet.io/v1beta1
-kind: MemberCluster
-metadata:
-  name: member%d
-  labels: {env: prod, region: r%d}
-spec:
-  identity: {kind: ServiceAccount, name: fleet-member-agent, namespace: fleet-system, apiGroup: ""}
-  taints: [{key: maintenance, value: "true", effect: NoSchedule}]
-`
-
-const benchPlacement = `apiVersion: placement.kubernetes-fleet.io/v1beta1
-kind: ClusterResourcePlacement
-metadata: {name: app%d}
-spec:
-  resourceSelectors: [{group: "", version: v1, kind: Namespace, name: app%d}]
-  policy:
-    placementType: PickN
-    numberOfClusters: 3
-    affinity:
-      clusterAffinity:
-        requiredDuringSchedulingIgnoredDuringExecution:
-          clusterSelectorTerms: [{labelSelector: {matchLabels: {env: prod}}}]
-    tolerations: [{key: gpu, operator: Equal, value: "true", effect: NoSchedule}]
-  strategy:
-    type: RollingUpdate
-    rollingUpdate: {maxUnavailable: 25%%, maxSurge: 1, unavailablePeriodSeconds: 30}
-`
 
 // BenchmarkValidate10000 validates 10,000 MemberClusters or placements on
 // create: "schema" as both hubs now do it (config/crd's schema by the API
@@ -48,21 +21,20 @@ spec:
 // before, and what still runs after the schema).
 func BenchmarkValidate10000(b *testing.B) {
 	for _, kind := range []struct {
-		name, text string
-		gvk        schema.GroupVersionKind
-		goCheck    func(runtime.Object) int
+		name    string
+		object  func(int) string
+		gvk     schema.GroupVersionKind
+		goCheck func(runtime.Object) int
 	}{
-		{"memberclusters", benchMember, schema.GroupVersionKind{Group: fleet.ClusterGroup, Version: fleet.Version, Kind: fleet.KindMemberCluster},
+		{"memberclusters", fleettest.Member, schema.GroupVersionKind{Group: fleet.ClusterGroup, Version: fleet.Version, Kind: fleet.KindMemberCluster},
 			func(o runtime.Object) int { return len(fleet.ValidateMemberCluster(o.(*fleet.MemberCluster))) }},
-		{"placements", benchPlacement, schema.GroupVersionKind{Group: fleet.PlacementGroup, Version: fleet.Version, Kind: fleet.KindClusterResourcePlacement},
+		{"placements", fleettest.Placement, schema.GroupVersionKind{Group: fleet.PlacementGroup, Version: fleet.Version, Kind: fleet.KindClusterResourcePlacement},
 			func(o runtime.Object) int { return len(fleet.ValidatePlacement(o.(*fleet.Placement))) }},
 	} {
 		objs := make([]map[string]any, 10000)
 		typed := make([]runtime.Object, 10000)
 		for i := range objs {
-			if err := yaml.Unmarshal(fmt.Appendf(nil, kind.text, i, i%10), &objs[i]); err != nil {
-				b.Fatal(err)
-			}
+			objs[i] = content(b, kind.object(i))
 			o, err := fleet.Scheme.New(kind.gvk)
 			if err != nil {
 				b.Fatal(err)
@@ -110,10 +82,7 @@ func BenchmarkUpdateUnchanged10000(b *testing.B) {
 	stored := make([]runtime.Object, 10000)
 	cur := make([]runtime.Object, 10000)
 	for i := range stored {
-		var m map[string]any
-		if err := yaml.Unmarshal(fmt.Appendf(nil, benchPlacement, i, i), &m); err != nil {
-			b.Fatal(err)
-		}
+		m := content(b, fleettest.Placement(i))
 		o, err := fleet.Scheme.New(gvk)
 		if err != nil {
 			b.Fatal(err)
@@ -132,4 +101,20 @@ func BenchmarkUpdateUnchanged10000(b *testing.B) {
 			}
 		}
 	}
+}
+
+// content is a manifest as the API server and render read it: whole
+// numbers are int64, as the schemas' CEL rules expect of an integer field
+// (a plain JSON decode would make them float64).
+func content(b *testing.B, manifest string) map[string]any {
+	b.Helper()
+	data, err := yaml.YAMLToJSON([]byte(manifest))
+	if err != nil {
+		b.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(data); err != nil {
+		b.Fatal(err)
+	}
+	return u.Object
 }
