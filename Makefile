@@ -13,7 +13,7 @@ all: lint test build
 build: ## Build the gitfleet binary (static, no cgo)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gitfleet
 
-test: ## Run the whole test suite (waits end shortly before -timeout, see internal/await)
+test: ## Run the whole test suite (waits end shortly before -timeout, see internal/testing/await)
 	$(GO) test -timeout 30m ./...
 
 testbin: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok for the member-cluster tests (cached; cold: ~15 min)
@@ -54,8 +54,8 @@ run-clusters: build ## Quickstart against three real local member clusters (etcd
 simulate: build ## Preview the quickstart rollout in virtual time
 	./hack/quickstart.sh $(BIN) --simulate
 
-bench: ## Benchmarks of the engine, render, git and delivery layers (member/kube needs make testbin)
-	$(GO) test -run '^$$' -bench . -benchmem ./reconciler/... ./render/... ./gitsource/... ./member/...
+bench: ## Benchmarks of the engine, render, git and delivery layers (reconciler/member/kube needs make testbin)
+	$(GO) test -run '^$$' -bench . -benchmem ./reconciler/... ./render/... ./gitsource/... ./status/...
 
 image: ## Build the container image (needs a Docker engine)
 	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .

@@ -17,10 +17,10 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitfleet/gitfleet/hub/kube"
-	"github.com/gitfleet/gitfleet/internal/await"
-	"github.com/gitfleet/gitfleet/internal/kubetest"
 	"github.com/gitfleet/gitfleet/internal/leader"
+	"github.com/gitfleet/gitfleet/internal/testing/await"
+	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
+	"github.com/gitfleet/gitfleet/reconciler/hub/kube"
 )
 
 // The rendered Namespace, ServiceAccount, Role and RoleBinding, applied to

@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"github.com/gitfleet/gitfleet/internal/await"
+	"github.com/gitfleet/gitfleet/internal/testing/await"
 )
 
 func TestApply(t *testing.T) {

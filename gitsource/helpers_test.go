@@ -14,8 +14,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
-	"github.com/gitfleet/gitfleet/internal/await"
-	"github.com/gitfleet/gitfleet/internal/gittest"
+	"github.com/gitfleet/gitfleet/internal/testing/await"
+	"github.com/gitfleet/gitfleet/internal/testing/gittest"
 )
 
 // runGit runs the git CLI in dir and returns its trimmed stdout.
@@ -135,7 +135,7 @@ func (b *syncBuffer) String() string {
 }
 
 // ctxT is the context of one test: it ends with the test, or shortly before
-// the test binary's -timeout (see internal/await).
+// the test binary's -timeout (see internal/testing/await).
 func ctxT(tb testing.TB) context.Context { return await.Context(tb) }
 
 // newTextLogger logs everything, debug included, to w.

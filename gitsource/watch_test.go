@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitfleet/gitfleet/internal/await"
+	"github.com/gitfleet/gitfleet/internal/testing/await"
 )
 
 // waitSignal fails the test unless w signals before the test's deadline
-// (see internal/await).
+// (see internal/testing/await).
 func waitSignal(t *testing.T, w *Watcher, what string) {
 	t.Helper()
 	select {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitfleet/gitfleet/internal/gittest"
+	"github.com/gitfleet/gitfleet/internal/testing/gittest"
 )
 
 // Credentials the test HTTP server accepts.

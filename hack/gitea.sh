@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gitea.sh builds the Gitea server that gitfleet's forge tests start on
-# 127.0.0.1 (internal/giteatest), from the Go module proxy.
+# 127.0.0.1 (internal/testing/giteatest), from the Go module proxy.
 #
 # The binary lands in a cache outside the repository (GITFLEET_GITEA_DIR,
 # default ~/.cache/gitfleet/gitea/<version>); a rerun with the binary present

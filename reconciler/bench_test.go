@@ -7,7 +7,7 @@ import (
 	"time"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/clock"
+	"github.com/gitfleet/gitfleet/internal/clock"
 )
 
 // BenchmarkRealClockRun is issue #2's wall-clock target: 100 clusters in

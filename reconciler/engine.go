@@ -6,9 +6,9 @@ import (
 	"time"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/clock"
-	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/internal/clock"
 	"github.com/gitfleet/gitfleet/reconciler/eviction"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/placement"
 	"github.com/gitfleet/gitfleet/reconciler/scheduler"
 	"github.com/gitfleet/gitfleet/reconciler/updaterun"

@@ -9,10 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/clock"
-	"github.com/gitfleet/gitfleet/hub"
-	"github.com/gitfleet/gitfleet/internal/golden"
+	"github.com/gitfleet/gitfleet/internal/clock"
+	"github.com/gitfleet/gitfleet/internal/testing/golden"
 	"github.com/gitfleet/gitfleet/reconciler/eviction"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/status"
 )
 

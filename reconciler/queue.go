@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/gitfleet/gitfleet/clock"
+	"github.com/gitfleet/gitfleet/internal/clock"
 )
 
 // item is one unit of work: reconcile a run, or schedule a placement.

@@ -11,9 +11,9 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 
-	"github.com/gitfleet/gitfleet/clock"
-	"github.com/gitfleet/gitfleet/hub/embedded"
-	"github.com/gitfleet/gitfleet/internal/await"
+	"github.com/gitfleet/gitfleet/internal/clock"
+	"github.com/gitfleet/gitfleet/internal/testing/await"
+	"github.com/gitfleet/gitfleet/reconciler/hub/embedded"
 	"github.com/gitfleet/gitfleet/reconciler/updaterun"
 )
 

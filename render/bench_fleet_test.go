@@ -7,7 +7,7 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/gitfleet/gitfleet/internal/fleettest"
+	"github.com/gitfleet/gitfleet/internal/testing/fleettest"
 )
 
 // BenchmarkRenderFleetObjects reads 10,000 MemberClusters or placements

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/gitfleet/gitfleet/internal/manifestcorpus"
+	"github.com/gitfleet/gitfleet/internal/testing/manifestcorpus"
 )
 
 // corpusFS is a corpus case's tree.

@@ -8,7 +8,7 @@ import (
 )
 
 // What a render reads, for those who must send it or tell whether a
-// change touches it (internal/renderproc, gitops): one definition, so that
+// change touches it (render/renderproc, gitops): one definition, so that
 // a process rendering a copy of the files reads exactly what Render would.
 
 // KustomizationNames are the file names kustomize recognises, in its

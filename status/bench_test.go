@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/clock"
+	"github.com/gitfleet/gitfleet/internal/clock"
 )
 
 // BenchmarkFlushOneBatch measures what one status commit of a 10-stage run

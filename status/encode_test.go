@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/internal/golden"
+	"github.com/gitfleet/gitfleet/internal/testing/golden"
 )
 
 func TestEncodeWritesKubectlStyleYAML(t *testing.T) {

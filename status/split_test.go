@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/clock"
+	"github.com/gitfleet/gitfleet/internal/clock"
 )
 
 // bigRun is the waiting run with stages of the given sizes (a size of -1

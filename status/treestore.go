@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/clock"
-	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/internal/clock"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
 )
 
 // DefaultInterval is how often, at most, TreeStore commits non-urgent

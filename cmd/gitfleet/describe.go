@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/printers"
+	"github.com/gitfleet/gitfleet/status/printers"
 )
 
 func newDescribeCommand() *cobra.Command {

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitfleet/gitfleet/internal/golden"
+	"github.com/gitfleet/gitfleet/internal/testing/golden"
 )
 
 // describe run shows the demo the way `kubectl describe csur example-run`

@@ -20,9 +20,9 @@ import (
 	"github.com/spf13/cobra"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/printers"
 	"github.com/gitfleet/gitfleet/render"
 	"github.com/gitfleet/gitfleet/status"
+	"github.com/gitfleet/gitfleet/status/printers"
 )
 
 // now is the clock behind AGE columns and approval timestamps. It is a

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitfleet/gitfleet/internal/golden"
+	"github.com/gitfleet/gitfleet/internal/testing/golden"
 )
 
 // TestResourceWordsResolveAsKubectlResolvesThem: every word get takes for

@@ -17,11 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/clock"
-	"github.com/gitfleet/gitfleet/hub/embedded"
-	"github.com/gitfleet/gitfleet/internal/golden"
-	"github.com/gitfleet/gitfleet/internal/renderproc"
-	"github.com/gitfleet/gitfleet/simulate"
+	"github.com/gitfleet/gitfleet/gitsource/simulate"
+	"github.com/gitfleet/gitfleet/internal/clock"
+	"github.com/gitfleet/gitfleet/internal/testing/golden"
+	"github.com/gitfleet/gitfleet/reconciler/hub/embedded"
+	"github.com/gitfleet/gitfleet/render/renderproc"
 	"github.com/gitfleet/gitfleet/status"
 )
 

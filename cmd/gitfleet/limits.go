@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gitfleet/gitfleet/gitsource"
-	"github.com/gitfleet/gitfleet/internal/renderproc"
 	"github.com/gitfleet/gitfleet/render"
+	"github.com/gitfleet/gitfleet/render/renderproc"
 )
 
 // renderLimits are the render limits serve, validate, simulate and plan

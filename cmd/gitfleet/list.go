@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gitfleet/gitfleet/printers"
 	"github.com/gitfleet/gitfleet/status"
+	"github.com/gitfleet/gitfleet/status/printers"
 )
 
 // lister prints what a get query finds, once or, with --watch, again each

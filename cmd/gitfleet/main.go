@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/gitfleet/gitfleet/internal/renderproc"
+	"github.com/gitfleet/gitfleet/render/renderproc"
 )
 
 func main() {

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitfleet/gitfleet/internal/plan"
+	"github.com/gitfleet/gitfleet/gitsource/plan"
 )
 
 func newPlanCommand() *cobra.Command {

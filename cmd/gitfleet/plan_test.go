@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/internal/golden"
-	"github.com/gitfleet/gitfleet/internal/plan"
+	"github.com/gitfleet/gitfleet/gitsource/plan"
+	"github.com/gitfleet/gitfleet/internal/testing/golden"
 )
 
 // recordedFleet is the quickstart after two real rollouts by `gitfleet

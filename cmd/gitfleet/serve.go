@@ -17,13 +17,13 @@ import (
 	"github.com/spf13/cobra"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/gitops"
 	"github.com/gitfleet/gitfleet/gitsource"
-	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/gitsource/gitops"
 	"github.com/gitfleet/gitfleet/internal/leader"
-	"github.com/gitfleet/gitfleet/member"
-	"github.com/gitfleet/gitfleet/member/kube"
-	"github.com/gitfleet/gitfleet/metrics"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/member"
+	"github.com/gitfleet/gitfleet/reconciler/member/kube"
+	"github.com/gitfleet/gitfleet/status/metrics"
 )
 
 // serveOptions are the flags of `gitfleet serve`.

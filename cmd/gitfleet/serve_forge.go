@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/gitfleet/gitfleet/forge"
-	"github.com/gitfleet/gitfleet/gitops"
+	"github.com/gitfleet/gitfleet/gitsource/forge"
+	"github.com/gitfleet/gitfleet/gitsource/gitops"
 )
 
 // forgeOptions are serve's --forge flags.

@@ -17,9 +17,9 @@ import (
 	"code.gitea.io/sdk/gitea"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/internal/await"
-	"github.com/gitfleet/gitfleet/internal/giteatest"
-	"github.com/gitfleet/gitfleet/internal/gittest"
+	"github.com/gitfleet/gitfleet/internal/testing/await"
+	"github.com/gitfleet/gitfleet/internal/testing/giteatest"
+	"github.com/gitfleet/gitfleet/internal/testing/gittest"
 	"github.com/gitfleet/gitfleet/status"
 )
 

@@ -8,12 +8,12 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 
-	"github.com/gitfleet/gitfleet/clock"
-	"github.com/gitfleet/gitfleet/gitops"
-	"github.com/gitfleet/gitfleet/hub"
-	kubehub "github.com/gitfleet/gitfleet/hub/kube"
+	"github.com/gitfleet/gitfleet/gitsource/gitops"
+	"github.com/gitfleet/gitfleet/internal/clock"
 	"github.com/gitfleet/gitfleet/internal/leader"
-	"github.com/gitfleet/gitfleet/member"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
+	kubehub "github.com/gitfleet/gitfleet/reconciler/hub/kube"
+	"github.com/gitfleet/gitfleet/reconciler/member"
 	"github.com/gitfleet/gitfleet/render"
 )
 

@@ -5,10 +5,10 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/gitfleet/gitfleet/forge"
-	"github.com/gitfleet/gitfleet/gitops"
 	"github.com/gitfleet/gitfleet/gitsource"
-	"github.com/gitfleet/gitfleet/internal/plan"
+	"github.com/gitfleet/gitfleet/gitsource/forge"
+	"github.com/gitfleet/gitfleet/gitsource/gitops"
+	"github.com/gitfleet/gitfleet/gitsource/plan"
 )
 
 // runPreviews keeps the rollout preview comment of every open pull request

@@ -7,8 +7,8 @@ import (
 
 	"code.gitea.io/sdk/gitea"
 
-	"github.com/gitfleet/gitfleet/forge"
-	"github.com/gitfleet/gitfleet/internal/await"
+	"github.com/gitfleet/gitfleet/gitsource/forge"
+	"github.com/gitfleet/gitfleet/internal/testing/await"
 )
 
 // Through `gitfleet serve` against a real Gitea: a pull request that adds

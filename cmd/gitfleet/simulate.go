@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gitfleet/gitfleet/simulate"
+	"github.com/gitfleet/gitfleet/gitsource/simulate"
 )
 
 func newSimulateCommand() *cobra.Command {

@@ -19,9 +19,9 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	admit "github.com/gitfleet/gitfleet/internal/admission"
-	"github.com/gitfleet/gitfleet/internal/renderproc"
-	"github.com/gitfleet/gitfleet/member/kube"
+	"github.com/gitfleet/gitfleet/reconciler/member/kube"
 	"github.com/gitfleet/gitfleet/render"
+	"github.com/gitfleet/gitfleet/render/renderproc"
 	"github.com/gitfleet/gitfleet/status"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitfleet/gitfleet/internal/manifestcorpus"
+	"github.com/gitfleet/gitfleet/internal/testing/manifestcorpus"
 )
 
 // Every refused commit of render's corpus through validate: it exits 1 and

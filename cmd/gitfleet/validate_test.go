@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitfleet/gitfleet/internal/golden"
+	"github.com/gitfleet/gitfleet/internal/testing/golden"
 )
 
 // One broken repository per error class (render's corpus): validate names

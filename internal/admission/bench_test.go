@@ -11,7 +11,7 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/admission"
 	"github.com/gitfleet/gitfleet/internal/crdschema"
-	"github.com/gitfleet/gitfleet/internal/fleettest"
+	"github.com/gitfleet/gitfleet/internal/testing/fleettest"
 )
 
 // BenchmarkValidate10000 validates 10,000 MemberClusters or placements on

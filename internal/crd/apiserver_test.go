@@ -28,9 +28,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/internal/await"
-	"github.com/gitfleet/gitfleet/internal/gittest"
-	"github.com/gitfleet/gitfleet/internal/kubetest"
+	"github.com/gitfleet/gitfleet/internal/testing/await"
+	"github.com/gitfleet/gitfleet/internal/testing/gittest"
+	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
 )
 
 // TestCRDsOnKubeAPIServer installs config/crd on a real kube-apiserver the
@@ -229,7 +229,7 @@ var gitfleetObjects = []string{
 	"examples/quickstart/*.yaml",
 	"examples/overrides/*.yaml",
 	"render/testdata/overrides/*.yaml",
-	"simulate/testdata/e2e-overrides/*.yaml",
+	"gitsource/simulate/testdata/e2e-overrides/*.yaml",
 	"render/testdata/demo/fleet/*.yaml",
 	"render/testdata/demo/clusters/*.yaml",
 	"render/testdata/demo/approvals/*.yaml",
@@ -237,9 +237,9 @@ var gitfleetObjects = []string{
 	"render/testdata/demo-kustomize/fleet/*.yaml",
 	"render/testdata/demo-kustomize/approvals/*.yaml",
 	"status/testdata/encode/*.yaml",
-	"simulate/testdata/*.yaml",
+	"gitsource/simulate/testdata/*.yaml",
 	"cmd/gitfleet/testdata/get-run-yaml.yaml",
-	"printers/testdata/yaml-stream.yaml",
+	"status/printers/testdata/yaml-stream.yaml",
 	"reconciler/placement/testdata/*.yaml",
 }
 

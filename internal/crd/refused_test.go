@@ -23,7 +23,7 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/admission"
 	"github.com/gitfleet/gitfleet/internal/crdschema"
-	"github.com/gitfleet/gitfleet/internal/kubetest"
+	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
 	"github.com/gitfleet/gitfleet/render"
 )
 

@@ -14,9 +14,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	"github.com/gitfleet/gitfleet/internal/await"
-	"github.com/gitfleet/gitfleet/internal/kubetest"
 	"github.com/gitfleet/gitfleet/internal/leader"
+	"github.com/gitfleet/gitfleet/internal/testing/await"
+	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
 )
 
 // quick are short durations, so the tests do not wait 15s for a lease.

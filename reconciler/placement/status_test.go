@@ -12,10 +12,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/clock"
-	"github.com/gitfleet/gitfleet/hub"
-	"github.com/gitfleet/gitfleet/hub/embedded"
-	"github.com/gitfleet/gitfleet/internal/golden"
+	"github.com/gitfleet/gitfleet/internal/clock"
+	"github.com/gitfleet/gitfleet/internal/testing/golden"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/hub/embedded"
 	"github.com/gitfleet/gitfleet/reconciler/placement"
 	"github.com/gitfleet/gitfleet/reconciler/scheduler"
 )

@@ -9,7 +9,7 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
 )
 
 // stageAt is update stage idx, or the deletion stage when idx ==

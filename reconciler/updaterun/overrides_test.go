@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/internal/golden"
+	"github.com/gitfleet/gitfleet/internal/testing/golden"
 )
 
 // selectResources puts a ConfigMap of namespace "app" into resource

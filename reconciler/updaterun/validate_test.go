@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/hub"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
 )
 
 // plainHub hides the embedded hub's Revisioner: every pass re-derives the

@@ -1,0 +1,420 @@
+package gitops
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/gitsource"
+	"github.com/gitfleet/gitfleet/gitsource/forge"
+	"github.com/gitfleet/gitfleet/internal/snapshotdiff"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/status"
+)
+
+// forgeSync shows the rollout on the forge: an approval pull request for
+// every approval branch gitfleet pushes (withdrawn once the request is
+// settled another way), and commit statuses on the commit each run rolls
+// out. It only reads the hub, from ForgeCalls' goroutine.
+type forgeSync struct {
+	calls           *ForgeCalls
+	hub             hub.Hub
+	src             *gitsource.Source
+	clusterStatuses bool
+
+	mu sync.Mutex
+	// approvedBy says which commit approved a request, by approval file
+	// path, for the comment that withdraws its pull request.
+	approvedBy map[string]string
+	// sent is the last status set per commit and context: a status commit
+	// that changes nothing a status shows costs no API call.
+	sent map[string]forge.Status
+}
+
+func newForgeSync(d *Daemon, cfg *ForgeConfig) *forgeSync {
+	return &forgeSync{calls: newForgeCalls(cfg, d.log.With("component", "forge")), hub: d.Hub, src: d.src,
+		clusterStatuses: cfg.ClusterStatuses, approvedBy: map[string]string{}, sent: map[string]forge.Status{}}
+}
+
+// ForgeCalls is how the daemon calls the forge, for other posters (the
+// rollout preview comment); nil without a forge.
+func (d *Daemon) ForgeCalls() *ForgeCalls {
+	if d.forge == nil {
+		return nil
+	}
+	return d.forge.calls
+}
+
+// forgeApprovalTaken remembers which commit approved the request in the
+// file at p (a pull request's merge or a commit of its own).
+func (d *Daemon) forgeApprovalTaken(p string, c *object.Commit) {
+	if d.forge == nil || c == nil {
+		return
+	}
+	d.forge.mu.Lock()
+	d.forge.approvedBy[p] = fmt.Sprintf("commit %.7s by %s", c.Hash.String(), c.Author.Name)
+	d.forge.mu.Unlock()
+}
+
+// forgeApprovalBranchPushed opens the pull request from the approval
+// branch just pushed into the tracked branch (or brings its title and body
+// up to date).
+func (d *Daemon) forgeApprovalBranchPushed(key hub.Key, branch string) {
+	d.openApprovalPR(key, branch, false)
+}
+
+// forgeResume opens the pull requests of the approval requests that wait
+// at start (after a restart, or when --forge is turned on while a run
+// waits): their branches were pushed by an earlier serve.
+func (d *Daemon) forgeResume(ctx context.Context) {
+	if d.forge == nil || !d.cfg.PushApprovalBranches {
+		return
+	}
+	runs, err := d.Hub.ListUpdateRuns(ctx)
+	if err != nil {
+		return
+	}
+	namespaces := map[string]bool{"": true}
+	for _, r := range runs {
+		namespaces[r.Namespace] = true
+	}
+	for ns := range namespaces {
+		ars, err := d.Hub.ListApprovalRequests(ctx, ns, nil)
+		if err != nil {
+			continue
+		}
+		for _, ar := range ars {
+			if meta.FindStatusCondition(ar.Status.Conditions, fleet.ApprovalRequestConditionApproved) != nil {
+				continue
+			}
+			p, err := status.PathFor(ar)
+			if err != nil {
+				continue
+			}
+			d.openApprovalPR(hub.Key{Namespace: ar.Namespace, Name: ar.Name}, gitsource.ApproveBranchPrefix+approvalBranchName(p), true)
+		}
+	}
+}
+
+// openApprovalPR opens (or updates) the pull request from branch for the
+// approval request key. resumed: the branch was pushed by an earlier serve
+// and may be gone (deleted by hand, or never pushed with
+// --no-approval-branches); a pull request the forge then refuses to open is
+// given up, not retried.
+func (d *Daemon) openApprovalPR(key hub.Key, branch string, resumed bool) {
+	if d.forge == nil {
+		return
+	}
+	base := d.src.Branch()
+	d.forge.calls.Do("pull-request/"+branch, ForgeOpPullRequest, func(ctx context.Context, f forge.Forge) error {
+		info, err := approvalInfoFor(ctx, d.forge.hub, key)
+		if hub.IsNotFound(err) {
+			return nil // settled and gone before its pull request was opened
+		}
+		if err != nil {
+			return err
+		}
+		title, body := info.title(), info.body()
+		pr, created, err := forge.EnsurePR(ctx, f, branch, base, title, body)
+		if class := forge.Class(err); resumed && (class == forge.ClassNotFound || class == forge.ClassRejected) {
+			d.log.Warn("approval pull request not opened: the forge refuses it (is the branch gone?); approve with gitfleet approve instead",
+				"approval_request", key.Name, "branch", branch, "err", err.Error())
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !created && (pr.Title != title || pr.Body != body) {
+			if err := f.EditPR(ctx, pr.Number, title, body); err != nil {
+				return err
+			}
+		}
+		if created {
+			d.log.Info("approval pull request opened; merging it approves", "approval_request", key.Name, "pull_request", pr.URL)
+		}
+		return nil
+	})
+}
+
+// forgeApprovalSettled withdraws the pull request of the approval request
+// whose file is at p, now settled (approved some other way, or deleted
+// with its run): it says why in a comment, closes the pull request and
+// deletes the branch. A merged pull request is not open any more, and only
+// its branch is deleted. It reports false without a forge: the caller
+// deletes the branch itself.
+func (d *Daemon) forgeApprovalSettled(p string, deleted bool) bool {
+	if d.forge == nil {
+		return false
+	}
+	name := approvalBranchName(p)
+	branch := gitsource.ApproveBranchPrefix + name
+	base := d.src.Branch()
+	ref, _ := status.RefFor(p)
+	// Each step is done once, even when a later one fails and the call is
+	// retried: one comment, however often the forge fails.
+	var commented, closed bool
+	var why string
+	d.forge.calls.Do("pull-request/"+branch, ForgeOpWithdraw, func(ctx context.Context, f forge.Forge) error {
+		if !closed {
+			if why == "" {
+				why = d.withdrawReason(p, ref.Name, deleted)
+			}
+			pr, open, err := forge.FindPR(ctx, f, branch, base)
+			if err != nil {
+				return err
+			}
+			if open && !commented {
+				if err := f.CreateComment(ctx, pr.Number, why); err != nil {
+					return err
+				}
+				commented = true
+			}
+			if open {
+				if err := f.ClosePR(ctx, pr.Number); err != nil {
+					return err
+				}
+				d.log.Info("approval pull request closed: the request was settled without it", "branch", branch, "pull_request", pr.URL)
+			}
+			closed = true
+		}
+		return d.src.DeleteBranch(ctx, name)
+	})
+	return true
+}
+
+// withdrawReason is the comment that closes the pull request of the
+// settled request name (file p).
+func (d *Daemon) withdrawReason(p, name string, deleted bool) string {
+	if deleted {
+		return fmt.Sprintf("The run of approval request `%s` was deleted, and the request with it: there is nothing "+
+			"left to approve. gitfleet closes this pull request and deletes its branch.", name)
+	}
+	// The sync that took the approval names its commit once it is done;
+	// the engine may have accepted the approval (and settled the request)
+	// before that, so wait for the sync to finish.
+	d.mu.Lock()
+	d.mu.Unlock()
+	d.forge.mu.Lock()
+	by := d.forge.approvedBy[p]
+	delete(d.forge.approvedBy, p)
+	d.forge.mu.Unlock()
+	if by != "" {
+		by = " (" + by + ")"
+	}
+	return fmt.Sprintf("Approval request `%s` was approved without this pull request%s, for example with `gitfleet approve "+
+		"--commit`, and gitfleet took that approval. gitfleet closes this pull request and deletes its branch: merging it "+
+		"now would conflict.", name, by)
+}
+
+// forgeStatusesChanged sets the commit statuses of the runs whose status
+// files a status commit changed.
+func (d *Daemon) forgeStatusesChanged(ch status.Changeset) {
+	if d.forge == nil {
+		return
+	}
+	runs := map[hub.Key]bool{}
+	for _, p := range ch.WritePaths() {
+		// A part file of a large run counts too.
+		if ref, err := status.RefFor(p); err == nil && ref.Kind == fleet.UpdateRunKind(ref.Namespace) {
+			runs[hub.Key{Namespace: ref.Namespace, Name: ref.Name}] = true
+		}
+	}
+	for key := range runs {
+		d.forge.calls.Do("commit-status/"+key.String(), ForgeOpStatus, func(ctx context.Context, f forge.Forge) error {
+			return d.forge.setStatuses(ctx, f, key)
+		})
+	}
+}
+
+// RenderStatusContext is the commit status context of a commit that does
+// not render. Run contexts always have a slash (gitfleet/<run>), so no run
+// can take it.
+const RenderStatusContext = "gitfleet"
+
+// forgeRefused marks the commit of rec, which did not render, with a failed
+// commit status whose description is the error (file and line first).
+func (d *Daemon) forgeRefused(rec *fleet.Commit) {
+	if d.forge == nil {
+		return
+	}
+	st := RefusedStatus(rec)
+	sha := rec.Name
+	d.forge.calls.Do("commit-status/"+sha+"/render", ForgeOpStatus, func(ctx context.Context, f forge.Forge) error {
+		return f.SetStatus(ctx, sha, st)
+	})
+}
+
+// RefusedStatus is the commit status of a commit that does not render:
+// failure, "does not render: <file:line: error>" (render's "render: "
+// prefix dropped, so that the file fits in the 140 characters).
+func RefusedStatus(rec *fleet.Commit) forge.Status {
+	msg := "does not render"
+	if c := meta.FindStatusCondition(rec.Status.Conditions, fleet.CommitConditionRendered); c != nil {
+		msg += ": " + strings.TrimPrefix(c.Message, "render: ")
+	}
+	return forge.Status{Context: RenderStatusContext, State: forge.Failure, Description: oneLine(msg)}
+}
+
+// setStatuses sets the run's statuses on the commit its snapshot came
+// from, skipping the ones the forge already shows.
+func (s *forgeSync) setStatuses(ctx context.Context, f forge.Forge, key hub.Key) error {
+	run, err := s.hub.GetUpdateRun(ctx, key)
+	if hub.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sha, err := snapshotCommit(ctx, s.hub, run)
+	if err != nil || sha == "" {
+		return err // a snapshot without a commit: nothing to put it on
+	}
+	statuses := []forge.Status{RunStatus(run)}
+	if s.clusterStatuses {
+		statuses = append(statuses, ClusterStatuses(run)...)
+	}
+	for _, st := range statuses {
+		k := sha + " " + st.Context
+		s.mu.Lock()
+		same := s.sent[k] == st
+		s.mu.Unlock()
+		if same {
+			continue
+		}
+		if err := f.SetStatus(ctx, sha, st); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.sent[k] = st
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// snapshotCommit is the commit the run's resource snapshot was recorded
+// from ("" when it has none: not initialized yet, or made from the hub).
+func snapshotCommit(ctx context.Context, h hub.Hub, run *fleet.UpdateRun) (string, error) {
+	if run.Status.ResourceSnapshotIndexUsed == "" {
+		return "", nil
+	}
+	snaps, err := h.ListResourceSnapshots(ctx, hub.Key{Namespace: run.Namespace, Name: run.Spec.PlacementName})
+	if err != nil {
+		return "", err
+	}
+	_, commit := snapshotdiff.Group(snaps, run.Status.ResourceSnapshotIndexUsed)
+	return commit, nil
+}
+
+// statusContext is the status context of a run: gitfleet/<run>, or
+// gitfleet/<namespace>/<run> for a namespaced one. Each run has its own,
+// so runs never overwrite each other's status.
+func statusContext(run *fleet.UpdateRun) string {
+	if run.Namespace != "" {
+		return "gitfleet/" + run.Namespace + "/" + run.Name
+	}
+	return "gitfleet/" + run.Name
+}
+
+// RunStatus is the commit status of a run: pending while it runs or
+// waits, success once it succeeded, failure once it failed; the
+// description says where it is, as "stage 2/3 canary: 1 of 2 clusters".
+func RunStatus(run *fleet.UpdateRun) forge.Status {
+	st := forge.Status{Context: statusContext(run), State: forge.Pending}
+	stages := run.Status.StagesStatus
+	cur := len(stages) - 1
+	for i, s := range stages {
+		if !meta.IsStatusConditionTrue(s.Conditions, fleet.StageUpdatingConditionSucceeded) {
+			cur = i
+			break
+		}
+	}
+	where := ""
+	if cur >= 0 {
+		s := stages[cur]
+		done := 0
+		for _, c := range s.Clusters {
+			if meta.IsStatusConditionTrue(c.Conditions, fleet.ClusterUpdatingConditionSucceeded) {
+				done++
+			}
+		}
+		where = fmt.Sprintf("stage %d/%d %s: %d of %d clusters", cur+1, len(stages), s.StageName, done, len(s.Clusters))
+	}
+	switch phase := run.Phase(); phase {
+	case fleet.PhaseSucceeded:
+		st.State = forge.Success
+		st.Description = "succeeded: " + where
+	case fleet.PhaseFailed, fleet.PhaseInitFailed:
+		st.State = forge.Failure
+		st.Description = "failed"
+		if where != "" {
+			st.Description += " in " + where
+		}
+	case fleet.PhaseWaiting:
+		st.Description = "waiting"
+		if cur >= 0 {
+			st.Description = where + ", " + waitingFor(stages[cur])
+		}
+	case fleet.PhaseInitializing, fleet.PhaseInitialized:
+		st.Description = strings.ToLower(phase)
+	default:
+		st.Description = where
+		if phase != fleet.PhaseProgressing {
+			st.Description += ", " + strings.ToLower(phase)
+		}
+	}
+	st.Description = oneLine(st.Description)
+	return st
+}
+
+// waitingFor names the stage task a waiting stage waits on.
+func waitingFor(s fleet.StageUpdatingStatus) string {
+	for _, tasks := range [][]fleet.StageTaskStatus{s.BeforeStageTaskStatus, s.AfterStageTaskStatus} {
+		for _, t := range tasks {
+			switch {
+			case t.Type == fleet.StageTaskTypeApproval && !meta.IsStatusConditionTrue(t.Conditions, fleet.StageTaskConditionApprovalRequestApproved):
+				return "waiting for approval " + t.ApprovalRequestName
+			case t.Type == fleet.StageTaskTypeTimedWait && !meta.IsStatusConditionTrue(t.Conditions, fleet.StageTaskConditionWaitTimeElapsed):
+				return "waiting"
+			}
+		}
+	}
+	return "waiting"
+}
+
+// ClusterStatuses are the per-cluster commit statuses of a run
+// (gitfleet/<run>/<cluster>), for --forge-cluster-statuses.
+func ClusterStatuses(run *fleet.UpdateRun) []forge.Status {
+	var out []forge.Status
+	for _, s := range run.Status.StagesStatus {
+		for _, c := range s.Clusters {
+			st := forge.Status{Context: statusContext(run) + "/" + c.ClusterName, State: forge.Pending,
+				Description: "waiting for stage " + s.StageName}
+			switch cond := meta.FindStatusCondition(c.Conditions, fleet.ClusterUpdatingConditionSucceeded); {
+			case cond != nil && cond.Status == "True":
+				st.State, st.Description = forge.Success, "updated in stage "+s.StageName
+			case cond != nil && cond.Status == "False":
+				st.State, st.Description = forge.Failure, "failed in stage "+s.StageName+": "+cond.Message
+			case meta.IsStatusConditionTrue(c.Conditions, fleet.ClusterUpdatingConditionStarted):
+				st.Description = "updating in stage " + s.StageName
+			}
+			st.Description = oneLine(st.Description)
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// oneLine fits a status description: one line, 140 characters at most
+// (forges cut or refuse longer ones).
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 140 {
+		s = string(r[:139]) + "…"
+	}
+	return s
+}

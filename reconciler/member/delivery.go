@@ -1,0 +1,192 @@
+package member
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/member/override"
+)
+
+// Delivery is one binding to act on, frozen at the binding write that asked
+// for it. Reports about it must carry Binding.Generation so the hub can drop
+// them once the binding has moved on.
+type Delivery struct {
+	// Binding is a copy of the binding at the generation to deliver (or,
+	// for a removal, its last state).
+	Binding *fleet.Binding
+	// Member is the target cluster; nil when it has left the fleet.
+	Member *fleet.MemberCluster
+	// Resources are the manifests of the bound resource snapshot group
+	// (master first, then sub-snapshots in order), each envelope replaced
+	// by the manifests it wraps. Empty for removals.
+	Resources []*unstructured.Unstructured
+	// Envelopes names the envelope of each resource that came out of one.
+	Envelopes Envelopes
+}
+
+// Key is the binding's key.
+func (d Delivery) Key() hub.Key {
+	return hub.Key{Namespace: d.Binding.Namespace, Name: d.Binding.Name}
+}
+
+// Placement is the key of the placement the binding belongs to.
+func (d Delivery) Placement() hub.Key {
+	return hub.Key{Namespace: d.Binding.Namespace, Name: d.Binding.Labels[fleet.PlacementTrackingLabel]}
+}
+
+// Cluster is the target cluster's name.
+func (d Delivery) Cluster() string { return d.Binding.Spec.TargetCluster }
+
+// Generation is the binding generation the delivery is for.
+func (d Delivery) Generation() int64 { return d.Binding.Generation }
+
+// ReportsDiff reports whether the binding's apply strategy only reports
+// differences (ReportDiff): nothing is applied, DiffReported is reported.
+func (d Delivery) ReportsDiff() bool {
+	return d.Binding.Spec.ApplyStrategy != nil && d.Binding.Spec.ApplyStrategy.Type == fleet.ApplyStrategyTypeReportDiff
+}
+
+// WorkName is the name KubeFleet gives the Work of a placement on a member,
+// as it appears in the binding's messages: "<placement>-work" for a
+// ClusterResourcePlacement, "<namespace>.<placement>-work" for a
+// ResourcePlacement.
+func (d Delivery) WorkName() string {
+	p := d.Placement()
+	if p.Namespace == "" {
+		return p.Name + "-work"
+	}
+	return p.Namespace + "." + p.Name + "-work"
+}
+
+// Reporter takes a driver's report on a delivery. The hub implements it.
+type Reporter interface {
+	// ReportBindingStatus replaces the delivery conditions (Overridden,
+	// WorkSynchronized, Applied, Available, DiffReported) and the failed,
+	// drifted and diffed placements of the binding with conds and p
+	// (MergeReport). It is ignored when
+	// the binding's generation is no longer generation, so a late report
+	// about an older snapshot never counts.
+	ReportBindingStatus(key hub.Key, generation int64, conds []metav1.Condition, p Placements) error
+}
+
+// Driver puts bound snapshots on one member cluster and takes them off.
+//
+// Deliver applies d.Resources for d.Binding and reports the outcome through
+// the Reporter it was built with; Remove takes off what Deliver put there
+// for the same binding. A returned error means "not done, try again": the
+// hub keeps the work pending and retries on its next Commit. Both must be
+// idempotent: after a crash a delivery may be repeated.
+type Driver interface {
+	Deliver(ctx context.Context, d Delivery) error
+	Remove(ctx context.Context, d Delivery) error
+}
+
+// Prepare is what cluster receives for binding b: the manifests of its
+// snapshot group, envelopes unwrapped, with its frozen override snapshots
+// applied (to the manifests an envelope wraps, as KubeFleet applies them,
+// never to the envelope), and the envelope each came from. missing names
+// the override snapshots b froze that are gone (KubeFleet's words). When
+// the manifests cannot be made, failed is the condition b reports instead
+// (WorkSynchronized=False or Overridden=False) and nothing is delivered:
+// both hubs deliver through this, so they fail alike.
+func Prepare(b *fleet.Binding, cluster *fleet.MemberCluster, snapshots []*fleet.ResourceSnapshot,
+	cros []*fleet.ClusterResourceOverrideSnapshot, ros []*fleet.ResourceOverrideSnapshot, missing []string,
+) (resources []*unstructured.Unstructured, envelopes Envelopes, failed *metav1.Condition) {
+	fail := func(c metav1.Condition) ([]*unstructured.Unstructured, Envelopes, *metav1.Condition) {
+		return nil, nil, &c
+	}
+	if len(snapshots) == 0 {
+		return fail(NotSynchronized(b, fmt.Sprintf("resource snapshot %q is not found", b.Spec.ResourceSnapshotName)))
+	}
+	res, err := Manifests(snapshots)
+	if err != nil {
+		return fail(NotSynchronized(b, err.Error()))
+	}
+	res, envs, err := Unwrap(res)
+	if err != nil {
+		return fail(NotSynchronized(b, err.Error()))
+	}
+	if len(missing) > 0 {
+		return fail(NotOverridden(b, missing[0]))
+	}
+	if res, err = overrideAll(res, envs, cluster, cros, ros); err != nil {
+		return fail(NotOverridden(b, err.Error()))
+	}
+	return res, envs, nil
+}
+
+// Manifests decodes the selected resources of a snapshot group, in order.
+func Manifests(snapshots []*fleet.ResourceSnapshot) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, s := range snapshots {
+		for i, raw := range s.Spec.SelectedResources {
+			u := &unstructured.Unstructured{}
+			switch {
+			case raw.Object != nil:
+				data, err := json.Marshal(raw.Object)
+				if err != nil {
+					return nil, fmt.Errorf("resource snapshot %s: resource %d: %w", s.Name, i, err)
+				}
+				if err := u.UnmarshalJSON(data); err != nil {
+					return nil, fmt.Errorf("resource snapshot %s: resource %d: %w", s.Name, i, err)
+				}
+			default:
+				if err := u.UnmarshalJSON(raw.Raw); err != nil {
+					return nil, fmt.Errorf("resource snapshot %s: resource %d: %w", s.Name, i, err)
+				}
+			}
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// Identify names a resource the way placement statuses do.
+func Identify(u *unstructured.Unstructured) fleet.ResourceIdentifier {
+	gvk := u.GroupVersionKind()
+	return fleet.ResourceIdentifier{
+		Group:     gvk.Group,
+		Version:   gvk.Version,
+		Kind:      gvk.Kind,
+		Name:      u.GetName(),
+		Namespace: u.GetNamespace(),
+	}
+}
+
+// Override returns the resources as cluster receives them after the
+// binding's override snapshots (reconciler/member/override.Apply, in the binding's
+// order): patched, and without those a Delete rule keeps off the cluster.
+// The error is KubeFleet's message for Overridden=False.
+func Override(resources []*unstructured.Unstructured, cluster *fleet.MemberCluster,
+	cros []*fleet.ClusterResourceOverrideSnapshot, ros []*fleet.ResourceOverrideSnapshot) ([]*unstructured.Unstructured, error) {
+	return overrideAll(resources, nil, cluster, cros, ros)
+}
+
+// overrideAll is Override, naming in its error the envelope a resource came
+// out of (KubeFleet's applyOverridesToEnvelopeManifests).
+func overrideAll(resources []*unstructured.Unstructured, envs Envelopes, cluster *fleet.MemberCluster,
+	cros []*fleet.ClusterResourceOverrideSnapshot, ros []*fleet.ResourceOverrideSnapshot) ([]*unstructured.Unstructured, error) {
+	if len(cros) == 0 && len(ros) == 0 {
+		return resources, nil
+	}
+	out := make([]*unstructured.Unstructured, 0, len(resources))
+	for _, r := range resources {
+		o, deleted, err := override.Apply(r, cluster, cros, ros)
+		if err != nil {
+			if env := envs.Of(r); env != nil {
+				return nil, fmt.Errorf("failed to apply overrides to %s from envelope %s: %w", overrideTarget(r), fleet.EnvelopeRef(env.Namespace, env.Name), err)
+			}
+			return nil, err
+		}
+		if !deleted {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
