@@ -751,7 +751,7 @@ func gitfleetBinary(t testing.TB) string {
 		}
 		binaryPath = filepath.Join(binaryDir, "gitfleet")
 		cmd := exec.Command("go", "build", "-o", binaryPath, "./cmd/gitfleet")
-		cmd.Dir = ".."
+		cmd.Dir = "../.."
 		if out, err := cmd.CombinedOutput(); err != nil {
 			binaryErr = fmt.Errorf("go build ./cmd/gitfleet: %v\n%s", err, out)
 		}
