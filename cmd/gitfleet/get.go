@@ -31,12 +31,12 @@ var now = time.Now
 
 func newGetCommand() *cobra.Command {
 	var (
-		q         query
-		out       output
-		all       bool
-		noHeaders bool
-		watch     bool
-		interval  time.Duration
+		q        query
+		out      output
+		all      bool
+		table    printers.Options
+		watch    bool
+		interval time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "get (runs|approvals|snapshots|placements|bindings|clusters|sources)[,KIND...] [NAME...]",
@@ -77,8 +77,10 @@ when the rows span several. -l selects by labels, as kubectl's -l does.
 
 Columns beyond KubeFleet's are in -o wide: for runs the phase (Waiting,
 Stopped, Stuck, ...), the current stage, what the run waits for and the
-resource snapshot index it uses. -o yaml prints the files' objects; -o json,
--o name, -o jsonpath=..., -o go-template=... are kubectl's (k8s.io/cli-runtime).`,
+resource snapshot index it uses. Tables are printed by kubectl's table printer
+(k8s.io/cli-runtime), with its --no-headers, --show-labels and -L. -o yaml
+prints the files' objects; -o json, -o name, -o jsonpath=..., -o go-template=...
+are kubectl's too.`,
 		Example: `  # The runs and their conditions, as 'kubectl get csur' shows them
   gitfleet get runs --repo ./fleet
 
@@ -122,8 +124,8 @@ resource snapshot index it uses. -o yaml prints the files' objects; -o json,
 			if err := q.parseSelector(); err != nil {
 				return err
 			}
-			l := lister{ctx: cmdContext(cmd), q: &q, out: &out, opts: printers.Options{Wide: out.format == "wide", NoHeaders: noHeaders, ShowKind: len(q.kinds) > 1},
-				stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr()}
+			table.Wide, table.ShowKind = out.format == "wide", len(q.kinds) > 1
+			l := lister{ctx: cmdContext(cmd), q: &q, out: &out, opts: table, stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr()}
 			if watch {
 				return l.watch(interval)
 			}
@@ -139,7 +141,9 @@ resource snapshot index it uses. -o yaml prints the files' objects; -o json,
 	q.flags(cmd)
 	out.flags(cmd)
 	f.BoolVarP(&all, "all-namespaces", "A", false, "list every namespace (the default: a repository has no current namespace)")
-	f.BoolVar(&noHeaders, "no-headers", false, "leave out the header line of tables")
+	f.BoolVar(&table.NoHeaders, "no-headers", false, "leave out the header line of tables")
+	f.BoolVar(&table.ShowLabels, "show-labels", false, "show all labels as the last column of tables, as kubectl does")
+	f.StringSliceVarP(&table.LabelColumns, "label-columns", "L", nil, "labels to show as columns of tables, comma-separated or repeated (-L key1 -L key2), as kubectl's -L")
 	f.BoolVarP(&watch, "watch", "w", false, "after listing, pull every --interval (git pull --ff-only) and print the objects that changed")
 	f.DurationVar(&interval, "interval", 10*time.Second, "how often --watch pulls")
 	return cmd

@@ -167,6 +167,7 @@ func TestGetPrintsTheDemoLikeKubectl(t *testing.T) {
 		{"get-runs-wide.txt", []string{"get", "runs", "-o", "wide"}},
 		{"get-approvals.txt", []string{"get", "approvals"}},
 		{"get-snapshots.txt", []string{"get", "snapshots"}},
+		{"get-snapshots-labels.txt", []string{"get", "snapshots", "--show-labels", "-L", "kubernetes-fleet.io/parent-CRP"}},
 		{"get-placements.txt", []string{"get", "placements"}},
 		{"get-bindings.txt", []string{"get", "bindings"}},
 		{"get-clusters.txt", []string{"get", "clusters"}},

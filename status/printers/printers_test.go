@@ -285,3 +285,48 @@ func eviction(name, cluster string, valid, executed metav1.ConditionStatus, msg 
 	}
 	return e
 }
+
+// kubectl's label flags: --show-labels adds LABELS last, -L a column per
+// key headed by the key's last segment in capitals, empty where unset.
+func TestTablesShowLabelsAndLabelColumnsAsKubectl(t *testing.T) {
+	clusters := []*fleet.MemberCluster{
+		memberCluster("member1", map[string]string{"environment": "canary", "fleet.example.com/order": "2"}, true),
+		memberCluster("member2", nil, false),
+	}
+	got := string(render(t, func(w io.Writer) error {
+		return Clusters(w, clusters, now, Options{ShowLabels: true, LabelColumns: []string{"environment", "fleet.example.com/order"}})
+	}))
+	want := `NAME      JOINED   AGE   ENVIRONMENT   ORDER   LABELS
+member1   True     65m   canary        2       environment=canary,fleet.example.com/order=2
+member2            65m                         <none>
+`
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// --no-headers sizes the columns by the rows alone, as kubectl's does; the
+// rows --watch prints keep the widths of the whole table, header included.
+func TestNoHeadersSizesColumnsByTheRows(t *testing.T) {
+	clusters := []*fleet.MemberCluster{memberCluster("m1", nil, true)}
+	got := string(render(t, func(w io.Writer) error { return Clusters(w, clusters, now, Options{NoHeaders: true}) }))
+	if want := "m1    True   65m\n"; got != want {
+		t.Errorf("--no-headers: got %q, want %q", got, want)
+	}
+	got = string(render(t, func(w io.Writer) error {
+		return Clusters(w, clusters, now, Options{NoHeaders: true, Only: func(metav1.Object) bool { return true }})
+	}))
+	if want := "m1     True     65m\n"; got != want {
+		t.Errorf("--watch rows: got %q, want %q", got, want)
+	}
+}
+
+// A cell is one line: kubectl's printer cuts it at a line break with "...".
+func TestTablesCutMultiLineCellsAsKubectl(t *testing.T) {
+	s := &fleet.GitSource{ObjectMeta: objMeta("main", 0), Spec: fleet.GitSourceSpec{Branch: "main"},
+		Status: fleet.GitSourceStatus{Conditions: []metav1.Condition{cond("Ready", "False", "RenderFailed", "commit 0c4d11f does not render:\nkustomization.yaml: missing", 0)}}}
+	got := string(render(t, func(w io.Writer) error { return Sources(w, []*fleet.GitSource{s}, now, Options{NoHeaders: true}) }))
+	if !strings.HasSuffix(got, "commit 0c4d11f does not render:...\n") || strings.Count(got, "\n") != 1 {
+		t.Errorf("got %q", got)
+	}
+}

@@ -6,16 +6,17 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
+	cliprinters "k8s.io/cli-runtime/pkg/printers"
 )
 
-// Options select the output variant.
+// Options select the output variant: the flags of kubectl get that shape
+// a table.
 type Options struct {
 	// Wide adds the -o wide columns.
 	Wide bool
@@ -25,6 +26,11 @@ type Options struct {
 	// ShowKind prefixes names with kind.group/, as kubectl does when one
 	// command lists several kinds (get runs,approvals).
 	ShowKind bool
+	// ShowLabels adds kubectl's LABELS column last (--show-labels).
+	ShowLabels bool
+	// LabelColumns adds a column per label key, headed by the key's name
+	// in capitals (kubectl -L).
+	LabelColumns []string
 	// Only, when set, prints the rows of the objects it accepts, aligned
 	// as in the whole table: --watch prints the rows that changed under
 	// the columns of its first table.
@@ -32,18 +38,18 @@ type Options struct {
 }
 
 // column is one table column. Wide columns print only with -o wide, at their
-// declared position (as kubectl does with priority-1 printer columns).
+// declared position (they are priority-1 columns, as KubeFleet's are).
 type column[T any] struct {
 	header string
 	wide   bool
 	cell   func(T) string
 }
 
-// printTable writes a kubectl-style table: uppercase headers, columns
-// separated by at least three spaces. Objects are sorted by namespace then
-// name; a NAMESPACE column leads when they span several namespaces (as with
-// kubectl -A; a single namespace is implied, as with kubectl -n). An empty
-// list prints nothing: the caller says "No resources found".
+// printTable writes a kubectl table. Objects are sorted by namespace then
+// name, the order an API server lists them in; a NAMESPACE column leads
+// when they span several namespaces (as with kubectl -A; a single namespace
+// is implied, as with kubectl -n). An empty list prints nothing: the caller
+// says "No resources found".
 func printTable[T metav1.Object](w io.Writer, objs []T, cols []column[T], opts Options) error {
 	return printSorted(w, objs, cols, opts, func(a, b T) bool {
 		if a.GetNamespace() != b.GetNamespace() {
@@ -53,73 +59,72 @@ func printTable[T metav1.Object](w io.Writer, objs []T, cols []column[T], opts O
 	})
 }
 
-// printSorted is printTable with its own row order.
+// printSorted is printTable with its own row order. The objects become a
+// metav1.Table, the form an API server answers kubectl get with, printed by
+// cli-runtime's table printer: kubectl's layout, wide columns, label
+// columns, and its escaping of cells (a cell is cut at a line break, with
+// "...").
 func printSorted[T metav1.Object](w io.Writer, objs []T, cols []column[T], opts Options, less func(a, b T) bool) error {
 	if len(objs) == 0 {
 		return nil
 	}
 	sorted := append([]T(nil), objs...)
 	sort.SliceStable(sorted, func(i, j int) bool { return less(sorted[i], sorted[j]) })
+	table := &metav1.Table{ColumnDefinitions: make([]metav1.TableColumnDefinition, len(cols))}
+	name := 0
+	for i, c := range cols {
+		table.ColumnDefinitions[i] = metav1.TableColumnDefinition{Name: c.header, Type: "string"}
+		if c.wide {
+			table.ColumnDefinitions[i].Priority = 1
+		}
+		if c.header == "NAME" {
+			table.ColumnDefinitions[i].Format = "name"
+			name = i
+		}
+	}
 	namespaces := map[string]bool{}
 	for _, o := range sorted {
 		namespaces[o.GetNamespace()] = true
-	}
-	var shown []column[T]
-	if len(namespaces) > 1 {
-		shown = append(shown, column[T]{header: "NAMESPACE", cell: func(o T) string { return o.GetNamespace() }})
-	}
-	for _, c := range cols {
-		if !c.wide || opts.Wide {
-			shown = append(shown, c)
-		}
-	}
-
-	// kubectl's table writer: minwidth 6, tabwidth 4, padding 3, spaces.
-	// Every row goes through it, so the widths are the whole table's even
-	// when Only prints a few rows; line i+1 is row i.
-	var table bytes.Buffer
-	tw := tabwriter.NewWriter(&table, 6, 4, 3, ' ', 0)
-	headers := make([]string, len(shown))
-	for i, c := range shown {
-		headers[i] = c.header
-	}
-	fmt.Fprintln(tw, strings.Join(headers, "\t"))
-	for _, o := range sorted {
-		cells := make([]string, len(shown))
-		for i, c := range shown {
-			// A cell is one line, or the rows would shift.
-			cells[i] = strings.ReplaceAll(c.cell(o), "\n", " ")
+		cells := make([]any, len(cols))
+		for i, c := range cols {
+			cells[i] = c.cell(o)
 		}
 		if opts.ShowKind {
-			cells[nameIndex(shown)] = KindPrefix(o) + cells[nameIndex(shown)]
+			cells[name] = KindPrefix(o) + cells[name].(string)
 		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		row := metav1.TableRow{Cells: cells}
+		// The printer reads the namespace and labels from the object.
+		row.Object.Object, _ = any(o).(runtime.Object)
+		table.Rows = append(table.Rows, row)
 	}
-	if err := tw.Flush(); err != nil {
+	printer := cliprinters.NewTablePrinter(cliprinters.PrintOptions{
+		Wide:          opts.Wide,
+		NoHeaders:     opts.NoHeaders && opts.Only == nil,
+		WithNamespace: len(namespaces) > 1,
+		ShowLabels:    opts.ShowLabels,
+		ColumnLabels:  opts.LabelColumns,
+	})
+	if opts.Only == nil {
+		return printer.PrintObj(table, w)
+	}
+	// The whole table sets the widths, as the first table of kubectl get
+	// --watch does; line i+1 is row i (the printer keeps a cell on one line).
+	var whole bytes.Buffer
+	if err := printer.PrintObj(table, &whole); err != nil {
 		return err
 	}
-	lines := strings.SplitAfter(table.String(), "\n")
+	lines := strings.SplitAfter(whole.String(), "\n")
 	var out strings.Builder
 	if !opts.NoHeaders {
 		out.WriteString(lines[0])
 	}
 	for i, o := range sorted {
-		if opts.Only == nil || opts.Only(o) {
+		if opts.Only(o) {
 			out.WriteString(lines[i+1])
 		}
 	}
 	_, err := io.WriteString(w, out.String())
 	return err
-}
-
-// nameIndex is the position of the NAME column.
-func nameIndex[T any](cols []column[T]) int {
-	for i, c := range cols {
-		if c.header == "NAME" {
-			return i
-		}
-	}
-	return 0
 }
 
 // KindPrefix is kubectl's "kind.group/" that names an object's kind in

@@ -3,14 +3,13 @@ package printers
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 )
@@ -197,7 +196,7 @@ func Clusters(w io.Writer, clusters []*fleet.MemberCluster, now time.Time, opts 
 		{header: "AVAILABLE-CPU", wide: true, cell: func(m *fleet.MemberCluster) string { return available(m, corev1.ResourceCPU) }},
 		{header: "AVAILABLE-MEMORY", wide: true, cell: func(m *fleet.MemberCluster) string { return available(m, corev1.ResourceMemory) }},
 		{header: "DRIVER", wide: true, cell: func(m *fleet.MemberCluster) string { return m.Annotations[fleet.DriverAnnotation] }},
-		{header: "LABELS", wide: true, cell: func(m *fleet.MemberCluster) string { return labelString(m.Labels) }},
+		{header: "LABELS", wide: true, cell: func(m *fleet.MemberCluster) string { return labels.FormatLabels(m.Labels) }},
 	}, opts)
 }
 
@@ -209,23 +208,6 @@ func available(m *fleet.MemberCluster, r corev1.ResourceName) string {
 		return ""
 	}
 	return q.String()
-}
-
-// labelString is kubectl's --show-labels format.
-func labelString(labels map[string]string) string {
-	if len(labels) == 0 {
-		return "<none>"
-	}
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + labels[k]
-	}
-	return strings.Join(parts, ",")
 }
 
 // Sources prints how serve follows the fleet repository, as `flux get
