@@ -141,8 +141,7 @@ func (s *Source) validate(ch Change) (map[string]fileOp, error) {
 // cached tip (optimistically: a stale tip costs one rejected push) unless
 // refresh asks to fetch the branch first.
 func (s *Source) commitAndPush(ctx context.Context, op, branch string, ops map[string]fileOp, msg string, base func() (plumbing.Hash, error), refresh bool) (Result, error) {
-	bo := s.cfg.PushBackoff
-	bo.Reset()
+	bo := s.cfg.PushBackoff // a copy: Step advances it
 	msg = withTrailer(msg)
 	for attempt := 1; ; attempt++ {
 		if err := s.lock(ctx); err != nil {
@@ -163,7 +162,7 @@ func (s *Source) commitAndPush(ctx context.Context, op, branch string, ops map[s
 			s.log.Debug("push rejected, branch moved; re-applying on the new tip", "branch", branch)
 			continue
 		}
-		d := bo.Next()
+		d := bo.Step()
 		s.log.Info("push rejected again, branch moved; re-applying on the new tip", "branch", branch, "attempt", attempt, "retry_in", d)
 		if err := sleep(ctx, d); err != nil {
 			return res, s.wrap(op, err)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // BenchmarkFetchNoChange measures a poll that finds nothing new: one
@@ -59,8 +61,8 @@ func BenchmarkApplyStatus(b *testing.B) {
 func BenchmarkApplyWhilePeoplePush(b *testing.B) {
 	f := newFixture(b)
 	cfg := f.config(b)
-	cfg.PushBackoff = Backoff{} // the default, as serve runs it
-	cfg.PushAttempts = 1000     // measure the wait, never give up
+	cfg.PushBackoff = wait.Backoff{} // the default, as serve runs it
+	cfg.PushAttempts = 1000          // measure the wait, never give up
 	s, err := Open(context.Background(), cfg)
 	if err != nil {
 		b.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/internal/testing/gittest"
@@ -95,7 +96,7 @@ func (f *fixture) config(tb testing.TB) Config {
 		URL:         "file://" + f.bare,
 		CacheDir:    filepath.Join(tb.TempDir(), "cache"),
 		Logger:      testLogger(tb),
-		PushBackoff: Backoff{Initial: time.Millisecond, Max: 20 * time.Millisecond},
+		PushBackoff: wait.Backoff{Duration: time.Millisecond, Factor: 2, Steps: 10, Cap: 20 * time.Millisecond},
 	}
 }
 

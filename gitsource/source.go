@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Defaults for the zero values of Config.
@@ -31,6 +33,11 @@ const (
 	DefaultAuthorName   = "gitfleet"
 	DefaultAuthorEmail  = "gitfleet@localhost"
 )
+
+// DefaultPushBackoff spaces re-applies after rejected pushes: 100ms
+// doubling to 5s, each wait made up to 10% longer at random so daemons
+// racing for one branch fall out of step.
+var DefaultPushBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 5 * time.Second}
 
 // DefaultAllowedPrefixes are the only trees gitfleet writes to.
 var DefaultAllowedPrefixes = []string{"status/", "approvals/"}
@@ -74,8 +81,9 @@ type Config struct {
 	// PushAttempts bounds the pushes of one Apply or PushBranch, the
 	// re-applies after a rejection included (default 8).
 	PushAttempts int
-	// PushBackoff spaces those attempts (default 100ms doubling to 5s).
-	PushBackoff Backoff
+	// PushBackoff spaces those attempts from the third on (default
+	// DefaultPushBackoff); each Apply or PushBranch starts it over.
+	PushBackoff wait.Backoff
 	// Timeout bounds each network operation, so a hung connection cannot
 	// stall the loop (default 2m).
 	Timeout time.Duration
@@ -204,8 +212,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
 	}
-	if c.PushBackoff == (Backoff{}) {
-		c.PushBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
+	if c.PushBackoff == (wait.Backoff{}) {
+		c.PushBackoff = DefaultPushBackoff
 	}
 	if c.AuthorName == "" {
 		c.AuthorName = DefaultAuthorName

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Watcher merges every way of learning that the repository may have changed
@@ -40,14 +41,15 @@ func (w *Watcher) Trigger(reason string) {
 	}
 }
 
-// Poll triggers every interval, ±10% jitter so a fleet of daemons does not
-// poll a forge in lockstep, until ctx is done. Run it in a goroutine.
+// Poll triggers every interval, made up to 10% longer at random
+// (wait.Jitter) so a fleet of daemons does not poll a forge in lockstep,
+// until ctx is done. Run it in a goroutine.
 func (w *Watcher) Poll(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		return
 	}
 	for {
-		if sleep(ctx, jitter(interval)) != nil {
+		if sleep(ctx, wait.Jitter(interval, 0.1)) != nil {
 			return
 		}
 		w.Trigger("poll")
@@ -169,4 +171,16 @@ func findGitDir(path string) (gitDir, commonDir string, err error) {
 		return "", "", fmt.Errorf("gitsource: %s is not a Git repository (no refs/heads)", path)
 	}
 	return filepath.Clean(gitDir), filepath.Clean(commonDir), nil
+}
+
+// sleep waits for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

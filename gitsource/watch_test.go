@@ -58,22 +58,14 @@ func TestWatcherPoll(t *testing.T) {
 	for range 3 {
 		waitSignal(t, w, "polling")
 	}
-	if elapsed := time.Since(start); elapsed < 3*18*time.Millisecond {
-		t.Fatalf("3 polls in %s: faster than the interval minus jitter", elapsed)
+	if elapsed := time.Since(start); elapsed < 3*20*time.Millisecond {
+		t.Fatalf("3 polls in %s: faster than the interval (jitter only lengthens it)", elapsed)
 	}
 	cancel()
 	select {
 	case <-done:
 	case <-time.After(time.Until(await.Deadline(t))):
 		t.Fatal("Poll did not stop with its context")
-	}
-}
-
-func TestJitter(t *testing.T) {
-	for range 1000 {
-		if d := jitter(time.Second); d < 900*time.Millisecond || d > 1100*time.Millisecond {
-			t.Fatalf("jitter(1s) = %s, outside ±10%%", d)
-		}
 	}
 }
 
@@ -154,24 +146,18 @@ func TestWatchLocalNotARepository(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
-	b := Backoff{Initial: 100 * time.Millisecond, Max: time.Second}
-	want := []time.Duration{100, 200, 400, 800, 1000, 1000}
+// Rejected pushes are re-applied after 100ms doubling to 5s, each wait up
+// to 10% longer at random.
+func TestDefaultPushBackoff(t *testing.T) {
+	b := DefaultPushBackoff
+	want := []time.Duration{100, 200, 400, 800, 1600, 3200, 5000, 5000}
 	for i, w := range want {
 		w *= time.Millisecond
-		if d := b.Next(); d < w*9/10 || d > w*11/10 {
-			t.Fatalf("delay %d = %s, want %s ±10%%", i, d, w)
+		if d := b.Step(); d < w || d > w*11/10 {
+			t.Fatalf("delay %d = %s, want %s to 10%% more", i, d, w)
 		}
 	}
-	if b.Attempts() != len(want) {
-		t.Fatalf("Attempts = %d", b.Attempts())
-	}
-	b.Reset()
-	if d := b.Next(); d > 110*time.Millisecond {
-		t.Fatalf("after Reset: %s", d)
-	}
-	var zero Backoff
-	if d := zero.Next(); d < 900*time.Millisecond || d > 1100*time.Millisecond {
-		t.Fatalf("zero Backoff first delay %s, want 1s", d)
+	if DefaultPushBackoff.Duration != 100*time.Millisecond {
+		t.Fatalf("stepping a copy changed the default: %+v", DefaultPushBackoff)
 	}
 }

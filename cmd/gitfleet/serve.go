@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/gitsource"
@@ -362,17 +364,17 @@ func maintenanceInterval(d time.Duration) time.Duration {
 // read, credentials over http://) ends it at once, since no retry can fix
 // it.
 func retryStart(ctx context.Context, log *slog.Logger, repo string, start func() error) error {
-	backoff := gitsource.Backoff{Initial: time.Second, Max: time.Minute}
-	for {
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: time.Minute}
+	for attempt := 1; ; attempt++ {
 		err := start()
 		if err == nil || errors.Is(err, gitsource.ErrInvalid) || ctx.Err() != nil {
 			return err
 		}
-		wait := backoff.Next()
+		delay := backoff.Step()
 		log.Error("cannot start yet: reading the fleet repository or starting the hub failed; retrying",
-			"repo", gitsource.RedactURL(repo), "err", err.Error(), "attempt", backoff.Attempts(), "retry_in", wait.String(),
+			"repo", gitsource.RedactURL(repo), "err", err.Error(), "attempt", attempt, "retry_in", delay.String(),
 			"next_step", gitops.NextStep(err))
-		t := time.NewTimer(wait)
+		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"path"
 	"slices"
 	"strings"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/gitsource"
@@ -385,7 +387,11 @@ func (d *Daemon) Run(ctx context.Context, triggers <-chan struct{}) error {
 // not cut it short (the retry answers them): the wait the log announces is
 // the wait, one line per failed attempt.
 func (d *Daemon) follow(ctx context.Context, triggers <-chan struct{}) error {
-	retry := gitsource.Backoff{Max: d.cfg.RetryMax}
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: d.cfg.RetryMax}
+	if backoff.Cap <= 0 {
+		backoff.Cap = 5 * time.Minute
+	}
+	retry, failures := backoff, 0
 	for {
 		select {
 		case <-triggers: // this fetch answers a pending trigger too
@@ -414,18 +420,19 @@ func (d *Daemon) follow(ctx context.Context, triggers <-chan struct{}) error {
 		}
 		d.recordSource(ctx, head.Commit, err)
 		if err != nil {
-			wait := retry.Next()
-			d.log.Warn("fetch or sync failed; retrying", "err", err.Error(), "attempt", retry.Attempts(),
-				"retry_in", wait.String(), "next_step", NextStep(err))
-			if err := d.sleep(ctx, wait); err != nil {
+			failures++
+			delay := retry.Step()
+			d.log.Warn("fetch or sync failed; retrying", "err", err.Error(), "attempt", failures,
+				"retry_in", delay.String(), "next_step", NextStep(err))
+			if err := d.sleep(ctx, delay); err != nil {
 				return err
 			}
 			continue
 		}
-		if retry.Attempts() > 0 {
-			d.log.Info("fetch and sync succeed again", "failed_attempts", retry.Attempts())
+		if failures > 0 {
+			d.log.Info("fetch and sync succeed again", "failed_attempts", failures)
 		}
-		retry.Reset()
+		retry, failures = backoff, 0
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
