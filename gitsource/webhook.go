@@ -1,39 +1,44 @@
 package gitsource
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/google/go-github/v92/github"
 )
 
 // DefaultMaxWebhookBody bounds a webhook request body (1 MiB; GitHub caps
 // push payloads at 25 MiB but gitfleet needs none of the content).
 const DefaultMaxWebhookBody = 1 << 20
 
-// Signature headers understood by Webhook.
+// Signature headers understood by Webhook, in the order it looks for them.
 const (
-	HeaderGitHubSignature   = "X-Hub-Signature-256"  // sha256=<hex HMAC of body>
-	HeaderGitfleetSignature = "X-Gitfleet-Signature" // same format, for anything else
-	HeaderGitLabToken       = "X-Gitlab-Token"       // the secret itself
+	HeaderGitHubSignature     = github.SHA256SignatureHeader // X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of body>
+	HeaderGitHubSignatureSHA1 = github.SHA1SignatureHeader   // X-Hub-Signature: sha1=<hex HMAC-SHA1>, GitHub's older header
+	HeaderGitfleetSignature   = "X-Gitfleet-Signature"       // sha256=<hex>, for anything else
+	HeaderGiteaSignature      = "X-Gitea-Signature"          // <hex HMAC-SHA256>, without a prefix
+	HeaderGitLabToken         = "X-Gitlab-Token"             // the secret itself
 )
 
 // Webhook is an http.Handler for forge push notifications. It accepts only
-// POST requests authenticated with Secret — a GitHub-style HMAC-SHA256
-// signature of the body (X-Hub-Signature-256 or X-Gitfleet-Signature:
-// "sha256=<hex>") or a GitLab X-Gitlab-Token equal to the secret — and then
-// calls Notify. The payload is not interpreted: any authenticated push means
-// "fetch now", and the fetch finds out what changed. All comparisons are
-// constant-time. Unauthenticated requests get 401 and trigger nothing, as
-// does every request when Secret is empty.
+// POST requests authenticated with Secret and then calls Notify. GitHub's
+// signatures (X-Hub-Signature-256, else X-Hub-Signature) are checked by
+// go-github's ValidatePayload, as GitHub documents: an application/json
+// or form-encoded body, its HMAC with sha256 when that header is sent and
+// sha1 otherwise. X-Gitfleet-Signature ("sha256=<hex>") and Gitea's
+// X-Gitea-Signature (the bare hex HMAC-SHA256) are HMACs of the body too;
+// GitLab's X-Gitlab-Token must equal the secret. The first header present
+// decides. The payload is read for its ref only: any authenticated push
+// means "fetch now", and the fetch finds out what changed. All comparisons
+// are constant-time. Unauthenticated requests get 401 and trigger nothing,
+// as does every request when Secret is empty.
 type Webhook struct {
 	Secret  []byte
 	Notify  func() // e.g. func() { watcher.Trigger("webhook") }
@@ -80,20 +85,19 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
-			return
-		}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	payload, scheme, err := h.verify(r)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		return
+	case errors.Is(err, errUnreadable):
 		http.Error(w, "cannot read body", http.StatusBadRequest)
 		return
-	}
-	scheme, ok := h.verify(r.Header, body)
-	if !ok {
-		// Say nothing about which check failed.
-		log.Warn("webhook rejected: missing or invalid signature", "remote", r.RemoteAddr, "scheme", scheme)
+	case err != nil:
+		// Say nothing about which check failed; the log does.
+		log.Warn("webhook rejected: missing or invalid signature", "remote", r.RemoteAddr, "scheme", scheme, "err", err.Error())
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
@@ -102,7 +106,7 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	if ref, ok := PushRef(body); ok && ref != "" && h.Branch != "" && ref != "refs/heads/"+h.Branch {
+	if ref, ok := PushRef(payload); ok && ref != "" && h.Branch != "" && ref != "refs/heads/"+h.Branch {
 		log.Debug("webhook ignored: push to another branch", "ref", ref, "branch", h.Branch)
 		w.WriteHeader(http.StatusAccepted)
 		return
@@ -114,45 +118,45 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// verify authenticates a request by the first signature header present.
-func (h *Webhook) verify(hdr http.Header, body []byte) (scheme string, ok bool) {
+// errUnreadable is a body that could not be read, for a reason other
+// than its size.
+var errUnreadable = errors.New("cannot read body")
+
+// verify authenticates a request by the first signature header present
+// and returns its payload: the body, or the JSON a form-encoded GitHub
+// delivery carries.
+func (h *Webhook) verify(r *http.Request) (payload []byte, scheme string, err error) {
 	if len(h.Secret) == 0 {
-		return "none configured", false
+		return nil, "none configured", errors.New("no webhook secret configured")
+	}
+	if r.Header.Get(HeaderGitHubSignature) != "" || r.Header.Get(HeaderGitHubSignatureSHA1) != "" {
+		payload, err := github.ValidatePayload(r, h.Secret)
+		return payload, "github", err
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, "", err
+		}
+		return nil, "", errUnreadable
 	}
 	switch {
-	case hdr.Get(HeaderGitHubSignature) != "":
-		return "github", validHMAC(hdr.Get(HeaderGitHubSignature), body, h.Secret)
-	case hdr.Get(HeaderGitfleetSignature) != "":
-		return "gitfleet", validHMAC(hdr.Get(HeaderGitfleetSignature), body, h.Secret)
-	case hdr.Get(HeaderGitLabToken) != "":
+	case r.Header.Get(HeaderGitfleetSignature) != "":
+		return body, "gitfleet", github.ValidateSignature(r.Header.Get(HeaderGitfleetSignature), body, h.Secret)
+	case r.Header.Get(HeaderGiteaSignature) != "":
+		return body, "gitea", github.ValidateSignature("sha256="+r.Header.Get(HeaderGiteaSignature), body, h.Secret)
+	case r.Header.Get(HeaderGitLabToken) != "":
 		// Compare digests so the comparison time does not even depend on
 		// the token's length.
-		got := sha256.Sum256([]byte(hdr.Get(HeaderGitLabToken)))
+		got := sha256.Sum256([]byte(r.Header.Get(HeaderGitLabToken)))
 		want := sha256.Sum256(h.Secret)
-		return "gitlab", subtle.ConstantTimeCompare(got[:], want[:]) == 1
+		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			return nil, "gitlab", errors.New("wrong token")
+		}
+		return body, "gitlab", nil
 	}
-	return "unsigned", false
-}
-
-// validHMAC checks a "sha256=<hex>" signature of body.
-func validHMAC(sig string, body, secret []byte) bool {
-	hexSig, ok := strings.CutPrefix(strings.TrimSpace(sig), "sha256=")
-	if !ok {
-		return false
-	}
-	got, err := hex.DecodeString(hexSig)
-	if err != nil {
-		return false
-	}
-	return hmac.Equal(got, Sign(body, secret))
-}
-
-// Sign returns the HMAC-SHA256 of body with secret, the raw form of the
-// "sha256=<hex>" signature Webhook expects. It is what a sender computes.
-func Sign(body, secret []byte) []byte {
-	m := hmac.New(sha256.New, secret)
-	m.Write(body)
-	return m.Sum(nil)
+	return nil, "unsigned", errors.New("no signature header")
 }
 
 // PushRef returns the "ref" of a push payload (GitHub, GitLab and Gitea

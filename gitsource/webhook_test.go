@@ -2,9 +2,14 @@ package gitsource
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,8 +18,19 @@ import (
 func TestWebhook(t *testing.T) {
 	secret := []byte("webhook-s3cret")
 	body := []byte(`{"ref":"refs/heads/main","after":"0123"}`)
-	sig := "sha256=" + hex.EncodeToString(Sign(body, secret))
-	wrongSig := "sha256=" + hex.EncodeToString(Sign(body, []byte("other")))
+	sig := sign(sha256.New, body, secret)
+	wrongSig := sign(sha256.New, body, []byte("other"))
+	sha1Sig, wrongSHA1Sig := sign(sha1.New, body, secret), sign(sha1.New, body, []byte("other"))
+	giteaSig := hex.EncodeToString(hmacOf(sha256.New, body, secret))
+	form := []byte("payload=" + url.QueryEscape(string(body)))
+	json := map[string]string{"Content-Type": "application/json"}
+	with := func(headers ...string) map[string]string {
+		m := map[string]string{"Content-Type": "application/json"}
+		for i := 0; i < len(headers); i += 2 {
+			m[headers[i]] = headers[i+1]
+		}
+		return m
+	}
 
 	var triggered atomic.Int32
 	var logs syncBuffer
@@ -31,20 +47,35 @@ func TestWebhook(t *testing.T) {
 		status  int
 		trigger bool
 	}{
-		{"github valid", "POST", map[string]string{HeaderGitHubSignature: sig, "X-GitHub-Event": "push"}, body, 202, true},
-		{"github wrong secret", "POST", map[string]string{HeaderGitHubSignature: wrongSig}, body, 401, false},
-		{"github tampered body", "POST", map[string]string{HeaderGitHubSignature: sig}, append(bytes.Clone(body), ' '), 401, false},
-		{"github malformed", "POST", map[string]string{HeaderGitHubSignature: "sha256=zz"}, body, 401, false},
-		{"github sha1 only", "POST", map[string]string{HeaderGitHubSignature: "sha1=" + strings.Repeat("0", 40)}, body, 401, false},
-		{"unsigned", "POST", nil, body, 401, false},
-		{"gitfleet valid", "POST", map[string]string{HeaderGitfleetSignature: sig}, body, 202, true},
-		{"gitfleet wrong", "POST", map[string]string{HeaderGitfleetSignature: wrongSig}, body, 401, false},
-		{"gitlab valid", "POST", map[string]string{HeaderGitLabToken: string(secret), "X-Gitlab-Event": "Push Hook"}, body, 202, true},
-		{"gitlab wrong", "POST", map[string]string{HeaderGitLabToken: "webhook-s3cre"}, body, 401, false},
+		{"github valid", "POST", with(HeaderGitHubSignature, sig, "X-GitHub-Event", "push"), body, 202, true},
+		{"github wrong secret", "POST", with(HeaderGitHubSignature, wrongSig), body, 401, false},
+		{"github tampered body", "POST", with(HeaderGitHubSignature, sig), append(bytes.Clone(body), ' '), 401, false},
+		{"github malformed", "POST", with(HeaderGitHubSignature, "sha256=zz"), body, 401, false},
+		{"github sha1 only", "POST", with(HeaderGitHubSignature, "sha1="+strings.Repeat("0", 40)), body, 401, false},
+		// GitHub sends both headers; go-github checks sha256 when it is
+		// there and the older sha1 header only without it.
+		{"github sha256 and sha1 valid", "POST", with(HeaderGitHubSignature, sig, HeaderGitHubSignatureSHA1, sha1Sig), body, 202, true},
+		{"github sha256 valid, sha1 wrong", "POST", with(HeaderGitHubSignature, sig, HeaderGitHubSignatureSHA1, wrongSHA1Sig), body, 202, true},
+		{"github sha256 wrong, sha1 valid", "POST", with(HeaderGitHubSignature, wrongSig, HeaderGitHubSignatureSHA1, sha1Sig), body, 401, false},
+		{"github sha1 header alone", "POST", with(HeaderGitHubSignatureSHA1, sha1Sig), body, 202, true},
+		{"github sha1 header alone, wrong", "POST", with(HeaderGitHubSignatureSHA1, wrongSHA1Sig), body, 401, false},
+		{"github sha1 header with a sha256 signature", "POST", with(HeaderGitHubSignatureSHA1, sig), body, 202, true},
+		{"github form-encoded", "POST", map[string]string{"Content-Type": "application/x-www-form-urlencoded", HeaderGitHubSignature: sign(sha256.New, form, secret)}, form, 202, true},
+		{"github without a content type", "POST", map[string]string{HeaderGitHubSignature: sig}, body, 401, false},
+		{"github plain text", "POST", map[string]string{"Content-Type": "text/plain", HeaderGitHubSignature: sig}, body, 401, false},
+		{"unsigned", "POST", json, body, 401, false},
+		{"gitfleet valid", "POST", with(HeaderGitfleetSignature, sig), body, 202, true},
+		{"gitfleet wrong", "POST", with(HeaderGitfleetSignature, wrongSig), body, 401, false},
+		{"gitea valid", "POST", with(HeaderGiteaSignature, giteaSig, "X-Gitea-Event", "push"), body, 202, true},
+		{"gitea wrong", "POST", with(HeaderGiteaSignature, hex.EncodeToString(hmacOf(sha256.New, body, []byte("other")))), body, 401, false},
+		{"gitea prefixed", "POST", with(HeaderGiteaSignature, sig), body, 401, false},
+		{"gitlab valid", "POST", with(HeaderGitLabToken, string(secret), "X-Gitlab-Event", "Push Hook"), body, 202, true},
+		{"gitlab wrong", "POST", with(HeaderGitLabToken, "webhook-s3cre"), body, 401, false},
 		// A bad GitHub signature is not rescued by a good GitLab token.
-		{"first header decides", "POST", map[string]string{HeaderGitHubSignature: wrongSig, HeaderGitLabToken: string(secret)}, body, 401, false},
-		{"GET", "GET", map[string]string{HeaderGitHubSignature: sig}, nil, 405, false},
-		{"oversize", "POST", map[string]string{HeaderGitHubSignature: sig}, bytes.Repeat([]byte("x"), 2<<10), 413, false},
+		{"first header decides", "POST", with(HeaderGitHubSignature, wrongSig, HeaderGitLabToken, string(secret)), body, 401, false},
+		{"GET", "GET", with(HeaderGitHubSignature, sig), nil, 405, false},
+		{"oversize", "POST", with(HeaderGitHubSignature, sig), bytes.Repeat([]byte("x"), 2<<10), 413, false},
+		{"oversize gitlab", "POST", with(HeaderGitLabToken, string(secret)), bytes.Repeat([]byte("x"), 2<<10), 413, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := triggered.Load()
@@ -71,6 +102,7 @@ func TestWebhook(t *testing.T) {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest("POST", "/", strings.NewReader(strings.Repeat("x", 2<<10)))
 		req.ContentLength = -1
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set(HeaderGitHubSignature, sig)
 		before := triggered.Load()
 		h.ServeHTTP(rec, req)
@@ -89,7 +121,7 @@ func TestWebhookWithoutSecretRejectsAll(t *testing.T) {
 	h := &Webhook{Notify: func() { triggered.Add(1) }, Logger: newTextLogger(&syncBuffer{})}
 	body := []byte("{}")
 	for _, hdr := range []map[string]string{
-		{HeaderGitHubSignature: "sha256=" + hex.EncodeToString(Sign(body, nil))},
+		{HeaderGitHubSignature: sign(sha256.New, body, nil), "Content-Type": "application/json"},
 		{HeaderGitLabToken: ""},
 		{},
 	} {
@@ -116,7 +148,8 @@ func TestWebhookTriggersWatcher(t *testing.T) {
 	body := []byte("{}")
 	for range 3 {
 		req := httptest.NewRequest("POST", "/", bytes.NewReader(body))
-		req.Header.Set(HeaderGitHubSignature, "sha256="+hex.EncodeToString(Sign(body, secret)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(HeaderGitHubSignature, sign(sha256.New, body, secret))
 		h.ServeHTTP(httptest.NewRecorder(), req)
 	}
 	select {
@@ -143,7 +176,8 @@ func TestWebhookDropsReplaysAndOtherBranches(t *testing.T) {
 	post := func(body string, headers map[string]string) int {
 		t.Helper()
 		req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(body))
-		req.Header.Set(HeaderGitHubSignature, "sha256="+hex.EncodeToString(Sign([]byte(body), secret)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(HeaderGitHubSignature, sign(sha256.New, []byte(body), secret))
 		for k, v := range headers {
 			req.Header.Set(k, v)
 		}
@@ -169,6 +203,11 @@ func TestWebhookDropsReplaysAndOtherBranches(t *testing.T) {
 		{"a tag", `{"ref":"refs/tags/v1"}`, nil, false},
 		{"ping without a ref", `{"zen":"hi"}`, nil, true},
 		{"not JSON", `payload=x`, nil, true},
+		// A form-encoded GitHub delivery carries its JSON in "payload".
+		{"form-encoded push to another branch", "payload=" + url.QueryEscape(`{"ref":"refs/heads/feature"}`),
+			map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, false},
+		{"form-encoded push to main", "payload=" + url.QueryEscape(`{"ref":"refs/heads/main"}`),
+			map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, true},
 	} {
 		before := triggered.Load()
 		if code := post(tc.body, tc.headers); code >= 300 {
@@ -192,4 +231,18 @@ func FuzzPushRef(f *testing.F) {
 			t.Fatalf("PushRef(%q) = %q, false", body, ref)
 		}
 	})
+}
+
+// sign is a signature header's value: the hash's name, "=", the hex HMAC
+// of body, as GitHub and X-Gitfleet-Signature senders write it.
+func sign(h func() hash.Hash, body, secret []byte) string {
+	name := map[int]string{sha1.Size: "sha1", sha256.Size: "sha256"}[h().Size()]
+	return name + "=" + hex.EncodeToString(hmacOf(h, body, secret))
+}
+
+// hmacOf is the HMAC of body with secret.
+func hmacOf(h func() hash.Hash, body, secret []byte) []byte {
+	m := hmac.New(h, secret)
+	m.Write(body)
+	return m.Sum(nil)
 }
