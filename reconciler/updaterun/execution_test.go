@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 )
 
@@ -139,7 +141,7 @@ func TestRunRollsOutStageByStageWithApprovalsAndWaits(t *testing.T) {
 			// 1. Initialized, waiting for the before-stage approval of stage1.
 			wantResult(t, "first pass", e.ok(), Result{RequeueAfter: ApprovalPollInterval, Blocked: true})
 			run := e.get()
-			if !slices.Contains(run.Finalizers, fleet.UpdateRunFinalizer) {
+			if !controllerutil.ContainsFinalizer(run, fleet.UpdateRunFinalizer) {
 				t.Errorf("finalizers %v", run.Finalizers)
 			}
 			wantConds(t, "run", run.Status.Conditions, initOK, runWaiting("before-stage", "stage1"))

@@ -13,10 +13,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/clock"
@@ -107,10 +107,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key hub.Key) (Result, error)
 	if run.DeletionTimestamp != nil {
 		return Result{}, p.handleDelete()
 	}
-	if !slices.Contains(run.Finalizers, fleet.UpdateRunFinalizer) {
+	if controllerutil.AddFinalizer(run, fleet.UpdateRunFinalizer) {
 		// The finalizer is written alone and first, so the run is
 		// protected before any progress it guards is recorded.
-		run.Finalizers = append(run.Finalizers, fleet.UpdateRunFinalizer)
 		if err := r.Hub.UpdateUpdateRunFinalizers(ctx, run); err != nil {
 			return Result{}, fmt.Errorf("adding the finalizer of update run %s: %w", p.key(), err)
 		}
