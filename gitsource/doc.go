@@ -9,7 +9,8 @@
 // A [Watcher] turns the ways a repository can change — a poll interval, a
 // forge webhook ([Webhook]) and filesystem events on a local repository — into
 // one coalesced "check now" signal; the consumer (the gitops daemon) fetches
-// on it and retries failed fetches with exponential [Backoff].
+// on it and retries failed fetches with apimachinery's exponential
+// wait.Backoff.
 //
 // Credentials ([Auth]) are read from files or environment variables at each
 // network operation, so rotated secrets are picked up, and they never appear

@@ -330,15 +330,6 @@ func (c *Controller) Blocked(ctx context.Context) bool {
 	return true
 }
 
-// Result returns a run's last pass result and error.
-func (c *Controller) Result(key Key) (updaterun.Result, error, bool) {
-	c.init()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, ok := c.results[key]
-	return r, c.errs[key], ok
-}
-
 func (c *Controller) process(ctx context.Context, it item) {
 	switch it.kind {
 	case runItem:

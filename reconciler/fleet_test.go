@@ -58,7 +58,7 @@ func newTestFleet(tb testing.TB, clk clock.Clock, n int, maxConcurrency string, 
 	ctrl := &Controller{Hub: h, Clock: clk, Committer: h,
 		Runs:      &updaterun.Reconciler{Hub: h, Clock: clk},
 		Scheduler: &scheduler.Scheduler{Hub: h, Clock: clk},
-		Status:    func(ctx context.Context, key hub.Key) error { return placement.UpdateStatus(ctx, h, clk, key) },
+		Status:    (&placement.Updater{Hub: h, Clock: clk}).Update,
 	}
 	ctrl.EnqueueAll()
 	return &testFleet{hub: h, ctrl: ctrl, run: hub.Key{Name: "rollout"}}

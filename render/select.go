@@ -94,15 +94,3 @@ func placementRef(p *fleet.Placement) string {
 	}
 	return p.Name
 }
-
-// ResourceIdentifiers lists resources as a placement's
-// status.selectedResources, in the given order.
-func ResourceIdentifiers(resources []*unstructured.Unstructured) []fleet.ResourceIdentifier {
-	out := make([]fleet.ResourceIdentifier, 0, len(resources))
-	for _, u := range resources {
-		gvk := u.GroupVersionKind()
-		out = append(out, fleet.ResourceIdentifier{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind,
-			Name: u.GetName(), Namespace: u.GetNamespace()})
-	}
-	return out
-}

@@ -145,15 +145,3 @@ func TestSortResourcesUsesKubeFleetOrder(t *testing.T) {
 		t.Errorf("order %v\nwant  %v", got, want)
 	}
 }
-
-func TestResourceIdentifiers(t *testing.T) {
-	got := ResourceIdentifiers([]*unstructured.Unstructured{
-		obj("v1", "Namespace", "", "app", nil), obj("apps/v1", "Deployment", "app", "web", nil)})
-	want := []fleet.ResourceIdentifier{
-		{Version: "v1", Kind: "Namespace", Name: "app"},
-		{Group: "apps", Version: "v1", Kind: "Deployment", Name: "web", Namespace: "app"},
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got %+v", got)
-	}
-}

@@ -334,18 +334,6 @@ func placementScoped(rest []string) (ns, placement, file string, err error) {
 	return "", "", "", fmt.Errorf("want [<namespace>/]<placement>/<file>.yaml")
 }
 
-// Matches reports whether obj is the object the path promised.
-func (r Ref) Matches(obj runtime.Object) bool {
-	mo, ok := obj.(metav1.Object)
-	if !ok || kindFor(obj) != r.Kind || mo.GetNamespace() != r.Namespace {
-		return false
-	}
-	if b, ok := obj.(*fleet.Binding); ok {
-		return b.Labels[fleet.PlacementTrackingLabel] == r.Placement && b.Spec.TargetCluster == r.Cluster
-	}
-	return mo.GetName() == r.Name
-}
-
 // HistoryPathspecs are git pathspecs (with their magic) of every file that
 // has ever held obj's state, in whichever layout: the object's own file, the
 // part files of a split run or placement, and a binding's file in the stage

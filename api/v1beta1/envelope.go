@@ -61,11 +61,6 @@ type Envelope struct {
 	Data map[string]runtime.RawExtension `json:"data"`
 }
 
-// EnvelopeKind is ClusterResourceEnvelope or ResourceEnvelope.
-func EnvelopeKind(namespace string) string {
-	return scoped(namespace, KindClusterResourceEnvelope, KindResourceEnvelope)
-}
-
 // IsEnvelopeKind reports whether group and kind name an envelope.
 func IsEnvelopeKind(group, kind string) bool {
 	return group == PlacementGroup && (kind == KindClusterResourceEnvelope || kind == KindResourceEnvelope)

@@ -44,9 +44,3 @@ func PolicySnapshotKind(namespace string) string {
 func BindingKind(namespace string) string {
 	return scoped(namespace, KindClusterResourceBinding, KindResourceBinding)
 }
-
-// OverrideSnapshotKind is ClusterResourceOverrideSnapshot or
-// ResourceOverrideSnapshot.
-func OverrideSnapshotKind(namespace string) string {
-	return scoped(namespace, KindClusterResourceOverrideSnapshot, KindResourceOverrideSnapshot)
-}

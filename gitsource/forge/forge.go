@@ -148,20 +148,3 @@ func UpsertComment(ctx context.Context, f Forge, n int, marker, body string) err
 	}
 	return nil
 }
-
-// Withdraw closes a pull request gitfleet opened and no longer needs (its
-// approval request was approved another way, or its run was deleted): it
-// says why in a comment, closes it and deletes its branch, so that the
-// branch cannot be merged by mistake later.
-func Withdraw(ctx context.Context, f Forge, pr PR, why string) error {
-	if err := f.CreateComment(ctx, pr.Number, why); err != nil {
-		return fmt.Errorf("comment on pull request %d: %w", pr.Number, err)
-	}
-	if err := f.ClosePR(ctx, pr.Number); err != nil {
-		return fmt.Errorf("close pull request %d: %w", pr.Number, err)
-	}
-	if err := f.DeleteBranch(ctx, pr.Head); err != nil {
-		return fmt.Errorf("delete branch %s of pull request %d: %w", pr.Head, pr.Number, err)
-	}
-	return nil
-}

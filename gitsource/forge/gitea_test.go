@@ -185,7 +185,14 @@ func TestGiteaWithdrawClosesAndDeletesBranch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := forge.Withdraw(ctx, r.forge, pr, "Approved with gitfleet approve --commit; this pull request is no longer needed."); err != nil {
+	// What the daemon does with a pull request it no longer needs.
+	if err := r.forge.CreateComment(ctx, pr.Number, "Approved with gitfleet approve --commit; this pull request is no longer needed."); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.forge.ClosePR(ctx, pr.Number); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.forge.DeleteBranch(ctx, pr.Head); err != nil {
 		t.Fatal(err)
 	}
 	c := r.srv.Client(r.owner)

@@ -181,7 +181,13 @@ func TestRecordedForges(t *testing.T) {
 		}},
 		{"withdraw", func(t *testing.T, f forge.Forge) {
 			pr := forge.PR{Number: 7, Head: approveBranch, Base: "main"}
-			if err := forge.Withdraw(t.Context(), f, pr, "Approved with gitfleet approve --commit."); err != nil {
+			if err := f.CreateComment(t.Context(), pr.Number, "Approved with gitfleet approve --commit."); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.ClosePR(t.Context(), pr.Number); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.DeleteBranch(t.Context(), pr.Head); err != nil {
 				t.Fatal(err)
 			}
 		}},

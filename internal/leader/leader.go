@@ -159,9 +159,6 @@ func Identity() string {
 	return host + "_" + hex.EncodeToString(b)
 }
 
-// Identity is this replica's name in the Lease.
-func (e *Elector) Identity() string { return e.identity }
-
 // Leading says whether this replica holds the lease and who does as far as
 // it last saw ("" when no one yet).
 func (e *Elector) Leading() (bool, string) { return e.le.IsLeader(), e.le.GetLeader() }

@@ -17,18 +17,9 @@ import (
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 )
 
-// UpdateStatus recomputes the placement's status and writes it when it
-// changed (transition times are kept for conditions whose status did not
-// change, so a pass that observes nothing new writes nothing). A placement
-// that does not exist is not an error. It remembers nothing between calls;
-// the engine uses an Updater, which does.
-func UpdateStatus(ctx context.Context, h hub.Hub, clk clock.Clock, placement hub.Key) error {
-	return (&Updater{Hub: h, Clock: clk}).Update(ctx, placement)
-}
-
-// Updater is UpdateStatus with a memory of its last pass over each
-// placement: the per-cluster entries it computed and the binding each came
-// from. A placement of 10,000 clusters gets a pass for every batch of
+// Updater recomputes placements' statuses, remembering its last pass over
+// each placement: the per-cluster entries it computed and the binding each
+// came from. A placement of 10,000 clusters gets a pass for every batch of
 // binding changes, and most of its clusters did not change since the last
 // one; on a hub that shares its bindings (hub.ReadOnlyBindings) the same
 // binding object means the same binding, so their entries are reused and
@@ -62,7 +53,10 @@ type memoEntry struct {
 	set     condStatuses
 }
 
-// Update is UpdateStatus.
+// Update recomputes the placement's status and writes it when it changed
+// (transition times are kept for conditions whose status did not change,
+// so a pass that observes nothing new writes nothing). A placement that
+// does not exist is not an error.
 func (u *Updater) Update(ctx context.Context, placement hub.Key) error {
 	h := u.Hub
 	p, err := h.GetPlacement(ctx, placement)

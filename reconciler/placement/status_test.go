@@ -142,7 +142,7 @@ func (d *demo) roll(cluster string, index int) {
 
 func (d *demo) status() *fleet.Placement {
 	d.t.Helper()
-	d.must(placement.UpdateStatus(d.ctx, d.hub, d.clk, d.key))
+	d.must((&placement.Updater{Hub: d.hub, Clock: d.clk}).Update(d.ctx, d.key))
 	p, err := d.hub.GetPlacement(d.ctx, d.key)
 	d.must(err)
 	return p
@@ -273,7 +273,7 @@ func TestMissingPickFixedClusterShowsScheduleFailed(t *testing.T) {
 // the entries of clusters whose binding did not change since its last
 // pass, to what a pass that remembers nothing computes: after each step of
 // a rollout (bindings bound, members reporting, a new latest snapshot, a
-// rollback), a fresh UpdateStatus finds nothing to write.
+// rollback), a fresh Updater finds nothing to write.
 func TestUpdaterComputesWhatAFreshPassComputes(t *testing.T) {
 	d := newDemo(t, "", stuck)
 	u := &placement.Updater{Hub: d.hub, Clock: d.clk}
@@ -294,7 +294,7 @@ func TestUpdaterComputesWhatAFreshPassComputes(t *testing.T) {
 		d.must(u.Update(d.ctx, d.key))
 		remembered, err := d.hub.GetPlacement(d.ctx, d.key)
 		d.must(err)
-		d.must(placement.UpdateStatus(d.ctx, d.hub, d.clk, d.key))
+		d.must((&placement.Updater{Hub: d.hub, Clock: d.clk}).Update(d.ctx, d.key))
 		fresh, err := d.hub.GetPlacement(d.ctx, d.key)
 		d.must(err)
 		if fresh.ResourceVersion != remembered.ResourceVersion {

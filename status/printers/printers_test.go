@@ -142,7 +142,15 @@ func TestSmartLabelSplitsCamelCaseLikeKubectl(t *testing.T) {
 
 func TestYAMLStreamIsTheStatusFiles(t *testing.T) {
 	objs := []runtime.Object{waitingRun(), approvalRequest("example-run", "canary", 105*time.Second, false)}
-	got := render(t, func(w io.Writer) error { return YAML(w, objs...) })
+	got := render(t, func(w io.Writer) error {
+		s := NewYAMLStream(w)
+		for _, o := range objs {
+			if err := s.Write(o); err != nil {
+				return err
+			}
+		}
+		return s.Flush()
+	})
 	golden.Assert(t, "yaml-stream.yaml", got)
 	docs := strings.Split(string(got), "---\n")
 	if len(docs) != len(objs) {

@@ -12,18 +12,6 @@ import (
 	"github.com/gitfleet/gitfleet/status"
 )
 
-// YAML writes objects as one YAML stream, documents separated by "---",
-// each exactly as its status file reads (status.Encode).
-func YAML(w io.Writer, objs ...runtime.Object) error {
-	s := NewYAMLStream(w)
-	for _, o := range objs {
-		if err := s.Write(o); err != nil {
-			return err
-		}
-	}
-	return s.Flush()
-}
-
 // YAMLStream writes a YAML stream one object at a time, straight to the
 // writer: printing a fleet never holds more than one object's document, and
 // callers can list and print kind by kind.

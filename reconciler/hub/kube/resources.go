@@ -41,22 +41,6 @@ var statusless = map[string]bool{
 	fleet.KindResourceOverrideSnapshot:                 true,
 }
 
-// Resource is the API resource serving kind, for tests and tools that talk
-// to the hub's API server directly.
-func Resource(kind string) (schema.GroupVersionResource, bool) {
-	gvr, ok := resources[kind]
-	return gvr, ok
-}
-
-// Kinds lists every kind the hub serves.
-func Kinds() []string {
-	out := make([]string, 0, len(resources))
-	for k := range resources {
-		out = append(out, k)
-	}
-	return out
-}
-
 // apiVersionOf is the apiVersion of kind.
 func apiVersionOf(kind string) string {
 	return resources[kind].GroupVersion().String()

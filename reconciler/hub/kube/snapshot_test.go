@@ -156,7 +156,7 @@ func TestLargeSelectionsAreSplitIntoSubSnapshots(t *testing.T) {
 	if want := []string{"small-0-0/0", "small-0-1/1", "small-0-snapshot/"}; !slices.Equal(names, want) {
 		t.Errorf("five 500-byte resources at a 1 KB limit made snapshots %v; want %v", names, want)
 	}
-	if err := placement.UpdateStatus(ctx, small, clock.Real{}, hub.Key{Name: sp.Name}); err != nil {
+	if err := (&placement.Updater{Hub: small, Clock: clock.Real{}}).Update(ctx, hub.Key{Name: sp.Name}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := small.GetPlacement(ctx, hub.Key{Name: sp.Name})
