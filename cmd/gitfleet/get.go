@@ -9,13 +9,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	cliprinters "k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/spf13/cobra"
 
@@ -248,7 +248,7 @@ func table[T runtime.Object](print func(io.Writer, []T, time.Time, printers.Opti
 
 // listKinds answers a bare `gitfleet get`, as kubectl api-resources does.
 func listKinds(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	tw := cliprinters.GetNewTabWriter(w) // kubectl api-resources' layout
 	fmt.Fprintln(tw, "NAME\tSHORTNAMES\tKIND\tFILES")
 	for _, fam := range families {
 		k, _ := fleet.LookupKind(fam.clusterKind)
