@@ -384,7 +384,16 @@ func asGitfleetReads(t *testing.T, u *unstructured.Unstructured, defaulted bool)
 // families are the kind pairs that share a Go type in api/v1beta1.
 var families = []func(namespace string) string{
 	fleet.PlacementKind, fleet.PolicySnapshotKind, fleet.ResourceSnapshotKind, fleet.BindingKind,
-	fleet.UpdateStrategyKind, fleet.UpdateRunKind, fleet.ApprovalRequestKind, fleet.EnvelopeKind,
+	fleet.UpdateStrategyKind, fleet.UpdateRunKind, fleet.ApprovalRequestKind, envelopeKind,
+}
+
+// envelopeKind is ClusterResourceEnvelope or ResourceEnvelope (the binary
+// never needs the pair, so api/v1beta1 has no function for it).
+func envelopeKind(namespace string) string {
+	if namespace == "" {
+		return fleet.KindClusterResourceEnvelope
+	}
+	return fleet.KindResourceEnvelope
 }
 
 // goBuiltObjects fill the fields no file above has: a policy snapshot with
