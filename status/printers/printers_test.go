@@ -201,7 +201,30 @@ func TestRunsWideSaysWhatEachRunWaitsFor(t *testing.T) {
 	deleting.Status.Conditions = []metav1.Condition{deleting.Status.Conditions[0],
 		cond("Progressing", "False", "UpdateRunWaiting", "The updateRun is waiting for before-stage tasks in stage kubernetes-fleet.io/deleteStage to complete", 180*time.Second)}
 
-	runs := []*fleet.UpdateRun{approval, timed, stuck, stopped, succeededRun(), deleting}
+	// Before canary's clusters start, only its before-stage approval is
+	// waited on; the after-stage request, named since initialization,
+	// comes later.
+	before := waitingRun()
+	before.Name = "waiting-before"
+	canary = &before.Status.StagesStatus[1]
+	canary.Clusters = []fleet.ClusterUpdatingStatus{{ClusterName: "member3"}, {ClusterName: "member1"}}
+	canary.BeforeStageTaskStatus = []fleet.StageTaskStatus{{Type: fleet.StageTaskTypeApproval, ApprovalRequestName: "waiting-before-before-canary",
+		Conditions: []metav1.Condition{cond("ApprovalRequestCreated", "True", "StageTaskApprovalRequestCreated", "ApprovalRequest object is created", 75*time.Second)}}}
+	canary.AfterStageTaskStatus[0].Conditions = nil
+	canary.StartTime = nil
+	canary.Conditions = []metav1.Condition{cond("Progressing", "False", "StageUpdatingWaiting", "Not all before-stage tasks are completed, waiting for approval", 75*time.Second)}
+	before.Status.Conditions[1] = cond("Progressing", "False", "UpdateRunWaiting", "The updateRun is waiting for before-stage tasks in stage canary to complete", 75*time.Second)
+
+	// A progressing run waits for the clusters it updates.
+	updating := waitingRun()
+	updating.Name = "updating"
+	canary = &updating.Status.StagesStatus[1]
+	canary.AfterStageTaskStatus[0].Conditions = nil
+	canary.Clusters[1].Conditions = canary.Clusters[1].Conditions[:1]
+	canary.Conditions = []metav1.Condition{cond("Progressing", "True", "StageUpdatingStarted", "Clusters in the stage started updating", 75*time.Second)}
+	updating.Status.Conditions[1] = cond("Progressing", "True", "UpdateRunProgressing", "The update run is making progress", 75*time.Second)
+
+	runs := []*fleet.UpdateRun{approval, timed, stuck, stopped, succeededRun(), deleting, before, updating}
 	golden.Assert(t, "runs-wide-phases.txt", render(t, func(w io.Writer) error { return Runs(w, runs, now, Options{Wide: true}) }))
 	// The default view stays KubeFleet's: the spec's (empty) index, no phase.
 	got := string(render(t, func(w io.Writer) error { return Runs(w, runs, now, Options{}) }))

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/reconciler/runview"
 )
 
 // Runs prints ClusterStagedUpdateRuns/StagedUpdateRuns with KubeFleet's
@@ -22,8 +23,10 @@ import (
 // snapshot; showing the status there would break scripts written for
 // KubeFleet. -o wide adds gitfleet's RESOURCE-INDEX-USED (the index the run
 // rolls out, latest included), PHASE (api/v1beta1's Phase: Waiting, Stopped
-// and Stuck apart), STAGE (the current stage) and WAITING-FOR (the approval
-// requests, the end of a timed wait, the stuck clusters, or spec.state).
+// and Stuck apart), and from reconciler/runview STAGE (the current stage)
+// and WAITING-FOR (the approval requests, the end of a timed wait, the
+// clusters updating or stuck, spec.state, or a generation of the spec
+// gitfleet has not acted on yet).
 func Runs(w io.Writer, runs []*fleet.UpdateRun, now time.Time, opts Options) error {
 	return printTable(w, runs, []column[*fleet.UpdateRun]{
 		nameColumn[*fleet.UpdateRun](),
@@ -43,8 +46,13 @@ func Runs(w io.Writer, runs []*fleet.UpdateRun, now time.Time, opts Options) err
 		{header: "STRATEGY", wide: true, cell: func(r *fleet.UpdateRun) string { return r.Spec.StagedUpdateStrategyName }},
 		{header: "RESOURCE-INDEX-USED", wide: true, cell: func(r *fleet.UpdateRun) string { return r.Status.ResourceSnapshotIndexUsed }},
 		{header: "PHASE", wide: true, cell: func(r *fleet.UpdateRun) string { return r.Phase() }},
-		{header: "STAGE", wide: true, cell: currentStage},
-		{header: "WAITING-FOR", wide: true, cell: waitingFor},
+		{header: "STAGE", wide: true, cell: func(r *fleet.UpdateRun) string {
+			if s := runview.Of(r).Stage(); s != nil {
+				return s.Name
+			}
+			return ""
+		}},
+		{header: "WAITING-FOR", wide: true, cell: func(r *fleet.UpdateRun) string { return runview.Of(r).Waiting.String() }},
 	}, opts)
 }
 
