@@ -8,12 +8,12 @@ import (
 	"strconv"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/reconciler/runview"
 )
 
 // MessagePrefix starts the message of every status commit: it tells
@@ -353,146 +353,52 @@ func runName(r *fleet.UpdateRun) string {
 	return r.Name
 }
 
-// RunProgress says in a few words where a run stands, from its conditions:
+// RunProgress says in a few words where a run stands (runview's reading):
 // "succeeded", "stage canary waiting for approval", "stage prod updating
 // member1, member3", "stuck in stage prod", "stopped", ...
 func RunProgress(r *fleet.UpdateRun) string {
-	st := &r.Status
-	succeeded := meta.FindStatusCondition(st.Conditions, fleet.StagedUpdateRunConditionSucceeded)
-	progressing := meta.FindStatusCondition(st.Conditions, fleet.StagedUpdateRunConditionProgressing)
-	initialized := meta.FindStatusCondition(st.Conditions, fleet.StagedUpdateRunConditionInitialized)
-	switch {
-	case succeeded != nil && succeeded.Status == metav1.ConditionTrue:
+	v := runview.Of(r)
+	s := v.Stage()
+	switch v.Phase {
+	case fleet.PhaseSucceeded:
 		return "succeeded"
-	case succeeded != nil && succeeded.Status == metav1.ConditionFalse:
-		if stage := stageWith(r, fleet.StageUpdatingConditionSucceeded, metav1.ConditionFalse, ""); stage != nil {
-			return "failed in " + stageLabel(stage.StageName)
+	case fleet.PhaseFailed:
+		if s != nil && s.State == runview.StageFailed {
+			return "failed in " + s.Label()
 		}
 		return "failed"
-	case initialized != nil && initialized.Status == metav1.ConditionFalse:
+	case fleet.PhaseInitFailed:
 		return "failed to initialize"
-	case progressing != nil:
-		switch progressing.Reason {
-		case fleet.UpdateRunWaitingReason:
-			stage := stageWith(r, fleet.StageUpdatingConditionProgressing, metav1.ConditionFalse, fleet.StageUpdatingWaitingReason)
-			if stage == nil {
-				return "waiting"
-			}
-			if awaitsApproval(stage) {
-				return stageLabel(stage.StageName) + " waiting for approval"
-			}
-			return stageLabel(stage.StageName) + " waiting"
-		case fleet.UpdateRunStuckReason:
-			if stage := activeStage(r); stage != nil {
-				return "stuck in " + stageLabel(stage.StageName)
-			}
-			return "stuck"
-		case fleet.UpdateRunStoppingReason:
-			return "stopping"
-		case fleet.UpdateRunStoppedReason:
-			return "stopped"
-		}
-		if progressing.Status == metav1.ConditionTrue {
-			stage := activeStage(r)
-			if stage == nil {
-				return "progressing"
-			}
-			verb := " updating "
-			if stage.StageName == fleet.UpdateRunDeleteStageName {
-				verb = " deleting "
-			}
-			if inflight := inFlight(stage); len(inflight) > 0 {
-				return stageLabel(stage.StageName) + verb + strings.Join(inflight, ", ")
-			}
-			return stageLabel(stage.StageName) + " progressing"
-		}
-		return "progressing " + strings.ToLower(string(progressing.Status))
-	case initialized != nil:
+	case fleet.PhaseInitializing:
+		return "created"
+	case fleet.PhaseInitialized:
 		return "initialized"
+	case fleet.PhaseStopping:
+		return "stopping"
+	case fleet.PhaseStopped:
+		return "stopped"
 	}
-	return "created"
-}
-
-// stageLabel names a stage for humans; the deletion stage has a long name.
-func stageLabel(name string) string {
-	if name == fleet.UpdateRunDeleteStageName {
-		return "deletion stage"
+	if s == nil || s.State == runview.StagePending {
+		// Between two stages: the next one has not started.
+		return strings.ToLower(v.Phase)
 	}
-	return "stage " + name
-}
-
-// stages lists the update stages then the deletion stage.
-func stages(r *fleet.UpdateRun) []*fleet.StageUpdatingStatus {
-	out := make([]*fleet.StageUpdatingStatus, 0, len(r.Status.StagesStatus)+1)
-	for i := range r.Status.StagesStatus {
-		out = append(out, &r.Status.StagesStatus[i])
-	}
-	if r.Status.DeletionStageStatus != nil {
-		out = append(out, r.Status.DeletionStageStatus)
-	}
-	return out
-}
-
-func stageWith(r *fleet.UpdateRun, condType string, status metav1.ConditionStatus, reason string) *fleet.StageUpdatingStatus {
-	for _, s := range stages(r) {
-		c := meta.FindStatusCondition(s.Conditions, condType)
-		if c != nil && c.Status == status && (reason == "" || c.Reason == reason) {
-			return s
+	switch v.Phase {
+	case fleet.PhaseWaiting:
+		if v.Waiting.For == runview.WaitApproval {
+			return s.Label() + " waiting for approval"
 		}
+		return s.Label() + " waiting"
+	case fleet.PhaseStuck:
+		return "stuck in " + s.Label()
 	}
-	return nil
-}
-
-// activeStage is the stage that has started and not finished.
-func activeStage(r *fleet.UpdateRun) *fleet.StageUpdatingStatus {
-	for _, s := range stages(r) {
-		if meta.FindStatusCondition(s.Conditions, fleet.StageUpdatingConditionProgressing) != nil &&
-			meta.FindStatusCondition(s.Conditions, fleet.StageUpdatingConditionSucceeded) == nil {
-			return s
-		}
+	if len(s.InFlight) == 0 {
+		return s.Label() + " progressing"
 	}
-	return nil
-}
-
-// awaitsApproval reports whether the stage waits on an approval that has
-// not been given: before the stage if no cluster finished yet, after it
-// otherwise.
-func awaitsApproval(s *fleet.StageUpdatingStatus) bool {
-	tasks := s.BeforeStageTaskStatus
-	if allSucceeded(s) {
-		tasks = s.AfterStageTaskStatus
+	verb := " updating "
+	if s.Deletion {
+		verb = " deleting "
 	}
-	for _, t := range tasks {
-		if t.Type == fleet.StageTaskTypeApproval &&
-			!meta.IsStatusConditionTrue(t.Conditions, fleet.StageTaskConditionApprovalRequestApproved) {
-			return true
-		}
-	}
-	return false
-}
-
-func allSucceeded(s *fleet.StageUpdatingStatus) bool {
-	if len(s.Clusters) == 0 {
-		return false
-	}
-	for _, c := range s.Clusters {
-		if !meta.IsStatusConditionTrue(c.Conditions, fleet.ClusterUpdatingConditionSucceeded) {
-			return false
-		}
-	}
-	return true
-}
-
-// inFlight lists clusters started and not finished.
-func inFlight(s *fleet.StageUpdatingStatus) []string {
-	var out []string
-	for _, c := range s.Clusters {
-		if meta.IsStatusConditionTrue(c.Conditions, fleet.ClusterUpdatingConditionStarted) &&
-			meta.FindStatusCondition(c.Conditions, fleet.ClusterUpdatingConditionSucceeded) == nil {
-			out = append(out, c.ClusterName)
-		}
-	}
-	return out
+	return s.Label() + verb + strings.Join(s.InFlight, ", ")
 }
 
 // shortHash is the 12-character form of a commit hash, as gitfleet logs it.

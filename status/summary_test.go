@@ -63,6 +63,9 @@ func TestRunProgressSaysWhereTheRunStands(t *testing.T) {
 		{"stuck", runWith(c("Progressing", "False", fleet.UpdateRunStuckReason), func(r *fleet.UpdateRun) {
 			stage(r).Conditions = []metav1.Condition{*c("Progressing", "True", fleet.StageUpdatingStartedReason)}
 		}), "stuck in stage canary"},
+		{"between stages", runWith(c("Progressing", "True", fleet.UpdateRunProgressingReason), func(r *fleet.UpdateRun) {
+			stage(r).Conditions = []metav1.Condition{*c("Succeeded", "True", fleet.StageUpdatingSucceededReason)}
+		}), "progressing"},
 		{"stopping", runWith(c("Progressing", "Unknown", fleet.UpdateRunStoppingReason), nil), "stopping"},
 		{"stopped", runWith(c("Progressing", "False", fleet.UpdateRunStoppedReason), nil), "stopped"},
 		{"succeeded", runWith(c("Progressing", "False", fleet.UpdateRunSucceededReason), func(r *fleet.UpdateRun) {
