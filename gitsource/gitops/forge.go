@@ -14,6 +14,7 @@ import (
 	"github.com/gitfleet/gitfleet/gitsource/forge"
 	"github.com/gitfleet/gitfleet/internal/snapshotdiff"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/runview"
 	"github.com/gitfleet/gitfleet/status"
 )
 
@@ -322,29 +323,19 @@ func statusContext(run *fleet.UpdateRun) string {
 
 // RunStatus is the commit status of a run: pending while it runs or
 // waits, success once it succeeded, failure once it failed; the
-// description says where it is, as "stage 2/3 canary: 1 of 2 clusters".
+// description says where it is (runview's reading), as "stage 2/3 canary:
+// 1 of 2 clusters" or "deletion stage: 0 of 1 clusters".
 func RunStatus(run *fleet.UpdateRun) forge.Status {
 	st := forge.Status{Context: statusContext(run), State: forge.Pending}
-	stages := run.Status.StagesStatus
-	cur := len(stages) - 1
-	for i, s := range stages {
-		if !meta.IsStatusConditionTrue(s.Conditions, fleet.StageUpdatingConditionSucceeded) {
-			cur = i
-			break
-		}
-	}
+	v := runview.Of(run)
 	where := ""
-	if cur >= 0 {
-		s := stages[cur]
-		done := 0
-		for _, c := range s.Clusters {
-			if meta.IsStatusConditionTrue(c.Conditions, fleet.ClusterUpdatingConditionSucceeded) {
-				done++
-			}
-		}
-		where = fmt.Sprintf("stage %d/%d %s: %d of %d clusters", cur+1, len(stages), s.StageName, done, len(s.Clusters))
+	if s := v.Stage(); s != nil {
+		where = stageProgress(v, *s)
+	} else if v.Updates > 0 {
+		// Done: the last update stage says how many clusters.
+		where = stageProgress(v, v.Stages[v.Updates-1])
 	}
-	switch phase := run.Phase(); phase {
+	switch phase := v.Phase; phase {
 	case fleet.PhaseSucceeded:
 		st.State = forge.Success
 		st.Description = "succeeded: " + where
@@ -356,8 +347,8 @@ func RunStatus(run *fleet.UpdateRun) forge.Status {
 		}
 	case fleet.PhaseWaiting:
 		st.Description = "waiting"
-		if cur >= 0 {
-			st.Description = where + ", " + waitingFor(stages[cur])
+		if where != "" {
+			st.Description = where + ", " + waitingFor(v.Waiting)
 		}
 	case fleet.PhaseInitializing, fleet.PhaseInitialized:
 		st.Description = strings.ToLower(phase)
@@ -371,17 +362,20 @@ func RunStatus(run *fleet.UpdateRun) forge.Status {
 	return st
 }
 
-// waitingFor names the stage task a waiting stage waits on.
-func waitingFor(s fleet.StageUpdatingStatus) string {
-	for _, tasks := range [][]fleet.StageTaskStatus{s.BeforeStageTaskStatus, s.AfterStageTaskStatus} {
-		for _, t := range tasks {
-			switch {
-			case t.Type == fleet.StageTaskTypeApproval && !meta.IsStatusConditionTrue(t.Conditions, fleet.StageTaskConditionApprovalRequestApproved):
-				return "waiting for approval " + t.ApprovalRequestName
-			case t.Type == fleet.StageTaskTypeTimedWait && !meta.IsStatusConditionTrue(t.Conditions, fleet.StageTaskConditionWaitTimeElapsed):
-				return "waiting"
-			}
-		}
+// stageProgress is "stage 2/3 canary: 1 of 2 clusters", or for the
+// deletion stage "deletion stage: 0 of 1 clusters".
+func stageProgress(v runview.View, s runview.Stage) string {
+	if s.Deletion {
+		return fmt.Sprintf("deletion stage: %d of %d clusters", s.Done, s.Total)
+	}
+	return fmt.Sprintf("stage %d/%d %s: %d of %d clusters", s.Number, v.Updates, s.Name, s.Done, s.Total)
+}
+
+// waitingFor names what a waiting run waits on: the approval requests a
+// person must approve first, else "waiting" (a timed wait).
+func waitingFor(w runview.Waiting) string {
+	if w.For == runview.WaitApproval {
+		return "waiting for approval " + strings.Join(w.Approvals, ", ")
 	}
 	return "waiting"
 }

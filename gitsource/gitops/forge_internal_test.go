@@ -110,6 +110,7 @@ func TestRunStatusSaysWhereTheRunIs(t *testing.T) {
 		name      string
 		conds     []metav1.Condition
 		edit      func([]fleet.StageUpdatingStatus)
+		deletion  *fleet.StageUpdatingStatus
 		state     string
 		desc      string
 		namespace string
@@ -121,6 +122,23 @@ func TestRunStatusSaysWhereTheRunIs(t *testing.T) {
 				s[1].Clusters[1].Conditions = append(s[1].Clusters[1].Conditions, ok)
 			},
 			state: "pending", desc: "stage 2/3 canary: 2 of 2 clusters, waiting for approval web-after-canary"},
+		// An approval and a timed wait after a stage run side by side:
+		// the approval is named, whatever the tasks' order.
+		{name: "waiting for an approval beside a timed wait", conds: []metav1.Condition{initialized, cond(fleet.StagedUpdateRunConditionProgressing, metav1.ConditionFalse, fleet.UpdateRunWaitingReason)},
+			edit: func(s []fleet.StageUpdatingStatus) {
+				s[1].Clusters[1].Conditions = append(s[1].Clusters[1].Conditions, ok)
+				s[1].AfterStageTaskStatus = append([]fleet.StageTaskStatus{{Type: fleet.StageTaskTypeTimedWait}}, s[1].AfterStageTaskStatus...)
+			},
+			state: "pending", desc: "stage 2/3 canary: 2 of 2 clusters, waiting for approval web-after-canary"},
+		{name: "deletion stage", conds: []metav1.Condition{initialized, cond(fleet.StagedUpdateRunConditionProgressing, metav1.ConditionTrue, fleet.UpdateRunProgressingReason)},
+			edit: func(s []fleet.StageUpdatingStatus) {
+				for i := range s {
+					s[i].Conditions = []metav1.Condition{stageDone}
+				}
+			},
+			deletion: &fleet.StageUpdatingStatus{StageName: fleet.UpdateRunDeleteStageName, Clusters: []fleet.ClusterUpdatingStatus{{ClusterName: "old", Conditions: []metav1.Condition{started}}},
+				Conditions: []metav1.Condition{cond(fleet.StageUpdatingConditionProgressing, metav1.ConditionTrue, fleet.StageUpdatingStartedReason)}},
+			state: "pending", desc: "deletion stage: 0 of 1 clusters"},
 		{name: "succeeded", conds: []metav1.Condition{initialized, cond(fleet.StagedUpdateRunConditionSucceeded, metav1.ConditionTrue, fleet.UpdateRunSucceededReason)},
 			edit: func(s []fleet.StageUpdatingStatus) {
 				for i := range s {
@@ -143,6 +161,7 @@ func TestRunStatusSaysWhereTheRunIs(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(run.Status.StagesStatus)
 			}
+			run.Status.DeletionStageStatus = tc.deletion
 			st := RunStatus(run)
 			wantCtx := "gitfleet/web"
 			if tc.namespace != "" {
