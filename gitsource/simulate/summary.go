@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/reconciler/runview"
 )
 
 // WriteSummary prints one line per run: its phase and what it waits for.
@@ -52,31 +53,19 @@ func Detail(r *fleet.UpdateRun) string {
 	case fleet.PhaseSucceeded:
 		return fmt.Sprintf("resource snapshot %s on every cluster", r.Status.ResourceSnapshotIndexUsed)
 	case fleet.PhaseWaiting, fleet.PhaseStopped, fleet.PhaseStuck, fleet.PhaseStopping:
-		if pending := pendingApprovals(r); len(pending) > 0 {
-			return "waiting for approval: " + strings.Join(pending, ", ") + " (gitfleet approve NAME)"
+		v := runview.Of(r)
+		if v.Waiting.For == runview.WaitApproval {
+			return "waiting for approval: " + strings.Join(v.Waiting.Approvals, ", ") + " (gitfleet approve NAME)"
 		}
-		return meta.FindStatusCondition(conds, fleet.StagedUpdateRunConditionProgressing).Message
+		msg := meta.FindStatusCondition(conds, fleet.StagedUpdateRunConditionProgressing).Message
+		if pending := v.PendingNames(); len(pending) > 0 {
+			// Stopped: an approval given now is taken once it runs again.
+			msg += "; approval pending: " + strings.Join(pending, ", ")
+		}
+		return msg
 	}
 	if p := meta.FindStatusCondition(conds, fleet.StagedUpdateRunConditionProgressing); p != nil {
 		return p.Message
 	}
 	return ""
-}
-
-// pendingApprovals lists the approval requests of the active stage that were
-// created and not yet approved.
-func pendingApprovals(r *fleet.UpdateRun) []string {
-	var out []string
-	for _, st := range r.Status.StagesStatus {
-		for _, tasks := range [][]fleet.StageTaskStatus{st.BeforeStageTaskStatus, st.AfterStageTaskStatus} {
-			for _, t := range tasks {
-				if t.Type == fleet.StageTaskTypeApproval &&
-					meta.IsStatusConditionTrue(t.Conditions, fleet.StageTaskConditionApprovalRequestCreated) &&
-					!meta.IsStatusConditionTrue(t.Conditions, fleet.StageTaskConditionApprovalRequestApproved) {
-					out = append(out, t.ApprovalRequestName)
-				}
-			}
-		}
-	}
-	return out
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/reconciler/runview"
 )
 
 // Event is one line of the timeline.
@@ -92,10 +93,7 @@ func planSummary(s fleet.UpdateRunStatus) string {
 
 func diffStage(b, a *fleet.StageUpdatingStatus, deletion bool) []string {
 	var out []string
-	name := "stage " + a.StageName
-	if deletion {
-		name = "deletion stage"
-	}
+	name := runview.Label(a.StageName)
 	var bc []fleet.ClusterUpdatingStatus
 	var bt, bat []fleet.StageTaskStatus
 	var bconds []metav1.Condition
