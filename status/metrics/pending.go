@@ -5,10 +5,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/api/meta"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/clock"
+	"github.com/gitfleet/gitfleet/reconciler/runview"
 )
 
 // pendingApprovals exports gitfleet_approval_request_pending_seconds. It
@@ -35,10 +35,10 @@ func newPendingApprovals(clk clock.Clock) *pendingApprovals {
 	}
 }
 
-// observe replaces the run's pending approvals with those its status shows:
-// an Approval task whose request was created and not yet approved. A
-// finished run waits on nothing.
-func (p *pendingApprovals) observe(run *fleet.UpdateRun, finished bool) {
+// observe replaces the run's pending approvals with those its view shows
+// (runview: an Approval task whose request was created and not yet
+// approved, none once the run finished).
+func (p *pendingApprovals) observe(run *fleet.UpdateRun, pending []runview.Approval) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for k := range p.since {
@@ -46,28 +46,8 @@ func (p *pendingApprovals) observe(run *fleet.UpdateRun, finished bool) {
 			delete(p.since, k)
 		}
 	}
-	if finished {
-		return
-	}
-	add := func(stage, taskType string, tasks []fleet.StageTaskStatus) {
-		for _, t := range tasks {
-			if t.Type != fleet.StageTaskTypeApproval ||
-				meta.IsStatusConditionTrue(t.Conditions, fleet.StageTaskConditionApprovalRequestApproved) {
-				continue
-			}
-			created := meta.FindStatusCondition(t.Conditions, fleet.StageTaskConditionApprovalRequestCreated)
-			if created == nil || created.Status != "True" {
-				continue
-			}
-			p.since[pendingKey{run.Namespace, run.Name, stage, taskType}] = created.LastTransitionTime.Time
-		}
-	}
-	for _, s := range run.Status.StagesStatus {
-		add(s.StageName, fleet.BeforeStageTaskLabelValue, s.BeforeStageTaskStatus)
-		add(s.StageName, fleet.AfterStageTaskLabelValue, s.AfterStageTaskStatus)
-	}
-	if d := run.Status.DeletionStageStatus; d != nil {
-		add(d.StageName, fleet.BeforeStageTaskLabelValue, d.BeforeStageTaskStatus)
+	for _, a := range pending {
+		p.since[pendingKey{run.Namespace, run.Name, a.Stage, a.TaskType}] = a.Created.Time
 	}
 }
 

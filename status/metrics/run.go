@@ -5,6 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/reconciler/runview"
 )
 
 // Phases lists every phase of gitfleet_update_runs (fleet.UpdateRun.Phase);
@@ -35,8 +36,9 @@ func (m *Metrics) ObserveRun(run *fleet.UpdateRun) {
 		}
 	}
 
-	phase := run.Phase()
-	m.pending.observe(run, phase == fleet.PhaseSucceeded || phase == fleet.PhaseFailed)
+	v := runview.Of(run)
+	phase := v.Phase
+	m.pending.observe(run, v.Pending)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
