@@ -9,6 +9,7 @@
 package runview
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -134,6 +135,10 @@ type Waiting struct {
 	For Reason
 	// Approvals are the requests the current gate waits on (WaitApproval).
 	Approvals []string
+	// Ignored are those of Approvals a person approved and gitfleet did
+	// not take (an Approved condition at the wrong observedGeneration, or
+	// an edit refused): the task's message says why.
+	Ignored []string
 	// TimedWait: an after-stage timed wait is running; Until is its end
 	// when the status says it (gitfleet's WaitTimeElapsed=False message,
 	// deliberate difference 6), zero otherwise.
@@ -159,6 +164,9 @@ func (w Waiting) String() string {
 	}
 	var out []string
 	for _, a := range w.Approvals {
+		if slices.Contains(w.Ignored, a) {
+			a += " (approval ignored)"
+		}
 		out = append(out, "approval "+a)
 	}
 	if w.TimedWait {
@@ -321,7 +329,7 @@ func gate(s *fleet.StageUpdatingStatus, view Stage) Waiting {
 	if view.Done == 0 && len(view.InFlight) == 0 {
 		for _, t := range s.BeforeStageTaskStatus {
 			if t.Type == fleet.StageTaskTypeApproval && !approved(t) {
-				w.Approvals = append(w.Approvals, t.ApprovalRequestName)
+				w.addApproval(t)
 			}
 		}
 		if len(w.Approvals) > 0 {
@@ -336,7 +344,7 @@ func gate(s *fleet.StageUpdatingStatus, view Stage) Waiting {
 		switch t.Type {
 		case fleet.StageTaskTypeApproval:
 			if !approved(t) {
-				w.Approvals = append(w.Approvals, t.ApprovalRequestName)
+				w.addApproval(t)
 			}
 		case fleet.StageTaskTypeTimedWait:
 			if c := meta.FindStatusCondition(t.Conditions, fleet.StageTaskConditionWaitTimeElapsed); c == nil || c.Status != metav1.ConditionTrue {
@@ -351,6 +359,24 @@ func gate(s *fleet.StageUpdatingStatus, view Stage) Waiting {
 		w.For = WaitTimedWait
 	}
 	return w
+}
+
+func (w *Waiting) addApproval(t fleet.StageTaskStatus) {
+	w.Approvals = append(w.Approvals, t.ApprovalRequestName)
+	if ignored(t) != "" {
+		w.Ignored = append(w.Ignored, t.ApprovalRequestName)
+	}
+}
+
+// ignored is why a person's approval of the task's request was not taken
+// (gitfleet's StageTaskApprovalRequestApprovalIgnored, deliberate
+// difference 5), or "".
+func ignored(t fleet.StageTaskStatus) string {
+	if c := meta.FindStatusCondition(t.Conditions, fleet.StageTaskConditionApprovalRequestApproved); c != nil &&
+		c.Status == metav1.ConditionFalse && c.Reason == fleet.StageTaskApprovalIgnoredReason {
+		return c.Message
+	}
+	return ""
 }
 
 // waitEnd reads the end of a timed wait from gitfleet's WaitTimeElapsed
@@ -410,12 +436,8 @@ func pending(r *fleet.UpdateRun) []Approval {
 			if created == nil || created.Status != metav1.ConditionTrue {
 				continue
 			}
-			a := Approval{Name: t.ApprovalRequestName, Stage: stage, TaskType: taskType, Created: created.LastTransitionTime}
-			if c := meta.FindStatusCondition(t.Conditions, fleet.StageTaskConditionApprovalRequestApproved); c != nil &&
-				c.Reason == fleet.StageTaskApprovalIgnoredReason {
-				a.Ignored = c.Message
-			}
-			out = append(out, a)
+			out = append(out, Approval{Name: t.ApprovalRequestName, Stage: stage, TaskType: taskType,
+				Created: created.LastTransitionTime, Ignored: ignored(t)})
 		}
 	}
 	stages := r.Status.StagesStatus

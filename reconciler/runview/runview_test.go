@@ -175,7 +175,7 @@ func TestViewSaysWhatTheRunIsDoing(t *testing.T) {
 			ignored.Message = "Approved condition ignored: its observedGeneration 0 does not match the approval request's generation 1; set observedGeneration: 1"
 			canary.BeforeStageTaskStatus[0].Conditions = []metav1.Condition{created, ignored}
 			canary.Conditions = []metav1.Condition{stageWait}
-		}), want{phase: fleet.PhaseWaiting, stage: "canary", state: StageWaiting, waiting: WaitApproval, column: "approval web-before-canary",
+		}), want{phase: fleet.PhaseWaiting, stage: "canary", state: StageWaiting, waiting: WaitApproval, column: "approval web-before-canary (approval ignored)",
 			pending: []string{"web-before-canary"}, progress: "1/2 1/3"}},
 		{"stuck", runWith(progressing(metav1.ConditionFalse, fleet.UpdateRunStuckReason), func(_ *fleet.UpdateRun, staging, canary, _ *fleet.StageUpdatingStatus) {
 			stagingDone(staging)
