@@ -384,17 +384,18 @@ func waitingFor(w runview.Waiting) string {
 // (gitfleet/<run>/<cluster>), for --forge-cluster-statuses.
 func ClusterStatuses(run *fleet.UpdateRun) []forge.Status {
 	var out []forge.Status
-	for _, s := range run.Status.StagesStatus {
+	v := runview.Of(run)
+	for _, s := range v.Stages[:v.Updates] {
 		for _, c := range s.Clusters {
-			st := forge.Status{Context: statusContext(run) + "/" + c.ClusterName, State: forge.Pending,
-				Description: "waiting for stage " + s.StageName}
-			switch cond := meta.FindStatusCondition(c.Conditions, fleet.ClusterUpdatingConditionSucceeded); {
-			case cond != nil && cond.Status == "True":
-				st.State, st.Description = forge.Success, "updated in stage "+s.StageName
-			case cond != nil && cond.Status == "False":
-				st.State, st.Description = forge.Failure, "failed in stage "+s.StageName+": "+cond.Message
-			case meta.IsStatusConditionTrue(c.Conditions, fleet.ClusterUpdatingConditionStarted):
-				st.Description = "updating in stage " + s.StageName
+			st := forge.Status{Context: statusContext(run) + "/" + c.Name, State: forge.Pending,
+				Description: "waiting for stage " + s.Name}
+			switch c.State {
+			case runview.ClusterSucceeded:
+				st.State, st.Description = forge.Success, "updated in stage "+s.Name
+			case runview.ClusterFailed:
+				st.State, st.Description = forge.Failure, "failed in stage "+s.Name+": "+c.Message
+			case runview.ClusterUpdating:
+				st.Description = "updating in stage " + s.Name
 			}
 			st.Description = oneLine(st.Description)
 			out = append(out, st)

@@ -53,10 +53,13 @@ type Stage struct {
 	// Number is the update stage's position, from 1.
 	Number int
 	State  StageState
+	// Clusters are the stage's clusters in the order they are updated.
+	Clusters []Cluster
 	// Done and Total count the stage's clusters that succeeded (were
 	// deleted, in the deletion stage) and all of them.
 	Done, Total int
-	// InFlight are the clusters started and not finished, in order.
+	// InFlight are the clusters updating (started, not finished), in
+	// order.
 	InFlight []string
 	// Message is the stage's failure (Succeeded=False), when it failed.
 	Message string
@@ -74,6 +77,24 @@ const (
 	StageSucceeded StageState = "Succeeded" // clusters done and after-stage tasks completed
 	StageSkipped   StageState = "Skipped"   // no clusters: skipped with its tasks (spec §3.10)
 	StageFailed    StageState = "Failed"    // aborted
+)
+
+// Cluster is one cluster of a stage.
+type Cluster struct {
+	Name  string
+	State ClusterState
+	// Message is the cluster's failure (Succeeded=False), when it failed.
+	Message string
+}
+
+// ClusterState is where a cluster of a stage stands (spec §3.2).
+type ClusterState string
+
+const (
+	ClusterPending   ClusterState = "Pending"   // not started
+	ClusterUpdating  ClusterState = "Updating"  // started, not finished
+	ClusterSucceeded ClusterState = "Succeeded" // updated (deleted, in the deletion stage)
+	ClusterFailed    ClusterState = "Failed"    // Succeeded=False
 )
 
 // Label names the stage for people: "stage canary", or "deletion stage".
@@ -234,13 +255,19 @@ func Of(r *fleet.UpdateRun) View {
 func stageOf(s *fleet.StageUpdatingStatus) Stage {
 	out := Stage{Name: s.StageName, Total: len(s.Clusters), State: StagePending}
 	for _, c := range s.Clusters {
+		cl := Cluster{Name: c.ClusterName, State: ClusterPending}
+		succeeded := meta.FindStatusCondition(c.Conditions, fleet.ClusterUpdatingConditionSucceeded)
 		switch {
-		case meta.IsStatusConditionTrue(c.Conditions, fleet.ClusterUpdatingConditionSucceeded):
+		case succeeded != nil && succeeded.Status == metav1.ConditionTrue:
+			cl.State = ClusterSucceeded
 			out.Done++
-		case meta.IsStatusConditionTrue(c.Conditions, fleet.ClusterUpdatingConditionStarted) &&
-			meta.FindStatusCondition(c.Conditions, fleet.ClusterUpdatingConditionSucceeded) == nil:
+		case succeeded != nil && succeeded.Status == metav1.ConditionFalse:
+			cl.State, cl.Message = ClusterFailed, succeeded.Message
+		case meta.IsStatusConditionTrue(c.Conditions, fleet.ClusterUpdatingConditionStarted):
+			cl.State = ClusterUpdating
 			out.InFlight = append(out.InFlight, c.ClusterName)
 		}
+		out.Clusters = append(out.Clusters, cl)
 	}
 	if c := meta.FindStatusCondition(s.Conditions, fleet.StageUpdatingConditionSucceeded); c != nil {
 		switch {

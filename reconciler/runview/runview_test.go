@@ -318,3 +318,27 @@ func TestLabelNamesTheDeletionStage(t *testing.T) {
 		t.Errorf("Label(deleteStage) = %q", got)
 	}
 }
+
+// Each cluster of a stage is pending, updating, succeeded or failed (with
+// its failure), as metrics and forge cluster statuses show it.
+func TestClustersSayWhereEachStands(t *testing.T) {
+	r := runWith(progressing(metav1.ConditionFalse, fleet.UpdateRunFailedReason), func(_ *fleet.UpdateRun, staging, canary, _ *fleet.StageUpdatingStatus) {
+		stagingDone(staging)
+		failed := started("member1")
+		failedC := cond(fleet.ClusterUpdatingConditionSucceeded, metav1.ConditionFalse, fleet.ClusterUpdatingFailedReason)
+		failedC.Message = "the binding is not up-to-date"
+		failed.Conditions = append(failed.Conditions, failedC)
+		canary.Clusters = []fleet.ClusterUpdatingStatus{started("member3"), failed, {ClusterName: "member5"}}
+	})
+	var got []string
+	for _, s := range Of(r).Stages {
+		for _, c := range s.Clusters {
+			got = append(got, s.Name+"/"+c.Name+"="+string(c.State)+c.Message)
+		}
+	}
+	want := []string{"staging/member2=Succeeded", "canary/member3=Updating", "canary/member1=Failedthe binding is not up-to-date",
+		"canary/member5=Pending", fleet.UpdateRunDeleteStageName + "/member4=Pending"}
+	if !slices.Equal(got, want) {
+		t.Errorf("clusters\n got %q\nwant %q", got, want)
+	}
+}
