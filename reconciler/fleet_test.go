@@ -16,6 +16,7 @@ import (
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/hub/embedded"
 	"github.com/gitfleet/gitfleet/reconciler/placement"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 	"github.com/gitfleet/gitfleet/reconciler/scheduler"
 	"github.com/gitfleet/gitfleet/reconciler/updaterun"
 )
@@ -49,7 +50,7 @@ func newTestFleet(tb testing.TB, clk clock.Clock, n int, maxConcurrency string, 
 		Strategy:          fleet.RolloutStrategy{Type: fleet.ExternalRolloutStrategyType}}}
 	fleet.SetDefaultsPlacement(p)
 	h.ApplyPlacement(p)
-	if _, _, err := updaterun.EnsureLatestResourceSnapshot(ctx, h, p, []*unstructured.Unstructured{cm}, ""); err != nil {
+	if _, _, err := resourcesnapshot.Ensure(ctx, h, p, []*unstructured.Unstructured{cm}, ""); err != nil {
 		tb.Fatal(err)
 	}
 	mc := intOrString(maxConcurrency)

@@ -12,8 +12,8 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/gitsource"
 	"github.com/gitfleet/gitfleet/gitsource/forge"
-	"github.com/gitfleet/gitfleet/internal/snapshotdiff"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 	"github.com/gitfleet/gitfleet/reconciler/runview"
 	"github.com/gitfleet/gitfleet/status"
 )
@@ -307,8 +307,8 @@ func snapshotCommit(ctx context.Context, h hub.Hub, run *fleet.UpdateRun) (strin
 	if err != nil {
 		return "", err
 	}
-	_, commit := snapshotdiff.Group(snaps, run.Status.ResourceSnapshotIndexUsed)
-	return commit, nil
+	g, _ := resourcesnapshot.Of(snaps).Find(run.Status.ResourceSnapshotIndexUsed)
+	return g.Commit(), nil
 }
 
 // statusContext is the status context of a run: gitfleet/<run>, or

@@ -3,12 +3,13 @@ package gitops
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/internal/snapshotdiff"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 )
 
 // approvalInfo is what an approval pull request says: what merging it
@@ -59,7 +60,7 @@ type snapshotChange struct {
 }
 
 // resourceChange is one line of the body's change list.
-type resourceChange = snapshotdiff.Change
+type resourceChange = resourcesnapshot.Change
 
 // approvalInfoFor reads what the approval request key releases from the
 // hub.
@@ -108,8 +109,13 @@ func approvalInfoFor(ctx context.Context, h hub.Hub, key hub.Key) (*approvalInfo
 	if err != nil {
 		return nil, err
 	}
-	target, commit := snapshotdiff.Group(snaps, info.SnapshotIndex)
-	info.Commit = commit
+	groups := resourcesnapshot.Of(snaps)
+	targetGroup, _ := groups.Find(info.SnapshotIndex)
+	target, err := targetGroup.Resources()
+	if err != nil {
+		return nil, err
+	}
+	info.Commit = targetGroup.Commit()
 	if at < 0 || released >= len(stages) {
 		return info, nil
 	}
@@ -121,12 +127,9 @@ func approvalInfoFor(ctx context.Context, h hub.Hub, key hub.Key) (*approvalInfo
 	}
 	has := map[string]string{} // cluster → index of the snapshot it has
 	for _, b := range bindings {
-		for _, sn := range snaps {
-			if sn.Name == b.Spec.ResourceSnapshotName {
-				has[b.Spec.TargetCluster] = sn.Labels[fleet.ResourceIndexLabel]
-			}
-		}
-		if _, ok := has[b.Spec.TargetCluster]; !ok && b.Spec.ResourceSnapshotName != "" {
+		if g, ok := groups.Named(b.Spec.ResourceSnapshotName); ok {
+			has[b.Spec.TargetCluster] = strconv.Itoa(g.Index)
+		} else if b.Spec.ResourceSnapshotName != "" {
 			has[b.Spec.TargetCluster] = "?" + b.Spec.ResourceSnapshotName
 		}
 	}
@@ -142,11 +145,15 @@ func approvalInfoFor(ctx context.Context, h hub.Hub, key hub.Key) (*approvalInfo
 			case strings.HasPrefix(from, "?"):
 				ch.From, ch.FromUnknown = strings.TrimPrefix(from, "?"), true
 			case from == "":
-				ch.Resources = snapshotdiff.Diff(nil, target)
+				ch.Resources = resourcesnapshot.Diff(nil, target)
 			default:
-				have, fromCommit := snapshotdiff.Group(snaps, from)
-				ch.FromCommit = fromCommit
-				ch.Resources = snapshotdiff.Diff(have, target)
+				fromGroup, _ := groups.Find(from)
+				have, err := fromGroup.Resources()
+				if err != nil {
+					return nil, err
+				}
+				ch.FromCommit = fromGroup.Commit()
+				ch.Resources = resourcesnapshot.Diff(have, target)
 			}
 			info.Changes = append(info.Changes, ch)
 		}

@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -8,15 +9,22 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/internal/snapshotdiff"
 	"github.com/gitfleet/gitfleet/internal/testing/golden"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 )
 
-func snapshot(index, commit string, resources ...string) *fleet.ResourceSnapshot {
-	s := &fleet.ResourceSnapshot{ObjectMeta: metav1.ObjectMeta{
-		Labels:      map[string]string{fleet.ResourceIndexLabel: index},
-		Annotations: map[string]string{fleet.CommitAnnotation: commit},
+// snapshot is the master of group index (count snapshots, recorded from
+// commit), or its sub-snapshot sub when sub is not "".
+func snapshot(index, sub string, count int, commit string, resources ...string) *fleet.ResourceSnapshot {
+	s := &fleet.ResourceSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "web-" + index + "-snapshot",
+		Labels: map[string]string{fleet.ResourceIndexLabel: index},
+		Annotations: map[string]string{fleet.CommitAnnotation: commit, fleet.ResourceGroupHashAnnotation: "h" + index,
+			fleet.NumberOfResourceSnapshotsAnnotation: strconv.Itoa(count)},
 	}}
+	if sub != "" {
+		s.Name = "web-" + index + "-" + sub
+		s.Annotations = map[string]string{fleet.SubindexOfResourceSnapshotAnnotation: sub}
+	}
 	for _, r := range resources {
 		s.Spec.SelectedResources = append(s.Spec.SelectedResources, runtime.RawExtension{Raw: []byte(r)})
 	}
@@ -29,21 +37,30 @@ func snapshot(index, commit string, resources ...string) *fleet.ResourceSnapshot
 // one.
 func TestSnapshotDiffListsEachResourceOnce(t *testing.T) {
 	snaps := []*fleet.ResourceSnapshot{
-		snapshot("0", "c0",
+		snapshot("0", "", 1, "c0",
 			`{"kind":"Namespace","metadata":{"name":"web"}}`,
 			`{"kind":"ConfigMap","metadata":{"name":"settings","namespace":"web"},"data":{"color":"blue"}}`,
 			`{"kind":"Service","metadata":{"name":"old","namespace":"web"}}`),
-		snapshot("1", "c1",
+		snapshot("1", "", 2, "c1",
 			`{"metadata":{"name":"web"},"kind":"Namespace"}`,
 			`{"kind":"ConfigMap","metadata":{"name":"settings","namespace":"web"},"data":{"color":"green"}}`),
-		snapshot("1", "", `{"kind":"Deployment","metadata":{"name":"web","namespace":"web"}}`),
+		snapshot("1", "0", 0, "", `{"kind":"Deployment","metadata":{"name":"web","namespace":"web"}}`),
 	}
-	have, fromCommit := snapshotdiff.Group(snaps, "0")
-	want, commit := snapshotdiff.Group(snaps, "1")
-	if fromCommit != "c0" || commit != "c1" {
-		t.Errorf("commits %q, %q; want c0, c1 (from the master, not a sub-snapshot)", fromCommit, commit)
+	groups := resourcesnapshot.Of(snaps)
+	from, _ := groups.At(0)
+	to, _ := groups.At(1)
+	have, err := from.Resources()
+	if err != nil {
+		t.Fatal(err)
 	}
-	got := snapshotdiff.Diff(have, want)
+	want, err := to.Resources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from.Commit() != "c0" || to.Commit() != "c1" {
+		t.Errorf("commits %q, %q; want c0, c1 (from the master, not a sub-snapshot)", from.Commit(), to.Commit())
+	}
+	got := resourcesnapshot.Diff(have, want)
 	wantChanges := []resourceChange{
 		{Change: "changed", Kind: "ConfigMap", Namespace: "web", Name: "settings"},
 		{Change: "added", Kind: "Deployment", Namespace: "web", Name: "web"},

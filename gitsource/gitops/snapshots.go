@@ -7,8 +7,8 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/overridesnapshot"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 	"github.com/gitfleet/gitfleet/reconciler/snapshothistory"
-	"github.com/gitfleet/gitfleet/reconciler/updaterun"
 	"github.com/gitfleet/gitfleet/render"
 )
 
@@ -26,7 +26,7 @@ func RecordSnapshots(ctx context.Context, h hub.Hub, content *render.Content, co
 		if err != nil {
 			return created, fmt.Errorf("selecting resources of %s %s: %w", p.Kind, p.Name, err)
 		}
-		_, isNew, err := updaterun.EnsureLatestResourceSnapshot(ctx, h, p, selected, commit)
+		_, isNew, err := resourcesnapshot.Ensure(ctx, h, p, selected, commit)
 		if err != nil {
 			return created, fmt.Errorf("recording a resource snapshot of %s %s: %w", p.Kind, p.Name, err)
 		}

@@ -7,9 +7,8 @@ import (
 	"sort"
 	"strings"
 
-	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/internal/snapshotdiff"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 )
 
 // deletions finds what the merge deletes from member clusters: for every
@@ -19,18 +18,19 @@ import (
 // removes that no run of the plan rolls out, on the clusters that have
 // them now (none: nothing to delete).
 func deletions(ctx context.Context, h hub.Hub, start state, snaps []Snapshot, runs []Run) ([]Deletion, error) {
-	groups := map[hub.Key][]*fleet.ResourceSnapshot{}
-	group := func(key hub.Key, index string) (map[snapshotdiff.Resource][]byte, error) {
-		all, ok := groups[key]
+	groups := map[hub.Key]resourcesnapshot.Groups{}
+	group := func(key hub.Key, index string) (map[resourcesnapshot.Resource][]byte, error) {
+		gs, ok := groups[key]
 		if !ok {
-			var err error
-			if all, err = h.ListResourceSnapshots(ctx, key); err != nil {
+			all, err := h.ListResourceSnapshots(ctx, key)
+			if err != nil {
 				return nil, err
 			}
-			groups[key] = all
+			gs = resourcesnapshot.Of(all)
+			groups[key] = gs
 		}
-		g, _ := snapshotdiff.Group(all, index)
-		return g, nil
+		g, _ := gs.Find(index)
+		return g.Resources()
 	}
 	var out []Deletion
 	rolledOut := map[string]bool{} // placement + " " + index
@@ -126,7 +126,7 @@ func indexOf(cs []ClusterIndex, cluster string) string {
 }
 
 // resourceName is "Kind namespace/name", as plan lists changes.
-func resourceName(r snapshotdiff.Resource) string {
+func resourceName(r resourcesnapshot.Resource) string {
 	if r.Namespace != "" {
 		return r.Kind + " " + r.Namespace + "/" + r.Name
 	}

@@ -23,9 +23,9 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/gitsource/simulate"
-	"github.com/gitfleet/gitfleet/internal/snapshotdiff"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/hub/embedded"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 	"github.com/gitfleet/gitfleet/render/renderproc"
 	"github.com/gitfleet/gitfleet/status"
 )
@@ -277,14 +277,13 @@ func Compute(ctx context.Context, opts Options) (*Plan, error) {
 // state is what the hub held when the engine started: the recorded state
 // with the merge's snapshots and fleet objects.
 type state struct {
-	runs    map[string]*fleet.UpdateRun
-	indexOf map[hub.Key]map[string]string // placement → snapshot name → index
+	runs map[string]*fleet.UpdateRun
 	// clusters is, by placement, each bound cluster's snapshot index.
 	clusters map[hub.Key][]ClusterIndex
 }
 
 func capture(ctx context.Context, h *embedded.Hub) (state, error) {
-	s := state{runs: map[string]*fleet.UpdateRun{}, indexOf: map[hub.Key]map[string]string{}, clusters: map[hub.Key][]ClusterIndex{}}
+	s := state{runs: map[string]*fleet.UpdateRun{}, clusters: map[hub.Key][]ClusterIndex{}}
 	runs, err := h.ListUpdateRuns(ctx)
 	if err != nil {
 		return s, err
@@ -302,16 +301,17 @@ func capture(ctx context.Context, h *embedded.Hub) (state, error) {
 		if err != nil {
 			return s, err
 		}
-		s.indexOf[key] = map[string]string{}
-		for _, sn := range snaps {
-			s.indexOf[key][sn.Name] = sn.Labels[fleet.ResourceIndexLabel]
-		}
+		groups := resourcesnapshot.Of(snaps)
 		bindings, err := h.ListBindings(ctx, key)
 		if err != nil {
 			return s, err
 		}
 		for _, b := range bindings {
-			s.clusters[key] = append(s.clusters[key], ClusterIndex{Cluster: b.Spec.TargetCluster, Index: s.indexOf[key][b.Spec.ResourceSnapshotName]})
+			index := ""
+			if g, ok := groups.Named(b.Spec.ResourceSnapshotName); ok {
+				index = strconv.Itoa(g.Index)
+			}
+			s.clusters[key] = append(s.clusters[key], ClusterIndex{Cluster: b.Spec.TargetCluster, Index: index})
 		}
 		sort.Slice(s.clusters[key], func(i, j int) bool { return s.clusters[key][i].Cluster < s.clusters[key][j].Cluster })
 	}
@@ -336,25 +336,27 @@ func placementName(k hub.Key) string {
 func snapshots(ctx context.Context, res *simulate.Result, start state, m *merge) ([]Snapshot, error) {
 	var out []Snapshot
 	for _, s := range res.Recorded {
-		idx, ok := s.Labels[fleet.ResourceIndexLabel]
-		if !ok || s.Annotations[fleet.CommitAnnotation] == "" {
-			continue // a sub-snapshot: its master describes the group
+		idx, ok := resourcesnapshot.Index(s)
+		if !ok || !resourcesnapshot.IsMaster(s) || s.Annotations[fleet.CommitAnnotation] == "" {
+			continue // a sub-snapshot (its master describes the group), or one no commit recorded
 		}
 		key := hub.Key{Namespace: s.Namespace, Name: s.Labels[fleet.PlacementTrackingLabel]}
 		commit := s.Annotations[fleet.CommitAnnotation]
 		if commit == m.tip {
 			commit = m.head
 		}
-		sn := Snapshot{Placement: placementName(key), Index: idx, Commit: commit, Clusters: start.clusters[key]}
+		sn := Snapshot{Placement: placementName(key), Index: strconv.Itoa(idx), Commit: commit, Clusters: start.clusters[key]}
 		all, err := res.Hub.ListResourceSnapshots(ctx, key)
 		if err != nil {
 			return nil, err
 		}
-		prev := previousIndex(all, idx)
-		if prev >= 0 {
-			sn.Previous = strconv.Itoa(prev)
+		groups := resourcesnapshot.Of(all)
+		if prev, ok := groups.Before(idx); ok {
+			sn.Previous = strconv.Itoa(prev.Index)
 		}
-		sn.Changes = changes(all, sn.Previous, idx)
+		if sn.Changes, err = changes(groups, sn.Previous, sn.Index); err != nil {
+			return nil, err
+		}
 		out = append(out, sn)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -368,28 +370,24 @@ func snapshots(ctx context.Context, res *simulate.Result, start state, m *merge)
 	return out, nil
 }
 
-// previousIndex is the highest index below idx among snaps (-1: none).
-func previousIndex(snaps []*fleet.ResourceSnapshot, idx string) int {
-	n, _ := strconv.Atoi(idx)
-	prev := -1
-	for _, s := range snaps {
-		if i, err := strconv.Atoi(s.Labels[fleet.ResourceIndexLabel]); err == nil && i < n && i > prev {
-			prev = i
-		}
-	}
-	return prev
-}
-
 // changes lists what differs between two snapshot groups' resources, as
 // "Kind namespace/name" sorted by that name, the change capitalized.
-func changes(all []*fleet.ResourceSnapshot, before, after string) []ResourceChange {
-	var have map[snapshotdiff.Resource][]byte
+func changes(groups resourcesnapshot.Groups, before, after string) ([]ResourceChange, error) {
+	var have map[resourcesnapshot.Resource][]byte
 	if before != "" {
-		have, _ = snapshotdiff.Group(all, before)
+		g, _ := groups.Find(before)
+		var err error
+		if have, err = g.Resources(); err != nil {
+			return nil, err
+		}
 	}
-	want, _ := snapshotdiff.Group(all, after)
+	g, _ := groups.Find(after)
+	want, err := g.Resources()
+	if err != nil {
+		return nil, err
+	}
 	var out []ResourceChange
-	for _, c := range snapshotdiff.Diff(have, want) {
+	for _, c := range resourcesnapshot.Diff(have, want) {
 		name := c.Name
 		if c.Namespace != "" {
 			name = c.Namespace + "/" + name
@@ -397,7 +395,7 @@ func changes(all []*fleet.ResourceSnapshot, before, after string) []ResourceChan
 		out = append(out, ResourceChange{Change: strings.ToUpper(c.Change[:1]) + c.Change[1:], Resource: c.Kind + " " + name})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
-	return out
+	return out, nil
 }
 
 // runs describes the runs the preview moved: new ones, and restored ones

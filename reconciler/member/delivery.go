@@ -2,7 +2,6 @@ package member
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +10,7 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/member/override"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 )
 
 // Delivery is one binding to act on, frozen at the binding write that asked
@@ -104,7 +104,7 @@ func Prepare(b *fleet.Binding, cluster *fleet.MemberCluster, snapshots []*fleet.
 	if len(snapshots) == 0 {
 		return fail(NotSynchronized(b, fmt.Sprintf("resource snapshot %q is not found", b.Spec.ResourceSnapshotName)))
 	}
-	res, err := Manifests(snapshots)
+	res, err := resourcesnapshot.Manifests(snapshots)
 	if err != nil {
 		return fail(NotSynchronized(b, err.Error()))
 	}
@@ -119,32 +119,6 @@ func Prepare(b *fleet.Binding, cluster *fleet.MemberCluster, snapshots []*fleet.
 		return fail(NotOverridden(b, err.Error()))
 	}
 	return res, envs, nil
-}
-
-// Manifests decodes the selected resources of a snapshot group, in order.
-func Manifests(snapshots []*fleet.ResourceSnapshot) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	for _, s := range snapshots {
-		for i, raw := range s.Spec.SelectedResources {
-			u := &unstructured.Unstructured{}
-			switch {
-			case raw.Object != nil:
-				data, err := json.Marshal(raw.Object)
-				if err != nil {
-					return nil, fmt.Errorf("resource snapshot %s: resource %d: %w", s.Name, i, err)
-				}
-				if err := u.UnmarshalJSON(data); err != nil {
-					return nil, fmt.Errorf("resource snapshot %s: resource %d: %w", s.Name, i, err)
-				}
-			default:
-				if err := u.UnmarshalJSON(raw.Raw); err != nil {
-					return nil, fmt.Errorf("resource snapshot %s: resource %d: %w", s.Name, i, err)
-				}
-			}
-			out = append(out, u)
-		}
-	}
-	return out, nil
 }
 
 // Identify names a resource the way placement statuses do.

@@ -8,7 +8,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/clock"
@@ -28,31 +27,6 @@ func TestWorkNameFollowsThePlacementScope(t *testing.T) {
 		if got := d.WorkName(); got != tt.want {
 			t.Errorf("WorkName(%q/%q) = %q, want %q", tt.namespace, tt.placement, got, tt.want)
 		}
-	}
-}
-
-func TestManifestsDecodesRawAndObjectResources(t *testing.T) {
-	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": "b", "namespace": "ns"}}}
-	snaps := []*fleet.ResourceSnapshot{
-		{Spec: fleet.ResourceSnapshotSpec{SelectedResources: []runtime.RawExtension{
-			{Raw: []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ns"}}`)}}}},
-		{Spec: fleet.ResourceSnapshotSpec{SelectedResources: []runtime.RawExtension{{Object: cm}}}},
-	}
-	got, err := Manifests(snaps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, u := range got {
-		names = append(names, u.GetKind()+"/"+u.GetName())
-	}
-	if fmt.Sprint(names) != "[Namespace/ns ConfigMap/b]" {
-		t.Fatalf("Manifests = %v, want [Namespace/ns ConfigMap/b] in snapshot order", names)
-	}
-	if _, err := Manifests([]*fleet.ResourceSnapshot{{Spec: fleet.ResourceSnapshotSpec{
-		SelectedResources: []runtime.RawExtension{{Raw: []byte(`{not json`)}}}}}); err == nil {
-		t.Fatal("Manifests accepted a broken manifest")
 	}
 }
 

@@ -1,25 +1,27 @@
 package placement
 
 import (
-	"encoding/json"
-	"fmt"
-	"sort"
 	"strconv"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 )
 
-// resourceSnapshots are a placement's resource snapshots.
-type resourceSnapshots []*fleet.ResourceSnapshot
+// resourceSnapshots are a placement's resource snapshots, as listed and by
+// group.
+type resourceSnapshots struct {
+	list   []*fleet.ResourceSnapshot
+	groups resourcesnapshot.Groups
+}
+
+func newResourceSnapshots(list []*fleet.ResourceSnapshot) resourceSnapshots {
+	return resourceSnapshots{list: list, groups: resourcesnapshot.Of(list)}
+}
 
 // latestIndex is the index of the latest snapshot group, "" when none.
 func (rs resourceSnapshots) latestIndex() string {
-	for _, s := range rs {
-		if s.Labels[fleet.IsLatestSnapshotLabel] == "true" {
-			return s.Labels[fleet.ResourceIndexLabel]
-		}
+	if g, ok := rs.groups.Latest(); ok {
+		return strconv.Itoa(g.Index)
 	}
 	return ""
 }
@@ -27,13 +29,8 @@ func (rs resourceSnapshots) latestIndex() string {
 // indexOf is the index of the named master snapshot, "" when the name is
 // empty or the snapshot is gone (pruned by the revision history limit).
 func (rs resourceSnapshots) indexOf(name string) string {
-	if name == "" {
-		return ""
-	}
-	for _, s := range rs {
-		if s.Name == name {
-			return s.Labels[fleet.ResourceIndexLabel]
-		}
+	if g, ok := rs.groups.Named(name); ok {
+		return strconv.Itoa(g.Index)
 	}
 	return ""
 }
@@ -44,44 +41,16 @@ func (rs resourceSnapshots) identifiers(index string) ([]fleet.ResourceIdentifie
 	if index == "" {
 		return nil, nil
 	}
-	var group []*fleet.ResourceSnapshot
-	for _, s := range rs {
-		if s.Labels[fleet.ResourceIndexLabel] == index {
-			group = append(group, s)
-		}
+	g, _ := rs.groups.Find(index)
+	manifests, err := resourcesnapshot.Manifests(g.Snapshots())
+	if err != nil {
+		return nil, err
 	}
-	sort.SliceStable(group, func(i, j int) bool { return subindex(group[i]) < subindex(group[j]) })
 	var out []fleet.ResourceIdentifier
-	for _, s := range group {
-		for i, raw := range s.Spec.SelectedResources {
-			data := raw.Raw
-			if raw.Object != nil {
-				var err error
-				if data, err = json.Marshal(raw.Object); err != nil {
-					return nil, fmt.Errorf("resource snapshot %s: resource %d: %w", s.Name, i, err)
-				}
-			}
-			u := &unstructured.Unstructured{}
-			if err := u.UnmarshalJSON(data); err != nil {
-				return nil, fmt.Errorf("resource snapshot %s: resource %d: %w", s.Name, i, err)
-			}
-			gvk := u.GroupVersionKind()
-			out = append(out, fleet.ResourceIdentifier{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind,
-				Name: u.GetName(), Namespace: u.GetNamespace()})
-		}
+	for _, u := range manifests {
+		gvk := u.GroupVersionKind()
+		out = append(out, fleet.ResourceIdentifier{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind,
+			Name: u.GetName(), Namespace: u.GetNamespace()})
 	}
 	return out, nil
-}
-
-// subindex orders a group: the master (no subindex) first.
-func subindex(s *fleet.ResourceSnapshot) int {
-	v, ok := s.Annotations[fleet.SubindexOfResourceSnapshotAnnotation]
-	if !ok {
-		return -1
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return -1
-	}
-	return n
 }

@@ -113,7 +113,7 @@ func memoInputs(p *fleet.Placement, in inputs) string {
 	if in.policy != nil {
 		fmt.Fprintf(&b, "/%s@%s", in.policy.Name, in.policy.ResourceVersion)
 	}
-	for _, s := range in.snapshots {
+	for _, s := range in.snapshots.list {
 		fmt.Fprintf(&b, "/%s@%s", s.Name, s.ResourceVersion)
 	}
 	return b.String()
@@ -181,7 +181,7 @@ func gather(ctx context.Context, h hub.Hub, p *fleet.Placement) (inputs, error) 
 	if err != nil {
 		return in, fmt.Errorf("list the resource snapshots of %s: %w", key, err)
 	}
-	in.snapshots = resourceSnapshots(snaps)
+	in.snapshots = newResourceSnapshots(snaps)
 	return in, nil
 }
 

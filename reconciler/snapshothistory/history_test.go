@@ -1,4 +1,4 @@
-package snapshothistory
+package snapshothistory_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/gitfleet/gitfleet/internal/clock"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/hub/embedded"
+	"github.com/gitfleet/gitfleet/reconciler/snapshothistory"
 )
 
 func TestExpired(t *testing.T) {
@@ -34,7 +35,7 @@ func TestExpired(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Expired(tt.history, tt.limit, func(i int) (bool, error) { return slices.Contains(tt.used, i), nil })
+			got, err := snapshothistory.Expired(tt.history, tt.limit, func(i int) (bool, error) { return slices.Contains(tt.used, i), nil })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,10 +50,10 @@ func TestExpiredAsksNothingBelowTheLimitAndPassesErrorsOn(t *testing.T) {
 	boom := errors.New("boom")
 	asked := 0
 	ask := func(int) (bool, error) { asked++; return false, boom }
-	if _, err := Expired([]int{0, 1}, 3, ask); err != nil || asked != 0 {
+	if _, err := snapshothistory.Expired([]int{0, 1}, 3, ask); err != nil || asked != 0 {
 		t.Errorf("below the limit: asked %d times, err %v; want no questions", asked, err)
 	}
-	if _, err := Expired([]int{0, 1, 2}, 3, ask); !errors.Is(err, boom) {
+	if _, err := snapshothistory.Expired([]int{0, 1, 2}, 3, ask); !errors.Is(err, boom) {
 		t.Errorf("a failed question: err %v, want boom", err)
 	}
 }
@@ -106,7 +107,7 @@ func TestUses(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			u := Of(ctx, h)
+			u := snapshothistory.Of(ctx, h)
 			var used []int
 			for i := 0; i <= 7; i++ {
 				ok, err := u.ResourceGroup(p, i, []string{"app-" + string(rune('0'+i)) + "-snapshot"})

@@ -11,6 +11,7 @@ import (
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/member"
 	"github.com/gitfleet/gitfleet/reconciler/overridesnapshot"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 )
 
 // initialize freezes the run's plan (spec §2.2): apply strategy, policy
@@ -141,7 +142,7 @@ func (p *pass) recordResourceSnapshot(placement *fleet.Placement, st *fleet.Upda
 		if err != nil {
 			return fmt.Errorf("selecting the resources of placement %s: %w", keyString(pk), err)
 		}
-		master, _, err := EnsureLatestResourceSnapshot(p.ctx, p.r.Hub, placement, resources, "")
+		master, _, err := resourcesnapshot.Ensure(p.ctx, p.r.Hub, placement, resources, "")
 		if err != nil {
 			return err
 		}
@@ -156,22 +157,15 @@ func (p *pass) recordResourceSnapshot(placement *fleet.Placement, st *fleet.Upda
 	if err != nil {
 		return fmt.Errorf("listing the resource snapshots of placement %s: %w", keyString(pk), err)
 	}
-	want := strconv.Itoa(idx)
-	found := 0
-	for _, s := range all {
-		if s.Labels[fleet.ResourceIndexLabel] != want {
-			continue
-		}
-		found++
-		if s.Annotations[fleet.ResourceGroupHashAnnotation] != "" {
-			st.ResourceSnapshotIndexUsed = want
-			return nil
-		}
-	}
-	if found == 0 {
+	g, ok := resourcesnapshot.Of(all).At(idx)
+	if !ok {
 		return validationAbort(userErr("no resourceSnapshots with index `%d` found for placement `%s`", idx, keyString(pk)))
 	}
-	return validationAbort(unexpectedErr("no master resourceSnapshot found for placement %s", keyString(pk)))
+	if g.Master == nil {
+		return validationAbort(unexpectedErr("no master resourceSnapshot found for placement %s", keyString(pk)))
+	}
+	st.ResourceSnapshotIndexUsed = strconv.Itoa(idx)
+	return nil
 }
 
 // recordOverrideSnapshots freezes, for each cluster of the stages (not the
@@ -190,13 +184,8 @@ func (p *pass) recordOverrideSnapshots(st *fleet.UpdateRunStatus) error {
 	if err != nil {
 		return fmt.Errorf("listing the resource snapshots of placement %s: %w", keyString(pk), err)
 	}
-	var group []*fleet.ResourceSnapshot
-	for _, s := range all {
-		if s.Labels[fleet.ResourceIndexLabel] == st.ResourceSnapshotIndexUsed {
-			group = append(group, s)
-		}
-	}
-	resources, err := member.Manifests(group)
+	group, _ := resourcesnapshot.Of(all).Find(st.ResourceSnapshotIndexUsed)
+	resources, err := resourcesnapshot.Manifests(group.Snapshots())
 	if err != nil {
 		return validationAbort(unexpectedErr("%s", err))
 	}

@@ -11,6 +11,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 )
 
 const validationPrefix = "cannot continue the updateRun: failed to validate the updateRun: "
@@ -536,7 +537,7 @@ func TestInitialization(t *testing.T) {
 			name: "32 no index and an unchanged selection reuses the latest",
 			setup: func(e *env) {
 				e.deleteResourceSnapshots()
-				hash, _, err := HashResources(e.withSelection("v1"))
+				hash, err := resourcesnapshot.Hash(e.withSelection("v1"))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -11,8 +11,8 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/overridesnapshot"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 	"github.com/gitfleet/gitfleet/reconciler/snapshothistory"
-	"github.com/gitfleet/gitfleet/reconciler/updaterun"
 )
 
 // snapshotsInUseOutliveTheHistoryLimit: more commits than the history
@@ -30,7 +30,7 @@ func (s *suite) snapshotsInUseOutliveTheHistoryLimit() {
 		s.t.Helper()
 		cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]any{"name": "app", "namespace": "default"}, "data": map[string]any{"commit": strconv.Itoa(i)}}}
-		if _, _, err := updaterun.EnsureLatestResourceSnapshot(s.ctx, s.h, p, []*unstructured.Unstructured{cm}, fmt.Sprint("c", i)); err != nil {
+		if _, _, err := resourcesnapshot.Ensure(s.ctx, s.h, p, []*unstructured.Unstructured{cm}, fmt.Sprint("c", i)); err != nil {
 			s.t.Fatal(err)
 		}
 		if !overrides {

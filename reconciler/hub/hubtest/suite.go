@@ -24,7 +24,7 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
-	"github.com/gitfleet/gitfleet/reconciler/updaterun"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 )
 
 // Namespace is where the suite puts the namespaced family's objects; a
@@ -596,9 +596,9 @@ func (s *suite) removedResourcesAreCounted() {
 		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]any{"name": name, "namespace": "app"}}}
 	}
-	_, _, err := updaterun.EnsureLatestResourceSnapshot(s.ctx, s.h, p, []*unstructured.Unstructured{cm("a"), cm("b")}, "c0")
+	_, _, err := resourcesnapshot.Ensure(s.ctx, s.h, p, []*unstructured.Unstructured{cm("a"), cm("b")}, "c0")
 	s.must(err)
-	_, _, err = updaterun.EnsureLatestResourceSnapshot(s.ctx, s.h, p, []*unstructured.Unstructured{cm("b")}, "c1")
+	_, _, err = resourcesnapshot.Ensure(s.ctx, s.h, p, []*unstructured.Unstructured{cm("b")}, "c1")
 	s.must(err)
 	rs, err := s.h.ListResourceSnapshots(s.ctx, s.key("app"))
 	s.must(err)

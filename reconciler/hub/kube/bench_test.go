@@ -16,7 +16,7 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
-	"github.com/gitfleet/gitfleet/reconciler/updaterun"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 )
 
 // callCounter counts the API requests going through a rest.Config: reads
@@ -135,7 +135,7 @@ func benchmarkAnchor(b *testing.B, th *testHub, n int, mc string) {
 		if err := unstructured.SetNestedField(w.Object, fmt.Sprint(i), "data", "iteration"); err != nil {
 			b.Fatal(err)
 		}
-		if _, _, err := updaterun.EnsureLatestResourceSnapshot(ctx, h, p, []*unstructured.Unstructured{w}, ""); err != nil {
+		if _, _, err := resourcesnapshot.Ensure(ctx, h, p, []*unstructured.Unstructured{w}, ""); err != nil {
 			b.Fatal(err)
 		}
 		run := &fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("run-%d", i)}, Spec: fleet.UpdateRunSpec{

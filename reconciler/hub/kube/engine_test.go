@@ -22,7 +22,7 @@ import (
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/reconciler"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
-	"github.com/gitfleet/gitfleet/reconciler/updaterun"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 )
 
 // workload is what the test placement selects (gitfleet would render it
@@ -61,7 +61,7 @@ func newEngineFleet(tb testing.TB, th *testHub, h *Hub, members map[string]map[s
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, _, err := updaterun.EnsureLatestResourceSnapshot(ctx, h, stored, []*unstructured.Unstructured{workload}, ""); err != nil {
+	if _, _, err := resourcesnapshot.Ensure(ctx, h, stored, []*unstructured.Unstructured{workload}, ""); err != nil {
 		tb.Fatal(err)
 	}
 	ctrl := reconciler.NewEngine(h, clk, reconciler.EngineOptions{

@@ -17,7 +17,7 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
-	"github.com/gitfleet/gitfleet/reconciler/updaterun"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 	"github.com/gitfleet/gitfleet/render"
 )
 
@@ -92,7 +92,7 @@ data:
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, _, err := updaterun.EnsureLatestResourceSnapshot(ctx, h, stored, selected, "")
+	snap, _, err := resourcesnapshot.Ensure(ctx, h, stored, selected, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,7 +79,7 @@ func (h *Hub) DeleteResourceSnapshot(ctx context.Context, key hub.Key) error {
 	return h.remove(ctx, fleet.ResourceSnapshotKind(key.Namespace), key)
 }
 
-// MaxSnapshotBytes implements updaterun.SnapshotSizeLimiter with
+// MaxSnapshotBytes implements resourcesnapshot.SizeLimiter with
 // Config.MaxSnapshotBytes.
 func (h *Hub) MaxSnapshotBytes() int { return h.cfg.MaxSnapshotBytes }
 

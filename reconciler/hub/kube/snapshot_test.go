@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,7 +17,7 @@ import (
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/hub/embedded"
 	"github.com/gitfleet/gitfleet/reconciler/placement"
-	"github.com/gitfleet/gitfleet/reconciler/updaterun"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 )
 
 // sizedConfigMap is a config map of about size bytes.
@@ -74,14 +75,14 @@ func TestLargeSelectionsAreSplitIntoSubSnapshots(t *testing.T) {
 	for i := range 4 {
 		selection = append(selection, sizedConfigMap(fmt.Sprintf("big-%d", i), 500*1024))
 	}
-	_, raws, err := updaterun.HashResources(selection)
-	if err != nil {
-		t.Fatal(err)
-	}
 	whole := &fleet.ResourceSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "whole-0-snapshot",
 		Labels: map[string]string{fleet.PlacementTrackingLabel: "whole", fleet.ResourceIndexLabel: "0"}}}
-	for _, r := range raws {
-		whole.Spec.SelectedResources = append(whole.Spec.SelectedResources, runtime.RawExtension{Raw: r})
+	for _, r := range selection {
+		raw, err := json.Marshal(r.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole.Spec.SelectedResources = append(whole.Spec.SelectedResources, runtime.RawExtension{Raw: raw})
 	}
 	h := th.newHub(t, Config{})
 	if err := h.CreateResourceSnapshot(ctx, whole); err == nil {
@@ -96,7 +97,7 @@ func TestLargeSelectionsAreSplitIntoSubSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := updaterun.EnsureLatestResourceSnapshot(ctx, h, stored, selection, "c1"); err != nil {
+	if _, _, err := resourcesnapshot.Ensure(ctx, h, stored, selection, "c1"); err != nil {
 		t.Fatalf("snapshotting 2 MB on the kube hub: %v", err)
 	}
 	onKube, err := h.ListResourceSnapshots(ctx, hub.Key{Name: p.Name})
@@ -105,7 +106,7 @@ func TestLargeSelectionsAreSplitIntoSubSnapshots(t *testing.T) {
 	}
 	e := embedded.New(clock.Real{}, nil)
 	e.ApplyPlacement(p.DeepCopy())
-	if _, _, err := updaterun.EnsureLatestResourceSnapshot(ctx, e, p, selection, "c1"); err != nil {
+	if _, _, err := resourcesnapshot.Ensure(ctx, e, p, selection, "c1"); err != nil {
 		t.Fatal(err)
 	}
 	inMemory, err := e.ListResourceSnapshots(ctx, hub.Key{Name: p.Name})
@@ -141,7 +142,7 @@ func TestLargeSelectionsAreSplitIntoSubSnapshots(t *testing.T) {
 	for i := range 5 {
 		selection = append(selection, sizedConfigMap(fmt.Sprintf("small-%d", i), 400))
 	}
-	if _, _, err := updaterun.EnsureLatestResourceSnapshot(ctx, small, stored, selection, ""); err != nil {
+	if _, _, err := resourcesnapshot.Ensure(ctx, small, stored, selection, ""); err != nil {
 		t.Fatal(err)
 	}
 	snaps, err := small.ListResourceSnapshots(ctx, hub.Key{Name: sp.Name})
