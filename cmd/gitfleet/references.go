@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io/fs"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -11,6 +10,8 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/gitsource/gitops"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 	"github.com/gitfleet/gitfleet/reconciler/updaterun"
 	"github.com/gitfleet/gitfleet/render"
 	"github.com/gitfleet/gitfleet/status"
@@ -100,33 +101,20 @@ func inNamespace(ns string) string {
 // recorded snapshots may lag the remote, and the push that adds the run
 // may itself record the next index (0 for a placement without any).
 func runSnapshotIndexes(fsys fs.FS, c *render.Content, recorded []runtime.Object) []render.ManifestError {
-	type key struct{ namespace, placement string }
-	indexes := map[key][]int{}
-	for _, o := range recorded {
-		s, ok := o.(*fleet.ResourceSnapshot)
-		if !ok {
-			continue
-		}
-		if n, err := strconv.Atoi(s.Labels[fleet.ResourceIndexLabel]); err == nil {
-			k := key{s.Namespace, s.Labels[fleet.PlacementTrackingLabel]}
-			indexes[k] = append(indexes[k], n)
-		}
-	}
+	byPlacement := recordedGroups(recorded)
 	var out []render.ManifestError
 	for _, r := range c.Runs {
 		n, err := strconv.Atoi(r.Spec.ResourceSnapshotIndex)
 		if err != nil || n < 0 {
 			continue // no index (the latest), or runIndexes' error
 		}
-		have := indexes[key{r.Namespace, r.Spec.PlacementName}]
-		slices.Sort(have)
-		have = slices.Compact(have)
-		next := 0
-		if len(have) > 0 {
-			next = have[len(have)-1] + 1
-		}
-		if slices.Contains(have, n) || n == next {
+		groups := byPlacement[hub.Key{Namespace: r.Namespace, Name: r.Spec.PlacementName}]
+		if _, ok := groups.At(n); ok || n == groups.Next() {
 			continue
+		}
+		var have []int
+		for _, g := range groups {
+			have = append(have, g.Index)
 		}
 		recordedNote := "none is recorded yet"
 		if len(have) > 0 {
@@ -139,6 +127,18 @@ func runSnapshotIndexes(fsys fs.FS, c *render.Content, recorded []runtime.Object
 				r.Spec.PlacementName, n, recordedNote, n, r.Namespace, r.Spec.PlacementName)})
 	}
 	return out
+}
+
+// recordedGroups are the resource snapshot groups recorded in status/, by
+// placement.
+func recordedGroups(recorded []runtime.Object) map[hub.Key]resourcesnapshot.Groups {
+	var snaps []*fleet.ResourceSnapshot
+	for _, o := range recorded {
+		if s, ok := o.(*fleet.ResourceSnapshot); ok {
+			snaps = append(snaps, s)
+		}
+	}
+	return resourcesnapshot.ByPlacement(snaps)
 }
 
 func joinInts(ns []int) string {

@@ -7,8 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
-	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/internal/snapshotdiff"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 	"github.com/gitfleet/gitfleet/render"
 )
 
@@ -20,38 +20,24 @@ import (
 // placement's clusters. Without a recorded snapshot there is nothing to
 // compare with, and nothing to say.
 func removedFromSelection(c *render.Content, recorded []runtime.Object) []string {
-	type key struct{ namespace, placement string }
-	snaps := map[key][]*fleet.ResourceSnapshot{}
-	latest := map[key]int{}
-	for _, o := range recorded {
-		s, ok := o.(*fleet.ResourceSnapshot)
+	byPlacement := recordedGroups(recorded)
+	var out []string
+	for _, p := range c.Placements {
+		latest, ok := byPlacement[hub.Key{Namespace: p.Namespace, Name: p.Name}].Latest()
 		if !ok {
 			continue
 		}
-		n, err := strconv.Atoi(s.Labels[fleet.ResourceIndexLabel])
+		index := strconv.Itoa(latest.Index)
+		had, err := latest.Resources()
 		if err != nil {
-			continue
+			continue // a recorded manifest that does not decode: nothing to compare with
 		}
-		k := key{s.Namespace, s.Labels[fleet.PlacementTrackingLabel]}
-		snaps[k] = append(snaps[k], s)
-		if cur, seen := latest[k]; !seen || n > cur {
-			latest[k] = n
-		}
-	}
-	var out []string
-	for _, p := range c.Placements {
-		k := key{p.Namespace, p.Name}
-		if len(snaps[k]) == 0 {
-			continue
-		}
-		index := strconv.Itoa(latest[k])
-		had, _ := snapshotdiff.Group(snaps[k], index)
 		selected, err := render.Select(p, c.Resources)
 		if err != nil {
 			continue // the placement's own error says why
 		}
 		for _, u := range selected {
-			delete(had, snapshotdiff.Resource{Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()})
+			delete(had, resourcesnapshot.Resource{Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()})
 		}
 		name := p.Name
 		if p.Namespace != "" {

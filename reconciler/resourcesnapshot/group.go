@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
 )
 
 // Group is the snapshots of one index of a placement: the master, which
@@ -124,6 +125,21 @@ func Of(snapshots []*fleet.ResourceSnapshot) Groups {
 	}
 	slices.SortFunc(gs, func(a, b Group) int { return a.Index - b.Index })
 	return gs
+}
+
+// ByPlacement groups the snapshots of many placements (status/ holds
+// every placement's) by the placement that tracks them, Of each.
+func ByPlacement(snapshots []*fleet.ResourceSnapshot) map[hub.Key]Groups {
+	byKey := map[hub.Key][]*fleet.ResourceSnapshot{}
+	for _, s := range snapshots {
+		k := hub.Key{Namespace: s.Namespace, Name: s.Labels[fleet.PlacementTrackingLabel]}
+		byKey[k] = append(byKey[k], s)
+	}
+	out := make(map[hub.Key]Groups, len(byKey))
+	for k, snaps := range byKey {
+		out[k] = Of(snaps)
+	}
+	return out
 }
 
 // At is the group with the index.
