@@ -2,6 +2,7 @@ package resourcesnapshot_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -195,5 +196,20 @@ func TestHash(t *testing.T) {
 	}
 	if got, want := hash(), "4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945"; got != want {
 		t.Errorf("hash of an empty selection: %s, want %s (sha-256 of [])", got, want)
+	}
+}
+
+// BenchmarkHash1000 hashes a selection of 1,000 resources, as every
+// commit does for every placement.
+func BenchmarkHash1000(b *testing.B) {
+	var selection []*unstructured.Unstructured
+	for i := range 1000 {
+		selection = append(selection, configMap(fmt.Sprintf("cm-%d", i), strings.Repeat("x", 200)))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := resourcesnapshot.Hash(selection); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

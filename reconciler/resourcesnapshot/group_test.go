@@ -84,8 +84,9 @@ func TestGroups(t *testing.T) {
 		{"subindexes order as numbers, not as text",
 			[]*fleet.ResourceSnapshot{snap("web-0-snapshot", "0", master(12)), snap("web-0-10", "0", sub("10")), snap("web-0-9", "0", sub("9"))},
 			"0: master=web-0-snapshot subs=web-0-9,web-0-10 all=web-0-10,web-0-9,web-0-snapshot complete=false"},
-		// snapshotdiff listed the sub-snapshots' resources, references.go
-		// counted the index as recorded, the engine said "no master".
+		// The approval pull request's and plan's diff listed the
+		// sub-snapshots' resources, validate counted the index as recorded,
+		// the engine said "no master".
 		{"sub-snapshots without their master are a group without a master that holds nothing",
 			[]*fleet.ResourceSnapshot{snap("web-0-0", "0", sub("0"))},
 			"0: master=- subs=web-0-0 all=web-0-0 complete=false"},
@@ -99,7 +100,7 @@ func TestGroups(t *testing.T) {
 		{"a master without a count needs its sub-snapshots numbered from 0 without a gap",
 			[]*fleet.ResourceSnapshot{snap("web-0-snapshot", "0", hashOnly), snap("web-0-1", "0", sub("1")), snap("web-1-snapshot", "1", hashOnly), snap("web-1-0", "1", sub("0"))},
 			"0: master=web-0-snapshot subs=web-0-1 all=web-0-1,web-0-snapshot complete=false; 1: master=web-1-snapshot subs=web-1-0 all=web-1-0,web-1-snapshot complete=true"},
-		// The engine took the first with a hash in list order, snapshotdiff
+		// The engine took the first with a hash in list order, the diff
 		// and the placement status merged both, delivery the one named.
 		{"of several masters for one index the first by name is the master",
 			[]*fleet.ResourceSnapshot{snap("web-0-snapshot", "0", master(1)), snap("web-0-other", "0", master(1))},
@@ -193,8 +194,8 @@ func TestFindingAGroup(t *testing.T) {
 }
 
 // TestAGroupsCommitAndResourcesAreItsMasters: a sub-snapshot never records
-// the commit (snapshotdiff took it from any snapshot of the index), and a
-// group without its master holds nothing.
+// the commit (the approval pull request took it from any snapshot of the
+// index), and a group without its master holds nothing.
 func TestAGroupsCommitAndResourcesAreItsMasters(t *testing.T) {
 	res := func(names ...string) func(*fleet.ResourceSnapshot) {
 		return func(s *fleet.ResourceSnapshot) {
