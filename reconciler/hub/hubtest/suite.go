@@ -136,10 +136,15 @@ func (s *suite) policySnapshot(placement string, index int) *fleet.PolicySnapsho
 		Spec: fleet.SchedulingPolicySnapshotSpec{PolicyHash: []byte("hash")}}
 }
 
+// resourceSnapshot is the master of a one-snapshot group, as
+// resourcesnapshot.Ensure makes it (its hash annotation is what makes it
+// the master).
 func (s *suite) resourceSnapshot(placement string, index int) *fleet.ResourceSnapshot {
 	labels := tracking(placement)
 	labels[fleet.ResourceIndexLabel] = fmt.Sprint(index)
-	return &fleet.ResourceSnapshot{ObjectMeta: s.meta(fmt.Sprintf(fleet.ResourceSnapshotNameFmt, placement, index), labels),
+	meta := s.meta(fmt.Sprintf(fleet.ResourceSnapshotNameFmt, placement, index), labels)
+	meta.Annotations = map[string]string{fleet.ResourceGroupHashAnnotation: "hash", fleet.NumberOfResourceSnapshotsAnnotation: "1"}
+	return &fleet.ResourceSnapshot{ObjectMeta: meta,
 		Spec: fleet.ResourceSnapshotSpec{SelectedResources: []runtime.RawExtension{{Raw: []byte(
 			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app","namespace":"default"},"data":{"k":"v"}}`)}}}}
 }
