@@ -1,0 +1,425 @@
+package gitops_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime/metrics"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/gitsource/gitops"
+	"github.com/gitfleet/gitfleet/internal/clock"
+	"github.com/gitfleet/gitfleet/internal/testing/fleettest"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
+	kubehub "github.com/gitfleet/gitfleet/reconciler/hub/kube"
+	"github.com/gitfleet/gitfleet/reconciler/member"
+	"github.com/gitfleet/gitfleet/render"
+	"github.com/gitfleet/gitfleet/status"
+)
+
+var (
+	pullMembers        = flag.Int("pull-members", 100, "member clusters of BenchmarkPullFleet (KubeFleet's scale test: 1,000)")
+	pullRuns           = flag.Int("pull-runs", 100, "concurrent runs of BenchmarkPullFleet, one placement each")
+	pullClusters       = flag.Int("pull-clusters", 100, "clusters each run of BenchmarkPullFleet rolls out to")
+	pullStages         = flag.Int("pull-stages", 3, "stages of BenchmarkPullFleet's strategy")
+	pullMaxConcurrency = flag.String("pull-max-concurrency", "50%", "maxConcurrency of every stage of BenchmarkPullFleet")
+)
+
+// BenchmarkPullFleet is KubeFleet's published scale test on a Kubernetes
+// hub: `serve --hub kube` (in this process) on one real etcd and
+// kube-apiserver, a bare file:// remote, -pull-members members and
+// -pull-runs placements picking -pull-clusters members each, and one
+// commit that starts a staged update run per placement (3 stages at 50% by
+// default). KubeFleet: 1,000 members, 100 runs of 100 clusters, p90
+// push→Succeeded 135 s with its hub API server on 13 cores.
+//
+// push→Succeeded is timed per run, from the moment `git push` of the runs'
+// commit returned to the moment the run's Succeeded condition turned True
+// on the hub, seen by a watch of this process. Members are simulated: the
+// hub delivers to them in process (gitfleet.io/driver: simulated), so
+// everything measured is the hub side.
+//
+// Memory: the API server's and etcd's peak resident memory (VmHWM), this
+// process's (serve, the hub's informers, the members), its peak Go heap,
+// and the peak of the sum of all of them, sampled every 200 ms together
+// with the render and git processes serve starts. The setup (members
+// joined, placements scheduled) is not timed but is in the peaks.
+//
+// Every wait is bounded by a budget that grows with the fleet: a hang
+// fails the benchmark naming what it waited for. Plain `go test` does not
+// run it (-run '^$' and -bench are needed); the kube-apiserver binaries
+// come from GITFLEET_TESTBIN (hack/testbin.sh).
+//
+//	go test ./gitsource/gitops -run '^$' -bench PullFleet -benchtime 1x -timeout 60m [-args -pull-members=1000 -bench-serve-cpuprofile=/tmp/cpu]
+func BenchmarkPullFleet(b *testing.B) {
+	shape := fleettest.Scale{Members: *pullMembers, Runs: *pullRuns, ClustersPerRun: *pullClusters, Stages: *pullStages,
+		MaxConcurrency: *pullMaxConcurrency, Driver: fleet.DriverSimulated}
+	if err := shape.Check(); err != nil {
+		b.Fatal(err)
+	}
+	b.Run(fmt.Sprintf("members=%d/runs=%dx%d", shape.Members, shape.Runs, shape.ClustersPerRun), func(b *testing.B) {
+		if b.N > 1 {
+			b.Fatal("one round of runs per fleet: run with -benchtime 1x")
+		}
+		benchmarkPullFleet(b, shape)
+	})
+}
+
+func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
+	b.StopTimer()
+	clusters := shape.Runs * shape.ClustersPerRun
+	hubCluster := startClusters(b, "hub")[0]
+	hubCluster.InstallCRDs(filepath.Join("..", "..", "config", "crd"))
+	rc := &rest.Config{Host: hubCluster.Server, BearerToken: hubCluster.AdminToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	mem := sampleMemory()
+	defer mem.stop()
+
+	r := newFleetRepo(b, shape.Fleet("v0"))
+	d := startDaemonWith(b, "file://"+r.remote, b.TempDir(), 100*time.Millisecond, func(c *gitops.Config) {
+		c.StatusInterval = status.DefaultInterval // serve's
+		log := c.Log
+		c.NewHub = func(ctx context.Context, store hub.Store, clk clock.Clock, cl member.Clusters) (gitops.Hub, error) {
+			return kubehub.New(ctx, kubehub.Config{Rest: rc, Select: render.Select, Store: store, Deliver: true,
+				Clusters: cl, Clock: clk, Log: log.With("component", "hub")})
+		}
+	})
+
+	// The fleet is in place: every placement has its snapshot and its
+	// clusters scheduled, and serve has nothing left to do.
+	setup := time.Now()
+	meta := metadata.NewForConfigOrDie(rc)
+	count := func(resource string) int {
+		l, err := meta.Resource(placementResource(resource)).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return -1
+		}
+		return len(l.Items)
+	}
+	within(b, "every placement's snapshot and bindings on the hub", pullBudget(shape.Members*50+clusters*10), time.Second, func() bool {
+		return count("clusterresourcesnapshots") >= shape.Runs && count("clusterresourcebindings") == clusters
+	})
+	within(b, "serve to settle", pullBudget(shape.Members*10+clusters), 200*time.Millisecond, func() bool {
+		return d.Controller.Idle() && d.Hub.Pending() == 0 && !d.Store.Pending()
+	})
+	b.ReportMetric(time.Since(setup).Seconds(), "setup-s")
+
+	runs := watchRuns(b, rc)
+	stopProfile := startCPUProfile(b, fmt.Sprintf("%s.pull%d", *benchCPUProfile, shape.Members))
+	self, children := cpuTimes()
+	hubCPU := mem.hubCPU()
+	b.StartTimer()
+	const round = "r0"
+	pushed := r.commit("100 runs at once", map[string][]byte{"runs.yaml": shape.RunsFile(round)})
+	start := time.Now()
+	d.poke()
+	names := make([]string, shape.Runs)
+	for i := range names {
+		names[i] = shape.RunName(round, i)
+	}
+	within(b, fmt.Sprintf("%d runs to succeed on the hub", shape.Runs), pullBudget(clusters*20), 200*time.Millisecond, func() bool {
+		done, failed := runs.finished(names)
+		if failed != "" {
+			b.Fatal(failed)
+		}
+		return done
+	})
+	b.StopTimer()
+	self2, children2 := cpuTimes()
+	hubCPU2 := mem.hubCPU()
+	stopProfile()
+	within(b, "the runs' status to be pushed", pullBudget(clusters*5), 200*time.Millisecond, func() bool { return !d.Store.Pending() })
+
+	took := make([]time.Duration, len(names))
+	for i, name := range names {
+		took[i] = runs.succeededAt(name).Sub(start)
+	}
+	slices.Sort(took)
+	b.ReportMetric(percentile(took, 50).Seconds(), "p50-s")
+	b.ReportMetric(percentile(took, 90).Seconds(), "p90-s")
+	b.ReportMetric(took[len(took)-1].Seconds(), "max-s")
+	b.ReportMetric((self2 - self).Seconds(), "serve-cpu-s")
+	b.ReportMetric((children2 - children).Seconds(), "git-cpu-s")
+	b.ReportMetric((hubCPU2 - hubCPU).Seconds(), "hub-cpu-s")
+	b.ReportMetric(float64(len(ownCommits(b, r, pushed+"..main"))), "status-commits")
+	peaks := mem.stop()
+	b.ReportMetric(mib(peaks.hub), "hub-peak-MiB")
+	b.ReportMetric(mib(peaks.self), "serve-peak-MiB")
+	b.ReportMetric(mib(peaks.heap), "serve-heap-peak-MiB")
+	b.ReportMetric(mib(peaks.total), "total-peak-MiB")
+}
+
+// pullBudget is how long a wait of BenchmarkPullFleet may take: two
+// minutes plus ms milliseconds, the part that grows with the fleet.
+func pullBudget(ms int) time.Duration { return 2*time.Minute + time.Duration(ms)*time.Millisecond }
+
+// within is eventually with a budget of its own, checking cond at most
+// every poll (the checks cost the hub too): a wait longer than budget
+// fails the benchmark, naming what it waited for.
+func within(b testing.TB, what string, budget, poll time.Duration, cond func() bool) {
+	b.Helper()
+	start := time.Now()
+	var last time.Time
+	late := false
+	eventually(b, what, func() bool {
+		if time.Since(last) < poll {
+			return false
+		}
+		last = time.Now()
+		if cond() {
+			return true
+		}
+		late = time.Since(start) > budget
+		return late
+	})
+	if late {
+		b.Fatalf("%s: not within %s", what, budget)
+	}
+}
+
+// percentile is the p-th percentile of sorted (nearest rank).
+func percentile(sorted []time.Duration, p int) time.Duration {
+	return sorted[max(0, int(math.Ceil(float64(p)/100*float64(len(sorted))))-1)]
+}
+
+func mib(bytes uint64) float64 { return float64(bytes) / (1 << 20) }
+
+func placementResource(resource string) schema.GroupVersionResource {
+	return fleet.SchemeGroupVersion.WithResource(resource)
+}
+
+// runWatch records when each run's Succeeded condition was first seen True
+// on the hub, through a watch of its own (not serve's informers).
+type runWatch struct {
+	mu        sync.Mutex
+	succeeded map[string]time.Time
+	failed    map[string]string
+}
+
+func watchRuns(b testing.TB, rc *rest.Config) *runWatch {
+	w := &runWatch{succeeded: map[string]time.Time{}, failed: map[string]string{}}
+	inf := dynamicinformer.NewFilteredDynamicInformer(dynamic.NewForConfigOrDie(rc), placementResource("clusterstagedupdateruns"),
+		"", 0, cache.Indexers{}, nil).Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    w.seen,
+		UpdateFunc: func(_, obj any) { w.seen(obj) },
+	}); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	go inf.Run(ctx.Done())
+	within(b, "the watch of runs to start", pullBudget(0), 10*time.Millisecond, inf.HasSynced)
+	return w
+}
+
+func (w *runWatch) seen(obj any) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] != fleet.StagedUpdateRunConditionSucceeded {
+			continue
+		}
+		now := time.Now()
+		w.mu.Lock()
+		switch m["status"] {
+		case string(metav1.ConditionTrue):
+			if _, ok := w.succeeded[u.GetName()]; !ok {
+				w.succeeded[u.GetName()] = now
+			}
+		case string(metav1.ConditionFalse):
+			w.failed[u.GetName()] = fmt.Sprintf("run %s failed: %v: %v", u.GetName(), m["reason"], m["message"])
+		}
+		w.mu.Unlock()
+	}
+}
+
+// finished reports whether every run named succeeded, or why one failed.
+func (w *runWatch) finished(names []string) (bool, string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	done := true
+	for _, name := range names {
+		if why, ok := w.failed[name]; ok {
+			return false, why
+		}
+		if _, ok := w.succeeded[name]; !ok {
+			done = false
+		}
+	}
+	return done, ""
+}
+
+func (w *runWatch) succeededAt(name string) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.succeeded[name]
+}
+
+// memoryPeaks are the peaks a memorySampler saw, in bytes.
+type memoryPeaks struct {
+	hub   uint64 // etcd and kube-apiserver, each at its own peak (VmHWM)
+	self  uint64 // this process's resident memory (VmHWM)
+	heap  uint64 // this process's Go heap (live and unswept objects)
+	total uint64 // the largest sum of this process and all its children in one sample
+}
+
+// memorySampler samples the resident memory of this process and of its
+// children (the hub's etcd and kube-apiserver, serve's render and git
+// processes) and the Go heap every 200 ms, from /proc, until stop.
+type memorySampler struct {
+	stopOnce sync.Once
+	quit     chan struct{}
+	done     chan struct{}
+	mu       sync.Mutex
+	peaks    memoryPeaks
+	hubPIDs  map[int]bool // etcd and kube-apiserver ever seen
+}
+
+func sampleMemory() *memorySampler {
+	s := &memorySampler{quit: make(chan struct{}), done: make(chan struct{}), hubPIDs: map[int]bool{}}
+	go func() {
+		defer close(s.done)
+		heap := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(heap)
+			total := procStatusBytes(os.Getpid(), "VmRSS:")
+			hubPIDs := map[int]bool{}
+			for pid, comm := range children(os.Getpid()) {
+				total += procStatusBytes(pid, "VmRSS:")
+				if comm == "etcd" || comm == "kube-apiserver" {
+					hubPIDs[pid] = true
+				}
+			}
+			s.mu.Lock()
+			s.peaks.heap = max(s.peaks.heap, heap[0].Value.Uint64())
+			s.peaks.total = max(s.peaks.total, total)
+			for pid := range hubPIDs {
+				s.hubPIDs[pid] = true
+			}
+			s.mu.Unlock()
+			select {
+			case <-s.quit:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return s
+}
+
+// hubCPU is the CPU time the hub's processes have used so far.
+func (s *memorySampler) hubCPU() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var cpu time.Duration
+	for pid := range s.hubPIDs {
+		cpu += procCPU(pid)
+	}
+	return cpu
+}
+
+// stop ends the sampling and returns the peaks; the hub's processes must
+// still run (their VmHWM is read now).
+func (s *memorySampler) stop() memoryPeaks {
+	s.stopOnce.Do(func() {
+		close(s.quit)
+		<-s.done
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for pid := range s.hubPIDs {
+			s.peaks.hub += procStatusBytes(pid, "VmHWM:")
+		}
+		s.peaks.self = procStatusBytes(os.Getpid(), "VmHWM:")
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peaks
+}
+
+// children are the processes whose parent is pid, with their command
+// names.
+func children(pid int) map[int]string {
+	out := map[int]string{}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return out
+	}
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, ppid, _, ok := procStat(child)
+		if ok && ppid == pid {
+			out[child] = comm
+		}
+	}
+	return out
+}
+
+// procStat reads a process's command name, parent and CPU time (user and
+// system) from /proc/<pid>/stat.
+func procStat(pid int) (comm string, ppid int, cpu time.Duration, ok bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", 0, 0, false
+	}
+	// pid (comm) state ppid ... utime stime: the name may hold spaces.
+	open, end := strings.IndexByte(string(data), '('), strings.LastIndexByte(string(data), ')')
+	if open < 0 || end < open {
+		return "", 0, 0, false
+	}
+	f := strings.Fields(string(data[end+1:]))
+	if len(f) < 13 {
+		return "", 0, 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	utime, _ := strconv.Atoi(f[11])
+	stime, _ := strconv.Atoi(f[12])
+	const ticks = 100 // USER_HZ
+	return string(data[open+1 : end]), ppid, time.Duration(utime+stime) * time.Second / ticks, true
+}
+
+func procCPU(pid int) time.Duration {
+	_, _, cpu, _ := procStat(pid)
+	return cpu
+}
+
+// procStatusBytes reads a kB field (VmRSS:, VmHWM:) of /proc/<pid>/status.
+func procStatusBytes(pid int, field string) uint64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
