@@ -136,6 +136,9 @@ type Hub struct {
 	// beforeStatusWrite, when set, runs before each write of a chain
 	// (tests provoke a race with it).
 	beforeStatusWrite func(run hub.Key)
+
+	// flushes asks flushLoop for a flush of the status tree (Commit).
+	flushes chan struct{}
 }
 
 var _ hub.Hub = (*Hub)(nil)
@@ -185,9 +188,13 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		return nil, err
 	}
 	h := &Hub{cfg: cfg, client: client, informers: map[string]*informer{}, log: cfg.Log,
-		intents: map[hub.Key]intent{}, ctx: ctx, clock: cfg.Clock, chains: map[hub.Key]*statusChain{}}
+		intents: map[hub.Key]intent{}, ctx: ctx, clock: cfg.Clock, chains: map[hub.Key]*statusChain{},
+		flushes: make(chan struct{}, 1)}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Store != nil {
+		go h.flushLoop()
 	}
 	if h.clock == nil {
 		h.clock = clock.Real{}
