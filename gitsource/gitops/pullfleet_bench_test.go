@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/metrics"
@@ -93,11 +94,14 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 	defer mem.stop()
 
 	r := newFleetRepo(b, shape.Fleet("v0"))
+	requests := &requestCounter{counts: map[string]int{}}
+	serveRC := rest.CopyConfig(rc)
+	serveRC.WrapTransport = requests.wrap
 	d := startDaemonWith(b, "file://"+r.remote, b.TempDir(), 100*time.Millisecond, func(c *gitops.Config) {
 		c.StatusInterval = status.DefaultInterval // serve's
 		log := c.Log
 		c.NewHub = func(ctx context.Context, store hub.Store, clk clock.Clock, cl member.Clusters) (gitops.Hub, error) {
-			return kubehub.New(ctx, kubehub.Config{Rest: rc, Select: render.Select, Store: store, Deliver: true,
+			return kubehub.New(ctx, kubehub.Config{Rest: serveRC, Select: render.Select, Store: store, Deliver: true,
 				Clusters: cl, Clock: clk, Log: log.With("component", "hub")})
 		}
 	})
@@ -107,14 +111,22 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 	setup := time.Now()
 	meta := metadata.NewForConfigOrDie(rc)
 	count := func(resource string) int {
-		l, err := meta.Resource(placementResource(resource)).List(context.Background(), metav1.ListOptions{})
+		// From the API server's watch cache: a list from etcd of 10,000
+		// bindings costs the hub more than serve's own work.
+		l, err := meta.Resource(placementResource(resource)).List(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
 			return -1
 		}
 		return len(l.Items)
 	}
-	within(b, "every placement's snapshot and bindings on the hub", pullBudget(shape.Members*50+clusters*10), time.Second, func() bool {
-		return count("clusterresourcesnapshots") >= shape.Runs && count("clusterresourcebindings") == clusters
+	nextLog := time.Now().Add(30 * time.Second)
+	within(b, "every placement's snapshot and bindings on the hub", pullBudget(shape.Members*100+clusters*50), 2*time.Second, func() bool {
+		snapshots, bindings := count("clusterresourcesnapshots"), count("clusterresourcebindings")
+		if time.Now().After(nextLog) {
+			b.Logf("%s after the start: %d resource snapshots, %d of %d bindings", time.Since(setup).Round(time.Second), snapshots, bindings, clusters)
+			nextLog = nextLog.Add(30 * time.Second)
+		}
+		return snapshots >= shape.Runs && bindings == clusters
 	})
 	within(b, "serve to settle", pullBudget(shape.Members*10+clusters), 200*time.Millisecond, func() bool {
 		return d.Controller.Idle() && d.Hub.Pending() == 0 && !d.Store.Pending()
@@ -122,7 +134,9 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 	b.ReportMetric(time.Since(setup).Seconds(), "setup-s")
 
 	runs := watchRuns(b, rc)
-	stopProfile := startCPUProfile(b, fmt.Sprintf("%s.pull%d", *benchCPUProfile, shape.Members))
+	stopProfile := sync.OnceFunc(startCPUProfile(b, fmt.Sprintf("%s.pull%d", *benchCPUProfile, shape.Members)))
+	defer stopProfile() // also when a wait fails: the profile shows where it stood
+	requests.reset()
 	self, children := cpuTimes()
 	hubCPU := mem.hubCPU()
 	b.StartTimer()
@@ -134,17 +148,23 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 	for i := range names {
 		names[i] = shape.RunName(round, i)
 	}
-	within(b, fmt.Sprintf("%d runs to succeed on the hub", shape.Runs), pullBudget(clusters*20), 200*time.Millisecond, func() bool {
-		done, failed := runs.finished(names)
+	nextLog = time.Now().Add(30 * time.Second)
+	within(b, fmt.Sprintf("%d runs to succeed on the hub", shape.Runs), pullBudget(clusters*50), 200*time.Millisecond, func() bool {
+		succeeded, failed := runs.finished(names)
 		if failed != "" {
 			b.Fatal(failed)
 		}
-		return done
+		if time.Now().After(nextLog) {
+			b.Logf("%s after the push: %d of %d runs succeeded; serve's API requests so far: %s", time.Since(start).Round(time.Second), succeeded, len(names), requests)
+			nextLog = nextLog.Add(30 * time.Second)
+		}
+		return succeeded == len(names)
 	})
 	b.StopTimer()
 	self2, children2 := cpuTimes()
 	hubCPU2 := mem.hubCPU()
 	stopProfile()
+	writes := requests.writes()
 	within(b, "the runs' status to be pushed", pullBudget(clusters*5), 200*time.Millisecond, func() bool { return !d.Store.Pending() })
 
 	took := make([]time.Duration, len(names))
@@ -159,6 +179,8 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 	b.ReportMetric((children2 - children).Seconds(), "git-cpu-s")
 	b.ReportMetric((hubCPU2 - hubCPU).Seconds(), "hub-cpu-s")
 	b.ReportMetric(float64(len(ownCommits(b, r, pushed+"..main"))), "status-commits")
+	b.ReportMetric(float64(writes)/float64(clusters), "writes/cluster")
+	b.Logf("serve's API requests during the runs: %s", requests)
 	peaks := mem.stop()
 	b.ReportMetric(mib(peaks.hub), "hub-peak-MiB")
 	b.ReportMetric(mib(peaks.self), "serve-peak-MiB")
@@ -255,20 +277,101 @@ func (w *runWatch) seen(obj any) {
 	}
 }
 
-// finished reports whether every run named succeeded, or why one failed.
-func (w *runWatch) finished(names []string) (bool, string) {
+// finished counts the runs named that succeeded, or says why one failed.
+func (w *runWatch) finished(names []string) (int, string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	done := true
+	n := 0
 	for _, name := range names {
 		if why, ok := w.failed[name]; ok {
-			return false, why
+			return n, why
 		}
-		if _, ok := w.succeeded[name]; !ok {
-			done = false
+		if _, ok := w.succeeded[name]; ok {
+			n++
 		}
 	}
-	return done, ""
+	return n, ""
+}
+
+// requestCounter counts serve's requests to the hub's API server by
+// method, resource and subresource ("PUT clusterstagedupdateruns/status").
+type requestCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (c *requestCounter) wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		key := r.Method + " " + apiResource(r.URL.Path)
+		if r.URL.Query().Get("watch") == "true" {
+			key = "WATCH " + apiResource(r.URL.Path)
+		}
+		c.mu.Lock()
+		c.counts[key]++
+		c.mu.Unlock()
+		return next.RoundTrip(r)
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// apiResource is the resource (and subresource) of an API path:
+// /apis/<group>/<version>/[namespaces/<ns>/]<resource>[/<name>[/<sub>]].
+func apiResource(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(parts) > 0 && parts[0] == "api":
+		parts = parts[min(2, len(parts)):]
+	case len(parts) > 0 && parts[0] == "apis":
+		parts = parts[min(3, len(parts)):]
+	}
+	if len(parts) >= 3 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	switch len(parts) {
+	case 0:
+		return path
+	case 1, 2:
+		return parts[0]
+	}
+	return parts[0] + "/" + parts[2]
+}
+
+func (c *requestCounter) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.counts)
+}
+
+// writes counts the requests that are not GETs or watches.
+func (c *requestCounter) writes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for k, v := range c.counts {
+		if !strings.HasPrefix(k, "GET ") && !strings.HasPrefix(k, "WATCH ") {
+			n += v
+		}
+	}
+	return n
+}
+
+// String lists the counts, largest first.
+func (c *requestCounter) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keys := make([]string, 0, len(c.counts))
+	for k := range c.counts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return c.counts[b] - c.counts[a] })
+	var out []string
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("%s %d", k, c.counts[k]))
+	}
+	return strings.Join(out, ", ")
 }
 
 func (w *runWatch) succeededAt(name string) time.Time {
