@@ -139,6 +139,10 @@ type Hub struct {
 
 	// flushes asks flushLoop for a flush of the status tree (Commit).
 	flushes chan struct{}
+
+	// applied is what Apply last wrote of each object (desired.go).
+	appliedMu sync.Mutex
+	applied   map[hub.ObjectRef]appliedState
 }
 
 var _ hub.Hub = (*Hub)(nil)
@@ -189,7 +193,7 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 	}
 	h := &Hub{cfg: cfg, client: client, informers: map[string]*informer{}, log: cfg.Log,
 		intents: map[hub.Key]intent{}, ctx: ctx, clock: cfg.Clock, chains: map[hub.Key]*statusChain{},
-		flushes: make(chan struct{}, 1)}
+		flushes: make(chan struct{}, 1), applied: map[hub.ObjectRef]appliedState{}}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
