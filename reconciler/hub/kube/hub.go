@@ -24,6 +24,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -215,6 +216,9 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 	for kind, gvr := range resources {
 		in := &informer{kind: kind, gvr: gvr, inf: factory.ForResource(gvr).Informer(),
 			changed: make(chan struct{}), handled: map[string]handledState{}}
+		if err := in.inf.AddIndexers(cache.Indexers{placementIndex: byPlacement}); err != nil {
+			return nil, err
+		}
 		if _, err := in.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { h.handle(in, nil, obj, false) },
 			UpdateFunc: func(old, obj any) { h.handle(in, old, obj, false) },
@@ -528,6 +532,45 @@ func list[T object](h *Hub, kind, namespace string, all bool, sel labels.Selecto
 	if err != nil {
 		return nil, err
 	}
+	return typed(objs, newT)
+}
+
+// placementIndex indexes every informer's objects by the placement that
+// tracks them (PlacementTrackingLabel, as <namespace>/<name>): the engine
+// lists a placement's bindings and snapshots on every pass over a run, and
+// a label selector tested every binding of the hub each time (10,000 of
+// them for 100 placements of 100 clusters, BenchmarkPullFleet).
+const placementIndex = "placement"
+
+func byPlacement(obj any) ([]string, error) {
+	m, err := apimeta.Accessor(obj)
+	if err != nil {
+		return nil, nil
+	}
+	p, ok := m.GetLabels()[fleet.PlacementTrackingLabel]
+	if !ok {
+		return nil, nil
+	}
+	return []string{m.GetNamespace() + "/" + p}, nil
+}
+
+// listOfPlacement lists, sorted, the objects of kind that placement
+// tracks.
+func listOfPlacement[T object](h *Hub, kind string, placement hub.Key, newT func() T) ([]T, error) {
+	objs, err := h.informers[kind].inf.GetIndexer().ByIndex(placementIndex, placement.Namespace+"/"+placement.Name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]runtime.Object, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(runtime.Object))
+	}
+	return typed(out, newT)
+}
+
+// typed converts objects of the informers' caches, sorted by namespace
+// and name.
+func typed[T object](objs []runtime.Object, newT func() T) ([]T, error) {
 	out := make([]T, 0, len(objs))
 	for _, o := range objs {
 		t := newT()
@@ -557,10 +600,6 @@ func listBoth[T object](h *Hub, clusterKind, namespacedKind string, newT func() 
 		return nil, err
 	}
 	return append(a, b...), nil
-}
-
-func ofPlacement(placement hub.Key) labels.Selector {
-	return labels.SelectorFromSet(labels.Set{fleet.PlacementTrackingLabel: placement.Name})
 }
 
 func fromUnstructured(u *unstructured.Unstructured, out runtime.Object) error {

@@ -43,7 +43,7 @@ func (h *Hub) UpdatePlacementStatus(ctx context.Context, p *fleet.Placement) err
 
 // ListPolicySnapshots implements hub.PolicySnapshots.
 func (h *Hub) ListPolicySnapshots(_ context.Context, placement hub.Key) ([]*fleet.PolicySnapshot, error) {
-	return list(h, fleet.PolicySnapshotKind(placement.Namespace), placement.Namespace, false, ofPlacement(placement), newPolicySnapshot)
+	return listOfPlacement(h, fleet.PolicySnapshotKind(placement.Namespace), placement, newPolicySnapshot)
 }
 
 // CreatePolicySnapshot implements hub.PolicySnapshots.
@@ -61,7 +61,7 @@ func (h *Hub) UpdatePolicySnapshot(ctx context.Context, s *fleet.PolicySnapshot)
 
 // ListResourceSnapshots implements hub.ResourceSnapshots.
 func (h *Hub) ListResourceSnapshots(_ context.Context, placement hub.Key) ([]*fleet.ResourceSnapshot, error) {
-	return list(h, fleet.ResourceSnapshotKind(placement.Namespace), placement.Namespace, false, ofPlacement(placement), newResourceSnapshot)
+	return listOfPlacement(h, fleet.ResourceSnapshotKind(placement.Namespace), placement, newResourceSnapshot)
 }
 
 // CreateResourceSnapshot implements hub.ResourceSnapshots.
@@ -102,7 +102,7 @@ func (h *Hub) SelectResources(ctx context.Context, p *fleet.Placement) ([]*unstr
 
 // ListBindings implements hub.Bindings.
 func (h *Hub) ListBindings(_ context.Context, placement hub.Key) ([]*fleet.Binding, error) {
-	return list(h, fleet.BindingKind(placement.Namespace), placement.Namespace, false, ofPlacement(placement), newBinding)
+	return listOfPlacement(h, fleet.BindingKind(placement.Namespace), placement, newBinding)
 }
 
 // GetBinding implements hub.Bindings.
