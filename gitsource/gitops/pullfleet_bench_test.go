@@ -95,7 +95,14 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 	hubCluster.InstallCRDs(filepath.Join("..", "..", "config", "crd"))
 	rc := &rest.Config{Host: hubCluster.Server, BearerToken: hubCluster.AdminToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
 	mem := sampleMemory()
-	defer mem.stop()
+	defer func() {
+		// The peaks of a fleet that did not finish in its budget are
+		// figures too.
+		if p := mem.stop(); b.Failed() {
+			b.Logf("peaks: hub (etcd + kube-apiserver) %.0f MiB, serve %.0f MiB (Go heap %.0f MiB), all processes %.0f MiB",
+				mib(p.hub), mib(p.self), mib(p.heap), mib(p.total))
+		}
+	}()
 
 	r := newFleetRepo(b, shape.Fleet("v0"))
 	requests := &requestCounter{counts: map[string]int{}}
