@@ -125,6 +125,7 @@ var kinds = []KindInfo{
 	workload(fleetKind(PlacementGroup, KindResourceEnvelope, "resourceenvelopes", true, &Envelope{})),
 	alphaNotStable(fleetKind(PlacementGroup, KindClusterResourcePlacementEviction, "clusterresourceplacementevictions", false, &ClusterResourcePlacementEviction{}, "crpe")),
 	alphaNotStable(fleetKind(PlacementGroup, KindClusterResourcePlacementDisruptionBudget, "clusterresourceplacementdisruptionbudgets", false, &ClusterResourcePlacementDisruptionBudget{}, "crpdb")),
+	hubOwned(fleetKind(PlacementGroup, KindWork, "works", true, &Work{})),
 	gitfleetKind(KindCommit, "commits", &Commit{}),
 	gitfleetKind(KindGitSource, "gitsources", &GitSource{}),
 }

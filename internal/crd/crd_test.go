@@ -136,6 +136,7 @@ var servedVersions = map[string][]string{
 	fleet.KindResourceOverrideSnapshot:                 {"v1", "v1alpha1"},
 	fleet.KindClusterResourcePlacementEviction:         {"v1alpha1"},
 	fleet.KindClusterResourcePlacementDisruptionBudget: {"v1alpha1"},
+	fleet.KindWork:                                     {"v1"},
 }
 
 // TestEveryKindHasACRD: config/crd has one CRD per kind gitfleet serves, in
@@ -148,7 +149,8 @@ func TestEveryKindHasACRD(t *testing.T) {
 	scope := map[string]string{fleet.KindMemberCluster: "Cluster",
 		fleet.KindClusterResourceOverride: "Cluster", fleet.KindResourceOverride: "Namespaced",
 		fleet.KindClusterResourceOverrideSnapshot: "Cluster", fleet.KindResourceOverrideSnapshot: "Namespaced",
-		fleet.KindClusterResourcePlacementEviction: "Cluster", fleet.KindClusterResourcePlacementDisruptionBudget: "Cluster"}
+		fleet.KindClusterResourcePlacementEviction: "Cluster", fleet.KindClusterResourcePlacementDisruptionBudget: "Cluster",
+		fleet.KindWork: "Namespaced"}
 	for _, kindOf := range families {
 		scope[kindOf("")] = "Cluster"
 		scope[kindOf("ns")] = "Namespaced"

@@ -10,11 +10,13 @@ import (
 // registry (api/v1beta1), to its resource on the API server (the plural
 // names of config/crd). gitfleet's own records (commits, sources) live in
 // Git only, and so do envelopes: like every hub resource a placement
-// selects, they reach the hub inside its resource snapshots.
+// selects, they reach the hub inside its resource snapshots. Works are
+// delivery's, kept in the members' namespaces, not fleet objects the
+// engine or the status tree reads.
 var resources = func() map[string]schema.GroupVersionResource {
 	out := map[string]schema.GroupVersionResource{}
 	for _, k := range fleet.Kinds() {
-		if (k.Group == fleet.PlacementGroup || k.Group == fleet.ClusterGroup) && !k.Workload {
+		if (k.Group == fleet.PlacementGroup || k.Group == fleet.ClusterGroup) && !k.Workload && k.Kind != fleet.KindWork {
 			out[k.Kind] = k.GroupVersionResource()
 		}
 	}
