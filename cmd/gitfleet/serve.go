@@ -257,7 +257,7 @@ func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metric
 		return err
 	}
 	if clusters != nil {
-		clusters.Start(ctx, d.Hub)
+		clusters.Start(ctx, d.Hub.Delivery())
 	}
 	readyAge := o.readyMaxSyncAge
 	if readyAge == 0 && o.interval > 0 {

@@ -370,7 +370,7 @@ func BenchmarkRolloutToRealClusters(b *testing.B) {
 			}
 			r := newFleetRepo(b, oneStageFleet(n))
 			d := startDaemonWith(b, "file://"+r.remote, b.TempDir(), 20*time.Millisecond, func(c *gitops.Config) { c.Clusters = drivers })
-			drivers.Start(b.Context(), d.Hub)
+			drivers.Start(b.Context(), d.Hub.Delivery())
 			i := 0
 			for b.Loop() {
 				i++

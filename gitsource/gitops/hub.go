@@ -6,8 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/reconciler/delivery"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
-	"github.com/gitfleet/gitfleet/reconciler/member"
 )
 
 // Hub is what the Git loop needs of a hub, besides the engine's hub.Hub:
@@ -30,8 +30,9 @@ type Hub interface {
 	// Pending is the number of deliveries and member changes still under
 	// way; the fleet may progress without a person while it is not 0.
 	Pending() int
-	// Reporter receives what kubeconfig members report on their bindings.
-	member.Reporter
+	// Delivery is the hub's delivery controller (nil when the hub does
+	// not deliver): kubeconfig members report on their bindings to it.
+	Delivery() *delivery.Controller
 }
 
 // Desired is the fleet as people write it in Git. The loop plays an API

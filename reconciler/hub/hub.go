@@ -175,6 +175,25 @@ func ListBindingsReadOnly(ctx context.Context, h Bindings, placement Key) ([]*fl
 	return h.ListBindings(ctx, placement)
 }
 
+// ReadOnlyResourceSnapshots is implemented by hubs that can list a
+// placement's resource snapshots without copying them, for readers that
+// promise not to modify them (ReadOnlyBindings' contract): delivery reads
+// a snapshot group, up to megabytes, once per binding it delivers.
+type ReadOnlyResourceSnapshots interface {
+	ListResourceSnapshotsReadOnly(ctx context.Context, placement Key) ([]*fleet.ResourceSnapshot, error)
+}
+
+// ListResourceSnapshotsReadOnly lists the placement's resource snapshots
+// for a caller that promises not to modify them: without copies on a hub
+// that implements ReadOnlyResourceSnapshots, through ListResourceSnapshots
+// on any other.
+func ListResourceSnapshotsReadOnly(ctx context.Context, h ResourceSnapshots, placement Key) ([]*fleet.ResourceSnapshot, error) {
+	if ro, ok := h.(ReadOnlyResourceSnapshots); ok {
+		return ro.ListResourceSnapshotsReadOnly(ctx, placement)
+	}
+	return h.ListResourceSnapshots(ctx, placement)
+}
+
 // MemberClusters reads the fleet's clusters.
 type MemberClusters interface {
 	ListMemberClusters(ctx context.Context) ([]*fleet.MemberCluster, error)
@@ -244,6 +263,10 @@ type Evictions interface {
 type OverrideSnapshots interface {
 	ListClusterResourceOverrideSnapshots(ctx context.Context) ([]*fleet.ClusterResourceOverrideSnapshot, error)
 	ListResourceOverrideSnapshots(ctx context.Context) ([]*fleet.ResourceOverrideSnapshot, error)
+	// GetClusterResourceOverrideSnapshot and GetResourceOverrideSnapshot
+	// read the one a binding froze, for delivery.
+	GetClusterResourceOverrideSnapshot(ctx context.Context, name string) (*fleet.ClusterResourceOverrideSnapshot, error)
+	GetResourceOverrideSnapshot(ctx context.Context, key Key) (*fleet.ResourceOverrideSnapshot, error)
 	PutClusterResourceOverrideSnapshot(ctx context.Context, s *fleet.ClusterResourceOverrideSnapshot) error
 	PutResourceOverrideSnapshot(ctx context.Context, s *fleet.ResourceOverrideSnapshot) error
 	DeleteClusterResourceOverrideSnapshot(ctx context.Context, key Key) error

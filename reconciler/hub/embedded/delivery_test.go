@@ -192,7 +192,7 @@ func TestDeliveryNeverPrecedesTheFlush(t *testing.T) {
 		objs, _ := f.store.Load(f.ctx)
 		for _, o := range objs {
 			if b, ok := o.(*fleet.Binding); ok {
-				if b.Spec.State != fleet.BindingStateBound || len(b.Finalizers) != 1 || b.Finalizers[0] != embedded.WorkCleanupFinalizer {
+				if b.Spec.State != fleet.BindingStateBound || len(b.Finalizers) != 1 || b.Finalizers[0] != fleet.WorkFinalizer {
 					atFlush = append(atFlush, fmt.Sprintf("stored binding is %s with finalizers %v", b.Spec.State, b.Finalizers))
 				}
 			}

@@ -17,6 +17,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/clock"
+	"github.com/gitfleet/gitfleet/reconciler/delivery"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 )
 
@@ -62,9 +63,11 @@ type Hub struct {
 	// onBindingWritten is called (with the lock held) after every binding
 	// write; the member delivery layer hooks in here.
 	onBindingWritten func(old, cur *fleet.Binding)
-	// delivery holds the side effects binding writes asked for, done by
-	// Commit after a flush (delivery.go).
-	delivery deliveryState
+	// delivery decides what members receive; Commit runs it after a
+	// flush (delivery.go). deliveredMembers is the membersRevision it was
+	// last told about.
+	delivery         *delivery.Controller
+	deliveredMembers uint64
 }
 
 // Selector returns, sorted, the resources a placement selects.
@@ -74,6 +77,7 @@ var _ hub.Hub = (*Hub)(nil)
 var _ hub.Revisioner = (*Hub)(nil)
 var _ hub.Notifier = (*Hub)(nil)
 var _ hub.ReadOnlyBindings = (*Hub)(nil)
+var _ hub.ReadOnlyResourceSnapshots = (*Hub)(nil)
 
 // New returns an empty hub writing through to store (a MemoryStore if nil).
 func New(c clock.Clock, store Store) *Hub {
@@ -296,6 +300,14 @@ func (h *Hub) ListResourceSnapshots(_ context.Context, placement hub.Key) ([]*fl
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.snapshots.list(func(s *fleet.ResourceSnapshot) bool { return placementOf(s) == placement }), nil
+}
+
+// ListResourceSnapshotsReadOnly implements hub.ReadOnlyResourceSnapshots:
+// the stored snapshots themselves, which the caller must not modify.
+func (h *Hub) ListResourceSnapshotsReadOnly(_ context.Context, placement hub.Key) ([]*fleet.ResourceSnapshot, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.snapshots.listShared(func(s *fleet.ResourceSnapshot) bool { return placementOf(s) == placement }), nil
 }
 
 // CreateResourceSnapshot implements hub.ResourceSnapshots.
@@ -544,11 +556,15 @@ func (h *Hub) UpdateMemberClusterStatus(_ context.Context, m *fleet.MemberCluste
 	return nil
 }
 
-// GetMemberCluster returns one member cluster.
-func (h *Hub) GetMemberCluster(name string) (*fleet.MemberCluster, bool) {
+// GetMemberCluster reads one member cluster (delivery.MemberClusterGetter).
+func (h *Hub) GetMemberCluster(_ context.Context, name string) (*fleet.MemberCluster, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.members.get(hub.Key{Name: name})
+	m, ok := h.members.get(hub.Key{Name: name})
+	if !ok {
+		return nil, hub.NotFound(fleet.KindMemberCluster, hub.Key{Name: name})
+	}
+	return m, nil
 }
 
 // ---- strategies ----

@@ -55,10 +55,10 @@ func TestReportBindingStatus(t *testing.T) {
 			must(t, f.hub.UpdateBindingStatus(f.ctx, b))
 			gen := f.binding("member1").Generation
 
-			must(t, f.hub.ReportBindingStatus(key, gen, atGen(tt.first, gen), member.Placements{}))
+			must(t, f.hub.Delivery().ReportBindingStatus(key, gen, atGen(tt.first, gen), member.Placements{}))
 			before := f.binding("member1")
 			f.clk.Advance(time.Minute)
-			must(t, f.hub.ReportBindingStatus(key, gen+tt.genDelta, atGen(tt.second, gen+tt.genDelta), member.Placements{}))
+			must(t, f.hub.Delivery().ReportBindingStatus(key, gen+tt.genDelta, atGen(tt.second, gen+tt.genDelta), member.Placements{}))
 			after := f.binding("member1")
 
 			if wrote := after.ResourceVersion != before.ResourceVersion; wrote != tt.wantWrite {
@@ -89,8 +89,8 @@ func TestReportReplacesDeliveryConditions(t *testing.T) {
 	key := hub.Key{Name: bindingName("member1")}
 	gen := f.binding("member1").Generation
 	available := metav1.Condition{Type: fleet.ResourceBindingAvailable, Status: metav1.ConditionTrue, Reason: "AllWorkAreAvailable", ObservedGeneration: gen}
-	must(t, f.hub.ReportBindingStatus(key, gen, []metav1.Condition{appliedCond(metav1.ConditionTrue, "AllWorkHaveBeenApplied", gen), available}, member.Placements{}))
-	must(t, f.hub.ReportBindingStatus(key, gen, []metav1.Condition{appliedCond(metav1.ConditionFalse, "ApplyFailed", gen)}, member.Placements{}))
+	must(t, f.hub.Delivery().ReportBindingStatus(key, gen, []metav1.Condition{appliedCond(metav1.ConditionTrue, "AllWorkHaveBeenApplied", gen), available}, member.Placements{}))
+	must(t, f.hub.Delivery().ReportBindingStatus(key, gen, []metav1.Condition{appliedCond(metav1.ConditionFalse, "ApplyFailed", gen)}, member.Placements{}))
 	if c := cond(f.binding("member1"), fleet.ResourceBindingAvailable); c != nil {
 		t.Fatalf("Available kept after a report without it: %+v", c)
 	}
@@ -98,7 +98,7 @@ func TestReportReplacesDeliveryConditions(t *testing.T) {
 
 func TestReportOnAMissingBindingIsIgnored(t *testing.T) {
 	f := newFixture(t)
-	if err := f.hub.ReportBindingStatus(hub.Key{Name: "gone"}, 1, nil, member.Placements{}); err != nil {
+	if err := f.hub.Delivery().ReportBindingStatus(hub.Key{Name: "gone"}, 1, nil, member.Placements{}); err != nil {
 		t.Fatalf("report on a missing binding: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ func TestMemberJoinedConditionFollowsTheDriverAnnotation(t *testing.T) {
 				m.Annotations = map[string]string{fleet.DriverAnnotation: tc.driver}
 			}
 			h.ApplyMemberCluster(m)
-			got, _ := h.GetMemberCluster("member1")
+			got, _ := h.GetMemberCluster(context.Background(), "member1")
 			c := meta.FindStatusCondition(got.Status.Conditions, MemberClusterConditionJoined)
 			if c == nil || c.Status != tc.status || c.Reason != tc.reason {
 				t.Fatalf("Joined = %+v, want %s/%s", c, tc.status, tc.reason)
@@ -48,7 +49,7 @@ func TestMemberJoinedKeepsItsTransitionTimeWhenLabelsChange(t *testing.T) {
 	clk.Advance(time.Hour)
 	m.Labels = map[string]string{"environment": "canary"}
 	h.ApplyMemberCluster(m)
-	got, _ := h.GetMemberCluster("member1")
+	got, _ := h.GetMemberCluster(context.Background(), "member1")
 	c := meta.FindStatusCondition(got.Status.Conditions, MemberClusterConditionJoined)
 	if !c.LastTransitionTime.Time.Equal(time.Unix(0, 0)) {
 		t.Errorf("Joined moved to %s on a label change", c.LastTransitionTime)

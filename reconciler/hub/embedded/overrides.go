@@ -2,7 +2,6 @@ package embedded
 
 import (
 	"context"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 
@@ -116,25 +115,24 @@ func (h *Hub) DeleteResourceOverrideSnapshot(_ context.Context, key hub.Key) err
 	return nil
 }
 
-// overrideSnapshotsLocked returns copies of the override snapshots a binding
-// names, in its order; the names of the ones that no longer exist are in
-// missing, as KubeFleet's work generator words them.
-func (h *Hub) overrideSnapshotsLocked(b *fleet.Binding) (cros []*fleet.ClusterResourceOverrideSnapshot, ros []*fleet.ResourceOverrideSnapshot, missing []string) {
-	for _, name := range b.Spec.ClusterResourceOverrideSnapshots {
-		s, ok := h.croSnapshots.get(hub.Key{Name: name})
-		if !ok {
-			missing = append(missing, fmt.Sprintf("clusterResourceOverrideSnapshot %s is not found", name))
-			continue
-		}
-		cros = append(cros, s)
+// GetClusterResourceOverrideSnapshot implements hub.OverrideSnapshots.
+func (h *Hub) GetClusterResourceOverrideSnapshot(_ context.Context, name string) (*fleet.ClusterResourceOverrideSnapshot, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.croSnapshots.get(hub.Key{Name: name})
+	if !ok {
+		return nil, hub.NotFound(fleet.KindClusterResourceOverrideSnapshot, hub.Key{Name: name})
 	}
-	for _, n := range b.Spec.ResourceOverrideSnapshots {
-		s, ok := h.roSnapshots.get(hub.Key{Namespace: n.Namespace, Name: n.Name})
-		if !ok {
-			missing = append(missing, fmt.Sprintf("resourceOverrideSnapshot %s is not found", n))
-			continue
-		}
-		ros = append(ros, s)
+	return s, nil
+}
+
+// GetResourceOverrideSnapshot implements hub.OverrideSnapshots.
+func (h *Hub) GetResourceOverrideSnapshot(_ context.Context, key hub.Key) (*fleet.ResourceOverrideSnapshot, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.roSnapshots.get(key)
+	if !ok {
+		return nil, hub.NotFound(fleet.KindResourceOverrideSnapshot, key)
 	}
-	return cros, ros, missing
+	return s, nil
 }

@@ -44,7 +44,7 @@ func TestDriftAndDiffReportsReachTheBindingOnTheKubeHub(t *testing.T) {
 	}
 	cond := metav1.Condition{Type: fleet.ResourceBindingApplied, Status: metav1.ConditionFalse, Reason: member.WorkNotAppliedReason,
 		Message: "Work object app-work has failed to apply", ObservedGeneration: cur.Generation}
-	if err := h.ReportBindingStatus(key, cur.Generation, []metav1.Condition{cond}, p); err != nil {
+	if err := h.Delivery().ReportBindingStatus(key, cur.Generation, []metav1.Condition{cond}, p); err != nil {
 		t.Fatal(err)
 	}
 	got, err := h.GetBinding(ctx, key)
@@ -63,7 +63,7 @@ func TestDriftAndDiffReportsReachTheBindingOnTheKubeHub(t *testing.T) {
 	}
 	first := d[0].FirstDriftedObservedTime
 	// The same drift reported again writes nothing.
-	if err := h.ReportBindingStatus(key, cur.Generation, []metav1.Condition{cond}, p); err != nil {
+	if err := h.Delivery().ReportBindingStatus(key, cur.Generation, []metav1.Condition{cond}, p); err != nil {
 		t.Fatal(err)
 	}
 	again, err := h.GetBinding(ctx, key)

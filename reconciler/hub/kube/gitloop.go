@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strconv"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/util/retry"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/reconciler/delivery"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/member"
 )
@@ -21,11 +19,6 @@ import (
 // (gitops.Hub): the status tree mirrors the hub's objects, bound bindings
 // are delivered to members by gitfleet's drivers, and members' reports
 // land on the bindings' status.
-
-// WorkCleanupFinalizer holds a delivered binding until its resources are
-// off the member again (KubeFleet's work-cleanup finalizer, as the
-// embedded hub sets it).
-const WorkCleanupFinalizer = fleet.FleetPrefix + "work-cleanup"
 
 // newTyped returns an empty typed object of kind (the registry's Go type).
 func newTyped(kind string) hub.Object {
@@ -139,9 +132,8 @@ func (h *Hub) Commit(ctx context.Context) error {
 		}
 	}
 	var errs []error
-	for _, in := range h.takeIntents() {
-		if err := h.dispatch(ctx, in); err != nil {
-			h.requeue(in)
+	if h.delivery != nil {
+		if err := h.delivery.Dispatch(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -172,287 +164,79 @@ func (h *Hub) flushLoop() {
 // member changes still under way and the runs' status writes not made yet
 // (runstatus.go), which the status tree in Git waits for.
 func (h *Hub) Pending() int {
-	h.mu.Lock()
-	n := len(h.intents)
-	h.mu.Unlock()
-	if h.members != nil {
-		n += h.members.Pending()
+	n := h.statusWritesPending()
+	if h.delivery != nil {
+		n += h.delivery.Pending() + h.delivery.Members().Pending()
 	}
-	return n + h.statusWritesPending()
+	return n
 }
+
+// Delivery is the hub's delivery controller (nil unless Config.Deliver).
+func (h *Hub) Delivery() *delivery.Controller { return h.delivery }
 
 // Members is the registry of member drivers deliveries go through (nil
 // unless Config.Deliver).
-func (h *Hub) Members() *member.Drivers { return h.members }
-
-// ReportBindingStatus implements member.Reporter (member.MergeReport) with
-// a status write, retried on a Conflict with another writer.
-func (h *Hub) ReportBindingStatus(key hub.Key, generation int64, conds []metav1.Condition, p member.Placements) error {
-	ctx := h.ctx
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := h.GetBinding(ctx, key)
-		if hub.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		next := member.MergeReport(cur, generation, conds, p, h.clock.Now())
-		if next == nil {
-			return nil
-		}
-		return h.UpdateBindingStatus(ctx, next)
-	})
+func (h *Hub) Members() *member.Drivers {
+	if h.delivery == nil {
+		return nil
+	}
+	return h.delivery.Members()
 }
 
 // ---- delivery ----
 
-type intentKind int
+// The hub stores; delivery (reconciler/delivery) decides what members
+// receive. The informers tell it about binding and member changes, and
+// Commit runs it: the changes are durable on the API server already.
 
-const (
-	deliverIntent intentKind = iota + 1
-	removeIntent
-)
-
-// intent is a side effect a binding change asked for.
-type intent struct {
-	kind intentKind
-	key  hub.Key
-	seq  uint64
-}
-
-// noteBinding turns a binding change the informer saw into an intent, as
-// the embedded hub does for its writes: a binding that becomes Bound, or
-// whose generation moves while Bound, is delivered; one that starts
-// terminating has its resources removed.
+// noteBinding tells delivery about a binding change the informer saw.
 func (h *Hub) noteBinding(old, cur *unstructured.Unstructured, deleted bool) {
-	if h.members == nil {
+	if h.delivery == nil {
 		return
-	}
-	key := hub.Key{Namespace: cur.GetNamespace(), Name: cur.GetName()}
-	state := func(u *unstructured.Unstructured) string {
-		s, _, _ := unstructured.NestedString(u.Object, "spec", "state")
-		return s
 	}
 	switch {
 	case deleted:
-		h.mu.Lock()
-		if in, ok := h.intents[key]; ok && in.kind == deliverIntent {
-			delete(h.intents, key)
-		}
-		h.mu.Unlock()
-	case cur.GetDeletionTimestamp() != nil:
-		if old == nil || old.GetDeletionTimestamp() == nil {
-			h.queue(removeIntent, key)
-		}
-	case state(cur) == string(fleet.BindingStateBound):
-		if old == nil || state(old) != string(fleet.BindingStateBound) || old.GetGeneration() != cur.GetGeneration() {
-			h.queue(deliverIntent, key)
-		}
+		h.delivery.Observe(bindingState(cur), nil)
+	case old == nil:
+		h.delivery.Observe(nil, bindingState(cur))
+	default:
+		h.delivery.Observe(bindingState(old), bindingState(cur))
 	}
 }
 
-// noteMember delivers again every Bound binding of a member cluster whose
-// driver annotations changed (member.DriverConfig), as the embedded hub
-// does: a member given its driver, or moved from simulated to a real
-// cluster, receives what it is bound to without a new run.
+// bindingState is the part of a binding delivery's Observe looks at,
+// read without converting the whole object.
+func bindingState(u *unstructured.Unstructured) *fleet.Binding {
+	b := &fleet.Binding{}
+	b.Namespace, b.Name, b.Generation = u.GetNamespace(), u.GetName(), u.GetGeneration()
+	b.DeletionTimestamp = u.GetDeletionTimestamp()
+	state, _, _ := unstructured.NestedString(u.Object, "spec", "state")
+	b.Spec.State = fleet.BindingState(state)
+	return b
+}
+
+// noteMember tells delivery about a member cluster whose annotations
+// changed (delivery delivers its bindings again when its driver did).
 func (h *Hub) noteMember(old, cur *unstructured.Unstructured, deleted bool) {
-	if h.members == nil || old == nil || deleted || member.DriverConfig(old.GetAnnotations()) == member.DriverConfig(cur.GetAnnotations()) {
+	if h.delivery == nil || old == nil || deleted || equality.Semantic.DeepEqual(old.GetAnnotations(), cur.GetAnnotations()) {
 		return
 	}
-	for _, kind := range []string{fleet.KindClusterResourceBinding, fleet.KindResourceBinding} {
-		for _, obj := range h.informers[kind].inf.GetStore().List() {
-			b := obj.(*unstructured.Unstructured)
-			target, _, _ := unstructured.NestedString(b.Object, "spec", "targetCluster")
-			state, _, _ := unstructured.NestedString(b.Object, "spec", "state")
-			if target == cur.GetName() && state == string(fleet.BindingStateBound) && b.GetDeletionTimestamp() == nil {
-				h.queue(deliverIntent, hub.Key{Namespace: b.GetNamespace(), Name: b.GetName()})
-			}
-		}
-	}
-}
-
-func (h *Hub) queue(kind intentKind, key hub.Key) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.seq++
-	h.intents[key] = intent{kind: kind, key: key, seq: h.seq}
-}
-
-// takeIntents empties the queue, oldest first.
-func (h *Hub) takeIntents() []intent {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make([]intent, 0, len(h.intents))
-	for _, in := range h.intents {
-		out = append(out, in)
-	}
-	clear(h.intents)
-	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
-	return out
-}
-
-// requeue puts a failed intent back unless a newer one replaced it.
-func (h *Hub) requeue(in intent) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if _, ok := h.intents[in.key]; !ok {
-		h.intents[in.key] = in
-	}
+	m := &fleet.MemberCluster{}
+	m.Name, m.Annotations = cur.GetName(), cur.GetAnnotations()
+	h.delivery.MemberChanged(m)
 }
 
 // resyncDeliveries queues every bound binding for delivery and every
 // terminating one for removal.
 func (h *Hub) resyncDeliveries() {
-	if h.members == nil {
+	if h.delivery == nil {
 		return
 	}
+	var bindings []*fleet.Binding
 	for _, kind := range []string{fleet.KindClusterResourceBinding, fleet.KindResourceBinding} {
 		for _, obj := range h.informers[kind].inf.GetStore().List() {
-			h.noteBinding(nil, obj.(*unstructured.Unstructured), false)
+			bindings = append(bindings, bindingState(obj.(*unstructured.Unstructured)))
 		}
 	}
-}
-
-// dispatch performs one intent on the binding as the cache holds it now.
-func (h *Hub) dispatch(ctx context.Context, in intent) error {
-	b, err := h.GetBinding(ctx, in.key)
-	if hub.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var m *fleet.MemberCluster
-	if mc := h.cached(fleet.KindMemberCluster, hub.Key{Name: b.Spec.TargetCluster}); mc != nil {
-		m = &fleet.MemberCluster{}
-		if err := fromUnstructured(mc, m); err != nil {
-			return err
-		}
-	}
-	d := member.Delivery{Binding: b, Member: m}
-	log := h.log.With("binding", hub.KeyString(in.key), "cluster", d.Cluster(), "generation", d.Generation())
-	switch in.kind {
-	case deliverIntent:
-		if b.DeletionTimestamp != nil || b.Spec.State != fleet.BindingStateBound {
-			return nil
-		}
-		if m == nil {
-			log.Info("not delivering: the member cluster is not in the fleet")
-			return nil
-		}
-		if !hasFinalizer(b, WorkCleanupFinalizer) {
-			b.Finalizers = append(b.Finalizers, WorkCleanupFinalizer)
-			if err := h.UpdateBinding(ctx, b); err != nil {
-				return fmt.Errorf("guarding binding %s with the work-cleanup finalizer: %w", hub.KeyString(in.key), err)
-			}
-		}
-		snapshots, err := h.snapshotGroup(ctx, b)
-		if err != nil {
-			return err
-		}
-		cros, ros, missing := h.overrideSnapshots(b)
-		res, envs, failed := member.Prepare(b, m, snapshots, cros, ros, missing)
-		if failed != nil {
-			return h.reportNotDelivered(d, *failed)
-		}
-		d.Resources, d.Envelopes = res, envs
-		if err := h.members.For(m).Deliver(ctx, d); err != nil {
-			return fmt.Errorf("deliver binding %s to member cluster %q: %w", hub.KeyString(in.key), d.Cluster(), err)
-		}
-		log.Debug("delivered", "snapshot", b.Spec.ResourceSnapshotName)
-	case removeIntent:
-		if m != nil {
-			if err := h.members.For(m).Remove(ctx, d); err != nil {
-				return fmt.Errorf("remove binding %s from member cluster %q: %w", hub.KeyString(in.key), d.Cluster(), err)
-			}
-		} else {
-			log.Info("member cluster left the fleet; its resources stay on it")
-		}
-		if hasFinalizer(b, WorkCleanupFinalizer) {
-			var keep []string
-			for _, f := range b.Finalizers {
-				if f != WorkCleanupFinalizer {
-					keep = append(keep, f)
-				}
-			}
-			b.Finalizers = keep
-			if err := h.UpdateBinding(ctx, b); err != nil && !hub.IsNotFound(err) {
-				return fmt.Errorf("releasing binding %s: %w", hub.KeyString(in.key), err)
-			}
-		}
-	}
-	return nil
-}
-
-// snapshotGroup is the binding's resource snapshot group: the master it
-// names, then its sub-snapshots by subindex; none when the master is gone.
-func (h *Hub) snapshotGroup(ctx context.Context, b *fleet.Binding) ([]*fleet.ResourceSnapshot, error) {
-	if b.Spec.ResourceSnapshotName == "" {
-		return nil, nil
-	}
-	all, err := h.ListResourceSnapshots(ctx, hub.Key{Namespace: b.Namespace, Name: b.Labels[fleet.PlacementTrackingLabel]})
-	if err != nil {
-		return nil, err
-	}
-	var master *fleet.ResourceSnapshot
-	for _, s := range all {
-		if s.Name == b.Spec.ResourceSnapshotName {
-			master = s
-		}
-	}
-	if master == nil {
-		return nil, nil
-	}
-	index := master.Labels[fleet.ResourceIndexLabel]
-	var subs []*fleet.ResourceSnapshot
-	for _, s := range all {
-		if _, isSub := s.Annotations[fleet.SubindexOfResourceSnapshotAnnotation]; isSub && s.Labels[fleet.ResourceIndexLabel] == index {
-			subs = append(subs, s)
-		}
-	}
-	sort.SliceStable(subs, func(i, j int) bool {
-		a, _ := strconv.Atoi(subs[i].Annotations[fleet.SubindexOfResourceSnapshotAnnotation])
-		b, _ := strconv.Atoi(subs[j].Annotations[fleet.SubindexOfResourceSnapshotAnnotation])
-		return a < b
-	})
-	return append([]*fleet.ResourceSnapshot{master}, subs...), nil
-}
-
-// reportNotDelivered reports why nothing of the binding was delivered
-// (member.Prepare's condition) and leaves the member as it is.
-func (h *Hub) reportNotDelivered(d member.Delivery, c metav1.Condition) error {
-	h.log.Warn("not delivering", "binding", hub.KeyString(d.Key()), "condition", c.Type, "reason", c.Message)
-	return h.ReportBindingStatus(d.Key(), d.Generation(), []metav1.Condition{c}, member.Placements{})
-}
-
-// overrideSnapshots are the override snapshots the binding froze, as the
-// embedded hub finds them; missing says which are gone.
-func (h *Hub) overrideSnapshots(b *fleet.Binding) (cros []*fleet.ClusterResourceOverrideSnapshot, ros []*fleet.ResourceOverrideSnapshot, missing []string) {
-	for _, name := range b.Spec.ClusterResourceOverrideSnapshots {
-		s := &fleet.ClusterResourceOverrideSnapshot{}
-		if err := h.get(fleet.KindClusterResourceOverrideSnapshot, hub.Key{Name: name}, s); err != nil {
-			missing = append(missing, fmt.Sprintf("clusterResourceOverrideSnapshot %s is not found", name))
-			continue
-		}
-		cros = append(cros, s)
-	}
-	for _, n := range b.Spec.ResourceOverrideSnapshots {
-		s := &fleet.ResourceOverrideSnapshot{}
-		if err := h.get(fleet.KindResourceOverrideSnapshot, hub.Key{Namespace: n.Namespace, Name: n.Name}, s); err != nil {
-			missing = append(missing, fmt.Sprintf("resourceOverrideSnapshot %s is not found", n))
-			continue
-		}
-		ros = append(ros, s)
-	}
-	return cros, ros, missing
-}
-
-func hasFinalizer(o metav1.Object, f string) bool {
-	for _, x := range o.GetFinalizers() {
-		if x == f {
-			return true
-		}
-	}
-	return false
+	h.delivery.Resync(bindings)
 }

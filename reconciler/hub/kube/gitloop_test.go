@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,7 +79,7 @@ func TestGitLoopSideOnKubeHub(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, b := range bindings {
-		if !hasFinalizer(b, WorkCleanupFinalizer) {
+		if !slices.Contains(b.Finalizers, fleet.WorkFinalizer) {
 			t.Errorf("delivered binding %s has no work-cleanup finalizer", b.Name)
 		}
 	}

@@ -38,6 +38,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/clock"
+	"github.com/gitfleet/gitfleet/reconciler/delivery"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/member"
 )
@@ -113,15 +114,10 @@ type Hub struct {
 	subscribers []func(hub.Event)
 	// workload is what SetResources handed over.
 	workload []*unstructured.Unstructured
-	// intents are the deliveries and removals binding changes asked for
-	// (gitloop.go), seq orders them.
-	intents map[hub.Key]intent
-	seq     uint64
-
-	// ctx is New's: it bounds the members' reports, which carry none.
-	ctx     context.Context
-	clock   clock.Clock
-	members *member.Drivers
+	clock    clock.Clock
+	// delivery decides what members receive (gitloop.go; nil unless
+	// Config.Deliver).
+	delivery *delivery.Controller
 	// mirrorMu orders the writes to Config.Store. Once Start has loaded
 	// the store (mirroring), every object the informers hold is put there,
 	// as the embedded hub persists every write, so status/ in Git shows
@@ -138,8 +134,10 @@ type Hub struct {
 	// (tests provoke a race with it).
 	beforeStatusWrite func(run hub.Key)
 
-	// flushes asks flushLoop for a flush of the status tree (Commit).
+	// flushes asks flushLoop for a flush of the status tree (Commit);
+	// ctx is New's, which ends the loop.
 	flushes chan struct{}
+	ctx     context.Context
 
 	// applied is what Apply last wrote of each object (desired.go).
 	appliedMu sync.Mutex
@@ -193,7 +191,7 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		return nil, err
 	}
 	h := &Hub{cfg: cfg, client: client, informers: map[string]*informer{}, log: cfg.Log,
-		intents: map[hub.Key]intent{}, ctx: ctx, clock: cfg.Clock, chains: map[hub.Key]*statusChain{},
+		ctx: ctx, clock: cfg.Clock, chains: map[hub.Key]*statusChain{},
 		flushes: make(chan struct{}, 1), applied: map[hub.ObjectRef]appliedState{}}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -205,9 +203,9 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		h.clock = clock.Real{}
 	}
 	if cfg.Deliver {
-		h.members = member.NewDrivers(h.clock, h, h.log.With("component", "delivery"))
+		h.delivery = delivery.New(delivery.Config{Hub: h, Context: ctx, Clock: h.clock, Log: h.log.With("component", "delivery")})
 		if cfg.Clusters != nil {
-			h.members.UseClusters(cfg.Clusters)
+			h.delivery.Members().UseClusters(cfg.Clusters)
 		}
 	}
 	// No periodic resync: the engine has its own safety poll, and a resync

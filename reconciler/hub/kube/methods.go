@@ -141,6 +141,15 @@ func (h *Hub) ListMemberClusters(context.Context) ([]*fleet.MemberCluster, error
 	return list(h, fleet.KindMemberCluster, "", true, labels.Everything(), newMemberCluster)
 }
 
+// GetMemberCluster reads one member cluster (delivery.MemberClusterGetter).
+func (h *Hub) GetMemberCluster(_ context.Context, name string) (*fleet.MemberCluster, error) {
+	m := newMemberCluster()
+	if err := h.get(fleet.KindMemberCluster, hub.Key{Name: name}, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 // UpdateMemberClusterStatus writes a member cluster's status through the
 // status subresource (the property collector's write, as KubeFleet's
 // member agent writes it); a stale resourceVersion is a Conflict.

@@ -26,6 +26,18 @@ func (h *Hub) ListResourceOverrideSnapshots(context.Context) ([]*fleet.ResourceO
 	return list(h, fleet.KindResourceOverrideSnapshot, "", true, labels.Everything(), newROSnapshot)
 }
 
+// GetClusterResourceOverrideSnapshot implements hub.OverrideSnapshots.
+func (h *Hub) GetClusterResourceOverrideSnapshot(_ context.Context, name string) (*fleet.ClusterResourceOverrideSnapshot, error) {
+	s := newCROSnapshot()
+	return s, h.get(fleet.KindClusterResourceOverrideSnapshot, hub.Key{Name: name}, s)
+}
+
+// GetResourceOverrideSnapshot implements hub.OverrideSnapshots.
+func (h *Hub) GetResourceOverrideSnapshot(_ context.Context, key hub.Key) (*fleet.ResourceOverrideSnapshot, error) {
+	s := newROSnapshot()
+	return s, h.get(fleet.KindResourceOverrideSnapshot, key, s)
+}
+
 // PutClusterResourceOverrideSnapshot implements hub.OverrideSnapshots.
 func (h *Hub) PutClusterResourceOverrideSnapshot(ctx context.Context, s *fleet.ClusterResourceOverrideSnapshot) error {
 	return h.put(ctx, fleet.KindClusterResourceOverrideSnapshot, s, func() object { return newCROSnapshot() })

@@ -83,7 +83,7 @@ func TestAKubeconfigMembersPropertiesAreReadFromItsNodes(t *testing.T) {
 	if n, err := collector.Sync(f.ctx); err != nil || n != 1 {
 		t.Fatalf("the round after a new pod wrote %d members (%v), want 1", n, err)
 	}
-	m, _ := h.GetMemberCluster("member1")
+	m, _ := h.GetMemberCluster(f.ctx, "member1")
 	if got := m.Status.ResourceUsage.Available[corev1.ResourceCPU]; got.Cmp(resource.MustParse("8600m")) != 0 {
 		t.Errorf("available cpu in the hub = %s, want 8600m", got.String())
 	}

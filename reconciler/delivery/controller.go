@@ -1,0 +1,471 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/clock"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/member"
+)
+
+// Hub is the part of the hub seam delivery reads and writes.
+type Hub interface {
+	hub.Bindings
+	hub.ResourceSnapshots
+	hub.MemberClusters
+}
+
+// DriverSource chooses the transport of a member cluster;
+// *member.Drivers, which the Controller starts with, chooses by the
+// member's gitfleet.io/driver annotation.
+type DriverSource interface {
+	For(m *fleet.MemberCluster) member.Driver
+}
+
+// Controller is the work generator of one hub. Its methods are safe for
+// concurrent use; Observe and MemberChanged never call the hub, so a hub
+// may call them with its own lock held.
+type Controller struct {
+	hub     Hub
+	ctx     context.Context
+	clock   clock.Clock
+	log     *slog.Logger
+	members *member.Drivers
+
+	mu      sync.Mutex
+	drivers DriverSource
+	seq     uint64
+	pending map[hub.Key]intent
+	// configs remembers, per cluster delivered to, the annotations that
+	// chose and shaped its transport (member.DriverConfig), and delivered
+	// the bindings delivered there, so a change delivers them again.
+	configs   map[string]string
+	delivered map[string]map[hub.Key]bool
+}
+
+type intentKind int
+
+const (
+	deliverIntent intentKind = iota + 1
+	removeIntent
+)
+
+// intent is a side effect a binding change asked for: deliver the binding
+// as the hub holds it when the intent is dispatched, or remove what it
+// delivered.
+type intent struct {
+	kind intentKind
+	key  hub.Key
+	seq  uint64
+}
+
+// Config is what a Controller works with.
+type Config struct {
+	Hub Hub
+	// Context bounds the writes of the members' reports, which carry
+	// none (default context.Background()).
+	Context context.Context
+	// Clock stamps the members' reports.
+	Clock clock.Clock
+	Log   *slog.Logger
+}
+
+// New returns the controller of cfg.Hub, delivering through a
+// member.Drivers of its own (Members) that reports to it.
+func New(cfg Config) *Controller {
+	c := &Controller{
+		hub: cfg.Hub, ctx: cfg.Context, clock: cfg.Clock, log: cfg.Log,
+		pending: map[hub.Key]intent{}, configs: map[string]string{}, delivered: map[string]map[hub.Key]bool{},
+	}
+	if c.ctx == nil {
+		c.ctx = context.Background()
+	}
+	if c.clock == nil {
+		c.clock = clock.Real{}
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.members = member.NewDrivers(c.clock, c, c.log)
+	c.drivers = c.members
+	return c
+}
+
+// Members is the registry of member drivers the controller started with;
+// it shows what each simulated member holds.
+func (c *Controller) Members() *member.Drivers { return c.members }
+
+// SetDrivers replaces how member transports are chosen.
+func (c *Controller) SetDrivers(d DriverSource) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.drivers = d
+}
+
+// Pending is the number of deliveries and removals that wait for Dispatch.
+func (c *Controller) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
+}
+
+// Observe turns a binding change into a pending side effect; old is nil
+// for a new binding, cur nil for one gone from the hub. A binding that
+// becomes Bound, or whose generation moves while Bound, is delivered at
+// its new generation; one that starts terminating has its resources
+// removed. Scheduled and Unscheduled deliver nothing new: what is on the
+// member stays until the binding is deleted. The latest change wins.
+func (c *Controller) Observe(old, cur *fleet.Binding) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case cur == nil:
+		// Gone: without the work-cleanup finalizer nothing was delivered;
+		// a terminating one had its removal queued when it started
+		// terminating.
+		if old.DeletionTimestamp == nil {
+			c.dropDeliveryLocked(keyOf(old))
+		}
+	case cur.DeletionTimestamp != nil:
+		if old == nil || old.DeletionTimestamp == nil {
+			c.queueLocked(removeIntent, keyOf(cur))
+		}
+	case cur.Spec.State == fleet.BindingStateBound:
+		if old == nil || old.Spec.State != fleet.BindingStateBound || old.Generation != cur.Generation {
+			c.queueLocked(deliverIntent, keyOf(cur))
+		}
+	default:
+		c.dropDeliveryLocked(keyOf(cur))
+	}
+}
+
+// MemberChanged delivers again every binding delivered to m whose
+// transport annotations changed since (member.DriverConfig), so a member
+// given its driver annotation, or moved from simulated to a real cluster,
+// receives what it is bound to without a new run.
+func (c *Controller) MemberChanged(m *fleet.MemberCluster) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen, ok := c.configs[m.Name]
+	if !ok || seen == member.DriverConfig(m.Annotations) {
+		return
+	}
+	c.configs[m.Name] = member.DriverConfig(m.Annotations)
+	keys := make([]hub.Key, 0, len(c.delivered[m.Name]))
+	for k := range c.delivered[m.Name] {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b hub.Key) int { return compareKeys(a, b) })
+	for _, k := range keys {
+		if _, pending := c.pending[k]; !pending {
+			c.queueLocked(deliverIntent, k)
+		}
+	}
+}
+
+// Resync queues a delivery of every Bound binding and a removal of every
+// terminating one: after a start, what the members hold is not known, so
+// every decision is made again (idempotently) on the next Dispatch.
+func (c *Controller) Resync(bindings []*fleet.Binding) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, b := range bindings {
+		switch {
+		case b.DeletionTimestamp != nil:
+			c.queueLocked(removeIntent, keyOf(b))
+		case b.Spec.State == fleet.BindingStateBound:
+			c.queueLocked(deliverIntent, keyOf(b))
+		}
+	}
+}
+
+func (c *Controller) queueLocked(kind intentKind, key hub.Key) {
+	c.seq++
+	c.pending[key] = intent{kind: kind, key: key, seq: c.seq}
+}
+
+func (c *Controller) dropDeliveryLocked(key hub.Key) {
+	if in, ok := c.pending[key]; ok && in.kind == deliverIntent {
+		delete(c.pending, key)
+	}
+}
+
+// Guard gives every binding about to be delivered the work-cleanup
+// finalizer (fleet.WorkFinalizer). A hub whose writes become durable
+// later (the embedded hub's flush) calls it before making them durable,
+// so a binding is never delivered before a durable finalizer holds it;
+// Dispatch guards each binding it delivers anyway.
+func (c *Controller) Guard(ctx context.Context) error {
+	var errs []error
+	for _, in := range c.snapshot() {
+		if in.kind != deliverIntent {
+			continue
+		}
+		b, err := c.hub.GetBinding(ctx, in.key)
+		if hub.IsNotFound(err) {
+			c.forget(in)
+			continue
+		}
+		if err == nil {
+			_, err = c.guard(ctx, b)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// snapshot is the pending intents, oldest first.
+func (c *Controller) snapshot() []intent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]intent, 0, len(c.pending))
+	for _, in := range c.pending {
+		out = append(out, in)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
+	return out
+}
+
+// forget drops in unless a newer intent replaced it.
+func (c *Controller) forget(in intent) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur, ok := c.pending[in.key]; ok && cur.seq == in.seq {
+		delete(c.pending, in.key)
+	}
+}
+
+// guard adds the work-cleanup finalizer to b (a fresh read) unless it
+// holds it; b carries the new resourceVersion after.
+func (c *Controller) guard(ctx context.Context, b *fleet.Binding) (*fleet.Binding, error) {
+	key := keyOf(b)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if slices.Contains(b.Finalizers, fleet.WorkFinalizer) || b.DeletionTimestamp != nil {
+			return nil
+		}
+		next := b.DeepCopy()
+		next.Finalizers = append(next.Finalizers, fleet.WorkFinalizer)
+		err := c.hub.UpdateBinding(ctx, next)
+		if hub.IsConflict(err) {
+			if b, err = c.hub.GetBinding(ctx, key); err != nil {
+				return err
+			}
+			return hub.Conflict(fleet.BindingKind(key.Namespace), key)
+		}
+		if err == nil {
+			b = next
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("guarding binding %s with the work-cleanup finalizer: %w", hub.KeyString(key), err)
+	}
+	return b, nil
+}
+
+// Dispatch performs the pending deliveries and removals, oldest first, on
+// the bindings as the hub holds them now. A failed one stays pending
+// (unless a newer change replaced it) and its error is returned after
+// every pending one was tried.
+func (c *Controller) Dispatch(ctx context.Context) error {
+	var errs []error
+	for _, in := range c.snapshot() {
+		c.forget(in)
+		if err := c.dispatch(ctx, in); err != nil {
+			c.requeue(in)
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// requeue puts a failed intent back unless a newer one replaced it.
+func (c *Controller) requeue(in intent) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.pending[in.key]; !ok {
+		c.pending[in.key] = in
+	}
+}
+
+func (c *Controller) dispatch(ctx context.Context, in intent) error {
+	b, err := c.hub.GetBinding(ctx, in.key)
+	if hub.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	m, err := c.member(ctx, b.Spec.TargetCluster)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	drivers := c.drivers
+	c.mu.Unlock()
+	d := member.Delivery{Binding: b, Member: m}
+	log := c.log.With("binding", hub.KeyString(in.key), "cluster", d.Cluster(), "generation", d.Generation())
+	switch in.kind {
+	case deliverIntent:
+		if b.DeletionTimestamp != nil || b.Spec.State != fleet.BindingStateBound {
+			return nil
+		}
+		if m == nil {
+			log.Info("not delivering: the member cluster is not in the fleet")
+			return nil
+		}
+		c.noteDelivered(m, in.key)
+		if d.Binding, err = c.guard(ctx, b); err != nil {
+			return err
+		}
+		src, err := Lookup(ctx, c.hub, b)
+		if err != nil {
+			return err
+		}
+		res, envs, failed := member.Prepare(b, m, src.Snapshots, src.ClusterResourceOverrides, src.ResourceOverrides, src.Missing)
+		if failed != nil {
+			log.Warn("not delivering", "condition", failed.Type, "reason", failed.Message)
+			return c.ReportBindingStatus(in.key, b.Generation, []metav1.Condition{*failed}, member.Placements{})
+		}
+		d.Resources, d.Envelopes = res, envs
+		if err := drivers.For(m).Deliver(ctx, d); err != nil {
+			return fmt.Errorf("deliver binding %s to member cluster %q: %w", hub.KeyString(in.key), d.Cluster(), err)
+		}
+		log.Debug("delivered", "snapshot", b.Spec.ResourceSnapshotName)
+	case removeIntent:
+		if m != nil {
+			if err := drivers.For(m).Remove(ctx, d); err != nil {
+				return fmt.Errorf("remove binding %s from member cluster %q: %w", hub.KeyString(in.key), d.Cluster(), err)
+			}
+			log.Debug("removed")
+		} else {
+			log.Info("member cluster left the fleet; its resources stay on it")
+		}
+		c.noteRemoved(b.Spec.TargetCluster, in.key)
+		return c.release(ctx, b)
+	}
+	return nil
+}
+
+// noteDelivered records the transport configuration b is delivered with.
+func (c *Controller) noteDelivered(m *fleet.MemberCluster, key hub.Key) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.configs[m.Name] = member.DriverConfig(m.Annotations)
+	if c.delivered[m.Name] == nil {
+		c.delivered[m.Name] = map[hub.Key]bool{}
+	}
+	c.delivered[m.Name][key] = true
+}
+
+func (c *Controller) noteRemoved(cluster string, key hub.Key) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.delivered[cluster], key)
+}
+
+// release drops the work-cleanup finalizer of a terminating binding whose
+// resources were removed; with no finalizer left the hub removes it.
+func (c *Controller) release(ctx context.Context, b *fleet.Binding) error {
+	key := keyOf(b)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if b.DeletionTimestamp == nil || !slices.Contains(b.Finalizers, fleet.WorkFinalizer) {
+			return nil
+		}
+		next := b.DeepCopy()
+		next.Finalizers = slices.DeleteFunc(next.Finalizers, func(f string) bool { return f == fleet.WorkFinalizer })
+		err := c.hub.UpdateBinding(ctx, next)
+		if hub.IsConflict(err) {
+			if b, err = c.hub.GetBinding(ctx, key); err != nil {
+				return err
+			}
+			return hub.Conflict(fleet.BindingKind(key.Namespace), key)
+		}
+		return err
+	})
+	if err != nil && !hub.IsNotFound(err) {
+		return fmt.Errorf("releasing binding %s: %w", hub.KeyString(key), err)
+	}
+	return nil
+}
+
+// MemberClusterGetter is implemented by hubs that read one member
+// cluster without listing them all (both do).
+type MemberClusterGetter interface {
+	GetMemberCluster(ctx context.Context, name string) (*fleet.MemberCluster, error)
+}
+
+// member is the member cluster of that name; nil when it is not in the
+// fleet.
+func (c *Controller) member(ctx context.Context, name string) (*fleet.MemberCluster, error) {
+	if g, ok := c.hub.(MemberClusterGetter); ok {
+		m, err := g.GetMemberCluster(ctx, name)
+		if hub.IsNotFound(err) {
+			return nil, nil
+		}
+		return m, err
+	}
+	all, err := c.hub.ListMemberClusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range all {
+		if m.Name == name {
+			return m, nil
+		}
+	}
+	return nil, nil
+}
+
+var _ member.Reporter = (*Controller)(nil)
+
+// ReportBindingStatus implements member.Reporter (member.MergeReport)
+// with a status write, retried on a Conflict with another writer: the
+// report is ignored when the binding is gone or its generation is no
+// longer generation; nothing is written when nothing changed.
+func (c *Controller) ReportBindingStatus(key hub.Key, generation int64, conds []metav1.Condition, p member.Placements) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := c.hub.GetBinding(c.ctx, key)
+		if hub.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		next := member.MergeReport(cur, generation, conds, p, c.clock.Now())
+		if next == nil {
+			return nil
+		}
+		return c.hub.UpdateBindingStatus(c.ctx, next)
+	})
+}
+
+func keyOf(b *fleet.Binding) hub.Key { return hub.Key{Namespace: b.Namespace, Name: b.Name} }
+
+func compareKeys(a, b hub.Key) int {
+	if a.Namespace != b.Namespace {
+		if a.Namespace < b.Namespace {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case a.Name < b.Name:
+		return -1
+	case a.Name > b.Name:
+		return 1
+	}
+	return 0
+}
