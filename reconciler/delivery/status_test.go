@@ -1,0 +1,154 @@
+package delivery
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/reconciler/member"
+)
+
+// work is a Work at generation 2 with Work conditions (type=status[:reason])
+// and manifests, each with its own conditions.
+func work(name string, conds []metav1.Condition, manifests ...fleet.ManifestCondition) *fleet.Work {
+	return &fleet.Work{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 2, Labels: map[string]string{}},
+		Status: fleet.WorkStatus{Conditions: conds, ManifestConditions: manifests}}
+}
+
+func wc(t string, s metav1.ConditionStatus, reason string, gen int64) metav1.Condition {
+	return metav1.Condition{Type: t, Status: s, Reason: reason, ObservedGeneration: gen}
+}
+
+func manifest(name string, conds ...metav1.Condition) fleet.ManifestCondition {
+	return fleet.ManifestCondition{Identifier: fleet.WorkResourceIdentifier{Version: "v1", Kind: "ConfigMap", Namespace: "app", Name: name},
+		Conditions: conds}
+}
+
+var (
+	appliedTrue     = wc(fleet.WorkConditionTypeApplied, metav1.ConditionTrue, "WorkAllManifestsApplied", 2)
+	appliedFalse    = wc(fleet.WorkConditionTypeApplied, metav1.ConditionFalse, "WorkNotAllManifestsApplied", 2)
+	appliedStale    = wc(fleet.WorkConditionTypeApplied, metav1.ConditionTrue, "WorkAllManifestsApplied", 1)
+	availableTrue   = wc(fleet.WorkConditionTypeAvailable, metav1.ConditionTrue, "WorkAllManifestsAvailable", 2)
+	availableFalse  = wc(fleet.WorkConditionTypeAvailable, metav1.ConditionFalse, "WorkNotAllManifestsAvailable", 2)
+	untrackable     = wc(fleet.WorkConditionTypeAvailable, metav1.ConditionTrue, WorkNotTrackableReason, 2)
+	diffReported    = wc(fleet.WorkConditionTypeDiffReported, metav1.ConditionTrue, "DiffReportedSucceeded", 2)
+	manifestApplied = wc(fleet.WorkConditionTypeApplied, metav1.ConditionTrue, "Applied", 2)
+	manifestFailed  = wc(fleet.WorkConditionTypeApplied, metav1.ConditionFalse, member.ManifestApplyFailedReason, 2)
+	manifestWaiting = wc(fleet.WorkConditionTypeAvailable, metav1.ConditionFalse, member.ManifestNotAvailableYetReason, 2)
+)
+
+func TestBindingStatusFromItsWorks(t *testing.T) {
+	drift := manifest("drifted", manifestApplied)
+	drift.DriftDetails = &fleet.DriftDetails{ObservedInMemberClusterGeneration: 3, ObservedDrifts: []fleet.PatchDetail{{Path: "/data/a"}}}
+	diff := manifest("diffed")
+	diff.DiffDetails = &fleet.DiffDetails{ObservedDiffs: []fleet.PatchDetail{{Path: "/data/b"}}}
+	envWork := work("app-work-envelope-1", []metav1.Condition{appliedFalse}, manifest("wrapped", manifestFailed))
+	envWork.Labels = map[string]string{fleet.EnvelopeTypeLabel: fleet.ResourceEnvelopeType, fleet.EnvelopeNameLabel: "env", fleet.EnvelopeNamespaceLabel: "app"}
+
+	type want struct {
+		applied, available, diffReported string // "" absent, else status/reason/message
+		failed, drifted, diffed             []string
+	}
+	cases := []struct {
+		name       string
+		reportDiff bool
+		works      []*fleet.Work
+		want       want
+	}{
+		{name: "a work not reported on yet leaves Applied False and no placements",
+			works: []*fleet.Work{work("app-work", nil), work("app-1", []metav1.Condition{appliedTrue, availableTrue})},
+			want:  want{applied: "False/NotAllWorkHaveBeenApplied/Work object app-work has not yet completed the apply op"}},
+		{name: "a report on an older generation of the work is not counted",
+			works: []*fleet.Work{work("app-work", []metav1.Condition{appliedStale})},
+			want:  want{applied: "False/NotAllWorkHaveBeenApplied/Work object app-work has not yet completed the apply op"}},
+		{name: "a failed apply names the work and its failed, diffed and drifted manifests, with their envelope",
+			works: []*fleet.Work{work("app-work", []metav1.Condition{appliedTrue, availableTrue}, drift, diff), envWork},
+			want: want{applied: "False/NotAllWorkHaveBeenApplied/Work object app-work-envelope-1 has failed to apply",
+				failed: []string{"env/wrapped:ManifestApplyFailed"}, drifted: []string{"drifted"}, diffed: []string{"diffed"}}},
+		{name: "applied but not available names the unavailable manifests",
+			works: []*fleet.Work{work("app-work", []metav1.Condition{appliedTrue, availableFalse}, manifest("deploy", manifestApplied, manifestWaiting))},
+			want: want{applied: "True/AllWorkHaveBeenApplied/All corresponding work objects are applied",
+				available: "False/NotAllWorkAreAvailable/Work object app-work is not yet available",
+				failed:    []string{"deploy:ManifestNotAvailableYet"}}},
+		{name: "applied and available reports drifts only",
+			works: []*fleet.Work{work("app-work", []metav1.Condition{appliedTrue, availableTrue}, drift, diff)},
+			want: want{applied: "True/AllWorkHaveBeenApplied/All corresponding work objects are applied",
+				available: "True/AllWorkAreAvailable/All corresponding work objects are available", drifted: []string{"drifted"}}},
+		{name: "untrackable availability is Available with KubeFleet's reason",
+			works: []*fleet.Work{work("app-work", []metav1.Condition{appliedTrue, availableTrue}), work("app-1", []metav1.Condition{appliedTrue, untrackable})},
+			want: want{applied: "True/AllWorkHaveBeenApplied/All corresponding work objects are applied",
+				available: "True/NotAllWorkAreAvailabilityTrackable/The availability of work object app-1 is not trackable"}},
+		{name: "ReportDiff reports DiffReported and the diffs, never Applied",
+			reportDiff: true,
+			works:      []*fleet.Work{work("app-work", []metav1.Condition{diffReported}, diff)},
+			want:       want{diffReported: "True/AllWorkHaveDiffReported/All corresponding work objects have reported diff", diffed: []string{"diffed"}}},
+		{name: "ReportDiff not reported yet has no diffs",
+			reportDiff: true,
+			works:      []*fleet.Work{work("app-work", nil, diff)},
+			want:       want{diffReported: "False/NotAllWorkHaveDiffReported/Work object app-work has not yet completed diff reporting"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := binding("")
+			if tc.reportDiff {
+				b.Spec.ApplyStrategy = &fleet.ApplyStrategy{Type: fleet.ApplyStrategyTypeReportDiff}
+			}
+			conds, p := Status(b, tc.works)
+			show := func(t string) string {
+				c := meta.FindStatusCondition(conds, t)
+				if c == nil {
+					return ""
+				}
+				if c.ObservedGeneration != b.Generation {
+					return "at another generation"
+				}
+				return string(c.Status) + "/" + c.Reason + "/" + c.Message
+			}
+			for _, c := range []struct{ typ, want string }{
+				{fleet.ResourceBindingApplied, tc.want.applied},
+				{fleet.ResourceBindingAvailable, tc.want.available},
+				{fleet.ResourceBindingDiffReported, tc.want.diffReported},
+			} {
+				if got := show(c.typ); got != c.want {
+					t.Errorf("%s = %q, want %q", c.typ, got, c.want)
+				}
+			}
+			if show(fleet.ResourceBindingWorkSynchronized) != "True/AllWorkSynced/All of the works are synchronized to the latest" {
+				t.Errorf("WorkSynchronized = %q", show(fleet.ResourceBindingWorkSynchronized))
+			}
+			var failed, drifted, diffed []string
+			for _, f := range p.Failed {
+				s := f.Name + ":" + f.Condition.Reason
+				if f.Envelope != nil {
+					s = f.Envelope.Name + "/" + s
+				}
+				failed = append(failed, s)
+			}
+			for _, d := range p.Drifted {
+				drifted = append(drifted, d.Name)
+			}
+			for _, d := range p.Diffed {
+				diffed = append(diffed, d.Name)
+			}
+			for _, l := range []struct {
+				what      string
+				got, want []string
+			}{{"failed", failed, tc.want.failed}, {"drifted", drifted, tc.want.drifted}, {"diffed", diffed, tc.want.diffed}} {
+				if len(l.got) != len(l.want) || (len(l.got) > 0 && !equalStrings(l.got, l.want)) {
+					t.Errorf("%s placements %v, want %v", l.what, l.got, l.want)
+				}
+			}
+		})
+	}
+}
+
+func equalStrings(a, b []string) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
