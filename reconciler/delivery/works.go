@@ -15,6 +15,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/reconciler/member"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 )
 
 // MemberNamespace is the hub namespace of a member cluster's Works.
@@ -45,7 +46,7 @@ func Works(b *fleet.Binding, cluster *fleet.MemberCluster, src Sources) (works [
 	}
 	for _, s := range src.Snapshots {
 		prefix := workNamePrefix(s)
-		resources, err := member.Manifests([]*fleet.ResourceSnapshot{s})
+		resources, err := resourcesnapshot.Manifests([]*fleet.ResourceSnapshot{s})
 		if err != nil {
 			c := member.NotSynchronized(b, err.Error())
 			return nil, &c

@@ -6,10 +6,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
-	"github.com/gitfleet/gitfleet/reconciler/member"
 	"github.com/gitfleet/gitfleet/reconciler/overridesnapshot"
 	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 )
@@ -185,14 +185,25 @@ func (p *pass) recordOverrideSnapshots(st *fleet.UpdateRunStatus) error {
 		return fmt.Errorf("listing the resource snapshots of placement %s: %w", keyString(pk), err)
 	}
 	group, _ := resourcesnapshot.Of(all).Find(st.ResourceSnapshotIndexUsed)
-	resources, err := resourcesnapshot.Manifests(group.Snapshots())
+	selected, err := resourcesnapshot.Manifests(group.Snapshots())
 	if err != nil {
 		return validationAbort(unexpectedErr("%s", err))
 	}
 	// Overrides select what an envelope wraps, never the envelope
 	// (KubeFleet's collectOverrideCandidatesFromSelectedResource).
-	if resources, _, err = member.Unwrap(resources); err != nil {
-		return validationAbort(unexpectedErr("%s", err))
+	resources := make([]*unstructured.Unstructured, 0, len(selected))
+	for _, r := range selected {
+		if !fleet.IsEnvelope(r) {
+			resources = append(resources, r)
+			continue
+		}
+		wrapped, err := fleet.Unwrap(r)
+		if err != nil {
+			return validationAbort(unexpectedErr("%s", err))
+		}
+		for _, w := range wrapped {
+			resources = append(resources, w.Object)
+		}
 	}
 	placementKey := pk.Name
 	if pk.Namespace != "" {

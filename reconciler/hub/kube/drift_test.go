@@ -18,7 +18,7 @@ func TestDriftAndDiffReportsReachTheBindingOnTheKubeHub(t *testing.T) {
 		t.Skip("starts a kube-apiserver")
 	}
 	th := startHub(t)
-	h := th.newHub(t, Config{})
+	h := th.newHub(t, Config{Deliver: true})
 	ctx := await.Context(t)
 	b := &fleet.Binding{ObjectMeta: metav1.ObjectMeta{Name: "app-member1",
 		Labels: map[string]string{fleet.PlacementTrackingLabel: "app"}},
