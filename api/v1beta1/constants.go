@@ -81,7 +81,8 @@ const (
 	// (and on the first index).
 	RemovedResourcesAnnotation = GitfleetPrefix + "removed-resources"
 	// DriverAnnotation on a MemberCluster names how gitfleet reaches it:
-	// "simulated" or "kubeconfig:<context>".
+	// "simulated", "kubeconfig:<context>", or "work" (an agent on the
+	// member pulls its Works from a Kubernetes hub).
 	DriverAnnotation = GitfleetPrefix + "driver"
 	// SimAvailableAfterAnnotation delays a simulated member's Available.
 	SimAvailableAfterAnnotation = GitfleetPrefix + "sim-available-after"
@@ -98,6 +99,7 @@ const (
 
 	DriverSimulated        = "simulated"
 	DriverKubeconfigPrefix = "kubeconfig:"
+	DriverWork             = "work"
 
 	// PruneAnnotation set to PruneDisabled on a workload object keeps it on
 	// the member clusters when it leaves the resource snapshot (deleted

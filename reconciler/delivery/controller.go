@@ -42,6 +42,10 @@ type Controller struct {
 	log     *slog.Logger
 	members *member.Drivers
 
+	// dispatching serializes Dispatch: a hub may run it from more than
+	// one goroutine (the kube hub on a Work's report, and on Commit).
+	dispatching sync.Mutex
+
 	mu      sync.Mutex
 	drivers DriverSource
 	seq     uint64
@@ -58,11 +62,14 @@ type intentKind int
 const (
 	deliverIntent intentKind = iota + 1
 	removeIntent
+	// refreshIntent: a Work of the binding changed (pull.go); its
+	// conditions are made again, or its removal goes on.
+	refreshIntent
 )
 
 // intent is a side effect a binding change asked for: deliver the binding
-// as the hub holds it when the intent is dispatched, or remove what it
-// delivered.
+// as the hub holds it when the intent is dispatched, remove what it
+// delivered, or refresh it from its Works.
 type intent struct {
 	kind intentKind
 	key  hub.Key
@@ -280,6 +287,8 @@ func (c *Controller) guard(ctx context.Context, b *fleet.Binding) (*fleet.Bindin
 // (unless a newer change replaced it) and its error is returned after
 // every pending one was tried.
 func (c *Controller) Dispatch(ctx context.Context) error {
+	c.dispatching.Lock()
+	defer c.dispatching.Unlock()
 	var errs []error
 	for _, in := range c.snapshot() {
 		c.forget(in)
@@ -317,7 +326,18 @@ func (c *Controller) dispatch(ctx context.Context, in intent) error {
 	c.mu.Unlock()
 	d := member.Delivery{Binding: b, Member: m}
 	log := c.log.With("binding", hub.KeyString(in.key), "cluster", d.Cluster(), "generation", d.Generation())
-	switch in.kind {
+	kind := in.kind
+	if kind == refreshIntent {
+		switch {
+		case b.DeletionTimestamp != nil:
+			kind = removeIntent
+		case m != nil && pulls(m):
+			kind = deliverIntent
+		default:
+			return nil
+		}
+	}
+	switch kind {
 	case deliverIntent:
 		if b.DeletionTimestamp != nil || b.Spec.State != fleet.BindingStateBound {
 			return nil
@@ -334,6 +354,13 @@ func (c *Controller) dispatch(ctx context.Context, in intent) error {
 		if err != nil {
 			return err
 		}
+		if pulls(m) {
+			return c.deliverWorks(ctx, b, m, src, log)
+		}
+		// Works left from when the member pulled go: it is reached now.
+		if _, err := c.removeWorks(ctx, b, m.Name); err != nil {
+			return err
+		}
 		res, envs, failed := member.Prepare(b, m, src.Snapshots, src.ClusterResourceOverrides, src.ResourceOverrides, src.Missing)
 		if failed != nil {
 			log.Warn("not delivering", "condition", failed.Type, "reason", failed.Message)
@@ -345,13 +372,25 @@ func (c *Controller) dispatch(ctx context.Context, in intent) error {
 		}
 		log.Debug("delivered", "snapshot", b.Spec.ResourceSnapshotName)
 	case removeIntent:
-		if m != nil {
+		done, err := c.removeWorks(ctx, b, b.Spec.TargetCluster)
+		if err != nil {
+			return err
+		}
+		if !done {
+			// The agent's finalizers hold the Works until it removed what
+			// they applied; their deletion (WorkChanged) brings the
+			// removal back.
+			log.Debug("waiting for the member's agent to remove the works")
+			return nil
+		}
+		switch {
+		case m == nil:
+			log.Info("member cluster left the fleet; its resources stay on it")
+		case !pulls(m):
 			if err := drivers.For(m).Remove(ctx, d); err != nil {
 				return fmt.Errorf("remove binding %s from member cluster %q: %w", hub.KeyString(in.key), d.Cluster(), err)
 			}
 			log.Debug("removed")
-		} else {
-			log.Info("member cluster left the fleet; its resources stay on it")
 		}
 		c.noteRemoved(b.Spec.TargetCluster, in.key)
 		return c.release(ctx, b)

@@ -49,7 +49,7 @@ func TestBindingStatusFromItsWorks(t *testing.T) {
 
 	type want struct {
 		applied, available, diffReported string // "" absent, else status/reason/message
-		failed, drifted, diffed             []string
+		failed, drifted, diffed          []string
 	}
 	cases := []struct {
 		name       string

@@ -18,6 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -116,8 +118,11 @@ type Hub struct {
 	workload []*unstructured.Unstructured
 	clock    clock.Clock
 	// delivery decides what members receive (gitloop.go; nil unless
-	// Config.Deliver).
+	// Config.Deliver); works are the Works it keeps for members that pull
+	// them, kick runs it when one reports (works.go).
 	delivery *delivery.Controller
+	works    *informer
+	kick     chan struct{}
 	// mirrorMu orders the writes to Config.Store. Once Start has loaded
 	// the store (mirroring), every object the informers hold is put there,
 	// as the embedded hub persists every write, so status/ in Git shows
@@ -226,6 +231,12 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		}
 		h.informers[kind] = in
 	}
+	if h.delivery != nil {
+		h.kick = make(chan struct{}, 1)
+		if err := h.watchWorks(factory); err != nil {
+			return nil, err
+		}
+	}
 	factory.Start(ctx.Done())
 	go func() {
 		<-ctx.Done()
@@ -235,6 +246,9 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		if !ok {
 			return nil, fmt.Errorf("the cache of %s did not sync: %w", gvr.Resource, context.Cause(ctx))
 		}
+	}
+	if h.delivery != nil {
+		go h.runDelivery(ctx)
 	}
 	return h, nil
 }
@@ -274,7 +288,7 @@ func checkServed(rc *rest.Config) error {
 		}
 	}
 	var missing []string
-	for _, gvr := range resources {
+	for _, gvr := range append(slices.Collect(maps.Values(resources)), worksGVR) {
 		if !served[gvr] {
 			missing = append(missing, gvr.Resource+"."+gvr.Group)
 		}

@@ -1,0 +1,102 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/member"
+)
+
+// The work transport: a member annotated gitfleet.io/driver: work is not
+// reached by gitfleet at all. Its Works are written to the hub, in the
+// member's namespace fleet-member-<cluster>, for an agent on the member
+// to pull, apply and report on in their status; the binding's conditions
+// are made from that status (Status). Only a hub that stores Works
+// (WorkStore: the kube hub) serves such members.
+
+// WorkStore is implemented by hubs that keep the Works of members that
+// pull them.
+type WorkStore interface {
+	// ListWorks returns the Works of binding in cluster's namespace.
+	ListWorks(ctx context.Context, cluster string, binding hub.Key) ([]*fleet.Work, error)
+	// ApplyWorks makes binding's Works in cluster's namespace exactly
+	// works: creating, updating and deleting; changed says whether any
+	// Work's spec, labels or annotations changed.
+	ApplyWorks(ctx context.Context, cluster string, binding hub.Key, works []*fleet.Work) (changed bool, err error)
+	// DeleteWorks deletes binding's Works in cluster's namespace; left is
+	// how many are still there (being deleted: an agent's finalizer holds
+	// them until it removed what they applied).
+	DeleteWorks(ctx context.Context, cluster string, binding hub.Key) (left int, err error)
+}
+
+// pulls reports whether m's agent pulls its Works.
+func pulls(m *fleet.MemberCluster) bool {
+	return m.Annotations[fleet.DriverAnnotation] == fleet.DriverWork
+}
+
+// WorkChanged tells the controller that a Work of binding changed or was
+// deleted (an agent reported on it): the binding's conditions are made
+// again from its Works, or, when it is terminating, its removal goes on.
+func (c *Controller) WorkChanged(w *fleet.Work) {
+	name, ok := w.Labels[fleet.ParentBindingLabel]
+	if !ok {
+		return
+	}
+	key := hub.Key{Namespace: w.Labels[fleet.ParentNamespaceLabel], Name: name}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, pending := c.pending[key]; !pending {
+		c.queueLocked(refreshIntent, key)
+	}
+}
+
+// deliverWorks writes b's Works for m's agent and reports on b from what
+// the agent reported on them.
+func (c *Controller) deliverWorks(ctx context.Context, b *fleet.Binding, m *fleet.MemberCluster, src Sources, log *slog.Logger) error {
+	key, gen := keyOf(b), b.Generation
+	store, ok := c.hub.(WorkStore)
+	if !ok {
+		return c.ReportBindingStatus(key, gen, []metav1.Condition{member.Overridden(b), member.WorkSynchronized(gen),
+			{Type: fleet.ResourceBindingApplied, Status: metav1.ConditionFalse, Reason: member.DriverNotConfiguredReason, ObservedGeneration: gen,
+				Message: fmt.Sprintf("member cluster %q uses driver %q, which only a Kubernetes hub serves (serve --hub kube): "+
+					"its agent pulls its Works from there", m.Name, fleet.DriverWork)}}, member.Placements{})
+	}
+	works, failed := Works(b, m, src)
+	if failed != nil {
+		log.Warn("not delivering", "condition", failed.Type, "reason", failed.Message)
+		return c.ReportBindingStatus(key, gen, []metav1.Condition{*failed}, member.Placements{})
+	}
+	changed, err := store.ApplyWorks(ctx, m.Name, key, works)
+	if err != nil {
+		return fmt.Errorf("write the works of binding %s for member cluster %q: %w", hub.KeyString(key), m.Name, err)
+	}
+	if changed {
+		log.Debug("works written", "works", len(works))
+		return c.ReportBindingStatus(key, gen, InProgress(b), member.Placements{})
+	}
+	stored, err := store.ListWorks(ctx, m.Name, key)
+	if err != nil {
+		return err
+	}
+	conds, p := Status(b, stored)
+	return c.ReportBindingStatus(key, gen, conds, p)
+}
+
+// removeWorks deletes b's Works; done says whether none is left, so the
+// binding may go.
+func (c *Controller) removeWorks(ctx context.Context, b *fleet.Binding, cluster string) (done bool, err error) {
+	store, ok := c.hub.(WorkStore)
+	if !ok {
+		return true, nil
+	}
+	left, err := store.DeleteWorks(ctx, cluster, keyOf(b))
+	if err != nil {
+		return false, fmt.Errorf("delete the works of binding %s for member cluster %q: %w", hub.KeyString(keyOf(b)), cluster, err)
+	}
+	return left == 0, nil
+}
