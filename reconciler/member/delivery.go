@@ -28,6 +28,19 @@ type Delivery struct {
 	Resources []*unstructured.Unstructured
 	// Envelopes names the envelope of each resource that came out of one.
 	Envelopes Envelopes
+	// Record names what the member records of the delivery (the kubeconfig
+	// driver's inventory): the Work applied, when one is applied as it is
+	// (reconciler/member/kube.WorkApplier, as KubeFleet's AppliedWork is
+	// named after its Work); WorkName when empty.
+	Record string
+}
+
+// RecordName is the name of what the member records of d.
+func (d Delivery) RecordName() string {
+	if d.Record != "" {
+		return d.Record
+	}
+	return d.WorkName()
 }
 
 // Key is the binding's key.

@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -88,7 +89,19 @@ func (c *Clusters) cluster(name string) (*cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig context %q: %w", name, err)
 	}
-	cfg.Timeout = c.opts.RequestTimeout
+	out, err := newCluster(name, cfg, c.opts.RequestTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig context %q: %w", name, err)
+	}
+	c.clusters[name] = out
+	return out, nil
+}
+
+// newCluster is the member API server cfg reaches; name is how messages
+// call it.
+func newCluster(name string, cfg *rest.Config, timeout time.Duration) (*cluster, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = timeout
 	// A snapshot of a thousand objects is a few thousand requests on its
 	// first apply; client-side throttling at client-go's default 5 QPS
 	// would make that minutes. The member's API priority and fairness is
@@ -97,16 +110,15 @@ func (c *Clusters) cluster(name string) (*cluster, error) {
 	cfg.UserAgent = "gitfleet"
 	cl, err := client.New(cfg, client.Options{})
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig context %q: %w", name, err)
+		return nil, err
 	}
 	poller := polling.NewStatusPoller(cl, cl.RESTMapper(), polling.Options{})
 	rm := ssa.NewResourceManager(cl, poller, ssa.Owner{Field: FieldManager, Group: "gitfleet.io"})
 	rm.SetConcurrency(applyConcurrency)
-	out := &cluster{context: name, client: cl, rm: rm, timeout: c.opts.RequestTimeout}
+	out := &cluster{context: name, client: cl, rm: rm, timeout: timeout}
 	if u, err := url.Parse(cfg.Host); err == nil && u.Host != "" {
 		out.address = u.Host
 	}
-	c.clusters[name] = out
 	return out, nil
 }
 
@@ -517,9 +529,9 @@ func (cl *cluster) remove(ctx context.Context, d member.Delivery) (inventory, er
 	cm.SetAPIVersion("v1")
 	cm.SetKind("ConfigMap")
 	cm.SetNamespace(InventoryNamespace)
-	cm.SetName(d.WorkName())
+	cm.SetName(d.RecordName())
 	if err := cl.client.Delete(ctx, cm); err != nil && !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("delete inventory %s/%s: %w", InventoryNamespace, d.WorkName(), err)
+		return nil, fmt.Errorf("delete inventory %s/%s: %w", InventoryNamespace, d.RecordName(), err)
 	}
 	return left, nil
 }
@@ -675,8 +687,8 @@ func (cl *cluster) readRecord(ctx context.Context, d member.Delivery) (record, e
 	cm := &unstructured.Unstructured{}
 	cm.SetAPIVersion("v1")
 	cm.SetKind("ConfigMap")
-	name := InventoryNamespace + "/" + d.WorkName()
-	err := cl.client.Get(ctx, client.ObjectKey{Namespace: InventoryNamespace, Name: d.WorkName()}, cm)
+	name := InventoryNamespace + "/" + d.RecordName()
+	err := cl.client.Get(ctx, client.ObjectKey{Namespace: InventoryNamespace, Name: d.RecordName()}, cm)
 	if apierrors.IsNotFound(err) {
 		return record{ids: inventory{}, left: inventory{}}, nil
 	} else if err != nil {
@@ -749,7 +761,7 @@ func (cl *cluster) writeRecord(ctx context.Context, d member.Delivery, rec recor
 	cm := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{
-			"name": d.WorkName(), "namespace": InventoryNamespace,
+			"name": d.RecordName(), "namespace": InventoryNamespace,
 			"labels":      map[string]any{"app.kubernetes.io/managed-by": "gitfleet"},
 			"annotations": map[string]any{fleet.GitfleetPrefix + "resource-snapshot": d.Binding.Spec.ResourceSnapshotName},
 		},
@@ -758,7 +770,7 @@ func (cl *cluster) writeRecord(ctx context.Context, d member.Delivery, rec recor
 	for _, o := range []*unstructured.Unstructured{ns, cm} {
 		//nolint:staticcheck // client.Apply on unstructured is what ssa itself uses.
 		if err := cl.client.Patch(ctx, o, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-			return fmt.Errorf("write inventory %s/%s: %w", InventoryNamespace, d.WorkName(), err)
+			return fmt.Errorf("write inventory %s/%s: %w", InventoryNamespace, d.RecordName(), err)
 		}
 	}
 	return nil

@@ -1,0 +1,255 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/reconciler/member"
+)
+
+// Work conditions' reasons and messages, as KubeFleet's work applier
+// writes them (pkg/utils/condition, pkg/controllers/workapplier).
+const (
+	WorkAllManifestsAppliedReason      = "AllManifestsApplied"
+	WorkNotAllManifestsAppliedReason   = "SomeManifestsAreNotApplied"
+	WorkAllManifestsAvailableReason    = "AllManifestsAvailable"
+	WorkNotAllManifestsAvailableReason = "SomeManifestsAreNotAvailable"
+	WorkAllManifestsDiffReportedReason = "AllManifestsDiffReported"
+
+	AllManifestsAppliedMessage           = "All the specified manifests have been applied"
+	AllAppliedObjectAvailableMessage     = "All of the applied manifests are available"
+	AllManifestsHaveReportedDiffMessage  = "All the specified manifests have reported diff"
+	NotAllManifestsAppliedMessage        = "Failed to apply all manifests (%d of %d manifests are applied)"
+	NotAllAppliedObjectsAvailableMessage = "Some manifests are not available (%d of %d manifests are available)"
+
+	// Per-manifest results.
+	ManifestAppliedReason     = "Applied"
+	ManifestAppliedMessage    = "Manifest has been applied successfully"
+	ManifestAvailableReason   = "Available"
+	ManifestNoDiffFoundReason = "NoDiffFound"
+	ManifestFoundDiffReason   = "FoundDiff"
+	ManifestNoDiffFoundMsg    = "No diff has been found between the hub cluster and the member cluster"
+	ManifestFoundDiffMsg      = "Diff has been found between the hub cluster and the member cluster"
+)
+
+// WorkApplier applies Works to one member cluster with the kubeconfig
+// driver's code (server-side apply with Flux's ssa, the apply strategy's
+// drift and takeover checks, prune of what a Work no longer holds, kstatus
+// for availability), for code that receives Works rather than bindings:
+// an agent on the member. What it applied for a Work is recorded on the
+// member in the ConfigMap gitfleet-system/<work name>.
+type WorkApplier struct {
+	cl *cluster
+}
+
+// NewWorkApplier reaches the member cfg points at; timeout bounds each
+// request (30s when 0).
+func NewWorkApplier(cfg *rest.Config, timeout time.Duration) (*WorkApplier, error) {
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	cl, err := newCluster("member", cfg, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &WorkApplier{cl: cl}, nil
+}
+
+// workDelivery is w as the kubeconfig driver's code takes it: a binding of w's
+// placement at w's generation, with w's apply strategy, recorded under
+// w's name.
+func workDelivery(w *fleet.Work) (member.Delivery, error) {
+	objs := make([]*unstructured.Unstructured, 0, len(w.Spec.Workload.Manifests))
+	for i, m := range w.Spec.Workload.Manifests {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(m.Raw); err != nil {
+			return member.Delivery{}, fmt.Errorf("work %s/%s: manifest %d: %w", w.Namespace, w.Name, i, err)
+		}
+		objs = append(objs, u)
+	}
+	b := &fleet.Binding{ObjectMeta: metav1.ObjectMeta{
+		Name: w.Labels[fleet.ParentBindingLabel], Namespace: w.Labels[fleet.ParentNamespaceLabel], Generation: w.Generation,
+		Labels: map[string]string{fleet.PlacementTrackingLabel: w.Labels[fleet.PlacementTrackingLabel]}},
+		Spec: fleet.ResourceBindingSpec{ApplyStrategy: w.Spec.ApplyStrategy,
+			ResourceSnapshotName: w.Annotations[fleet.ParentResourceSnapshotNameAnnotation]}}
+	return member.Delivery{Binding: b, Resources: objs, Record: w.Name}, nil
+}
+
+// Apply puts w's manifests on the member (or, under ReportDiff, only
+// compares them), prunes what w's last apply put there and w no longer
+// holds, and returns w's status as KubeFleet's work applier writes it:
+// Applied and Available (or DiffReported) at w's generation, and per
+// manifest its conditions with its drifts or diffs. Observation times are
+// now. The error is one the status could not say (the member unreachable):
+// try again.
+func (a *WorkApplier) Apply(ctx context.Context, w *fleet.Work, now time.Time) (fleet.WorkStatus, error) {
+	d, err := workDelivery(w)
+	if err != nil {
+		return fleet.WorkStatus{}, err
+	}
+	gen := w.Generation
+	at := metav1.NewTime(now.UTC().Truncate(time.Second))
+	st := newStatus(d.Resources)
+	if d.ReportsDiff() {
+		diffed, err := a.cl.reportDiff(ctx, d, fleet.DefaultApplyStrategy(w.Spec.ApplyStrategy))
+		if err != nil {
+			return fleet.WorkStatus{}, a.cl.redact(err)
+		}
+		st.diffed(diffed, gen, at)
+		return st.WorkStatus, nil
+	}
+	objs, live, _, out, err := a.cl.apply(ctx, d)
+	if err != nil {
+		var ae *applyError
+		if !errors.As(err, &ae) {
+			return fleet.WorkStatus{}, a.cl.redact(err)
+		}
+		st.applyFailed(ae.object, a.cl.redact(ae.err).Error(), gen)
+		return st.WorkStatus, nil
+	}
+	var h health
+	if len(out.held) == 0 {
+		if h, err = healthOf(objs, live, gen); err != nil {
+			return fleet.WorkStatus{}, err
+		}
+	}
+	st.applied(out, h, gen, at)
+	return st.WorkStatus, nil
+}
+
+// Remove deletes what w applied on the member, except objects annotated
+// prune: disabled, and its record.
+func (a *WorkApplier) Remove(ctx context.Context, w *fleet.Work) error {
+	d, err := workDelivery(w)
+	if err != nil {
+		return err
+	}
+	_, err = a.cl.remove(ctx, d)
+	return a.cl.redact(err)
+}
+
+// workStatus builds a Work's status, one manifest condition per manifest
+// in w's order.
+type workStatus struct {
+	fleet.WorkStatus
+	byID map[string]int // by idKey: index into ManifestConditions
+}
+
+func newStatus(objs []*unstructured.Unstructured) *workStatus {
+	st := &workStatus{byID: map[string]int{}}
+	for i, o := range objs {
+		gvk := o.GroupVersionKind()
+		st.ManifestConditions = append(st.ManifestConditions, fleet.ManifestCondition{Identifier: fleet.WorkResourceIdentifier{
+			Ordinal: i, Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()},
+			Conditions: []metav1.Condition{}})
+		st.byID[idKey(member.Identify(o))] = i
+	}
+	return st
+}
+
+func (st *workStatus) set(i int, c metav1.Condition) {
+	meta.SetStatusCondition(&st.ManifestConditions[i].Conditions, c)
+}
+
+func (st *workStatus) work(t string, ok bool, okReason, okMsg, failReason, failMsg string, gen int64) {
+	c := metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: okReason, Message: okMsg, ObservedGeneration: gen}
+	if !ok {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, failReason, failMsg
+	}
+	meta.SetStatusCondition(&st.Conditions, c)
+}
+
+// applyFailed: the member refused obj (nil when it named none); nothing
+// after it was applied.
+func (st *workStatus) applyFailed(obj *unstructured.Unstructured, msg string, gen int64) {
+	if obj != nil {
+		if i, ok := st.byID[idKey(member.Identify(obj))]; ok {
+			st.set(i, metav1.Condition{Type: fleet.WorkConditionTypeApplied, Status: metav1.ConditionFalse,
+				Reason: member.ManifestApplyFailedReason, Message: msg, ObservedGeneration: gen})
+		}
+	}
+	n := len(st.ManifestConditions)
+	st.work(fleet.WorkConditionTypeApplied, false, "", "", WorkNotAllManifestsAppliedReason,
+		fmt.Sprintf(NotAllManifestsAppliedMessage, 0, n), gen)
+}
+
+// applied records an apply: held objects (the strategy's drift and
+// takeover checks) are not applied, with their drifts or diffs; the rest
+// are, with their availability.
+func (st *workStatus) applied(out outcome, h health, gen int64, at metav1.Time) {
+	n := len(st.ManifestConditions)
+	for _, f := range out.Failed {
+		if i, ok := st.byID[idKey(f.ResourceIdentifier)]; ok {
+			st.set(i, f.Condition)
+		}
+	}
+	for _, d := range out.Drifted {
+		if i, ok := st.byID[idKey(d.ResourceIdentifier)]; ok {
+			st.ManifestConditions[i].DriftDetails = &fleet.DriftDetails{ObservationTime: at, FirstDriftedObservedTime: at,
+				ObservedInMemberClusterGeneration: d.TargetClusterObservedGeneration, ObservedDrifts: d.ObservedDrifts}
+		}
+	}
+	for _, d := range out.Diffed {
+		if i, ok := st.byID[idKey(d.ResourceIdentifier)]; ok {
+			st.ManifestConditions[i].DiffDetails = &fleet.DiffDetails{ObservationTime: at, FirstDiffedObservedTime: at,
+				ObservedInMemberClusterGeneration: d.TargetClusterObservedGeneration, ObservedDiffs: d.ObservedDiffs}
+		}
+	}
+	applied := 0
+	for i := range st.ManifestConditions {
+		if meta.FindStatusCondition(st.ManifestConditions[i].Conditions, fleet.WorkConditionTypeApplied) == nil {
+			st.set(i, metav1.Condition{Type: fleet.WorkConditionTypeApplied, Status: metav1.ConditionTrue,
+				Reason: ManifestAppliedReason, Message: ManifestAppliedMessage, ObservedGeneration: gen})
+			applied++
+		}
+	}
+	st.work(fleet.WorkConditionTypeApplied, applied == n, WorkAllManifestsAppliedReason, AllManifestsAppliedMessage,
+		WorkNotAllManifestsAppliedReason, fmt.Sprintf(NotAllManifestsAppliedMessage, applied, n), gen)
+	if applied < n {
+		return // KubeFleet reports availability only of an applied Work
+	}
+	notCurrent := map[string]metav1.Condition{}
+	for _, f := range h.notCurrent {
+		notCurrent[idKey(f.ResourceIdentifier)] = f.Condition
+	}
+	for k, i := range st.byID {
+		c, ok := notCurrent[k]
+		if !ok {
+			c = metav1.Condition{Type: fleet.WorkConditionTypeAvailable, Status: metav1.ConditionTrue,
+				Reason: ManifestAvailableReason, Message: "Manifest is available", ObservedGeneration: gen}
+		}
+		c.Type = fleet.WorkConditionTypeAvailable
+		st.set(i, c)
+	}
+	available := n - len(h.notCurrent)
+	st.work(fleet.WorkConditionTypeAvailable, available == n, WorkAllManifestsAvailableReason, AllAppliedObjectAvailableMessage,
+		WorkNotAllManifestsAvailableReason, fmt.Sprintf(NotAllAppliedObjectsAvailableMessage, available, n), gen)
+}
+
+// diffed records a ReportDiff pass: every manifest compared, the ones that
+// differ with their diffs.
+func (st *workStatus) diffed(diffed []fleet.DiffedResourcePlacement, gen int64, at metav1.Time) {
+	found := map[string]fleet.DiffedResourcePlacement{}
+	for _, d := range diffed {
+		found[idKey(d.ResourceIdentifier)] = d
+	}
+	for k, i := range st.byID {
+		c := metav1.Condition{Type: fleet.WorkConditionTypeDiffReported, Status: metav1.ConditionTrue,
+			Reason: ManifestNoDiffFoundReason, Message: ManifestNoDiffFoundMsg, ObservedGeneration: gen}
+		if d, ok := found[k]; ok {
+			c.Reason, c.Message = ManifestFoundDiffReason, ManifestFoundDiffMsg
+			st.ManifestConditions[i].DiffDetails = &fleet.DiffDetails{ObservationTime: at, FirstDiffedObservedTime: at,
+				ObservedInMemberClusterGeneration: d.TargetClusterObservedGeneration, ObservedDiffs: d.ObservedDiffs}
+		}
+		st.set(i, c)
+	}
+	st.work(fleet.WorkConditionTypeDiffReported, true, WorkAllManifestsDiffReportedReason, AllManifestsHaveReportedDiffMessage, "", "", gen)
+}
