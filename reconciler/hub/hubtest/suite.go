@@ -111,6 +111,7 @@ var behaviours = []struct {
 	{"snapshots in use outlive the history limit", (*suite).snapshotsInUseOutliveTheHistoryLimit},
 	{"member properties are stored in the member's status", (*suite).memberPropertiesAreStored},
 	{"evictions and budgets read back; eviction status writes keep the spec", (*suite).evictionsAndBudgets},
+	{"bindings are delivered and removed through the hub's storage", (*suite).bindingsAreDeliveredAndRemoved},
 }
 
 // ---- fixtures ----

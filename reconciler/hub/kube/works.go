@@ -91,8 +91,13 @@ func (h *Hub) runDelivery(ctx context.Context) {
 	}
 }
 
-// ListWorks implements delivery.WorkStore from the informer's cache.
+// ListWorks implements delivery.WorkStore from the informer's cache; a
+// hub that does not deliver (Config.Deliver) watches no Works and holds
+// none.
 func (h *Hub) ListWorks(_ context.Context, cluster string, binding hub.Key) ([]*fleet.Work, error) {
+	if h.works == nil {
+		return nil, nil
+	}
 	objs, err := h.works.inf.GetIndexer().ByIndex(cache.NamespaceIndex, delivery.MemberNamespace(cluster))
 	if err != nil {
 		return nil, err
@@ -120,6 +125,9 @@ func ofBinding(labels map[string]string, binding hub.Key) bool {
 // annotations are as wanted is not written; the status an agent wrote and
 // its finalizers are kept.
 func (h *Hub) ApplyWorks(ctx context.Context, cluster string, binding hub.Key, works []*fleet.Work) (bool, error) {
+	if h.works == nil {
+		return false, errors.New("the hub does not deliver (Config.Deliver), so it keeps no Works")
+	}
 	have, err := h.ListWorks(ctx, cluster, binding)
 	if err != nil {
 		return false, err
