@@ -81,7 +81,7 @@ crds: ## Regenerate the CRDs under config/crd (kubectl apply --server-side -R -f
 # KubeFleet's source (a git directory at KUBEFLEET_GIT).
 KUBEFLEET_GIT    ?= /work/.mirror/kubefleet-dev+kubefleet/repo
 KUBEFLEET_COMMIT ?= e160c1cdfdd9bf4c0234713d2b7f34e0ec95dab6
-KUBEFLEET_NOT_SERVED ?= AppliedWork,InternalMemberCluster,ClusterResourcePlacementStatus
+KUBEFLEET_NOT_SERVED ?= ClusterResourcePlacementStatus
 CRD_SUMMARY ?= internal/crd/testdata/kubefleet-crds.summary
 
 crd-summary: ## Rewrite the committed summary of KubeFleet's CRDs from its source at KUBEFLEET_GIT

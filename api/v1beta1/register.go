@@ -57,6 +57,11 @@ type KindInfo struct {
 	HubOwned bool
 	// ReadVersions are the other versions a manifest may give the kind.
 	ReadVersions []string
+	// Agent kinds are how the hub and the members' agents talk (an
+	// InternalMemberCluster on the hub, an AppliedWork on the member):
+	// written by the hub's member controller and by agents, never held by
+	// the engine nor read from Git.
+	Agent bool
 	// Workload kinds are hub resources that placements select (envelopes):
 	// read from Git like any workload resource and never held by the
 	// engine, so neither hub stores or watches them as fleet objects.
@@ -126,6 +131,8 @@ var kinds = []KindInfo{
 	alphaNotStable(fleetKind(PlacementGroup, KindClusterResourcePlacementEviction, "clusterresourceplacementevictions", false, &ClusterResourcePlacementEviction{}, "crpe")),
 	alphaNotStable(fleetKind(PlacementGroup, KindClusterResourcePlacementDisruptionBudget, "clusterresourceplacementdisruptionbudgets", false, &ClusterResourcePlacementDisruptionBudget{}, "crpdb")),
 	hubOwned(fleetKind(PlacementGroup, KindWork, "works", true, &Work{})),
+	agent(fleetKind(ClusterGroup, KindInternalMemberCluster, "internalmemberclusters", true, &InternalMemberCluster{}, "imc")),
+	agent(fleetKind(PlacementGroup, KindAppliedWork, "appliedworks", false, &AppliedWork{})),
 	gitfleetKind(KindCommit, "commits", &Commit{}),
 	gitfleetKind(KindGitSource, "gitsources", &GitSource{}),
 }
@@ -142,6 +149,9 @@ func withAPIVersion(k KindInfo) KindInfo {
 }
 
 func hubOwned(k KindInfo) KindInfo { k.HubOwned = true; return k }
+
+// agent marks a kind of the hub–agent protocol; no person writes one.
+func agent(k KindInfo) KindInfo { k.Agent, k.HubOwned = true, true; return k }
 
 // workload marks an envelope kind; KubeFleet serves them at v1beta1 only.
 func workload(k KindInfo) KindInfo { k.Workload, k.ReadVersions = true, nil; return k }

@@ -137,6 +137,8 @@ var servedVersions = map[string][]string{
 	fleet.KindClusterResourcePlacementEviction:         {"v1alpha1"},
 	fleet.KindClusterResourcePlacementDisruptionBudget: {"v1alpha1"},
 	fleet.KindWork:                                     {"v1"},
+	fleet.KindInternalMemberCluster:                    {"v1"},
+	fleet.KindAppliedWork:                              {"v1"},
 }
 
 // TestEveryKindHasACRD: config/crd has one CRD per kind gitfleet serves, in
@@ -150,7 +152,7 @@ func TestEveryKindHasACRD(t *testing.T) {
 		fleet.KindClusterResourceOverride: "Cluster", fleet.KindResourceOverride: "Namespaced",
 		fleet.KindClusterResourceOverrideSnapshot: "Cluster", fleet.KindResourceOverrideSnapshot: "Namespaced",
 		fleet.KindClusterResourcePlacementEviction: "Cluster", fleet.KindClusterResourcePlacementDisruptionBudget: "Cluster",
-		fleet.KindWork: "Namespaced"}
+		fleet.KindWork: "Namespaced", fleet.KindInternalMemberCluster: "Namespaced", fleet.KindAppliedWork: "Cluster"}
 	for _, kindOf := range families {
 		scope[kindOf("")] = "Cluster"
 		scope[kindOf("ns")] = "Namespaced"
@@ -163,7 +165,7 @@ func TestEveryKindHasACRD(t *testing.T) {
 			continue
 		}
 		wantGroup := fleet.PlacementGroup
-		if kind == fleet.KindMemberCluster {
+		if kind == fleet.KindMemberCluster || kind == fleet.KindInternalMemberCluster {
 			wantGroup = fleet.ClusterGroup
 		}
 		if c.Spec.Group != wantGroup || c.Spec.Scope != wantScope {

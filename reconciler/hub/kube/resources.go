@@ -12,11 +12,12 @@ import (
 // Git only, and so do envelopes: like every hub resource a placement
 // selects, they reach the hub inside its resource snapshots. Works are
 // delivery's, kept in the members' namespaces, not fleet objects the
-// engine or the status tree reads.
+// engine or the status tree reads; the agent kinds are
+// reconciler/membercluster's and the agents'.
 var resources = func() map[string]schema.GroupVersionResource {
 	out := map[string]schema.GroupVersionResource{}
 	for _, k := range fleet.Kinds() {
-		if (k.Group == fleet.PlacementGroup || k.Group == fleet.ClusterGroup) && !k.Workload && k.Kind != fleet.KindWork {
+		if (k.Group == fleet.PlacementGroup || k.Group == fleet.ClusterGroup) && !k.Workload && !k.Agent && k.Kind != fleet.KindWork {
 			out[k.Kind] = k.GroupVersionResource()
 		}
 	}
