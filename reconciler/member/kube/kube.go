@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/workqueue"
@@ -100,9 +101,11 @@ func (o *Options) defaults() {
 // Clusters is the set of member clusters of one kubeconfig. It implements
 // member.Clusters.
 type Clusters struct {
-	opts     Options
-	raw      clientcmdapi.Config
-	source   string // where the kubeconfig came from, for messages
+	opts   Options
+	raw    clientcmdapi.Config
+	source string // where the kubeconfig came from, for messages
+	// configs reach contexts given as a rest.Config (ForConfig).
+	configs  map[string]*rest.Config
 	reporter member.Reporter
 	log      *slog.Logger
 	queue    workqueue.TypedRateLimitingInterface[hub.Key]
@@ -128,19 +131,24 @@ func Load(opts Options) (*Clusters, error) {
 	} else if len(rules.Precedence) == 1 {
 		source = rules.Precedence[0]
 	}
+	raw, err := rules.Load()
+	if err != nil {
+		// clientcmd's errors name the file; they never hold its contents.
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	return newClusters(opts, *raw, source), nil
+}
+
+// newClusters is the driver of raw's contexts (opts defaulted).
+func newClusters(opts Options, raw clientcmdapi.Config, source string) *Clusters {
 	logOnce.Do(func() {
 		// client-go and controller-runtime log through klog and logr; both
 		// go to gitfleet's slog handler instead of their own stderr format.
 		ctrllog.SetLogger(logr.FromSlogHandler(opts.Log.Handler()))
 		klog.SetSlogLogger(opts.Log)
 	})
-	raw, err := rules.Load()
-	if err != nil {
-		// clientcmd's errors name the file; they never hold its contents.
-		return nil, fmt.Errorf("load kubeconfig: %w", err)
-	}
-	c := &Clusters{
-		opts: opts, raw: *raw, source: source, log: opts.Log.With("component", "kubeconfig-driver"),
+	return &Clusters{
+		opts: opts, raw: raw, source: source, log: opts.Log.With("component", "kubeconfig-driver"),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[hub.Key](opts.RetryBase, opts.RetryMax),
 			workqueue.TypedRateLimitingQueueConfig[hub.Key]{Name: "gitfleet_member_delivery"}),
@@ -148,7 +156,6 @@ func Load(opts Options) (*Clusters, error) {
 		work:     map[hub.Key]*work{},
 		locks:    map[hub.Key]*sync.Mutex{},
 	}
-	return c, nil
 }
 
 // Contexts lists the kubeconfig's context names, sorted.
