@@ -1,0 +1,340 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/testing/await"
+	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
+	"github.com/gitfleet/gitfleet/reconciler/agent"
+	"github.com/gitfleet/gitfleet/reconciler/member/kube"
+	"github.com/gitfleet/gitfleet/reconciler/membercluster"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func adminConfig(c *kubetest.Cluster) *rest.Config {
+	return &rest.Config{Host: c.Server, BearerToken: c.AdminToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+}
+
+// fleetOf is a real hub (config/crd, the member cluster controller) and a
+// real member whose agent reaches the hub as the member's identity, with
+// only the RBAC the hub grants it.
+type fleetOf struct {
+	hub, member *kubetest.Cluster
+	admin       client.Client // the hub's
+	agent       *agent.Agent
+	stopAgent   func()
+}
+
+const memberName = "m1"
+
+func start(t *testing.T) *fleetOf {
+	t.Helper()
+	cs := kubetest.Start(t, "hub", "member")
+	f := &fleetOf{hub: cs[0], member: cs[1]}
+	f.hub.InstallCRDs(filepath.Join("..", "..", "config", "crd"))
+	var err error
+	if f.admin, err = client.New(adminConfig(f.hub), client.Options{Scheme: membercluster.Scheme}); err != nil {
+		t.Fatal(err)
+	}
+	ctrl, err := membercluster.New(membercluster.Config{Rest: adminConfig(f.hub), Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, func(ctx context.Context) error { return ctrl.Run(ctx, 2) })
+
+	m := &fleet.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: memberName,
+		Annotations: map[string]string{fleet.DriverAnnotation: membercluster.DriverWork}},
+		Spec: fleet.MemberClusterSpec{Identity: &fleet.Subject{Kind: rbacv1.ServiceAccountKind, Name: "agent", Namespace: "fleet-agents"}}}
+	if err := f.admin.Create(await.Context(t), m); err != nil {
+		t.Fatal(err)
+	}
+	asIdentity := adminConfig(f.hub)
+	asIdentity.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:fleet-agents:agent"}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.agent, err = agent.New(agent.Config{Hub: asIdentity, MemberName: memberName, Log: quiet},
+		agent.KubeMember(ctx, adminConfig(f.member), kube.Options{PollInterval: 100 * time.Millisecond, Log: quiet}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent starts once the hub has granted its identity the namespace.
+	await.Until(t, "the hub to grant the agent its namespace", func() bool {
+		var rb rbacv1.RoleBinding
+		return f.admin.Get(ctx, client.ObjectKey{Namespace: "fleet-member-m1", Name: "fleet-rolebinding-m1"}, &rb) == nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- f.agent.Run(ctx) }()
+	f.stopAgent = func() {
+		if cancel != nil {
+			cancel()
+			cancel = nil
+			if err := <-done; err != nil {
+				t.Errorf("agent: %v", err)
+			}
+		}
+	}
+	t.Cleanup(f.stopAgent)
+	return f
+}
+
+// run runs f until the test ends.
+func run(t *testing.T, f func(context.Context) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("%v", err)
+		}
+	})
+}
+
+func (f *fleetOf) memberCluster(t *testing.T) *fleet.MemberCluster {
+	t.Helper()
+	m := &fleet.MemberCluster{}
+	if err := f.admin.Get(await.Context(t), client.ObjectKey{Name: memberName}, m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func joined(m *fleet.MemberCluster) metav1.ConditionStatus {
+	if c := meta.FindStatusCondition(m.Status.Conditions, "Joined"); c != nil {
+		return c.Status
+	}
+	return ""
+}
+
+func manifest(t *testing.T, apiVersion, kind, namespace, name string, data map[string]string) map[string]any {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetName(name)
+	u.SetNamespace(namespace)
+	if data != nil {
+		d := map[string]any{}
+		for k, v := range data {
+			d[k] = v
+		}
+		u.Object["data"] = d
+	}
+	return u.Object
+}
+
+// putWork writes Work name in the member's namespace, as delivery does.
+func (f *fleetOf) putWork(t *testing.T, name string, manifests ...map[string]any) {
+	t.Helper()
+	ctx := await.Context(t)
+	w := &unstructured.Unstructured{}
+	w.SetGroupVersionKind(fleet.SchemeGroupVersion.WithKind(fleet.KindWork))
+	err := f.admin.Get(ctx, client.ObjectKey{Namespace: "fleet-member-m1", Name: name}, w)
+	ms := make([]any, len(manifests))
+	for i, m := range manifests {
+		ms[i] = m
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		w.SetGroupVersionKind(fleet.SchemeGroupVersion.WithKind(fleet.KindWork))
+		w.SetNamespace("fleet-member-m1")
+		w.SetName(name)
+		w.Object["spec"] = map[string]any{"workload": map[string]any{"manifests": ms}}
+		err = f.admin.Create(ctx, w)
+	case err == nil:
+		w.Object["spec"] = map[string]any{"workload": map[string]any{"manifests": ms}}
+		err = f.admin.Update(ctx, w)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fleetOf) work(t *testing.T, name string) *fleet.Work {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(fleet.SchemeGroupVersion.WithKind(fleet.KindWork))
+	err := f.admin.Get(await.Context(t), client.ObjectKey{Namespace: "fleet-member-m1", Name: name}, u)
+	if apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	w := &fleet.Work{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, w); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func workCondition(w *fleet.Work, t string) metav1.Condition {
+	if w == nil {
+		return metav1.Condition{}
+	}
+	if c := meta.FindStatusCondition(w.Status.Conditions, t); c != nil && c.ObservedGeneration == w.Generation {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+func (f *fleetOf) appliedWork(t *testing.T, name string) *fleet.AppliedWork {
+	t.Helper()
+	u := f.member.Get(fleet.SchemeGroupVersion.String(), fleet.KindAppliedWork, "", name)
+	if u == nil {
+		return nil
+	}
+	aw := &fleet.AppliedWork{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, aw); err != nil {
+		t.Fatal(err)
+	}
+	return aw
+}
+
+// The agent joins through its InternalMemberCluster with only its
+// namespace on the hub: the MemberCluster shows it Joined, its heartbeat,
+// and the member's properties from its nodes (none on this member).
+func TestTheAgentJoinsAndHeartbeats(t *testing.T) {
+	f := start(t)
+	await.Until(t, "the member to be joined", func() bool { return joined(f.memberCluster(t)) == metav1.ConditionTrue })
+	m := f.memberCluster(t)
+	if len(m.Status.AgentStatus) != 1 || m.Status.AgentStatus[0].LastReceivedHeartbeat.IsZero() {
+		t.Fatalf("agent status %+v", m.Status.AgentStatus)
+	}
+	if c := meta.FindStatusCondition(m.Status.AgentStatus[0].Conditions, fleet.AgentHealthy); c == nil || c.Status != metav1.ConditionTrue || c.Reason != agent.ReasonHealthy {
+		t.Errorf("Healthy = %+v", c)
+	}
+	if c := meta.FindStatusCondition(m.Status.Conditions, "Healthy"); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("member Healthy = %+v", c)
+	}
+	if v := m.Status.Properties["kubernetes-fleet.io/node-count"].Value; v != "0" {
+		t.Errorf("node count %q, want 0 (the member has no nodes)", v)
+	}
+}
+
+// A Work is applied to the member with its AppliedWork, every manifest
+// reports Applied and Available, and so does the Work; a new generation
+// that drops a manifest prunes it; a deleted Work takes off what it
+// applied and its AppliedWork.
+func TestAWorkIsAppliedPrunedAndRemoved(t *testing.T) {
+	f := start(t)
+	await.Until(t, "the member to be joined", func() bool { return joined(f.memberCluster(t)) == metav1.ConditionTrue })
+	ns := manifest(t, "v1", "Namespace", "", "app", nil)
+	f.putWork(t, "app-work", ns,
+		manifest(t, "v1", "ConfigMap", "app", "one", map[string]string{"k": "1"}),
+		manifest(t, "v1", "ConfigMap", "app", "two", map[string]string{"k": "2"}))
+	await.Until(t, "the work to be available", func() bool {
+		return workCondition(f.work(t, "app-work"), fleet.WorkConditionTypeAvailable).Status == metav1.ConditionTrue
+	})
+	w := f.work(t, "app-work")
+	if c := workCondition(w, fleet.WorkConditionTypeApplied); c.Status != metav1.ConditionTrue || c.Reason != "AllManifestsApplied" ||
+		c.Message != "All the specified manifests have been applied" {
+		t.Errorf("Applied = %+v", c)
+	}
+	if c := workCondition(w, fleet.WorkConditionTypeAvailable); c.Reason != "AllManifestsAvailable" {
+		t.Errorf("Available = %+v", c)
+	}
+	if len(w.Status.ManifestConditions) != 3 {
+		t.Fatalf("manifest conditions %+v", w.Status.ManifestConditions)
+	}
+	for i, mc := range w.Status.ManifestConditions {
+		a, av := meta.FindStatusCondition(mc.Conditions, "Applied"), meta.FindStatusCondition(mc.Conditions, "Available")
+		if mc.Identifier.Ordinal != i || a == nil || a.Reason != "Applied" || av == nil || av.Reason != "Available" {
+			t.Errorf("manifest %d: %+v", i, mc)
+		}
+	}
+	if got := f.member.ConfigMapValue("app", "two", "k"); got != "2" {
+		t.Errorf("configmap two on the member: %q", got)
+	}
+	aw := f.appliedWork(t, "app-work")
+	if aw == nil || aw.Spec.WorkName != "app-work" || aw.Spec.WorkNamespace != "fleet-member-m1" || len(aw.Status.AppliedResources) != 3 {
+		t.Fatalf("applied work %+v", aw)
+	}
+
+	f.putWork(t, "app-work", ns, manifest(t, "v1", "ConfigMap", "app", "two", map[string]string{"k": "2b"}))
+	await.Until(t, "configmap one to be pruned", func() bool {
+		return f.member.Get("v1", "ConfigMap", "app", "one") == nil && f.member.ConfigMapValue("app", "two", "k") == "2b"
+	})
+	await.Until(t, "the new generation to be reported", func() bool {
+		w := f.work(t, "app-work")
+		return workCondition(w, fleet.WorkConditionTypeApplied).Status == metav1.ConditionTrue && len(w.Status.ManifestConditions) == 2
+	})
+	if aw := f.appliedWork(t, "app-work"); len(aw.Status.AppliedResources) != 2 {
+		t.Errorf("applied resources %+v", aw.Status.AppliedResources)
+	}
+
+	if err := f.admin.Delete(await.Context(t), &fleet.Work{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-member-m1", Name: "app-work"}}); err != nil {
+		t.Fatal(err)
+	}
+	await.Until(t, "the work to be gone and its objects removed", func() bool {
+		return f.work(t, "app-work") == nil && f.member.Get("v1", "ConfigMap", "app", "two") == nil && f.appliedWork(t, "app-work") == nil
+	})
+}
+
+// A manifest the member refuses fails with the work applier's reason and
+// the API server's message; the others are applied.
+func TestARefusedManifestIsReportedOnItsCondition(t *testing.T) {
+	f := start(t)
+	await.Until(t, "the member to be joined", func() bool { return joined(f.memberCluster(t)) == metav1.ConditionTrue })
+	bad := manifest(t, "v1", "ConfigMap", "app", "bad", nil)
+	bad["data"] = map[string]any{"k": map[string]any{"not": "a string"}}
+	f.putWork(t, "bad-work", manifest(t, "v1", "Namespace", "", "app", nil), bad)
+	await.Until(t, "the work to be reported not applied", func() bool {
+		return workCondition(f.work(t, "bad-work"), fleet.WorkConditionTypeApplied).Status == metav1.ConditionFalse
+	})
+	w := f.work(t, "bad-work")
+	c := workCondition(w, fleet.WorkConditionTypeApplied)
+	if c.Reason != "SomeManifestsAreNotApplied" {
+		t.Errorf("Applied = %+v", c)
+	}
+	data, _ := json.Marshal(w.Status.ManifestConditions)
+	if len(w.Status.ManifestConditions) != 2 {
+		t.Fatalf("manifest conditions %s", data)
+	}
+	if a := meta.FindStatusCondition(w.Status.ManifestConditions[1].Conditions, "Applied"); a == nil || a.Status != metav1.ConditionFalse || a.Reason != "ManifestApplyFailed" {
+		t.Errorf("the refused manifest's conditions: %s", data)
+	}
+}
+
+// When the MemberCluster is deleted the agent leaves: it stops applying,
+// releases its Works and reports Joined=False; what it applied stays.
+func TestTheAgentLeavesWhenItsMemberIsDeleted(t *testing.T) {
+	f := start(t)
+	await.Until(t, "the member to be joined", func() bool { return joined(f.memberCluster(t)) == metav1.ConditionTrue })
+	f.putWork(t, "app-work", manifest(t, "v1", "Namespace", "", "app", nil), manifest(t, "v1", "ConfigMap", "app", "one", map[string]string{"k": "1"}))
+	await.Until(t, "the work to be applied", func() bool {
+		return workCondition(f.work(t, "app-work"), fleet.WorkConditionTypeApplied).Status == metav1.ConditionTrue
+	})
+	if err := f.admin.Delete(await.Context(t), f.memberCluster(t)); err != nil {
+		t.Fatal(err)
+	}
+	await.Until(t, "the agent to leave", func() bool { return !f.agent.Joined() })
+	await.Until(t, "the member to be marked left and its namespace deleted", func() bool {
+		m := &fleet.MemberCluster{}
+		err := f.admin.Get(await.Context(t), client.ObjectKey{Name: memberName}, m)
+		if err != nil {
+			return apierrors.IsNotFound(err)
+		}
+		return joined(m) == metav1.ConditionFalse && f.hub.Get("v1", "Namespace", "", "fleet-member-m1").Object["metadata"].(map[string]any)["deletionTimestamp"] != nil
+	})
+	if w := f.work(t, "app-work"); w != nil && len(w.Finalizers) != 0 {
+		t.Errorf("work finalizers after the leave: %v", w.Finalizers)
+	}
+	if f.member.ConfigMapValue("app", "one", "k") != "1" {
+		t.Error("what the agent applied is gone from the member after the leave")
+	}
+}
