@@ -14,6 +14,7 @@ import (
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	kubehub "github.com/gitfleet/gitfleet/reconciler/hub/kube"
 	"github.com/gitfleet/gitfleet/reconciler/member"
+	"github.com/gitfleet/gitfleet/reconciler/membercluster"
 	"github.com/gitfleet/gitfleet/render"
 )
 
@@ -54,7 +55,8 @@ func (o hubOptions) restConfig() (*rest.Config, error) {
 
 // newHub is gitops.Config.NewHub for --hub: nil for the embedded hub (the
 // default), else the kube hub on the hub cluster, delivering to members as
-// the embedded hub does and mirroring itself into the status tree.
+// the embedded hub does and mirroring itself into the status tree, with
+// the hub side of the members that pull (reconciler/membercluster).
 //
 // The hub is checked first, so a hub serve cannot use (no CRDs, KubeFleet's
 // hub agent at work) ends serve at once instead of being retried.
@@ -76,6 +78,17 @@ func (o hubOptions) newHub(ctx context.Context, log *slog.Logger) (func(context.
 			return nil, err
 		}
 		log.Info("the fleet state lives on the hub cluster", "server", rc.Host)
+		// Members that pull (gitfleet.io/driver: work) get their namespace,
+		// RBAC and InternalMemberCluster, and their agents' reports.
+		members, err := membercluster.New(membercluster.Config{Rest: rc, Clock: clk, Log: log})
+		if err != nil {
+			return nil, err
+		}
+		go func() {
+			if err := members.Run(ctx, 2); err != nil {
+				log.Error("members that pull are not served", "err", err.Error())
+			}
+		}()
 		return h, nil
 	}, nil
 }
