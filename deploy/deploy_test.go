@@ -396,7 +396,14 @@ func TestDeploymentShape(t *testing.T) {
 
 func TestSecurityContext(t *testing.T) {
 	d, _ := gitfleetDeployment(t, renderBase(t))
-	pod := d.Spec.Template.Spec
+	checkSecurityContext(t, d.Spec.Template.Spec)
+}
+
+// checkSecurityContext: non-root, read-only root, no privilege, all
+// capabilities dropped, RuntimeDefault seccomp (the daemon's and the
+// agent's pods).
+func checkSecurityContext(t *testing.T, pod podSpec) {
+	t.Helper()
 	psc := pod.SecurityContext
 	if psc == nil {
 		t.Fatal("pod securityContext missing")
