@@ -6,7 +6,7 @@ COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 IMAGE     ?= gitfleet:$(VERSION)
 
-.PHONY: all build test testbin fuzz lint vet fmt run run-clusters simulate bench image generate crds crd-summary clean
+.PHONY: all build test testbin fuzz lint vet fmt run run-clusters run-clusters-pull simulate bench image generate crds crd-summary clean
 
 all: lint test build
 
@@ -50,6 +50,9 @@ run: build ## Quickstart: local bare repo + clone of examples/quickstart, gitfle
 
 run-clusters: build ## Quickstart against three real local member clusters (etcd + kube-apiserver, built by make testbin)
 	./hack/quickstart.sh $(BIN) --clusters
+
+run-clusters-pull: build ## The same three members pulling: a local hub API server (serve --hub kube) and gitfleet agent on each member
+	./hack/quickstart.sh $(BIN) --clusters-pull
 
 simulate: build ## Preview the quickstart rollout in virtual time
 	./hack/quickstart.sh $(BIN) --simulate

@@ -11,8 +11,12 @@
 #   hack/quickstart.sh BIN --clusters serve it to three real local member clusters
 #                                     (etcd + kube-apiserver each, hack/clusters.sh),
 #                                     stopped again when serve ends
+#   hack/quickstart.sh BIN --clusters-pull
+#                                     the same members pulling: a fourth API server
+#                                     is the hub (serve --hub kube), and each member
+#                                     runs gitfleet agent, which applies its Works
 set -euo pipefail
-bin=$(realpath "${1:?usage: quickstart.sh BIN [--simulate|--clusters]}")
+bin=$(realpath "${1:?usage: quickstart.sh BIN [--simulate|--clusters|--clusters-pull]}")
 mode=${2:-serve}
 root=$(cd "$(dirname "$0")/.." && pwd)
 if [ "$mode" = "--simulate" ]; then
@@ -36,6 +40,17 @@ if [ "$mode" = "--clusters" ]; then
   for m in member1 member2 member3; do
     sed -i "/name: $m\$/,/^---/ s|gitfleet.io/driver: simulated|gitfleet.io/driver: kubeconfig:$m|" "$dir/fleet/members.yaml"
   done
+  sed -i '/gitfleet.io\/sim-available-after/d' "$dir/fleet/members.yaml"
+fi
+if [ "$mode" = "--clusters-pull" ]; then
+  echo "starting the hub and member1, member2 and member3 (the first time builds them: make testbin, ~30 min)..." >&2
+  kubeconfig=$("$root/hack/clusters.sh" "$dir/clusters" hub member1 member2 member3 | tail -1)
+  agents=()
+  trap 'kill "${agents[@]}" 2>/dev/null; "$root/hack/clusters.sh" --stop "$dir/clusters"' EXIT
+  kubectl=$("$root/hack/testbin.sh" | tail -1)/kubectl
+  "$kubectl" --kubeconfig "$kubeconfig" --context hub apply --server-side -f "$root/config/crd/" >/dev/null
+  # Each member pulls: the hub writes its Works, its agent applies them.
+  sed -i "s|gitfleet.io/driver: simulated|gitfleet.io/driver: work|" "$dir/fleet/members.yaml"
   sed -i '/gitfleet.io\/sim-available-after/d' "$dir/fleet/members.yaml"
 fi
 (
@@ -94,6 +109,27 @@ on member2 first, then on member3 and member1:
 MSG
   "$bin" serve --repo "file://$dir/fleet.git" --cache-dir "$dir/cache" --interval 5s \
     --metrics-addr "${METRICS_ADDR:-127.0.0.1:8080}" --kubeconfig "$kubeconfig" "${status_args[@]}"
+  exit
+fi
+if [ "$mode" = "--clusters-pull" ]; then
+  cat <<MSG
+The hub and the members are real API servers (kubeconfig: $kubeconfig); gitfleet
+holds no member credentials: each member's agent (logs in $dir/agent-<member>.log)
+pulls its Works from the hub. Here the agents reach the hub as its admin; in a
+real fleet each uses the MemberCluster's spec.identity, which the hub grants
+only its namespace fleet-member-<member>. Watch test-cm appear on member2 first:
+  $kubectl --kubeconfig $kubeconfig --context member2 get cm -n test-namespace
+  $kubectl --kubeconfig $kubeconfig --context hub get works -A
+  $kubectl --kubeconfig $kubeconfig --context hub get memberclusters
+
+MSG
+  for m in member1 member2 member3; do
+    "$bin" agent --hub-kubeconfig "$kubeconfig" --hub-context hub --member-name "$m" \
+      --kubeconfig "$kubeconfig" --context "$m" >"$dir/agent-$m.log" 2>&1 &
+    agents+=($!)
+  done
+  "$bin" serve --repo "file://$dir/fleet.git" --cache-dir "$dir/cache" --interval 5s \
+    --metrics-addr "${METRICS_ADDR:-127.0.0.1:8080}" --hub kube --hub-kubeconfig "$kubeconfig" --hub-context hub "${status_args[@]}"
   exit
 fi
 exec "$bin" serve --repo "file://$dir/fleet.git" --cache-dir "$dir/cache" --interval 5s \
