@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/clock"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
 	"github.com/gitfleet/gitfleet/reconciler/agent"
@@ -336,5 +338,62 @@ func TestTheAgentLeavesWhenItsMemberIsDeleted(t *testing.T) {
 	}
 	if f.member.ConfigMapValue("app", "one", "k") != "1" {
 		t.Error("what the agent applied is gone from the member after the leave")
+	}
+}
+
+// Many agents run in one process, each against a simulated member (what
+// a benchmark of a large fleet does): each joins and reports its Work
+// available, and only the hub is real.
+func TestManyAgentsWithSimulatedMembersInOneProcess(t *testing.T) {
+	const n = 20
+	hub := kubetest.Start(t, "hub")[0]
+	hub.InstallCRDs(filepath.Join("..", "..", "config", "crd"))
+	admin, err := client.New(adminConfig(hub), client.Options{Scheme: membercluster.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl, err := membercluster.New(membercluster.Config{Rest: adminConfig(hub), Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, func(ctx context.Context) error { return ctrl.Run(ctx, 4) })
+	ctx := await.Context(t)
+	for i := range n {
+		name := fmt.Sprintf("sim-%02d", i)
+		m := &fleet.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+			fleet.DriverAnnotation: membercluster.DriverWork, fleet.SimAvailableAfterAnnotation: "0s"}}}
+		if err := admin.Create(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		a, err := agent.New(agent.Config{Hub: adminConfig(hub), MemberName: name, Log: quiet},
+			agent.SimulatedMember(clock.Real{}, m, quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(t, a.Run)
+		w := &unstructured.Unstructured{}
+		w.SetGroupVersionKind(fleet.SchemeGroupVersion.WithKind(fleet.KindWork))
+		w.SetNamespace(membercluster.Namespace(name))
+		w.SetName("app-work")
+		w.Object["spec"] = map[string]any{"workload": map[string]any{"manifests": []any{manifest(t, "v1", "ConfigMap", "app", "one", nil)}}}
+		await.Until(t, "the namespace of "+name, func() bool {
+			return hub.Get("v1", "Namespace", "", membercluster.Namespace(name)) != nil
+		})
+		if err := admin.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		name := fmt.Sprintf("sim-%02d", i)
+		await.Until(t, name+"'s work to be available and the member joined", func() bool {
+			u := hub.Get(fleet.SchemeGroupVersion.String(), fleet.KindWork, membercluster.Namespace(name), "app-work")
+			w := &fleet.Work{}
+			if u == nil || runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, w) != nil {
+				return false
+			}
+			m := &fleet.MemberCluster{}
+			return workCondition(w, fleet.WorkConditionTypeAvailable).Status == metav1.ConditionTrue &&
+				admin.Get(ctx, client.ObjectKey{Name: name}, m) == nil && joined(m) == metav1.ConditionTrue
+		})
 	}
 }

@@ -41,17 +41,29 @@ func SimulatedMember(clk clock.Clock, m *fleet.MemberCluster, log *slog.Logger) 
 			sim.Annotations = map[string]string{}
 		}
 		sim.Annotations[fleet.DriverAnnotation] = fleet.DriverSimulated
-		return &simulated{Driver: member.NewDrivers(clk, r, log).For(sim), observation: member.SimulatedObservation(m.Annotations),
+		return &simulated{Driver: member.NewDrivers(clk, r, log).For(sim), member: sim, observation: member.SimulatedObservation(m.Annotations),
 			applied: map[string]*fleet.AppliedWork{}}, nil
 	}
 }
 
 type simulated struct {
 	member.Driver
+	member      *fleet.MemberCluster
 	observation member.Observation
 
 	mu      sync.Mutex
 	applied map[string]*fleet.AppliedWork
+}
+
+// Deliver and Remove act as the simulated MemberCluster's annotations say.
+func (s *simulated) Deliver(ctx context.Context, d member.Delivery) error {
+	d.Member = s.member
+	return s.Driver.Deliver(ctx, d)
+}
+
+func (s *simulated) Remove(ctx context.Context, d member.Delivery) error {
+	d.Member = s.member
+	return s.Driver.Remove(ctx, d)
 }
 
 func (s *simulated) Observe(context.Context) (member.Observation, error) { return s.observation, nil }
