@@ -2,6 +2,8 @@ package deploy
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,7 +20,9 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
+	"github.com/gitfleet/gitfleet/reconciler/membercluster"
 )
 
 // renderAgent renders deploy/agent from disk, what `kubectl apply -k
@@ -196,4 +200,48 @@ func TestAgentRBACOnARealAPIServer(t *testing.T) {
 	if _, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("listing pods without the binding: %v, want Forbidden", err)
 	}
+}
+
+// With components/kube-hub, gitfleet's service account may do the hub side
+// of a member that pulls: its namespace, the Role granting the member's
+// identity the fleet groups there (escalate, bind), the RoleBinding and
+// the InternalMemberCluster.
+func TestKubeHubRBACServesMembersThatPull(t *testing.T) {
+	cluster := kubetest.Start(t, "hub")[0]
+	cluster.InstallCRDs(filepath.Join("..", "config", "crd"))
+	objs := renderWithComponents(t, "kube-hub")
+	admin := cluster.Client()
+	ctx := await.Context(t)
+	for _, id := range []string{"Namespace/" + namespace, "ServiceAccount/gitfleet", "ClusterRole/gitfleet-hub", "ClusterRoleBinding/gitfleet-hub"} {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(mustGet(t, objs, id).raw, &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.Create(ctx, u); err != nil {
+			t.Fatalf("creating %s: %v", id, err)
+		}
+	}
+	asGitfleet := &rest.Config{Host: cluster.Server, BearerToken: cluster.AdminToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true},
+		Impersonate: rest.ImpersonationConfig{UserName: "system:serviceaccount:" + namespace + ":gitfleet"}}
+	ctrl, err := membercluster.New(membercluster.Config{Rest: asGitfleet, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(cctx, 1) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	m := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "cluster.kubernetes-fleet.io/v1beta1", "kind": "MemberCluster",
+		"metadata": map[string]any{"name": "m1", "annotations": map[string]any{"gitfleet.io/driver": membercluster.DriverWork}},
+		"spec":     map[string]any{"identity": map[string]any{"kind": "ServiceAccount", "name": "agent", "namespace": "fleet-agents"}}}}
+	if err := admin.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	await.Until(t, "the hub side of m1, written as gitfleet", func() bool {
+		return cluster.Get("rbac.authorization.k8s.io/v1", "RoleBinding", "fleet-member-m1", "fleet-rolebinding-m1") != nil &&
+			cluster.Get("cluster.kubernetes-fleet.io/v1beta1", "InternalMemberCluster", "fleet-member-m1", "m1") != nil
+	})
 }
