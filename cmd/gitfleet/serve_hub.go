@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 
-	"github.com/gitfleet/gitfleet/gitsource/gitops"
 	"github.com/gitfleet/gitfleet/internal/clock"
 	"github.com/gitfleet/gitfleet/internal/leader"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
@@ -24,7 +23,7 @@ const (
 	hubKube     = "kube"
 )
 
-var _ gitops.Hub = (*kubehub.Hub)(nil)
+var _ hub.Loop = (*kubehub.Hub)(nil)
 
 // hubOptions choose the hub: gitfleet's own (state in Git) or a Kubernetes
 // API server (state in etcd, Git as the interface).
@@ -60,7 +59,7 @@ func (o hubOptions) restConfig() (*rest.Config, error) {
 //
 // The hub is checked first, so a hub serve cannot use (no CRDs, KubeFleet's
 // hub agent at work) ends serve at once instead of being retried.
-func (o hubOptions) newHub(ctx context.Context, log *slog.Logger) (func(context.Context, hub.Store, clock.Clock, member.Clusters) (gitops.Hub, error), error) {
+func (o hubOptions) newHub(ctx context.Context, log *slog.Logger) (func(context.Context, hub.Store, clock.Clock, member.Clusters) (hub.Loop, error), error) {
 	if o.kind != hubKube {
 		return nil, nil
 	}
@@ -71,7 +70,7 @@ func (o hubOptions) newHub(ctx context.Context, log *slog.Logger) (func(context.
 	if err := kubehub.Check(ctx, rc); err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context, store hub.Store, clk clock.Clock, clusters member.Clusters) (gitops.Hub, error) {
+	return func(ctx context.Context, store hub.Store, clk clock.Clock, clusters member.Clusters) (hub.Loop, error) {
 		h, err := kubehub.New(ctx, kubehub.Config{Rest: rc, Select: render.Select, Store: store, Deliver: true,
 			Clusters: clusters, Clock: clk, Log: log.With("component", "hub")})
 		if err != nil {

@@ -48,7 +48,7 @@ type fleetObject = hub.Object
 // admitHub is what admission reads and writes.
 type admitHub interface {
 	hub.Hub
-	Desired
+	hub.Desired
 }
 
 func keyOf(o metav1.Object) hub.Key { return hub.Key{Namespace: o.GetNamespace(), Name: o.GetName()} }
@@ -58,7 +58,7 @@ func refOfObject(group string, o fleetObject) render.ObjectRef {
 }
 
 // NewAdmitter returns an Admitter feeding h.
-func NewAdmitter(h Hub) *Admitter { return &Admitter{hub: h} }
+func NewAdmitter(h hub.Loop) *Admitter { return &Admitter{hub: h} }
 
 // kind is how one family of fleet objects is admitted: read, checked as
 // an update (nil: any update is fine), noted on (nil: never), listed.
@@ -77,7 +77,7 @@ type kind[T fleetObject] struct {
 // admitKind applies every object of a family from Git, refusing updates
 // the API server would refuse (noted on the stored object), and deletes
 // stored objects that are gone from Git unless their file failed to render.
-func admitKind[T fleetObject](ctx context.Context, h Desired, c *render.Content, objs []T, k kind[T], withheld func(render.ObjectRef) bool) ([]string, error) {
+func admitKind[T fleetObject](ctx context.Context, h hub.Desired, c *render.Content, objs []T, k kind[T], withheld func(render.ObjectRef) bool) ([]string, error) {
 	var rejected []string
 	seen := map[hub.Key]bool{}
 	for _, o := range objs {

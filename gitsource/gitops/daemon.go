@@ -99,14 +99,14 @@ type Config struct {
 	// NewHub builds the hub the loop runs the engine on, writing what it
 	// holds through to store, the status tree (default: the embedded hub,
 	// NewEmbeddedHub).
-	NewHub func(ctx context.Context, store hub.Store, clk clock.Clock, clusters member.Clusters) (Hub, error)
+	NewHub func(ctx context.Context, store hub.Store, clk clock.Clock, clusters member.Clusters) (hub.Loop, error)
 	Log    *slog.Logger
 }
 
 // NewEmbeddedHub is the default Config.NewHub: the hub in gitfleet's
 // memory, restored from and persisted to store, selecting resources as
 // render does.
-func NewEmbeddedHub(_ context.Context, store hub.Store, clk clock.Clock, clusters member.Clusters) (Hub, error) {
+func NewEmbeddedHub(_ context.Context, store hub.Store, clk clock.Clock, clusters member.Clusters) (hub.Loop, error) {
 	h := embedded.New(clk, store)
 	h.SetSelector(render.Select)
 	if clusters != nil {
@@ -139,7 +139,7 @@ type Daemon struct {
 	clock clock.Clock
 	log   *slog.Logger
 
-	Hub        Hub
+	Hub        hub.Loop
 	Store      *status.TreeStore
 	Controller *reconciler.Controller
 

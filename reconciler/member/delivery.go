@@ -77,16 +77,9 @@ func (d Delivery) WorkName() string {
 	return p.Namespace + "." + p.Name + "-work"
 }
 
-// Reporter takes a driver's report on a delivery. The hub implements it.
-type Reporter interface {
-	// ReportBindingStatus replaces the delivery conditions (Overridden,
-	// WorkSynchronized, Applied, Available, DiffReported) and the failed,
-	// drifted and diffed placements of the binding with conds and p
-	// (MergeReport). It is ignored when
-	// the binding's generation is no longer generation, so a late report
-	// about an older snapshot never counts.
-	ReportBindingStatus(key hub.Key, generation int64, conds []metav1.Condition, p Placements) error
-}
+// Reporter takes a driver's report on a delivery (the hub's interface:
+// the hub implements it, and reconciler/hub does not import member).
+type Reporter = hub.Reporter
 
 // Driver puts bound snapshots on one member cluster and takes them off.
 //

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
 )
 
 // Per-resource reasons and errors of KubeFleet's work applier
@@ -182,11 +183,7 @@ func pointerValue(obj map[string]any, pointer string) any {
 // Placements are the per-resource details of a report: what failed, what
 // drifted, what differs. Observation times are left to the hub
 // (MergeReport), which keeps when each was first seen.
-type Placements struct {
-	Failed  []fleet.FailedResourcePlacement
-	Drifted []fleet.DriftedResourcePlacement
-	Diffed  []fleet.DiffedResourcePlacement
-}
+type Placements = hub.ReportedPlacements
 
 // Failed is a report of failed placements only.
 func Failed(f []fleet.FailedResourcePlacement) Placements { return Placements{Failed: f} }
@@ -212,7 +209,7 @@ func DiffedPlacement(manifest, live *unstructured.Unstructured, details []fleet.
 
 // capped sorts the details of a report by resource and keeps the first
 // 100 of each kind, as KubeFleet's work generator does.
-func (p Placements) capped() Placements {
+func capped(p Placements) Placements {
 	less := func(a, b fleet.ResourceIdentifier) bool { return identifierKey(a) < identifierKey(b) }
 	if len(p.Drifted) > maxDriftedPlacements {
 		sort.SliceStable(p.Drifted, func(i, j int) bool { return less(p.Drifted[i].ResourceIdentifier, p.Drifted[j].ResourceIdentifier) })

@@ -44,7 +44,7 @@ func MergeReport(cur *fleet.Binding, generation int64, conds []metav1.Condition,
 			meta.RemoveStatusCondition(&next.Status.Conditions, t)
 		}
 	}
-	p = p.capped()
+	p = capped(p)
 	next.Status.FailedPlacements = nil
 	for _, f := range p.Failed {
 		f.Condition.LastTransitionTime = at

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/gitfleet/gitfleet/reconciler/delivery"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/member"
 )
 
@@ -19,8 +20,9 @@ func (h *Hub) initDelivery() {
 	h.onBindingWritten = h.delivery.Observe
 }
 
-// Delivery is the hub's delivery controller.
-func (h *Hub) Delivery() *delivery.Controller { return h.delivery }
+// Delivery implements hub.Loop: member drivers report to the hub's
+// delivery controller.
+func (h *Hub) Delivery() hub.Reporter { return h.delivery }
 
 // Members is the registry of member drivers the hub started with; it
 // shows what each simulated member holds.

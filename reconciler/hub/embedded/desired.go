@@ -8,7 +8,7 @@ import (
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 )
 
-// The methods below are the Git loop's view of the inputs (gitops.Hub):
+// The methods below are the Git loop's view of the inputs (hub.Desired):
 // one call per kind of write, whatever the kind of object.
 
 // Apply takes a person's object, as the Apply* method of its kind does.

@@ -96,7 +96,7 @@ func (h *Hub) UpdateEvictionStatus(_ context.Context, e *fleet.ClusterResourcePl
 }
 
 // ListDisruptionBudgets lists every budget, so that those removed from Git
-// are deleted (gitops.Desired).
+// are deleted (hub.Desired).
 func (h *Hub) ListDisruptionBudgets(context.Context) ([]*fleet.ClusterResourcePlacementDisruptionBudget, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -41,14 +41,14 @@ func deleteOverride[T object](h *Hub, key hub.Key, t *table[T]) {
 	t.delete(key)
 }
 
-// ListClusterResourceOverrides implements gitops.Desired.
+// ListClusterResourceOverrides implements hub.Desired.
 func (h *Hub) ListClusterResourceOverrides(context.Context) ([]*fleet.ClusterResourceOverride, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.cros.list(nil), nil
 }
 
-// ListResourceOverrides implements gitops.Desired.
+// ListResourceOverrides implements hub.Desired.
 func (h *Hub) ListResourceOverrides(context.Context) ([]*fleet.ResourceOverride, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

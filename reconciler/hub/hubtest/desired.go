@@ -10,18 +10,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/gitsource/gitops"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 )
 
-// The behaviours below are the Git loop's inputs (gitops.Desired): how the
+// The behaviours below are the Git loop's inputs (hub.Desired): how the
 // objects of the tracked branch, gitfleet's notes and merged approvals
 // reach the hub.
 
 var desiredBehaviours = []struct {
 	name string
-	test func(*suite, gitops.Desired)
+	test func(*suite, hub.Desired)
 }{
 	{"apply takes the spec, keeps the status, raises the generation on spec changes", (*suite).applyKeepsStatus},
 	{"notes are set and removed without a new generation", (*suite).notesKeepTheGeneration},
@@ -30,15 +29,15 @@ var desiredBehaviours = []struct {
 	{"overrides are applied, listed and deleted", (*suite).overridesApplied},
 }
 
-func (s *suite) desired() gitops.Desired {
-	d, ok := s.h.(gitops.Desired)
+func (s *suite) desired() hub.Desired {
+	d, ok := s.h.(hub.Desired)
 	if !ok {
 		s.t.Skipf("%T takes no objects from Git", s.h)
 	}
 	return d
 }
 
-func (s *suite) applyKeepsStatus(d gitops.Desired) {
+func (s *suite) applyKeepsStatus(d hub.Desired) {
 	s.must(d.Apply(s.ctx, s.run("run", "app")))
 	r := s.getRun("run")
 	if r.Generation != 1 || r.Spec.PlacementName != "app" {
@@ -80,7 +79,7 @@ func (s *suite) applyKeepsStatus(d gitops.Desired) {
 	}
 }
 
-func (s *suite) notesKeepTheGeneration(d gitops.Desired) {
+func (s *suite) notesKeepTheGeneration(d hub.Desired) {
 	s.must(d.Apply(s.ctx, s.run("run", "app")))
 	kind := fleet.UpdateRunKind(s.ns)
 	s.must(d.Annotate(s.ctx, kind, s.key("run"), fleet.RejectedChangeAnnotation, "refused"))
@@ -99,7 +98,7 @@ func (s *suite) notesKeepTheGeneration(d gitops.Desired) {
 	}
 }
 
-func (s *suite) deleteRemoves(d gitops.Desired) {
+func (s *suite) deleteRemoves(d hub.Desired) {
 	s.must(d.Apply(s.ctx, s.placement("app")))
 	s.must(d.Delete(s.ctx, fleet.PlacementKind(s.ns), s.key("app")))
 	if _, err := s.h.GetPlacement(s.ctx, s.key("app")); !hub.IsNotFound(err) {
@@ -118,7 +117,7 @@ func (s *suite) deleteRemoves(d gitops.Desired) {
 	s.must(s.h.RemoveUpdateRun(s.ctx, s.key("run")))
 }
 
-func (s *suite) approvalFromGit(d gitops.Desired) {
+func (s *suite) approvalFromGit(d hub.Desired) {
 	s.must(s.h.CreateApprovalRequest(s.ctx, s.approval("run-after-canary", "run", "canary")))
 	a, err := s.h.GetApprovalRequest(s.ctx, s.key("run-after-canary"))
 	s.must(err)
@@ -153,7 +152,7 @@ func (s *suite) override(name, value string) Object {
 }
 
 // listOverrides lists the family's overrides.
-func (s *suite) listOverrides(d gitops.Desired) []Object {
+func (s *suite) listOverrides(d hub.Desired) []Object {
 	var out []Object
 	if s.ns == "" {
 		l, err := d.ListClusterResourceOverrides(s.ctx)
@@ -171,7 +170,7 @@ func (s *suite) listOverrides(d gitops.Desired) []Object {
 	return out
 }
 
-func (s *suite) overridesApplied(d gitops.Desired) {
+func (s *suite) overridesApplied(d hub.Desired) {
 	only := func(what string, wantGeneration int64) Object {
 		s.t.Helper()
 		l := s.listOverrides(d)

@@ -15,7 +15,7 @@ import (
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 )
 
-// The methods below are the Git loop's inputs (gitops.Desired): the fleet
+// The methods below are the Git loop's inputs (hub.Desired): the fleet
 // objects of the tracked branch are server-side applied with field manager
 // gitfleet, so a field removed from Git is removed from the hub and a
 // person's kubectl edit of a field Git sets is taken back on the next sync;
@@ -26,7 +26,7 @@ import (
 // apply must not remove them.
 const NoteManager = "gitfleet-notes"
 
-// Apply implements gitops.Desired by a server-side apply of the object's
+// Apply implements hub.Desired by a server-side apply of the object's
 // labels, annotations and spec.
 func (h *Hub) Apply(ctx context.Context, obj hub.Object) error {
 	kind := hub.KindOf(obj)
@@ -116,7 +116,7 @@ func holds(m, want map[string]string) bool {
 	return true
 }
 
-// Delete implements gitops.Desired; a finalizer may keep the object,
+// Delete implements hub.Desired; a finalizer may keep the object,
 // terminating (a run until the engine has finished its deletion).
 func (h *Hub) Delete(ctx context.Context, kind string, key hub.Key) error {
 	if _, ok := resources[kind]; !ok {
@@ -131,7 +131,7 @@ func (h *Hub) Delete(ctx context.Context, kind string, key hub.Key) error {
 	return nil
 }
 
-// Annotate implements gitops.Desired by a merge patch under NoteManager;
+// Annotate implements hub.Desired by a merge patch under NoteManager;
 // an unchanged note is not written.
 func (h *Hub) Annotate(ctx context.Context, kind string, key hub.Key, name, value string) error {
 	cur := h.cached(kind, key)
@@ -171,31 +171,31 @@ func (h *Hub) settle(ctx context.Context, kind string, key hub.Key) error {
 	return err
 }
 
-// ListUpdateStrategies implements gitops.Desired.
+// ListUpdateStrategies implements hub.Desired.
 func (h *Hub) ListUpdateStrategies(context.Context) ([]*fleet.UpdateStrategy, error) {
 	return listBoth(h, fleet.KindClusterStagedUpdateStrategy, fleet.KindStagedUpdateStrategy,
 		func() *fleet.UpdateStrategy { return &fleet.UpdateStrategy{} })
 }
 
-// ListClusterResourceOverrides implements gitops.Desired.
+// ListClusterResourceOverrides implements hub.Desired.
 func (h *Hub) ListClusterResourceOverrides(context.Context) ([]*fleet.ClusterResourceOverride, error) {
 	return list(h, fleet.KindClusterResourceOverride, "", true, labels.Everything(),
 		func() *fleet.ClusterResourceOverride { return &fleet.ClusterResourceOverride{} })
 }
 
-// ListResourceOverrides implements gitops.Desired.
+// ListResourceOverrides implements hub.Desired.
 func (h *Hub) ListResourceOverrides(context.Context) ([]*fleet.ResourceOverride, error) {
 	return list(h, fleet.KindResourceOverride, "", true, labels.Everything(),
 		func() *fleet.ResourceOverride { return &fleet.ResourceOverride{} })
 }
 
-// ApplyApprovalRequestStatus implements gitops.Desired: a person's
+// ApplyApprovalRequestStatus implements hub.Desired: a person's
 // conditions, merged in Git, replace the request's status on the hub.
 func (h *Hub) ApplyApprovalRequestStatus(ctx context.Context, a *fleet.ApprovalRequest) error {
 	return hub.ReplaceApprovalRequestStatus(ctx, h, a)
 }
 
-// SetResources implements gitops.Desired: the workload resources of the
+// SetResources implements hub.Desired: the workload resources of the
 // tracked commit, which Config.Select picks a placement's from.
 func (h *Hub) SetResources(res []*unstructured.Unstructured) {
 	h.mu.Lock()

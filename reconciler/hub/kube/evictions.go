@@ -43,7 +43,7 @@ func (h *Hub) GetDisruptionBudget(_ context.Context, key hub.Key) (*fleet.Cluste
 	return b, h.get(fleet.KindClusterResourcePlacementDisruptionBudget, key, b)
 }
 
-// ListDisruptionBudgets implements gitops.Desired.
+// ListDisruptionBudgets implements hub.Desired.
 func (h *Hub) ListDisruptionBudgets(context.Context) ([]*fleet.ClusterResourcePlacementDisruptionBudget, error) {
 	return list(h, fleet.KindClusterResourcePlacementDisruptionBudget, "", true, labels.Everything(), newDisruptionBudget)
 }

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/reconciler/delivery"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/member"
 )
@@ -171,8 +170,14 @@ func (h *Hub) Pending() int {
 	return n
 }
 
-// Delivery is the hub's delivery controller (nil unless Config.Deliver).
-func (h *Hub) Delivery() *delivery.Controller { return h.delivery }
+// Delivery implements hub.Loop: member drivers report to the hub's
+// delivery controller (nil unless Config.Deliver).
+func (h *Hub) Delivery() hub.Reporter {
+	if h.delivery == nil {
+		return nil // not a nil *delivery.Controller inside an interface
+	}
+	return h.delivery
+}
 
 // Members is the registry of member drivers deliveries go through (nil
 // unless Config.Deliver).

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/gitsource/gitops"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/reconciler"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
@@ -16,7 +15,7 @@ import (
 	"github.com/gitfleet/gitfleet/status"
 )
 
-var _ gitops.Hub = (*Hub)(nil)
+var _ hub.Loop = (*Hub)(nil)
 
 // TestGitLoopSideOnKubeHub runs the engine on a kube hub as `serve --hub
 // kube` does: the hub delivers to simulated members itself (the members'
