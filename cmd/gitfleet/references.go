@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/gitsource/gitops"
+	"github.com/gitfleet/gitfleet/gitsource/ingest"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 	"github.com/gitfleet/gitfleet/reconciler/updaterun"
@@ -85,7 +85,7 @@ func strategyInvalid(e render.ManifestError) string {
 	if e.Namespace != "" {
 		name = e.Namespace + "/" + name
 	}
-	return fmt.Sprintf(updaterun.StrategyInvalidFmt, name, gitops.StrategyRefusal(e))
+	return fmt.Sprintf(updaterun.StrategyInvalidFmt, name, ingest.StrategyRefusal(e))
 }
 
 // inNamespace is " in namespace ns" for namespaced objects.

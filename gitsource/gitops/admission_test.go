@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/gitsource/gitops"
 )
 
 // A change the API server would refuse is refused the same way: the run
@@ -38,13 +37,13 @@ func TestRefusedRunChangesAreReportedAndTheAcceptedSpecKeepsRunning(t *testing.T
 			var run *fleet.UpdateRun
 			eventually(t, "the rejection on the run's status file", func() bool {
 				run = r.run("example-run")
-				return strings.Contains(run.Annotations[gitops.RejectedChangeAnnotation], tc.want)
+				return strings.Contains(run.Annotations[fleet.RejectedChangeAnnotation], tc.want)
 			})
 			if run.Spec.PlacementName != "example-placement" || run.Spec.State != fleet.StateRun || run.Generation != 1 {
 				t.Errorf("the refused spec was applied: %+v, generation %d", run.Spec, run.Generation)
 			}
-			if !strings.Contains(run.Annotations[gitops.RejectedChangeAnnotation], "run.yaml") {
-				t.Errorf("the note %q does not name the file", run.Annotations[gitops.RejectedChangeAnnotation])
+			if !strings.Contains(run.Annotations[fleet.RejectedChangeAnnotation], "run.yaml") {
+				t.Errorf("the note %q does not name the file", run.Annotations[fleet.RejectedChangeAnnotation])
 			}
 			if got, want := title(), "status: example-run change refused: "+tc.want; got != want {
 				t.Errorf("the status commit is titled %q, want %q", got, want)
@@ -56,8 +55,8 @@ func TestRefusedRunChangesAreReportedAndTheAcceptedSpecKeepsRunning(t *testing.T
 	stopped := strings.Replace(string(files["run.yaml"]), "state: Run", "state: Stop", 1)
 	r.commit("stop", map[string][]byte{"run.yaml": []byte(stopped)})
 	run := r.waitPhase("example-run", fleet.PhaseStopped)
-	if run.Generation != 2 || run.Annotations[gitops.RejectedChangeAnnotation] != "" {
-		t.Errorf("after an accepted change: generation %d, note %q", run.Generation, run.Annotations[gitops.RejectedChangeAnnotation])
+	if run.Generation != 2 || run.Annotations[fleet.RejectedChangeAnnotation] != "" {
+		t.Errorf("after an accepted change: generation %d, note %q", run.Generation, run.Annotations[fleet.RejectedChangeAnnotation])
 	}
 }
 
@@ -95,10 +94,10 @@ func TestABrokenRunFileDoesNotStopOtherRuns(t *testing.T) {
 	var run *fleet.UpdateRun
 	eventually(t, "the run's status file to say its file no longer renders", func() bool {
 		run = r.run("example-run")
-		return run != nil && strings.Contains(run.Annotations[gitops.RejectedChangeAnnotation], "no longer renders (run.yaml")
+		return run != nil && strings.Contains(run.Annotations[fleet.RejectedChangeAnnotation], "no longer renders (run.yaml")
 	})
-	if !strings.Contains(run.Annotations[gitops.RejectedChangeAnnotation], "placementNam") {
-		t.Errorf("the note %q does not name the unknown field", run.Annotations[gitops.RejectedChangeAnnotation])
+	if !strings.Contains(run.Annotations[fleet.RejectedChangeAnnotation], "placementNam") {
+		t.Errorf("the note %q does not name the unknown field", run.Annotations[fleet.RejectedChangeAnnotation])
 	}
 	if run.Phase() != fleet.PhaseWaiting || run.Spec.PlacementName != "example-placement" {
 		t.Fatalf("a broken file changed its run: %s %+v", run.Phase(), run.Spec)

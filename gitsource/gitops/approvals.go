@@ -1,67 +1,147 @@
 package gitops
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/gitsource"
+	"github.com/gitfleet/gitfleet/gitsource/ingest"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/render"
 	"github.com/gitfleet/gitfleet/status"
 )
 
-// syncApprovals takes the people's part of every approval request file in
-// Git — the Approved condition, as merged — into the hub. Everything else in
-// those files is gitfleet's (the spec is immutable, ApprovalAccepted is
-// written by the engine), so only Approved is read back. It returns the
-// names of the requests whose approval changed.
-func syncApprovals(ctx context.Context, h admitHub, fromGit []*fleet.ApprovalRequest) ([]*fleet.ApprovalRequest, error) {
-	var changed []*fleet.ApprovalRequest
-	for _, g := range fromGit {
-		key := hub.Key{Namespace: g.Namespace, Name: g.Name}
-		cur, err := h.GetApprovalRequest(ctx, key)
+// takeApprovals is the step of a sync that reads approvals/ of the tracked
+// tip and hands the Approved conditions people merged to the hub
+// (ingest.TakeApprovals); a file a commit broke is repaired.
+func (d *Daemon) takeApprovals(ctx context.Context, commit plumbing.Hash) error {
+	fsys, ars, errs, err := ingest.ReadApprovals(ctx, d.src, commit)
+	if err != nil {
+		return err
+	}
+	for _, e := range errs {
+		d.repairApproval(ctx, e, commit)
+	}
+	// Only files people changed count: one holding what gitfleet last
+	// wrote there (or read at start) says nothing new, while the hub may
+	// have moved on — an approval given with `kubectl patch` on a kube hub
+	// that the status tree has not caught up with yet must not be undone.
+	ars = slices.DeleteFunc(ars, func(a *fleet.ApprovalRequest) bool {
+		p, err := status.PathFor(a)
 		if err != nil {
-			if hub.IsNotFound(err) {
-				// A file gitfleet did not create (or whose run is gone)
-				// approves nothing.
+			return false
+		}
+		data, err := fs.ReadFile(fsys, p)
+		stored, known := d.Store.Stored(p)
+		return err == nil && known && bytes.Equal(data, stored)
+	})
+	changed, err := d.ingest.TakeApprovals(ctx, ars)
+	for _, ar := range changed {
+		attrs := []any{"approval_request", ar.Name}
+		if ar.Namespace != "" {
+			attrs = append(attrs, "namespace", ar.Namespace)
+		}
+		if p, perr := status.PathFor(ar); perr == nil {
+			if c := d.lastChange(ctx, commit, p); c != nil {
+				attrs = append(attrs, "commit", short(c.Hash), "author", fmt.Sprintf("%s <%s>", c.Author.Name, c.Author.Email))
+				d.forgeApprovalTaken(p, c)
+			}
+		}
+		d.log.Info("approval taken from Git", attrs...)
+	}
+	return err
+}
+
+// lastChangeDepth bounds how far back lastChange looks.
+const lastChangeDepth = 100
+
+// lastChange is the newest first-parent commit up to tip that changed the
+// file at p (a merge counts as the change: its author merged it), or nil
+// when none of the last lastChangeDepth commits did. It names who approved
+// in the log.
+func (d *Daemon) lastChange(ctx context.Context, tip plumbing.Hash, p string) *object.Commit {
+	return d.lastChanges(ctx, tip, []string{p}, lastChangeDepth)[p]
+}
+
+// lastChanges is lastChange of several files in one walk of at most depth
+// commits; a file none of them changed has no entry.
+func (d *Daemon) lastChanges(ctx context.Context, tip plumbing.Hash, paths []string, depth int) map[string]*object.Commit {
+	found := make(map[string]*object.Commit, len(paths))
+	h := tip
+	for range depth {
+		c, err := d.src.Commit(ctx, h)
+		if err != nil {
+			return found
+		}
+		parent := plumbing.ZeroHash
+		if c.NumParents() > 0 {
+			parent = c.ParentHashes[0]
+		}
+		changed, err := d.src.ChangedPaths(ctx, parent, c.Hash)
+		if err != nil {
+			return found
+		}
+		for _, p := range paths {
+			if _, done := found[p]; done {
 				continue
 			}
-			return changed, err
+			if _, ok := slices.BinarySearch(changed, p); ok {
+				found[p] = c
+			}
 		}
-		want := meta.FindStatusCondition(g.Status.Conditions, fleet.ApprovalRequestConditionApproved)
-		have := meta.FindStatusCondition(cur.Status.Conditions, fleet.ApprovalRequestConditionApproved)
-		if equality.Semantic.DeepEqual(want, have) {
-			continue
+		if len(found) == len(paths) || parent.IsZero() {
+			return found
 		}
-		next := cur.DeepCopy()
-		if want == nil {
-			meta.RemoveStatusCondition(&next.Status.Conditions, fleet.ApprovalRequestConditionApproved)
-		} else {
-			// Keep the person's condition verbatim (observedGeneration
-			// included): a wrong generation must stay visible, so the
-			// engine can explain why it is ignored.
-			meta.RemoveStatusCondition(&next.Status.Conditions, fleet.ApprovalRequestConditionApproved)
-			next.Status.Conditions = append([]metav1.Condition{*want}, next.Status.Conditions...)
-		}
-		if err := h.ApplyApprovalRequestStatus(ctx, next); err != nil {
-			return changed, err
-		}
-		// A person's edit was taken: a note that an earlier one was not
-		// is history now.
-		if err := h.Annotate(ctx, fleet.ApprovalRequestKind(key.Namespace), key, fleet.RejectedChangeAnnotation, ""); err != nil {
-			return changed, err
-		}
-		changed = append(changed, g)
+		h = parent
 	}
-	return changed, nil
+	return found
+}
+
+// repairApproval handles an approval request file that does not read: if
+// gitfleet holds the request, a person's commit broke the file, which then
+// approves nothing; gitfleet writes its own record of the request back
+// (with any approval it had already taken), so the file a person edits to
+// approve is a valid one again. The record carries a note saying so, which
+// the run reports on its approval task until the request is approved.
+func (d *Daemon) repairApproval(ctx context.Context, e render.ManifestError, commit plumbing.Hash) {
+	ref, err := status.RefFor(e.File)
+	if err != nil || ref.Name == "" {
+		d.log.Warn("approval request file error", "error", e.Error())
+		return
+	}
+	key := hub.Key{Namespace: ref.Namespace, Name: ref.Name}
+	if _, err := d.Hub.GetApprovalRequest(ctx, key); err != nil {
+		d.log.Warn("approval request file error; gitfleet has no such request to restore", "error", e.Error())
+		return
+	}
+	// The commit that broke it, not the tip: gitfleet's own commits may
+	// have come after it by the time this sync sees it.
+	if c := d.lastChange(ctx, commit, e.File); c != nil {
+		commit = c.Hash
+	}
+	d.log.Warn("approval request file broken by a commit; gitfleet writes its record back (it approves nothing as it is)",
+		"file", e.File, "commit", commit.String(), "error", e.Error())
+	if err := d.Hub.Annotate(ctx, ref.Kind, key, fleet.RejectedChangeAnnotation, fmt.Sprintf(
+		"%s (commit %.7s): the file approved nothing, so gitfleet wrote its record of the request back; approve it again", e.Error(), commit.String())); err != nil {
+		d.log.Warn("noting the broken approval request file on the request failed", "file", e.File, "err", err.Error())
+		return
+	}
+	cur, err := d.Hub.GetApprovalRequest(ctx, key)
+	if err != nil {
+		return
+	}
+	d.Store.Forget(e.File)
+	d.Store.Put(hub.ObjectRef{Kind: ref.Kind, Key: key}, cur)
 }
 
 // downDepth bounds how far back approvalsChangedWhileDown looks for the
@@ -89,11 +169,10 @@ const downDepth = 1000
 // commit trailer, but a forged one only makes the file lose to the hub's
 // record, never approve anything.
 func (d *Daemon) approvalsChangedWhileDown(ctx context.Context, tip plumbing.Hash) error {
-	fsys, err := DirFS(ctx, d.src, tip, render.ApprovalsDir)
+	_, ars, _, err := ingest.ReadApprovals(ctx, d.src, tip) // the sync reports and repairs broken files
 	if err != nil {
 		return err
 	}
-	ars, _ := render.ReadApprovals(fsys, render.ApprovalsDir) // the sync reports and repairs broken files
 	var differ []string
 	for _, a := range ars {
 		cur, err := d.Hub.GetApprovalRequest(ctx, hub.Key{Namespace: a.Namespace, Name: a.Name})

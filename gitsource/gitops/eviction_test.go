@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/gitsource/gitops"
 	"github.com/gitfleet/gitfleet/status"
 )
 
@@ -65,7 +64,7 @@ func TestEvictionPushedToGitIsExecutedOnceAndWrittenBack(t *testing.T) {
 	var after *fleet.ClusterResourcePlacementEviction
 	eventually(t, "the refused change noted on the eviction", func() bool {
 		after = r.object(file).(*fleet.ClusterResourcePlacementEviction)
-		return strings.Contains(after.Annotations[gitops.RejectedChangeAnnotation],
+		return strings.Contains(after.Annotations[fleet.RejectedChangeAnnotation],
 			`spec.clusterName: Invalid value: "member2": The ClusterName field is immutable`)
 	})
 	if after.Spec.ClusterName != "member1" || !equality.Semantic.DeepEqual(after.Status, done.Status) {

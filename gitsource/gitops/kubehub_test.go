@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/gitsource/gitops"
 	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
 	"github.com/gitfleet/gitfleet/status"
 )
@@ -149,7 +148,7 @@ func TestServeOnAKubernetesHub(t *testing.T) {
 	r.commit("move the run", map[string][]byte{"run.yaml": []byte(immutable)})
 	eventually(t, "the refusal in the run's status file", func() bool {
 		run := runOnce(t, r, path)
-		return run != nil && strings.Contains(run.Annotations[gitops.RejectedChangeAnnotation], "placementName is immutable")
+		return run != nil && strings.Contains(run.Annotations[fleet.RejectedChangeAnnotation], "placementName is immutable")
 	})
 	if got := strings.TrimSpace(k.run("get", "clusterstagedupdaterun", "example-run", "-o", "jsonpath={.spec.placementName}")); got != "example-placement" {
 		t.Errorf("the refused placementName reached the hub: %q", got)

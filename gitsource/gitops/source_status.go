@@ -17,6 +17,20 @@ import (
 	"github.com/gitfleet/gitfleet/status"
 )
 
+// sourceRecord is the source status step's own state: the records of
+// status/sources/, and what its walks found last. Only the loop's
+// goroutine (follow, Open) records the source.
+type sourceRecord struct {
+	// sources are status/sources/, by name.
+	sources map[string]*fleet.GitSource
+	// personWalk is lastPersonCommit's last answer, for the head it was
+	// asked about: a walk from a newer head stops there.
+	personWalk struct{ head, person plumbing.Hash }
+	// appliedFrom and appliedContent memoize contentCommit.
+	appliedFrom    plumbing.Hash
+	appliedContent string
+}
+
 // ownCommitsWalk bounds the walk past gitfleet's own commits to the newest
 // commit a person made.
 const ownCommitsWalk = 100
@@ -33,7 +47,7 @@ const ownCommitsWalk = 100
 func (d *Daemon) recordSource(ctx context.Context, head plumbing.Hash, err error) {
 	branch := d.src.Branch()
 	name := strings.ReplaceAll(branch, "/", ".")
-	old := d.sources[name]
+	old := d.source.sources[name]
 	src := &fleet.GitSource{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: fleet.GitSourceSpec{URL: d.src.URL(), Branch: branch, StatusBranch: d.src.StatusBranch(), Path: d.cfg.Path}}
 	if old != nil {
@@ -45,7 +59,7 @@ func (d *Daemon) recordSource(ctx context.Context, head plumbing.Hash, err error
 		}
 	}
 	d.mu.Lock()
-	applied, refused := d.lastGood, d.tipRefused
+	applied, refused := d.git.lastGood, d.git.tipRefused
 	d.mu.Unlock()
 	if c := d.contentCommit(ctx, applied); c != "" {
 		src.Status.LastAppliedCommit = c
@@ -80,7 +94,7 @@ func (d *Daemon) recordSource(ctx context.Context, head plumbing.Hash, err error
 			return
 		}
 	}
-	d.sources[name] = src
+	d.source.sources[name] = src
 	d.Store.Put(hub.ObjectRef{Kind: fleet.KindGitSource, Key: hub.Key{Name: name}}, src)
 	if ferr := d.Store.Flush(ctx, false); ferr != nil && err == nil {
 		d.log.Warn("recording the source status failed; it is retried with the next status commit", "err", ferr.Error())
@@ -129,15 +143,15 @@ func (d *Daemon) lastPersonCommit(ctx context.Context, head plumbing.Hash) strin
 	if !ok {
 		return ""
 	}
-	d.personWalk.head, d.personWalk.person = head, person
+	d.source.personWalk.head, d.source.personWalk.person = head, person
 	return person.String()
 }
 
 func (d *Daemon) walkToPerson(ctx context.Context, head plumbing.Hash) (plumbing.Hash, bool) {
 	h := head
 	for range ownCommitsWalk {
-		if h == d.personWalk.head && !h.IsZero() {
-			return d.personWalk.person, true
+		if h == d.source.personWalk.head && !h.IsZero() {
+			return d.source.personWalk.person, true
 		}
 		c, err := d.src.Commit(ctx, h)
 		if err != nil {
@@ -164,11 +178,11 @@ func (d *Daemon) contentCommit(ctx context.Context, applied plumbing.Hash) strin
 	if applied.IsZero() {
 		return ""
 	}
-	if applied == d.appliedFrom {
-		return d.appliedContent
+	if applied == d.source.appliedFrom {
+		return d.source.appliedContent
 	}
 	found := d.walkToContent(ctx, applied)
-	d.appliedFrom, d.appliedContent = applied, found
+	d.source.appliedFrom, d.source.appliedContent = applied, found
 	return found
 }
 

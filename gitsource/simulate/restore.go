@@ -17,6 +17,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/gitsource"
+	"github.com/gitfleet/gitfleet/gitsource/ingest"
 	"github.com/gitfleet/gitfleet/internal/clock"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/hub/embedded"
@@ -176,21 +177,11 @@ func (s restoredStore) Load(context.Context) ([]runtime.Object, error) { return 
 // resume point. Commits that touch only status/ and approvals/ are dropped
 // too: they change no hub content.
 func unprocessed(ctx context.Context, h *embedded.Hub, src *gitsource.Source, history []plumbing.Hash) ([]plumbing.Hash, error) {
-	snaps, err := allSnapshots(ctx, h)
+	recorded, err := ingest.RecordedCommits(ctx, h)
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	for _, s := range snaps {
-		seen[s.Annotations[fleet.CommitAnnotation]] = true
-	}
-	rest := history
-	for i := len(history) - 1; i >= 0; i-- {
-		if seen[history[i].String()] {
-			rest = history[i+1:]
-			break
-		}
-	}
+	rest := history[ingest.ResumePoint(history, recorded)+1:]
 	var out []plumbing.Hash
 	for _, c := range rest {
 		commit, err := src.Commit(ctx, c)

@@ -18,7 +18,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/gitsource"
-	"github.com/gitfleet/gitfleet/gitsource/gitops"
+	"github.com/gitfleet/gitfleet/gitsource/ingest"
 	"github.com/gitfleet/gitfleet/internal/clock"
 	"github.com/gitfleet/gitfleet/reconciler"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
@@ -180,6 +180,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	in := ingest.New(h, &ingest.Renderer{Path: opts.Path, MaxFileSize: opts.MaxFileSize, MaxTotalSize: opts.MaxTotalSize,
+		Limits: opts.Limits, Log: opts.Log})
 	var head *render.Content
 	for i, c := range history {
 		if i > 0 && i < len(history)-1 && onlyStatus(ctx, src, history[i-1], c) {
@@ -188,7 +190,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			continue
 		}
 		res.Rendered++
-		content, err := renderCommit(ctx, src, c, opts)
+		content, err := in.Render(ctx, src, c)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, err
@@ -201,7 +203,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			}
 			continue
 		}
-		if _, err := gitops.RecordSnapshots(ctx, h, content, c.String()); err != nil {
+		if _, err := in.Record(ctx, content, c); err != nil {
 			return nil, fmt.Errorf("recording snapshots of commit %s: %w", c.String()[:12], err)
 		}
 		head = content
@@ -209,7 +211,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if head == nil && len(res.Unrendered) == 0 {
 		// Nothing new since the recorded state: the fleet objects are the
 		// tip's.
-		if head, err = renderCommit(ctx, src, tip, opts); err != nil {
+		if head, err = in.Render(ctx, src, tip); err != nil {
 			if ctx.Err() != nil {
 				return nil, err
 			}
@@ -217,14 +219,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			res.ManifestErrors, res.TipRefused = render.RefusalProblems(err), true
 		}
 	}
-	admit := gitops.NewAdmitter(h)
 	if head != nil {
 		// A tip that does not render leaves the last good commit's
 		// objects (or the recorded ones) in place, as serve does.
 		if len(res.ManifestErrors) == 0 {
 			res.ManifestErrors = head.Errors
 		}
-		if res.Rejected, err = admit.Admit(ctx, head); err != nil {
+		if res.Rejected, err = in.Admit(ctx, head); err != nil {
 			return nil, err
 		}
 	}
@@ -240,7 +241,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 
 	ctrl := reconciler.NewEngine(h, clk, reconciler.EngineOptions{
-		StuckThreshold: opts.StuckThreshold, Committer: h, RefusedStrategy: admit.RefusedStrategy, Log: opts.Log,
+		StuckThreshold: opts.StuckThreshold, Committer: h, RefusedStrategy: in.RefusedStrategy, Log: opts.Log,
 	})
 	if !opts.NoTimeline {
 		ctrl.Observer = func(before, after *fleet.UpdateRun) {
@@ -364,16 +365,6 @@ func openHistory(ctx context.Context, opts Options) ([]plumbing.Hash, *gitsource
 func onlyStatus(ctx context.Context, src *gitsource.Source, parent, commit plumbing.Hash) bool {
 	paths, err := src.ChangedPaths(ctx, parent, commit)
 	return err == nil && gitsource.OnlyUnder(paths, render.StatusDir+"/", render.ApprovalsDir+"/")
-}
-
-// renderCommit renders the hub content of one commit as serve does: in a
-// process of its own, within the limits.
-func renderCommit(ctx context.Context, src *gitsource.Source, c plumbing.Hash, opts Options) (*render.Content, error) {
-	fsys, err := gitops.CommitFS(ctx, src, c)
-	if err != nil {
-		return nil, err
-	}
-	return renderproc.Render(ctx, fsys, render.Options{Path: opts.Path, MaxFileSize: opts.MaxFileSize, MaxTotalSize: opts.MaxTotalSize}, opts.Limits)
 }
 
 // approveAll approves every approval request that is not approved yet, as

@@ -1,4 +1,4 @@
-package gitops_test
+package ingest_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/gitfleet/gitfleet/gitsource"
-	"github.com/gitfleet/gitfleet/gitsource/gitops"
+	"github.com/gitfleet/gitfleet/gitsource/ingest"
 	"github.com/gitfleet/gitfleet/internal/testing/gittest"
 	"github.com/gitfleet/gitfleet/render"
 )
@@ -59,7 +59,7 @@ func TestHostileFilesAreReadTheSameFromAWorkingTreeAndACommit(t *testing.T) {
 			t.Fatal(err)
 		}
 		head := plumbing.NewHash(gittest.Must(t, work, "rev-parse", "HEAD"))
-		committed, err := gitops.CommitFS(context.Background(), src, head)
+		committed, err := ingest.CommitFS(context.Background(), src, head)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package gitops
+package ingest
 
 import (
 	"context"
@@ -16,18 +16,13 @@ import (
 	"github.com/gitfleet/gitfleet/render"
 )
 
-// RejectedChangeAnnotation on a run or placement (in its status file) says
-// why the spec in Git was not accepted; the last accepted spec keeps being
-// used, as it would behind an API server that rejected the update.
-const RejectedChangeAnnotation = fleet.RejectedChangeAnnotation
-
-// Admitter feeds the fleet objects of the tracked branch's tip into the hub,
+// admitter feeds the fleet objects of the tracked branch's tip into the hub,
 // playing the API server's part: a spec change raises the generation,
 // updates the API server would refuse are refused with its message, objects
 // that failed to render are withheld (kept as they were), deleted files
 // delete their objects.
-type Admitter struct {
-	hub admitHub
+type admitter struct {
+	hub Hub
 	// sources remembers where each object came from in the last render, so
 	// a file that stops rendering withholds its objects instead of
 	// deleting them.
@@ -45,24 +40,18 @@ func refOf(group, kind, namespace, name string) render.ObjectRef {
 // fleetObject is a fleet object as render and the hub hand it out.
 type fleetObject = hub.Object
 
-// admitHub is what admission reads and writes.
-type admitHub interface {
-	hub.Hub
-	hub.Desired
-}
-
 func keyOf(o metav1.Object) hub.Key { return hub.Key{Namespace: o.GetNamespace(), Name: o.GetName()} }
 
 func refOfObject(group string, o fleetObject) render.ObjectRef {
 	return refOf(group, hub.KindOf(o), o.GetNamespace(), o.GetName())
 }
 
-// NewAdmitter returns an Admitter feeding h.
-func NewAdmitter(h hub.Loop) *Admitter { return &Admitter{hub: h} }
+// newAdmitter returns an admitter feeding h.
+func newAdmitter(h Hub) *admitter { return &admitter{hub: h} }
 
 // kind is how one family of fleet objects is admitted: read, checked as
 // an update (nil: any update is fine), noted on (nil: never), listed.
-// Applying and deleting go through Desired.
+// Applying and deleting go through hub.Desired.
 type kind[T fleetObject] struct {
 	group    string
 	get      func(context.Context, hub.Key) (T, error)
@@ -88,7 +77,7 @@ func admitKind[T fleetObject](ctx context.Context, h hub.Desired, c *render.Cont
 			if old, err := k.get(ctx, key); err == nil {
 				if errs := k.validate(old, o); len(errs) > 0 {
 					msg := rejection(c, refOfObject(k.group, o), errs.ToAggregate().Error())
-					if err := h.Annotate(ctx, kindName, key, RejectedChangeAnnotation, msg); err != nil {
+					if err := h.Annotate(ctx, kindName, key, fleet.RejectedChangeAnnotation, msg); err != nil {
 						return nil, err
 					}
 					rejected = append(rejected, msg)
@@ -105,7 +94,7 @@ func admitKind[T fleetObject](ctx context.Context, h hub.Desired, c *render.Cont
 			// spec, as with any refused change, and the sync goes on.
 			msg := rejection(c, refOfObject(k.group, o), err.Error())
 			if k.noted {
-				if err := h.Annotate(ctx, kindName, key, RejectedChangeAnnotation, msg); err != nil && !hub.IsNotFound(err) {
+				if err := h.Annotate(ctx, kindName, key, fleet.RejectedChangeAnnotation, msg); err != nil && !hub.IsNotFound(err) {
 					return nil, err
 				}
 			}
@@ -113,7 +102,7 @@ func admitKind[T fleetObject](ctx context.Context, h hub.Desired, c *render.Cont
 			continue
 		}
 		if k.noted {
-			if err := h.Annotate(ctx, kindName, key, RejectedChangeAnnotation, ""); err != nil {
+			if err := h.Annotate(ctx, kindName, key, fleet.RejectedChangeAnnotation, ""); err != nil {
 				return nil, err
 			}
 		}
@@ -159,7 +148,7 @@ func appliedFromGit[T fleetObject](o T) bool {
 func update[T fleetObject](old, cur T) field.ErrorList { return admission.Update(old, cur) }
 
 // Admit applies content and returns the rejected changes, one line each.
-func (a *Admitter) Admit(ctx context.Context, c *render.Content) ([]string, error) {
+func (a *admitter) Admit(ctx context.Context, c *render.Content) ([]string, error) {
 	a.noteRefusedStrategies(c)
 	withheld := func(ref render.ObjectRef) bool {
 		return c.Withheld(ref, a.sources[ref].File)
@@ -230,7 +219,7 @@ func (a *Admitter) Admit(ctx context.Context, c *render.Content) ([]string, erro
 
 // noteRefusedStrategies keeps the first error of every strategy c refused,
 // before the runs that name it are admitted.
-func (a *Admitter) noteRefusedStrategies(c *render.Content) {
+func (a *admitter) noteRefusedStrategies(c *render.Content) {
 	refused := map[hub.Key]string{}
 	for _, e := range c.Errors {
 		key := hub.Key{Namespace: e.Namespace, Name: e.Name}
@@ -245,7 +234,7 @@ func (a *Admitter) noteRefusedStrategies(c *render.Content) {
 // render, or "" (updaterun.Reconciler.RefusedStrategy): a run naming a
 // strategy that never rendered then fails as "strategy <name> is invalid:
 // <why>", not as one that does not exist.
-func (a *Admitter) RefusedStrategy(key hub.Key) string {
+func (a *admitter) RefusedStrategy(key hub.Key) string {
 	if m := a.refusedStrategies.Load(); m != nil {
 		return (*m)[key]
 	}
@@ -269,7 +258,7 @@ func StrategyRefusal(e render.ManifestError) string {
 // noteWithheld tells, on the status file of a run or placement whose file
 // no longer renders, why its last good version is still the one in use —
 // the person who pushed the typo reads it where they look for progress.
-func (a *Admitter) noteWithheld(ctx context.Context, c *render.Content) ([]string, error) {
+func (a *admitter) noteWithheld(ctx context.Context, c *render.Content) ([]string, error) {
 	var notes []string
 	for _, e := range c.Errors {
 		if e.Name == "" {
@@ -289,7 +278,7 @@ func (a *Admitter) noteWithheld(ctx context.Context, c *render.Content) ([]strin
 		if err != nil {
 			continue
 		}
-		if err := a.hub.Annotate(ctx, e.Kind, key, RejectedChangeAnnotation, msg); err != nil {
+		if err := a.hub.Annotate(ctx, e.Kind, key, fleet.RejectedChangeAnnotation, msg); err != nil {
 			return notes, err
 		}
 		notes = append(notes, msg)

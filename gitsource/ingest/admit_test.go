@@ -1,10 +1,7 @@
-package gitops_test
+package ingest_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/gitsource/gitops"
+	"github.com/gitfleet/gitfleet/gitsource/ingest"
 	"github.com/gitfleet/gitfleet/internal/clock"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/hub/embedded"
@@ -28,7 +25,7 @@ import (
 func TestOverridesInGitReachTheHubAndLeaveWithTheirFile(t *testing.T) {
 	ctx := context.Background()
 	h := embedded.New(clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), embedded.NewMemoryStore())
-	a := gitops.NewAdmitter(h)
+	a := ingest.New(h, nil)
 	cro := &fleet.ClusterResourceOverride{ObjectMeta: metav1.ObjectMeta{Name: "namespace-env"},
 		Spec: fleet.ClusterResourceOverrideSpec{ClusterResourceSelectors: []fleet.ResourceSelectorTerm{{Version: "v1", Kind: "Namespace", Name: "app"}}}}
 	ro := &fleet.ResourceOverride{ObjectMeta: metav1.ObjectMeta{Name: "config", Namespace: "app"},
@@ -102,7 +99,7 @@ func (h refusingHub) Apply(ctx context.Context, obj hub.Object) error {
 func TestAnObjectTheHubRefusesDoesNotStopTheSync(t *testing.T) {
 	ctx := context.Background()
 	h := refusingHub{embedded.New(clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), embedded.NewMemoryStore()), "refused"}
-	a := gitops.NewAdmitter(h)
+	a := ingest.New(h, nil)
 	cro := func(name string) *fleet.ClusterResourceOverride {
 		return &fleet.ClusterResourceOverride{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	}
@@ -126,25 +123,13 @@ func TestAnObjectTheHubRefusesDoesNotStopTheSync(t *testing.T) {
 	}
 }
 
-// A start or sync that fails on the hub's API server points at the hub,
-// not at the Git remote.
-func TestNextStepOfAHubErrorNamesTheHub(t *testing.T) {
-	err := fmt.Errorf("recording snapshots: %w", apierrors.NewForbidden(schema.GroupResource{Group: fleet.PlacementGroup, Resource: "resourcesnapshots"}, "p-0", errors.New("RBAC")))
-	if got := gitops.NextStep(err); !strings.Contains(got, "the hub's API server answered this") {
-		t.Errorf("NextStep(%v) = %q; want it to name the hub", err, got)
-	}
-	if got := gitops.NextStep(errors.New("dial tcp: connection refused")); !strings.Contains(got, "remote is reachable") {
-		t.Errorf("NextStep of a network error = %q; want the remote's check", got)
-	}
-}
-
 // The admitter tells the update-run engine why a strategy of the last
 // render was refused (its first error, where it is), and forgets it once a
 // render no longer refuses it; other strategies were not refused.
 func TestAdmitterTellsWhyAStrategyWasRefused(t *testing.T) {
 	ctx := context.Background()
 	h := embedded.New(clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), embedded.NewMemoryStore())
-	a := gitops.NewAdmitter(h)
+	a := ingest.New(h, nil)
 	refused := &render.Content{Sources: map[render.ObjectRef]render.Source{}, Errors: []render.ManifestError{
 		{File: "cm.yaml", Line: 3, Kind: "ConfigMap", Namespace: "app", Name: "example-strategy", Message: "not a strategy"},
 		{File: "strategy.yaml", Line: 11, Kind: fleet.KindClusterStagedUpdateStrategy, Name: "example-strategy",
@@ -184,7 +169,7 @@ func TestAdmitterTellsWhyAStrategyWasRefused(t *testing.T) {
 func TestEvictionsLeaveWithTheirFileOnlyIfGitAppliedThem(t *testing.T) {
 	ctx := context.Background()
 	h := embedded.New(clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), embedded.NewMemoryStore())
-	a := gitops.NewAdmitter(h)
+	a := ingest.New(h, nil)
 	eviction := func(name string, managers ...metav1.ManagedFieldsEntry) *fleet.ClusterResourcePlacementEviction {
 		return &fleet.ClusterResourcePlacementEviction{ObjectMeta: metav1.ObjectMeta{Name: name, ManagedFields: managers},
 			Spec: fleet.PlacementEvictionSpec{PlacementName: "app", ClusterName: "member1"}}

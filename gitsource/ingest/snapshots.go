@@ -1,4 +1,4 @@
-package gitops
+package ingest
 
 import (
 	"context"
@@ -12,14 +12,14 @@ import (
 	"github.com/gitfleet/gitfleet/render"
 )
 
-// RecordSnapshots gives every placement of a rendered commit whose selected
+// recordSnapshots gives every placement of a rendered commit whose selected
 // resources changed a new resource snapshot index, annotated with the
 // commit (deliberate difference 4: one index per changing commit, no
 // minimum interval), and, on a hub that keeps override snapshots, every
 // override whose spec changed a new override snapshot. It returns how many
 // snapshots it created. Recording a commit twice creates nothing the second
 // time.
-func RecordSnapshots(ctx context.Context, h hub.Hub, content *render.Content, commit string) (int, error) {
+func recordSnapshots(ctx context.Context, h hub.Hub, content *render.Content, commit string) (int, error) {
 	created := 0
 	for _, p := range content.Placements {
 		selected, err := render.Select(p, content.Resources)
