@@ -38,7 +38,7 @@ func BenchmarkFlushOneBatch(b *testing.B) {
 	b.Run("split", func(b *testing.B) {
 		written := 0
 		commits := 0
-		s := NewTreeStore(Dir(b.TempDir()), CommitterFunc(func(_ context.Context, ch Changeset, _ string, _ bool) error {
+		s := NewTreeStore(Dir(b.TempDir()), commitFunc(func(_ context.Context, ch Changeset, _ string, _ bool) error {
 			for _, data := range ch.Writes {
 				written += len(data)
 			}
@@ -99,7 +99,7 @@ func (m memFiles) List(prefix string) ([]string, error) {
 //	go test ./status/ -run '^$' -bench Load
 func BenchmarkLoad(b *testing.B) {
 	tree := memFiles{}
-	s := NewTreeStore(tree, CommitterFunc(func(_ context.Context, ch Changeset, _ string, _ bool) error {
+	s := NewTreeStore(tree, commitFunc(func(_ context.Context, ch Changeset, _ string, _ bool) error {
 		for p, data := range ch.Writes {
 			tree[p] = data
 		}

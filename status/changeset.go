@@ -28,17 +28,10 @@ func (c Changeset) WritePaths() []string {
 }
 
 // Committer makes a changeset durable: in `serve`, one Git commit pushed to
-// the status branch. urgent says a side effect is waiting for it.
+// the status branch (the Git loop's push step); Dir writes the files.
+// urgent says a side effect is waiting for it.
 type Committer interface {
 	Commit(ctx context.Context, changes Changeset, message string, urgent bool) error
-}
-
-// CommitterFunc adapts a function to Committer.
-type CommitterFunc func(ctx context.Context, changes Changeset, message string, urgent bool) error
-
-// Commit calls f.
-func (f CommitterFunc) Commit(ctx context.Context, changes Changeset, message string, urgent bool) error {
-	return f(ctx, changes, message, urgent)
 }
 
 // Files reads the tree TreeStore loads from: the status branch's files.

@@ -542,7 +542,7 @@ func TestTreeStoreKeepsChangesMadeWhileCommitting(t *testing.T) {
 	newer := run.DeepCopy()
 	newer.Spec.State = fleet.StateStop
 	once := false
-	s = NewTreeStore(r, CommitterFunc(func(ctx context.Context, ch Changeset, msg string, urgent bool) error {
+	s = NewTreeStore(r, commitFunc(func(ctx context.Context, ch Changeset, msg string, urgent bool) error {
 		if !once { // the hub writes again while the push is in flight
 			once = true
 			s.Put(refOfObj(newer), newer)
@@ -620,4 +620,12 @@ func TestTreeStoreReleasesASnapshotOnceLoaded(t *testing.T) {
 	if !snap.released {
 		t.Error("the store keeps the snapshot it loaded from: every file's first version stays in memory")
 	}
+}
+
+// commitFunc is a Committer that calls the function, for tests that watch
+// or fail commits.
+type commitFunc func(ctx context.Context, changes Changeset, message string, urgent bool) error
+
+func (f commitFunc) Commit(ctx context.Context, changes Changeset, message string, urgent bool) error {
+	return f(ctx, changes, message, urgent)
 }
