@@ -111,7 +111,7 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 	d := startDaemonWith(b, "file://"+r.remote, b.TempDir(), 100*time.Millisecond, func(c *gitops.Config) {
 		c.StatusInterval = status.DefaultInterval // serve's
 		log := c.Log
-		c.NewHub = func(ctx context.Context, store hub.Store, clk clock.Clock, cl member.Clusters) (gitops.Hub, error) {
+		c.NewHub = func(ctx context.Context, store hub.Store, clk clock.Clock, cl member.Clusters) (hub.Loop, error) {
 			return kubehub.New(ctx, kubehub.Config{Rest: serveRC, Select: render.Select, Store: store, Deliver: true,
 				Clusters: cl, Clock: clk, Log: log.With("component", "hub")})
 		}

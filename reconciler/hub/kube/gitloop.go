@@ -15,7 +15,7 @@ import (
 )
 
 // The methods below are the rest of the Git loop's view of the hub
-// (gitops.Hub): the status tree mirrors the hub's objects, bound bindings
+// (hub.Loop): the status tree mirrors the hub's objects, bound bindings
 // are delivered to members by gitfleet's drivers, and members' reports
 // land on the bindings' status.
 
@@ -76,7 +76,7 @@ func (h *Hub) mirrorEvent(kind string, u *unstructured.Unstructured, deleted boo
 	}
 }
 
-// Start implements gitops.Hub. The state is on the API server; the store
+// Start implements hub.Loop. The state is on the API server; the store
 // (the status tree) is loaded, then made to mirror the hub: every object
 // the hub holds is put, every stored one it does not hold is deleted.
 // Every bound binding is queued for delivery and every terminating one for
@@ -119,7 +119,7 @@ func (h *Hub) Start(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// Commit implements gitops.Hub: the hub's changes are durable on the API
+// Commit implements hub.Loop: the hub's changes are durable on the API
 // server already, so it asks flushLoop to hand the status tree what changed
 // (batched, not urgent: no side effect waits for Git) and then performs the
 // deliveries and removals binding changes asked for.
@@ -159,7 +159,7 @@ func (h *Hub) flushLoop() {
 	}
 }
 
-// Pending implements gitops.Hub: deliveries waiting for a Commit, the
+// Pending implements hub.Loop: deliveries waiting for a Commit, the
 // member changes still under way and the runs' status writes not made yet
 // (runstatus.go), which the status tree in Git waits for.
 func (h *Hub) Pending() int {
