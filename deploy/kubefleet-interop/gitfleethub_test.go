@@ -1,0 +1,249 @@
+package kubefleetinterop
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitfleet/gitfleet/internal/testing/await"
+	"github.com/gitfleet/gitfleet/internal/testing/gittest"
+	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
+	"github.com/gitfleet/gitfleet/internal/testing/testproc"
+)
+
+// TestKubeFleetMemberAgentJoinsAGitfleetHub is issue 25's item 3: the
+// quickstart (examples/quickstart) pushed to Git, `gitfleet serve --hub
+// kube` on a real hub, member1 declared pulled (gitfleet.io/driver: work)
+// and running KubeFleet's own member agent, not gitfleet's; member2 and
+// member3 stay simulated. gitfleet's hub side creates member1's namespace,
+// RBAC and InternalMemberCluster, and the Work of its binding; KubeFleet's
+// agent joins with the member's identity, applies the Work and reports
+// back; the binding turns Applied and Available, and the run, approved on
+// the hub, succeeds.
+func TestKubeFleetMemberAgentJoinsAGitfleetHub(t *testing.T) {
+	src := kubefleetSource(t)
+	bin := memberAgentBinary(t, src)
+	gitfleet := gitfleetBinary(t)
+	clusters := kubetest.Start(t, "hub", "member1")
+	hub, member := clusters[0], clusters[1]
+	installHubCRDs(t, src, hub)
+	installMemberSideCRDs(t, src, member)
+
+	remote := quickstartRepo(t)
+	serve := startServe(t, gitfleet, "--repo", "file://"+remote, "--cache-dir", t.TempDir(),
+		"--interval", "100ms", "--status-interval", "50ms", "--metrics-addr", "",
+		"--hub", "kube", "--hub-kubeconfig", kubetest.Kubeconfig(t, []*kubetest.Cluster{hub}, nil), "--hub-context", "hub")
+
+	ctx := await.Context(t)
+	hubClient := hub.Client()
+	token := identityToken(t, hub, "fleet-system", "fleet-member-agent-member1")
+	agent := startMemberAgent(t, bin, "member1", hub.Server, token, member)
+	both := func(what string, cond func() bool) {
+		t.Helper()
+		if err := testproc.Wait(t, what, func(_ context.Context) bool { return cond() }, serve, agent); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	both("member1 to join through its InternalMemberCluster", func() bool {
+		conds := agentConditions(get(ctx, hubClient, "cluster.kubernetes-fleet.io/v1beta1", "InternalMemberCluster", "fleet-member-member1", "member1"))
+		return condition(conds, "Joined") == "True" && condition(conds, "Healthy") == "True"
+	})
+	both("the run to wait for the canary approval on the hub", func() bool {
+		return get(ctx, hubClient, "placement.kubernetes-fleet.io/v1beta1", "ClusterApprovalRequest", "", "example-run-after-canary") != nil
+	})
+	both("the quickstart's objects on member1", func() bool {
+		return member.Get("v1", "Namespace", "", "test-namespace") != nil &&
+			member.ConfigMapValue("test-namespace", "test-cm", "key") == "value1"
+	})
+	both("member1's binding Applied and Available", func() bool {
+		b := binding(t, hubClient, "example-placement", "member1")
+		conds := conditions(b, "status", "conditions")
+		return condition(conds, "Applied") == "True" && condition(conds, "Available") == "True"
+	})
+	if works := worksOf(t, hubClient, "fleet-member-member1"); len(works) == 0 {
+		t.Error("no Work in fleet-member-member1 on the hub")
+	} else {
+		for _, w := range works {
+			if aw := member.Get("placement.kubernetes-fleet.io/v1beta1", "AppliedWork", "", w.GetName()); aw == nil {
+				t.Errorf("no AppliedWork %s on member1 for the hub's Work", w.GetName())
+			}
+		}
+	}
+
+	approve(t, hubClient, "example-run-after-canary")
+	both("the run to succeed on the hub", func() bool {
+		run := get(ctx, hubClient, "placement.kubernetes-fleet.io/v1beta1", "ClusterStagedUpdateRun", "", "example-run")
+		return condition(conditions(run, "status", "conditions"), "Succeeded") == "True"
+	})
+	if got := stageClusterCondition(get(ctx, hubClient, "placement.kubernetes-fleet.io/v1beta1", "ClusterStagedUpdateRun", "", "example-run"), "canary", "member1", "Succeeded"); got != "True" {
+		t.Errorf("the run's canary stage: member1 Succeeded=%q; want True", got)
+	}
+}
+
+// quickstartRepo is a bare repository whose main holds examples/quickstart
+// with member1 pulled (gitfleet.io/driver: work), member2 and member3
+// simulated and available at once, and a 1s soak instead of a minute.
+func quickstartRepo(t *testing.T) string {
+	t.Helper()
+	gittest.Require(t, "git")
+	root := t.TempDir()
+	remote, work := filepath.Join(root, "fleet.git"), filepath.Join(root, "work")
+	gittest.Must(t, root, "init", "-q", "--bare", "-b", "main", remote)
+	gittest.Must(t, root, "clone", "-q", remote, work)
+	gittest.Must(t, work, "checkout", "-q", "-b", "main")
+	dir := filepath.Join("..", "..", "examples", "quickstart")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := strings.ReplaceAll(string(data), "gitfleet.io/sim-available-after: 10s", "gitfleet.io/sim-available-after: 0s")
+		s = strings.ReplaceAll(s, "waitTime: 1m", "waitTime: 1s")
+		if e.Name() == "members.yaml" {
+			s = pull(t, s, "member1")
+		}
+		if err := os.WriteFile(filepath.Join(work, e.Name()), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gittest.Must(t, work, "add", ".")
+	gittest.Must(t, work, "commit", "-q", "-m", "the quickstart, member1 pulled by KubeFleet's member agent")
+	gittest.Must(t, work, "push", "-q", "origin", "HEAD:main")
+	return remote
+}
+
+// pull rewrites the MemberCluster name of members.yaml to be pulled: its
+// driver annotation becomes work, its simulation annotations go.
+func pull(t *testing.T, members, name string) string {
+	t.Helper()
+	docs := strings.Split(members, "\n---\n")
+	found := false
+	for i, doc := range docs {
+		if !strings.Contains(doc, "\n  name: "+name+"\n") {
+			continue
+		}
+		found = true
+		var lines []string
+		for _, l := range strings.Split(doc, "\n") {
+			switch {
+			case strings.Contains(l, "gitfleet.io/driver:"):
+				l = "    gitfleet.io/driver: work"
+			case strings.Contains(l, "gitfleet.io/sim-"):
+				continue
+			}
+			lines = append(lines, l)
+		}
+		docs[i] = strings.Join(lines, "\n")
+	}
+	if !found {
+		t.Fatalf("no MemberCluster %s in examples/quickstart/members.yaml", name)
+	}
+	return strings.Join(docs, "\n---\n")
+}
+
+// binding is the ClusterResourceBinding of placement for cluster on the
+// hub, nil while there is none.
+func binding(t *testing.T, cl client.Client, placement, cluster string) *unstructured.Unstructured {
+	t.Helper()
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("placement.kubernetes-fleet.io/v1beta1")
+	list.SetKind("ClusterResourceBindingList")
+	if err := cl.List(await.Context(t), list, client.MatchingLabels{"kubernetes-fleet.io/parent-CRP": placement}); err != nil {
+		return nil
+	}
+	for i := range list.Items {
+		if target, _, _ := unstructured.NestedString(list.Items[i].Object, "spec", "targetCluster"); target == cluster {
+			return &list.Items[i]
+		}
+	}
+	return nil
+}
+
+// worksOf lists the Works in namespace on the hub.
+func worksOf(t *testing.T, cl client.Client, namespace string) []unstructured.Unstructured {
+	t.Helper()
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("placement.kubernetes-fleet.io/v1beta1")
+	list.SetKind("WorkList")
+	if err := cl.List(await.Context(t), list, client.InNamespace(namespace)); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// approve gives the Approved condition to a ClusterApprovalRequest on the
+// hub, as `kubectl patch … --subresource=status` does in the README.
+func approve(t *testing.T, cl client.Client, name string) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("placement.kubernetes-fleet.io/v1beta1")
+	u.SetKind("ClusterApprovalRequest")
+	u.SetName(name)
+	patch := []byte(`{"status":{"conditions":[{"type":"Approved","status":"True","reason":"testPassed","message":"approved","lastTransitionTime":"2026-11-24T00:00:00Z","observedGeneration":1}]}}`)
+	if err := cl.Status().Patch(await.Context(t), u, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatalf("approving %s on the hub: %v", name, err)
+	}
+}
+
+// stageClusterCondition is the status of condition typ of cluster in
+// stage of a run's status.
+func stageClusterCondition(run *unstructured.Unstructured, stage, cluster, typ string) string {
+	for _, s := range conditions(run, "status", "stagesStatus") {
+		sm, _ := s.(map[string]any)
+		if sm["stageName"] != stage {
+			continue
+		}
+		clusters, _ := sm["clusters"].([]any)
+		for _, c := range clusters {
+			cm, _ := c.(map[string]any)
+			if cm["clusterName"] == cluster {
+				conds, _ := cm["conditions"].([]any)
+				return condition(conds, typ)
+			}
+		}
+	}
+	return ""
+}
+
+// gitfleetBinary builds cmd/gitfleet into the test's temporary directory.
+func gitfleetBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "gitfleet")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/gitfleet")
+	cmd.Dir = filepath.Join("..", "..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/gitfleet: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startServe runs `gitfleet serve` with args, its log shown when the test
+// fails.
+func startServe(t *testing.T, bin string, args ...string) *testproc.Server {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null")
+	s, err := testproc.Start("gitfleet serve", cmd, filepath.Join(t.TempDir(), "serve.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the end of gitfleet serve's log %s:\n%s", s.Log, s.Tail())
+		}
+		s.Kill()
+	})
+	return s
+}
