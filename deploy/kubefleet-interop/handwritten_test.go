@@ -1,6 +1,7 @@
 package kubefleetinterop
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,8 +117,12 @@ func TestKubeFleetMemberAgentAppliesAHandWrittenWork(t *testing.T) {
 	if aw := member.Get("placement.kubernetes-fleet.io/v1beta1", "AppliedWork", "", "example-placement-work"); aw == nil {
 		t.Error("no AppliedWork example-placement-work on the member")
 	}
-
 	work := get(ctx, hubClient, "placement.kubernetes-fleet.io/v1beta1", "Work", "fleet-member-member1", "example-placement-work")
+	if !slices.Contains(work.GetFinalizers(), "kubernetes-fleet.io/work-cleanup") {
+		t.Errorf("the applied Work's finalizers = %v; want KubeFleet's kubernetes-fleet.io/work-cleanup", work.GetFinalizers())
+	}
+
+	work = get(ctx, hubClient, "placement.kubernetes-fleet.io/v1beta1", "Work", "fleet-member-member1", "example-placement-work")
 	manifests, _, _ := unstructured.NestedSlice(work.Object, "spec", "workload", "manifests")
 	_ = unstructured.SetNestedField(manifests[1].(map[string]any), "value2", "data", "key")
 	_ = unstructured.SetNestedSlice(work.Object, manifests, "spec", "workload", "manifests")
@@ -127,6 +132,26 @@ func TestKubeFleetMemberAgentAppliesAHandWrittenWork(t *testing.T) {
 	until(t, agent, "the changed Work applied on the member", func() bool {
 		return member.ConfigMapValue("test-namespace", "test-cm", "key") == "value2"
 	})
+
+	// KubeFleet's leave flow: the hub sets the InternalMemberCluster's state
+	// to Leave; the agent says it left and lets go of its Works (their
+	// work-cleanup finalizer goes), leaving what it applied on the member.
+	imc = get(ctx, hubClient, "cluster.kubernetes-fleet.io/v1beta1", "InternalMemberCluster", "fleet-member-member1", "member1")
+	_ = unstructured.SetNestedField(imc.Object, "Leave", "spec", "state")
+	if err := hubClient.Update(ctx, imc); err != nil {
+		t.Fatal(err)
+	}
+	until(t, agent, "the member agent to leave", func() bool {
+		imc := get(ctx, hubClient, "cluster.kubernetes-fleet.io/v1beta1", "InternalMemberCluster", "fleet-member-member1", "member1")
+		return condition(agentConditions(imc), "Joined") == "False"
+	})
+	until(t, agent, "the Work's work-cleanup finalizer to go", func() bool {
+		w := get(ctx, hubClient, "placement.kubernetes-fleet.io/v1beta1", "Work", "fleet-member-member1", "example-placement-work")
+		return w != nil && !slices.Contains(w.GetFinalizers(), "kubernetes-fleet.io/work-cleanup")
+	})
+	if got := member.ConfigMapValue("test-namespace", "test-cm", "key"); got != "value2" {
+		t.Errorf("after leaving, test-cm on the member holds %q; want value2 left in place", got)
+	}
 }
 
 // heartbeat is the MemberAgent's lastReceivedHeartbeat in an
