@@ -33,7 +33,7 @@ func TestKubeFleetMemberAgentJoinsAGitfleetHub(t *testing.T) {
 	gitfleet := gitfleetBinary(t)
 	clusters := kubetest.Start(t, "hub", "member1")
 	hub, member := clusters[0], clusters[1]
-	installHubCRDs(t, src, hub)
+	installHubCRDs(t, hub)
 	installMemberSideCRDs(t, src, member)
 
 	remote := quickstartRepo(t)

@@ -84,7 +84,7 @@ func TestKubeFleetMemberAgentAppliesAHandWrittenWork(t *testing.T) {
 	bin := memberAgentBinary(t, src)
 	clusters := kubetest.Start(t, "hub", "member1")
 	hub, member := clusters[0], clusters[1]
-	installHubCRDs(t, src, hub)
+	installHubCRDs(t, hub)
 	installMemberSideCRDs(t, src, member)
 
 	ctx := await.Context(t)

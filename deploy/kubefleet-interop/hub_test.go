@@ -123,29 +123,15 @@ var hubSideCRDs = []string{
 	"placement.kubernetes-fleet.io_works.yaml",
 }
 
-// installHubCRDs installs gitfleet's CRDs (config/crd) on the hub.
-// TEMPORARY until the Work type lands: a hub-side CRD gitfleet lacks is
-// installed from KubeFleet's source, and the test says so.
-func installHubCRDs(t *testing.T, src string, hub *kubetest.Cluster) {
+// installHubCRDs installs gitfleet's CRDs (config/crd) on the hub, after
+// checking that they hold the hub-side ones KubeFleet's agent needs (its
+// controllers would otherwise wait for a kind the hub does not serve).
+func installHubCRDs(t *testing.T, hub *kubetest.Cluster) {
 	t.Helper()
-	hub.InstallCRDs(gitfleetCRDs)
-	dir := t.TempDir()
-	missing := false
 	for _, name := range hubSideCRDs {
-		if _, err := os.Stat(filepath.Join(gitfleetCRDs, name)); err == nil {
-			continue
+		if _, err := os.Stat(filepath.Join(gitfleetCRDs, name)); err != nil {
+			t.Fatalf("KubeFleet's member agent needs %s on the hub; gitfleet's config/crd has none", name)
 		}
-		t.Logf("gitfleet's config/crd has no %s: installing KubeFleet's", name)
-		data, err := os.ReadFile(filepath.Join(src, "config", "crd", "bases", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		missing = true
 	}
-	if missing {
-		hub.InstallCRDs(dir)
-	}
+	hub.InstallCRDs(gitfleetCRDs)
 }
