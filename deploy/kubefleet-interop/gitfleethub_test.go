@@ -36,13 +36,12 @@ func TestKubeFleetMemberAgentJoinsAGitfleetHub(t *testing.T) {
 	installHubCRDs(t, hub)
 	installMemberSideCRDs(t, src, member)
 
+	ctx := await.Context(t)
+	hubClient := hub.Client()
 	remote := quickstartRepo(t)
 	serve := startServe(t, gitfleet, "--repo", "file://"+remote, "--cache-dir", t.TempDir(),
 		"--interval", "100ms", "--status-interval", "50ms", "--metrics-addr", "",
-		"--hub", "kube", "--hub-kubeconfig", kubetest.Kubeconfig(t, []*kubetest.Cluster{hub}, nil), "--hub-context", "hub")
-
-	ctx := await.Context(t)
-	hubClient := hub.Client()
+		"--hub", "kube", "--hub-kubeconfig", deployedServeKubeconfig(t, hub), "--hub-context", "gitfleet")
 	token := identityToken(t, hub, "fleet-system", "fleet-member-agent-member1")
 	agent := startMemberAgent(t, bin, "member1", hub.Server, token, member)
 	both := func(what string, cond func() bool) {
@@ -86,6 +85,32 @@ func TestKubeFleetMemberAgentJoinsAGitfleetHub(t *testing.T) {
 	if got := stageClusterCondition(get(ctx, hubClient, "placement.kubernetes-fleet.io/v1beta1", "ClusterStagedUpdateRun", "", "example-run"), "canary", "member1", "Succeeded"); got != "True" {
 		t.Errorf("the run's canary stage: member1 Succeeded=%q; want True", got)
 	}
+}
+
+// kubeHubRBAC is what deploy/components/kube-hub grants serve on its hub.
+var kubeHubRBAC = filepath.Join("..", "components", "kube-hub", "rbac.yaml")
+
+// deployedServeKubeconfig reaches hub as serve does when deployed with
+// deploy/components/kube-hub: as the service account gitfleet-system/
+// gitfleet with that component's RBAC, not as an admin, so that what the
+// hub side creates for KubeFleet's agent (namespaces, Roles and
+// RoleBindings granting KubeFleet's rules) is within what gitfleet ships.
+// The kubeconfig's context is named gitfleet.
+func deployedServeKubeconfig(t *testing.T, hub *kubetest.Cluster) string {
+	t.Helper()
+	data, err := os.ReadFile(kubeHubRBAC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := await.Context(t)
+	cl := hub.Client()
+	for _, obj := range splitYAML(t, string(data)) {
+		if err := cl.Create(ctx, obj); err != nil {
+			t.Fatalf("creating %s %s of %s on the hub: %v", obj.GetKind(), obj.GetName(), kubeHubRBAC, err)
+		}
+	}
+	token := serviceAccountToken(t, hub, "gitfleet-system", "gitfleet")
+	return kubetest.Kubeconfig(t, []*kubetest.Cluster{hub}, map[string][2]string{"gitfleet": {"hub", token}})
 }
 
 // quickstartRepo is a bare repository whose main holds examples/quickstart

@@ -51,6 +51,17 @@ var gitfleetCRDs = filepath.Join("..", "..", "config", "crd")
 // identity lets it in.
 func identityToken(t *testing.T, hub *kubetest.Cluster, namespace, name string) string {
 	t.Helper()
+	path := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(path, []byte(serviceAccountToken(t, hub, namespace, name)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// serviceAccountToken creates the service account namespace/name on the
+// hub (and its namespace) when missing and returns a token of it.
+func serviceAccountToken(t *testing.T, hub *kubetest.Cluster, namespace, name string) string {
+	t.Helper()
 	ctx := await.Context(t)
 	cl := hub.Client()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
@@ -65,11 +76,7 @@ func identityToken(t *testing.T, hub *kubetest.Cluster, namespace, name string) 
 	if err := cl.SubResource("token").Create(ctx, sa, tr); err != nil {
 		t.Fatalf("token of service account %s/%s: %v", namespace, name, err)
 	}
-	path := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(path, []byte(tr.Status.Token), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return tr.Status.Token
 }
 
 // get is the live object or nil.
