@@ -42,6 +42,14 @@ func TestKubeFleetMemberAgentJoinsAGitfleetHub(t *testing.T) {
 	serve := startServe(t, gitfleet, "--repo", "file://"+remote, "--cache-dir", t.TempDir(),
 		"--interval", "100ms", "--status-interval", "50ms", "--metrics-addr", "",
 		"--hub", "kube", "--hub-kubeconfig", deployedServeKubeconfig(t, hub), "--hub-context", "gitfleet")
+	// The hub side first, as a person installs the agent once the member
+	// is on the hub: KubeFleet's agent gives its hub controllers up for
+	// good (the process lives on, doing nothing) when their caches cannot
+	// sync within two minutes, as when its identity may not list yet.
+	until(t, serve, "member1's namespace, RoleBinding and InternalMemberCluster on the hub", func() bool {
+		return get(ctx, hubClient, "rbac.authorization.k8s.io/v1", "RoleBinding", "fleet-member-member1", "fleet-rolebinding-member1") != nil &&
+			get(ctx, hubClient, "cluster.kubernetes-fleet.io/v1beta1", "InternalMemberCluster", "fleet-member-member1", "member1") != nil
+	})
 	token := identityToken(t, hub, "fleet-system", "fleet-member-agent-member1")
 	agent := startMemberAgent(t, bin, "member1", hub.Server, token, member)
 	both := func(what string, cond func() bool) {

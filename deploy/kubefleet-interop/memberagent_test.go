@@ -168,11 +168,28 @@ func startMemberAgent(t *testing.T, bin, name, hubURL, tokenFile string, member 
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("the end of %s's log %s:\n%s", s.Name, s.Log, s.Tail())
+			t.Logf("the last errors in %s's log %s:\n%s", s.Name, s.Log, lastErrors(s.Log, 20))
 		}
 		s.Kill()
 	})
 	return s
+}
+
+// lastErrors are the last n error lines of the agent's log (klog's and
+// controller-runtime's) (a stack trace
+// after an error is left out: its end is all a plain tail would show).
+func lastErrors(log string, n int) string {
+	data, _ := os.ReadFile(log)
+	var errs []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "E") || strings.Contains(l, "\tERROR\t") {
+			if len(l) > 600 {
+				l = l[:600] + "…"
+			}
+			errs = append(errs, l)
+		}
+	}
+	return strings.Join(errs[max(0, len(errs)-n):], "\n")
 }
 
 // until polls cond until it holds; it fails the test at once, with the end
