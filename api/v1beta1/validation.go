@@ -325,9 +325,9 @@ func ValidateMemberCluster(m *MemberCluster) field.ErrorList {
 		}
 		seen[t] = true
 	}
-	if d, ok := m.Annotations[DriverAnnotation]; ok && d != DriverSimulated && !strings.HasPrefix(d, DriverKubeconfigPrefix) {
+	if d, ok := m.Annotations[DriverAnnotation]; ok && d != DriverSimulated && d != DriverWork && !strings.HasPrefix(d, DriverKubeconfigPrefix) {
 		errs = append(errs, field.NotSupported(field.NewPath("metadata", "annotations").Key(DriverAnnotation), d,
-			[]string{DriverSimulated, DriverKubeconfigPrefix + "<context>"}))
+			[]string{DriverSimulated, DriverKubeconfigPrefix + "<context>", DriverWork}))
 	}
 	errs = append(errs, validatePropertyAnnotations(m.Annotations)...)
 	if v, ok := m.Annotations[SimAvailableAfterAnnotation]; ok {
