@@ -197,7 +197,15 @@ func TestTheSourceIsNotReadyWhileTheTipDoesNotRender(t *testing.T) {
 			if src == nil {
 				return false
 			}
-			return src.Status.LastFetchedCommit == commits[step.fetched]
+			// A render longer than the loop's patience goes on beside it:
+			// the source shows the fetch first and the render's outcome
+			// with a later sync, so wait for both.
+			c := meta.FindStatusCondition(src.Status.Conditions, fleet.GitSourceConditionReady)
+			settled := c != nil && c.Status == step.ready && src.Status.LastAppliedCommit == commits[step.applied]
+			if settled && step.refused != "" {
+				settled = strings.HasPrefix(c.Message, "commit "+commits[step.refused][:7]+" ")
+			}
+			return src.Status.LastFetchedCommit == commits[step.fetched] && settled
 		})
 		// Ready is written with FETCHED, in the same file.
 		ready = meta.FindStatusCondition(src.Status.Conditions, fleet.GitSourceConditionReady)
