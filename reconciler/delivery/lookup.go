@@ -3,11 +3,10 @@ package delivery
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strconv"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 )
 
 // Sources are what a binding's Works are made of, as the hub holds them.
@@ -72,26 +71,6 @@ func SnapshotGroup(ctx context.Context, h hub.ResourceSnapshots, b *fleet.Bindin
 	if err != nil {
 		return nil, err
 	}
-	var master *fleet.ResourceSnapshot
-	for _, s := range all {
-		if s.Name == b.Spec.ResourceSnapshotName {
-			master = s
-		}
-	}
-	if master == nil {
-		return nil, nil
-	}
-	index := master.Labels[fleet.ResourceIndexLabel]
-	var subs []*fleet.ResourceSnapshot
-	for _, s := range all {
-		if _, isSub := s.Annotations[fleet.SubindexOfResourceSnapshotAnnotation]; isSub && s.Labels[fleet.ResourceIndexLabel] == index {
-			subs = append(subs, s)
-		}
-	}
-	sort.SliceStable(subs, func(i, j int) bool {
-		a, _ := strconv.Atoi(subs[i].Annotations[fleet.SubindexOfResourceSnapshotAnnotation])
-		b, _ := strconv.Atoi(subs[j].Annotations[fleet.SubindexOfResourceSnapshotAnnotation])
-		return a < b
-	})
-	return append([]*fleet.ResourceSnapshot{master}, subs...), nil
+	g, _ := resourcesnapshot.Of(all).Named(b.Spec.ResourceSnapshotName)
+	return g.Snapshots(), nil
 }
