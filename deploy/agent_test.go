@@ -163,6 +163,13 @@ func TestAgentRBACOnARealAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The authorizer learns of the new binding from its watch: act as
+	// the agent once it grants.
+	cs := kubernetes.NewForConfigOrDie(asAgent)
+	await.Until(t, "the agent's ClusterRoleBinding to grant", func() bool {
+		_, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		return err == nil
+	})
 	crd := &unstructured.Unstructured{}
 	b, err := os.ReadFile(filepath.Join("..", "config", "crd", "placement.kubernetes-fleet.io_appliedworks.yaml"))
 	if err != nil {
@@ -185,7 +192,6 @@ func TestAgentRBACOnARealAPIServer(t *testing.T) {
 			t.Errorf("applying %s %s as the agent: %v", o.GetKind(), o.GetName(), err)
 		}
 	}
-	cs := kubernetes.NewForConfigOrDie(asAgent)
 	if _, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err != nil {
 		t.Errorf("listing nodes as the agent: %v", err)
 	}
@@ -197,7 +203,13 @@ func TestAgentRBACOnARealAPIServer(t *testing.T) {
 		"kind": "ClusterRoleBinding", "metadata": map[string]any{"name": "gitfleet-agent"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+	// The API server's authorizer learns of the deletion from its watch a
+	// moment later: until then the binding still grants.
+	await.Until(t, "listing pods without the binding to be Forbidden", func() bool {
+		_, err = cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+		return err != nil
+	})
+	if !apierrors.IsForbidden(err) {
 		t.Errorf("listing pods without the binding: %v, want Forbidden", err)
 	}
 }
