@@ -117,7 +117,7 @@ type Hub struct {
 	// workload is what SetResources handed over.
 	workload []*unstructured.Unstructured
 	clock    clock.Clock
-	// delivery decides what members receive (gitloop.go; nil unless
+	// delivery decides what members receive (loop.go; nil unless
 	// Config.Deliver); works are the Works it keeps for members that pull
 	// them, kick runs it when one reports (works.go).
 	delivery *delivery.Controller
