@@ -61,6 +61,11 @@ type Config struct {
 	// RenderTimeout bounds the render of one commit (default 1m). A commit
 	// that takes longer is recorded as not rendered and skipped.
 	RenderTimeout time.Duration
+	// RenderPatience is how long a sync waits for a render before it goes
+	// on without it, the render continuing beside the loop (default
+	// 500ms): most renders take milliseconds and are applied in the sync
+	// that started them.
+	RenderPatience time.Duration
 	// RenderMemoryLimit bounds the resident memory of the process a commit
 	// renders in (bytes, default 1 GiB, renderproc.DefaultMemory); a commit
 	// whose render needs more is recorded as not rendered and skipped.
@@ -202,6 +207,9 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	}
 	if cfg.RenderTimeout <= 0 {
 		cfg.RenderTimeout = DefaultRenderTimeout
+	}
+	if cfg.RenderPatience <= 0 {
+		cfg.RenderPatience = DefaultRenderPatience
 	}
 	if cfg.CacheMaintenance == 0 {
 		cfg.CacheMaintenance = time.Hour

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gitfleet/gitfleet/gitsource/gitops"
 	"github.com/gitfleet/gitfleet/internal/clock"
+	"github.com/gitfleet/gitfleet/internal/testing/await"
 )
 
 // /readyz follows the remote: ready after the first sync, not ready once
@@ -50,7 +51,9 @@ func TestReadyWhileTheLastSuccessfulSyncIsRecent(t *testing.T) {
 
 // /healthz fails once one fetch and sync has run longer than the bound:
 // here a render that would take hours (and a render timeout longer than the
-// bound) holds the loop.
+// bound) holds the loop, the sync's patience with a render being longer
+// than the test (with serve's 500ms the render would go on beside the loop
+// and the sync end, sooner or later on a loaded machine).
 func TestUnhealthyWhenOneSyncRunsTooLong(t *testing.T) {
 	started, _ := watchRenders(t, nil)
 	r := newFleetRepo(t, quickstartFleet(t))
@@ -58,6 +61,7 @@ func TestUnhealthyWhenOneSyncRunsTooLong(t *testing.T) {
 	d := startDaemonWith(t, "file://"+r.remote, t.TempDir(), 0, func(c *gitops.Config) {
 		c.Clock = clk
 		c.RenderTimeout = time.Hour
+		c.RenderPatience = time.Until(await.Deadline(t))
 	})
 	if err := d.Healthy(15 * time.Minute); err != nil {
 		t.Fatalf("at the start: %v", err)

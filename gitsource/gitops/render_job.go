@@ -92,7 +92,7 @@ func (d *Daemon) renderBeside(ctx context.Context, c *object.Commit) (content *r
 	case <-j.done:
 		d.renders.set(nil)
 		return j.content, j.took, false, j.err
-	case <-time.After(renderPatience):
+	case <-time.After(d.cfg.RenderPatience):
 	case <-ctx.Done():
 		return nil, 0, false, ctx.Err()
 	}
@@ -100,11 +100,11 @@ func (d *Daemon) renderBeside(ctx context.Context, c *object.Commit) (content *r
 	return nil, 0, true, nil
 }
 
-// renderPatience is how long a sync waits for a render before it goes on
-// without it. Most renders take milliseconds: they are applied in the sync
-// that started them, so the rollout of a commit does not wait for another
-// fetch.
-const renderPatience = 500 * time.Millisecond
+// DefaultRenderPatience is how long a sync waits for a render before it
+// goes on without it (Config.RenderPatience). Most renders take
+// milliseconds: they are applied in the sync that started them, so the
+// rollout of a commit does not wait for another fetch.
+const DefaultRenderPatience = 500 * time.Millisecond
 
 // Rendering says which commit is being rendered beside the loop and since
 // when, for /readyz and the source status; ok is false when none is.

@@ -215,9 +215,15 @@ func TestAReadmeCommitOnTopOfARefusedOneKeepsTheSourceNotReady(t *testing.T) {
 	eventually(t, "the canary approval request", func() bool { return r.approval(approvalName) != nil })
 	typo := r.commit("typo", map[string][]byte{"workload.yaml": []byte(strings.Replace(string(files["workload.yaml"]), "key: value1", `key: "value2`, 1))})
 	readme := r.commit("docs", map[string][]byte{"README.md": []byte("# the fleet\n")})
-	eventually(t, "the source to have fetched the README commit", func() bool {
+	// The typo's render may go on beside the loop (a render longer than
+	// the loop's patience): wait for its outcome, not only the fetch.
+	eventually(t, "the source to have fetched the README commit and refused the typo", func() bool {
 		src, ok := r.object("status/sources/main.yaml").(*fleet.GitSource)
-		return ok && src.Status.LastFetchedCommit == readme
+		if !ok || src.Status.LastFetchedCommit != readme {
+			return false
+		}
+		c := meta.FindStatusCondition(src.Status.Conditions, fleet.GitSourceConditionReady)
+		return c != nil && c.Status == "False"
 	})
 	src := r.object("status/sources/main.yaml").(*fleet.GitSource)
 	ready := meta.FindStatusCondition(src.Status.Conditions, fleet.GitSourceConditionReady)
