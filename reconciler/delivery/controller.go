@@ -310,7 +310,8 @@ func (c *Controller) requeue(in intent) {
 }
 
 func (c *Controller) dispatch(ctx context.Context, in intent) error {
-	b, err := c.hub.GetBinding(ctx, in.key)
+	// Read-only: what delivery writes (the finalizer, a report) it copies.
+	b, err := hub.GetBindingReadOnly(ctx, c.hub, in.key)
 	if hub.IsNotFound(err) {
 		return nil
 	}
@@ -449,6 +450,13 @@ type MemberClusterGetter interface {
 // member is the member cluster of that name; nil when it is not in the
 // fleet.
 func (c *Controller) member(ctx context.Context, name string) (*fleet.MemberCluster, error) {
+	if ro, ok := c.hub.(hub.ReadOnlyGetter); ok {
+		m, err := ro.GetMemberClusterReadOnly(ctx, name)
+		if hub.IsNotFound(err) {
+			return nil, nil
+		}
+		return m, err
+	}
 	if g, ok := c.hub.(MemberClusterGetter); ok {
 		m, err := g.GetMemberCluster(ctx, name)
 		if hub.IsNotFound(err) {
@@ -476,7 +484,7 @@ var _ member.Reporter = (*Controller)(nil)
 // longer generation; nothing is written when nothing changed.
 func (c *Controller) ReportBindingStatus(key hub.Key, generation int64, conds []metav1.Condition, p member.Placements) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := c.hub.GetBinding(c.ctx, key)
+		cur, err := hub.GetBindingReadOnly(c.ctx, c.hub, key) // MergeReport copies it
 		if hub.IsNotFound(err) {
 			return nil
 		}

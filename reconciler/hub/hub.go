@@ -175,6 +175,26 @@ func ListBindingsReadOnly(ctx context.Context, h Bindings, placement Key) ([]*fl
 	return h.ListBindings(ctx, placement)
 }
 
+// ReadOnlyGetter is implemented by hubs that can hand out one stored
+// binding or member cluster without copying it, for readers that promise
+// not to modify it (ReadOnlyBindings' contract): delivery reads the binding
+// and its member once per delivery and per member report, and copies what
+// it writes anyway.
+type ReadOnlyGetter interface {
+	GetBindingReadOnly(ctx context.Context, key Key) (*fleet.Binding, error)
+	GetMemberClusterReadOnly(ctx context.Context, name string) (*fleet.MemberCluster, error)
+}
+
+// GetBindingReadOnly gets a binding for a caller that promises not to
+// modify it: without a copy on a hub that implements ReadOnlyGetter,
+// through GetBinding on any other.
+func GetBindingReadOnly(ctx context.Context, h Bindings, key Key) (*fleet.Binding, error) {
+	if ro, ok := h.(ReadOnlyGetter); ok {
+		return ro.GetBindingReadOnly(ctx, key)
+	}
+	return h.GetBinding(ctx, key)
+}
+
 // ReadOnlyResourceSnapshots is implemented by hubs that can list a
 // placement's resource snapshots without copying them, for readers that
 // promise not to modify them (ReadOnlyBindings' contract): delivery reads

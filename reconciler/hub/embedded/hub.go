@@ -78,6 +78,7 @@ var _ hub.Revisioner = (*Hub)(nil)
 var _ hub.Notifier = (*Hub)(nil)
 var _ hub.ReadOnlyBindings = (*Hub)(nil)
 var _ hub.ReadOnlyResourceSnapshots = (*Hub)(nil)
+var _ hub.ReadOnlyGetter = (*Hub)(nil)
 
 // New returns an empty hub writing through to store (a MemoryStore if nil).
 func New(c clock.Clock, store Store) *Hub {
@@ -402,6 +403,30 @@ func (h *Hub) GetBinding(_ context.Context, key hub.Key) (*fleet.Binding, error)
 		return nil, hub.NotFound(fleet.BindingKind(key.Namespace), key)
 	}
 	return b, nil
+}
+
+// GetBindingReadOnly implements hub.ReadOnlyGetter: the stored binding
+// itself, on ListBindingsReadOnly's terms.
+func (h *Hub) GetBindingReadOnly(_ context.Context, key hub.Key) (*fleet.Binding, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b, ok := h.bindings.peek(key)
+	if !ok {
+		return nil, hub.NotFound(fleet.BindingKind(key.Namespace), key)
+	}
+	return b, nil
+}
+
+// GetMemberClusterReadOnly implements hub.ReadOnlyGetter: the stored
+// member cluster itself, on ListBindingsReadOnly's terms.
+func (h *Hub) GetMemberClusterReadOnly(_ context.Context, name string) (*fleet.MemberCluster, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m, ok := h.members.peek(hub.Key{Name: name})
+	if !ok {
+		return nil, hub.NotFound(fleet.KindMemberCluster, hub.Key{Name: name})
+	}
+	return m, nil
 }
 
 // CreateBinding implements hub.Bindings.
