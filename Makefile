@@ -57,8 +57,8 @@ run-clusters-pull: build ## The same three members pulling: a local hub API serv
 simulate: build ## Preview the quickstart rollout in virtual time
 	./hack/quickstart.sh $(BIN) --simulate
 
-bench: ## Benchmarks of the engine, render, git and delivery layers (reconciler/member/kube needs make testbin)
-	$(GO) test -run '^$$' -bench . -benchmem ./reconciler/... ./render/... ./gitsource/... ./status/...
+bench: ## Benchmarks of the engine, hubs, delivery, render, git and status layers (the kube packages need make testbin; the Git loop's end-to-end benchmarks run on their own, see README)
+	$(GO) test -run '^$$' -bench . -benchmem ./reconciler/... ./render/... ./gitsource ./status/...
 
 image: ## Build the container image (needs a Docker engine)
 	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .

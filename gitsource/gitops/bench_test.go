@@ -146,7 +146,7 @@ func configMap(i int, value string) []byte {
 // resource snapshot recorded in the hub. A commit that changes no rendered
 // file (README.md) records no snapshot.
 //
-//	go test ./gitops/ -run '^$' -bench CommitToSnapshot -benchtime 20x
+//	go test ./gitsource/gitops/ -run '^$' -bench CommitToSnapshot -benchtime 20x
 func BenchmarkCommitToSnapshot(b *testing.B) {
 	for _, kustomize := range []bool{false, true} {
 		variant := "plain"
@@ -299,7 +299,7 @@ func firstClusterStarted(run *fleet.UpdateRun) bool {
 // the hub (its guarding status commit included: the engine persists before
 // it delivers).
 //
-//	go test ./gitops/ -run '^$' -bench WebhookToFirstClusterStarted -benchtime 20x
+//	go test ./gitsource/gitops/ -run '^$' -bench WebhookToFirstClusterStarted -benchtime 20x
 func BenchmarkWebhookToFirstClusterStarted(b *testing.B) {
 	secret := []byte("bench")
 	files := stagedFleet(3, "1")
@@ -364,7 +364,7 @@ func BenchmarkWebhookToFirstClusterStarted(b *testing.B) {
 // benchClusters are the fleet sizes of the Git-scale benchmarks. 10,000
 // takes minutes, so it runs only when asked for:
 //
-//	go test ./gitops/ -run '^$' -bench StatusCommitsPerRun -benchtime 1x -args -bench-clusters 1000,10000
+//	go test ./gitsource/gitops/ -run '^$' -bench StatusCommitsPerRun -benchtime 1x -args -bench-clusters 1000,10000
 var benchClusters = flag.String("bench-clusters", "100,1000", "comma-separated fleet sizes of BenchmarkStatusCommitsPerRun")
 
 // benchStages are the numbers of stages of BenchmarkStatusCommitsPerRun.
@@ -400,7 +400,7 @@ func commaInts(b *testing.B, name, value string) []int {
 // peak heap. Commits follow the passes that start work, not the number of
 // clusters; bytes follow what changed.
 //
-//	go test ./gitops/ -run '^$' -bench StatusCommitsPerRun -benchtime 1x
+//	go test ./gitsource/gitops/ -run '^$' -bench StatusCommitsPerRun -benchtime 1x
 func BenchmarkStatusCommitsPerRun(b *testing.B) {
 	for _, n := range commaInts(b, "bench-clusters", *benchClusters) {
 		for _, stages := range commaInts(b, "bench-stages", *benchStages) {
@@ -502,7 +502,7 @@ func BenchmarkStatusCommitsPerRun(b *testing.B) {
 // default status batching. push-to-flushed-s goes on until every status
 // change is pushed, the placement's last update included.
 //
-//	go test ./gitops/ -run '^$' -bench SerialStage -benchtime 1x
+//	go test ./gitsource/gitops/ -run '^$' -bench SerialStage -benchtime 1x
 func BenchmarkSerialStage(b *testing.B) {
 	const n = 100
 	var took, flushed time.Duration

@@ -354,7 +354,7 @@ spec: {placementName: example-placement, stagedRolloutStrategyName: example-stra
 // a real API server, all updated in one stage: how the end-to-end time of
 // a rollout grows with the number of members.
 //
-//	go test ./gitops -run '^$' -bench RolloutToRealClusters -benchtime 5x
+//	go test ./gitsource/gitops -run '^$' -bench RolloutToRealClusters -benchtime 5x
 func BenchmarkRolloutToRealClusters(b *testing.B) {
 	for _, n := range []int{1, 3, 10} {
 		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) {

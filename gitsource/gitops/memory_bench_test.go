@@ -84,7 +84,7 @@ func checkSnapshotHistory(b *testing.B, d *daemon, placement string) {
 // must not pile up: unused snapshots beyond the placement's
 // revisionHistoryLimit are deleted, and caches are bounded.
 //
-//	go test ./gitops/ -run '^$' -bench HeapAcrossRuns -benchtime 1x -v
+//	go test ./gitsource/gitops/ -run '^$' -bench HeapAcrossRuns -benchtime 1x -v
 func BenchmarkHeapAcrossRuns(b *testing.B) {
 	for _, n := range []int{200, 1000} {
 		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
@@ -129,7 +129,7 @@ func BenchmarkHeapAcrossRuns(b *testing.B) {
 // with them; past it, older snapshots are deleted and the heap stays flat
 // (growth-after-limit-MiB).
 //
-//	go test ./gitops/ -run '^$' -bench HeapAcrossCommits -benchtime 1x -v
+//	go test ./gitsource/gitops/ -run '^$' -bench HeapAcrossCommits -benchtime 1x -v
 func BenchmarkHeapAcrossCommits(b *testing.B) {
 	for range b.N {
 		r := newFleetRepo(b, configMapFleet(1000, true))

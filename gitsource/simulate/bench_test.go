@@ -75,7 +75,7 @@ var (
 // TestWriteFleetRepo is a helper, not a check: it writes the benchmarks'
 // fleet repository to disk so the CLI can be measured on it, e.g.
 //
-//	go test ./simulate -run TestWriteFleetRepo -args -write-fleet=/tmp/fleet10k -fleet-clusters=10000
+//	go test ./gitsource/simulate -run TestWriteFleetRepo -args -write-fleet=/tmp/fleet10k -fleet-clusters=10000
 //	/usr/bin/time -v bin/gitfleet simulate --repo /tmp/fleet10k -o yaml >/dev/null
 func TestWriteFleetRepo(t *testing.T) {
 	if *writeFleet == "" {
@@ -156,7 +156,7 @@ func BenchmarkSimulateFleet(b *testing.B) {
 // the simulation and the YAML stream of the final objects, written to
 // io.Discard.
 //
-//	go test ./simulate -run '^$' -bench SimulateFleetYAML -benchtime 1x
+//	go test ./gitsource/simulate -run '^$' -bench SimulateFleetYAML -benchtime 1x
 func BenchmarkSimulateFleetYAML(b *testing.B) {
 	benchmarkFleets(b, func(b *testing.B, repo string) {
 		res, err := Run(context.Background(), Options{Repo: repo, NoTimeline: true})
