@@ -130,6 +130,19 @@ type UpdateRunSpec struct {
 	// +kubebuilder:default=Initialize
 	// +kubebuilder:validation:Enum=Initialize;Run;Stop
 	State State `json:"state,omitempty"`
+	// ClusterSet says what the run does when its placement's clusters
+	// change after initialization and with clusters no stage selects
+	// (gitfleet's, clusterset.go); unset is KubeFleet's behaviour.
+	// +kubebuilder:validation:Optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterSet is immutable"
+	ClusterSet *ClusterSetPolicy `json:"clusterSet,omitempty"`
+	// RetryOf names a finished run of the same placement: this run rolls
+	// out that run's resource snapshot with its strategy to exactly the
+	// clusters that did not succeed in it (gitfleet's, AKS #5733).
+	// +kubebuilder:validation:Optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="retryOf is immutable"
+	RetryOf string `json:"retryOf,omitempty"`
 }
 
 // UpdateRunStatus is the plan frozen at initialization plus the progress.
@@ -141,6 +154,13 @@ type UpdateRunStatus struct {
 	StagedUpdateStrategySnapshot *UpdateStrategySpec   `json:"stagedUpdateStrategySnapshot,omitempty"`
 	StagesStatus                 []StageUpdatingStatus `json:"stagesStatus,omitempty"`
 	DeletionStageStatus          *StageUpdatingStatus  `json:"deletionStageStatus,omitempty"`
+	// UnmatchedClusters are the picked clusters no stage selects, all of
+	// them, sorted (the Initialized condition's message shows up to 10);
+	// with clusterSet.unmatched Ignore or Allow the run left them out.
+	UnmatchedClusters []string `json:"unmatchedClusters,omitempty"`
+	// PendingClusters are the clusters the placement picked after a run
+	// that freezes its cluster set was initialized: the next run takes them.
+	PendingClusters []string `json:"pendingClusters,omitempty"`
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`

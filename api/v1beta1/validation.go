@@ -76,7 +76,7 @@ func ValidateUpdateRun(r *UpdateRun) field.ErrorList {
 	if r.Spec.StagedUpdateStrategyName == "" {
 		errs = append(errs, field.Required(spec.Child("stagedRolloutStrategyName"), ""))
 	}
-	return errs
+	return append(errs, validateClusterSet(r, spec)...)
 }
 
 // ---- strategies ----
