@@ -126,7 +126,7 @@ func (p *pass) executeStage(idx int, pl *plan, maxConc int) outcome {
 	for i := 0; i < len(stage.Clusters) && inFlight < maxConc; i++ {
 		cs := &stage.Clusters[i]
 		succeeded := find(cs.Conditions, fleet.ClusterUpdatingConditionSucceeded)
-		if isTrue(succeeded, p.gen) {
+		if isTrue(succeeded, p.gen) || p.skipped(cs) {
 			finished++
 			continue
 		}

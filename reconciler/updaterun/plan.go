@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -239,19 +238,8 @@ func (p *pass) computeStages(selected []*fleet.Binding, st *fleet.UpdateRunStatu
 			return validationAbort(userErr("the before stage tasks are invalid, updateStrategy: `%s`, stage: %s, err: %s", strategyKey, fleet.UpdateRunDeleteStageName, err))
 		}
 	}
-	if len(placed) < len(scheduled) {
-		var missing []string
-		for c := range scheduled {
-			if !placed[c] {
-				missing = append(missing, c)
-			}
-		}
-		sort.Strings(missing)
-		total := len(missing)
-		if len(missing) > 10 {
-			missing = missing[:10]
-		}
-		return validationAbort(userErr("some clusters are not placed in any stage, total %d, showing up to 10: %s", total, strings.Join(missing, ", ")))
+	if err := p.leaveOutUnmatched(scheduled, placed, st); err != nil {
+		return err
 	}
 	st.StagesStatus = stages
 	return nil

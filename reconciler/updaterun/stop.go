@@ -51,7 +51,7 @@ func (p *pass) stopStage(stage *fleet.StageUpdatingStatus, pl *plan) outcome {
 	for i := range stage.Clusters {
 		cs := &stage.Clusters[i]
 		started := find(cs.Conditions, fleet.ClusterUpdatingConditionStarted)
-		if !isTrue(started, p.gen) {
+		if !isTrue(started, p.gen) || p.skipped(cs) {
 			continue
 		}
 		if s := find(cs.Conditions, fleet.ClusterUpdatingConditionSucceeded); isTrue(s, p.gen) || isFalse(s, p.gen) {

@@ -56,7 +56,8 @@ func (p *pass) derivePlan() (*plan, error) {
 	if scratch.PolicySnapshotIndexUsed != rec.PolicySnapshotIndexUsed {
 		return nil, abortf("the policy snapshot index used in the updateRun is outdated, latest: %s, recorded: %s", scratch.PolicySnapshotIndexUsed, rec.PolicySnapshotIndexUsed)
 	}
-	if count != -1 && count != rec.PolicyObservedClusterCount {
+	frozen := p.run.Spec.ClusterSet.Freezes()
+	if count != -1 && count != rec.PolicyObservedClusterCount && !frozen {
 		return nil, abortf("the cluster count initialized in the updateRun is outdated, latest: %d, recorded: %d", count, rec.PolicyObservedClusterCount)
 	}
 	selected, toDelete, err := p.collectBindings(snap, scratch)
@@ -66,7 +67,11 @@ func (p *pass) derivePlan() (*plan, error) {
 	if rec.StagedUpdateStrategySnapshot == nil {
 		return nil, abortf("%s", unexpectedErr("the updateRun has nil updateStrategySnapshot"))
 	}
-	if err := p.computeStages(selected, scratch); err != nil {
+	if frozen {
+		// The stages are what initialization recorded; only which of
+		// their clusters are still picked matters (freezeClusterSet).
+		toDelete = frozenDeletions(toDelete, rec.DeletionStageStatus)
+	} else if err := p.computeStages(selected, scratch); err != nil {
 		return nil, err
 	}
 	pl := newPlan(p, scratch, selected, toDelete)
@@ -85,23 +90,19 @@ func (p *pass) checkProgress(pl *plan) (int, error) {
 	if rec.StagesStatus == nil {
 		return -1, abortf("%s", unexpectedErr("the updateRun has nil stagesStatus"))
 	}
+	frozen := p.run.Spec.ClusterSet.Freezes()
+	if frozen {
+		p.freezeClusterSet(pl)
+	}
 	derived := pl.derived.StagesStatus
-	if len(rec.StagesStatus) != len(derived) {
+	if len(rec.StagesStatus) != len(derived) && !frozen {
 		return -1, abortf("the number of stages in the updateRun has changed, new: %d, existing: %d", len(derived), len(rec.StagesStatus))
 	}
 	updating, lastFinished := -1, -1
 	for i := range rec.StagesStatus {
-		s, d := &rec.StagesStatus[i], &derived[i]
-		if s.StageName != d.StageName {
-			return -1, abortf("index `%d` stage name in the updateRun has changed, new: %s, existing: %s", i, d.StageName, s.StageName)
-		}
-		if len(s.Clusters) != len(d.Clusters) {
-			return -1, abortf("the number of clusters in index `%d` stage has changed, new: %d, existing: %d", i, len(d.Clusters), len(s.Clusters))
-		}
-		for j := range s.Clusters {
-			if s.Clusters[j].ClusterName != d.Clusters[j].ClusterName {
-				return -1, abortf("the `%d` cluster in the `%d` stage has changed, new: %s, existing: %s", j, i, d.Clusters[j].ClusterName, s.Clusters[j].ClusterName)
-			}
+		s := &rec.StagesStatus[i]
+		if err := compareStage(i, s, derived, frozen); err != nil {
+			return -1, err
 		}
 		maxConc, err := stageMaxConcurrency(rec, i)
 		if err != nil {
@@ -112,6 +113,27 @@ func (p *pass) checkProgress(pl *plan) (int, error) {
 		}
 	}
 	return p.checkDeletionStage(updating, lastFinished, pl)
+}
+
+// compareStage compares recorded stage i with the derived one; a frozen
+// cluster set has nothing to compare.
+func compareStage(i int, s *fleet.StageUpdatingStatus, derived []fleet.StageUpdatingStatus, frozen bool) error {
+	if frozen {
+		return nil
+	}
+	d := &derived[i]
+	if s.StageName != d.StageName {
+		return abortf("index `%d` stage name in the updateRun has changed, new: %s, existing: %s", i, d.StageName, s.StageName)
+	}
+	if len(s.Clusters) != len(d.Clusters) {
+		return abortf("the number of clusters in index `%d` stage has changed, new: %d, existing: %d", i, len(d.Clusters), len(s.Clusters))
+	}
+	for j := range s.Clusters {
+		if s.Clusters[j].ClusterName != d.Clusters[j].ClusterName {
+			return abortf("the `%d` cluster in the `%d` stage has changed, new: %s, existing: %s", j, i, d.Clusters[j].ClusterName, s.Clusters[j].ClusterName)
+		}
+	}
+	return nil
 }
 
 // checkStageProgress classifies one recorded stage as finished, failed,
@@ -126,7 +148,7 @@ func (p *pass) checkStageProgress(i, updating, lastFinished int, s *fleet.StageU
 			return -1, -1, abortf("%s", unexpectedErr("the finished stage `%d` is after the updating stage `%d`", i, updating))
 		}
 		for j := range s.Clusters {
-			if !isTrue(find(s.Clusters[j].Conditions, fleet.ClusterUpdatingConditionSucceeded), p.gen) {
+			if !isTrue(find(s.Clusters[j].Conditions, fleet.ClusterUpdatingConditionSucceeded), p.gen) && !p.skipped(&s.Clusters[j]) {
 				return -1, -1, abortf("%s", unexpectedErr("cluster `%s` in the finished stage `%s` has not succeeded", s.Clusters[j].ClusterName, s.StageName))
 			}
 		}
@@ -146,7 +168,8 @@ func (p *pass) checkStageProgress(i, updating, lastFinished int, s *fleet.StageU
 		inFlight := 0
 		for j := range s.Clusters {
 			c := s.Clusters[j].Conditions
-			if isTrue(find(c, fleet.ClusterUpdatingConditionStarted), p.gen) && !isTrue(find(c, fleet.ClusterUpdatingConditionSucceeded), p.gen) {
+			if isTrue(find(c, fleet.ClusterUpdatingConditionStarted), p.gen) && !isTrue(find(c, fleet.ClusterUpdatingConditionSucceeded), p.gen) &&
+				!p.skipped(&s.Clusters[j]) {
 				inFlight++
 			}
 		}
