@@ -265,7 +265,7 @@ func (e *env) strategy(spec fleet.UpdateStrategySpec) {
 	e.h.ApplyUpdateStrategy(&fleet.UpdateStrategy{ObjectMeta: metav1.ObjectMeta{Name: strategyName, Namespace: e.ns}, Spec: spec})
 }
 
-func (e *env) key() hub.Key { return hub.Key{Namespace: e.ns, Name: runName} }
+func (e *env) key() hub.Key { return hub.Key{Namespace: e.ns, Name: e.run.Name} }
 
 // create applies the run (as Git would).
 func (e *env) create() *env {

@@ -23,6 +23,10 @@ import (
 // once with Initialized=True, before any side effect of execution.
 func (p *pass) initialize() (*plan, error) {
 	st := &p.run.Status
+	retried, err := p.retriedRun()
+	if err != nil {
+		return nil, err
+	}
 	placement, err := p.checkPlacement(st)
 	if err != nil {
 		return nil, err
@@ -35,7 +39,8 @@ func (p *pass) initialize() (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.recordStrategy(st); err != nil {
+	selected, toDelete = retried.scope(selected, toDelete)
+	if err := p.recordStrategyOf(retried, st); err != nil {
 		return nil, err
 	}
 	if err := p.checkConcurrentRuns(st); err != nil {
@@ -45,10 +50,13 @@ func (p *pass) initialize() (*plan, error) {
 		return nil, err
 	}
 	st.DeletionStageStatus = p.deletionStage(toDelete, st.StagedUpdateStrategySnapshot)
-	if err := p.recordResourceSnapshot(placement, st); err != nil {
+	if err := p.recordResourceSnapshotOf(retried, placement, st); err != nil {
 		return nil, err
 	}
 	if err := p.recordOverrideSnapshots(st); err != nil {
+		return nil, err
+	}
+	if err := p.checkRetriedOverrides(retried, st); err != nil {
 		return nil, err
 	}
 	p.set(&st.Conditions, fleet.StagedUpdateRunConditionInitialized, metav1.ConditionTrue,

@@ -64,6 +64,7 @@ func (p *pass) derivePlan() (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	selected, toDelete = p.retryScope(selected, toDelete)
 	if rec.StagedUpdateStrategySnapshot == nil {
 		return nil, abortf("%s", unexpectedErr("the updateRun has nil updateStrategySnapshot"))
 	}
