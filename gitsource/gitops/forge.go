@@ -396,6 +396,8 @@ func ClusterStatuses(run *fleet.UpdateRun) []forge.Status {
 				st.State, st.Description = forge.Failure, "failed in stage "+s.Name+": "+c.Message
 			case runview.ClusterUpdating:
 				st.Description = "updating in stage " + s.Name
+			case runview.ClusterSkipped:
+				st.State, st.Description = forge.Error, "skipped in stage "+s.Name+": "+c.Message
 			}
 			st.Description = oneLine(st.Description)
 			out = append(out, st)

@@ -83,7 +83,8 @@ const (
 type Cluster struct {
 	Name  string
 	State ClusterState
-	// Message is the cluster's failure (Succeeded=False), when it failed.
+	// Message is the cluster's failure (Succeeded=False), when it failed,
+	// or why it was skipped.
 	Message string
 }
 
@@ -95,6 +96,9 @@ const (
 	ClusterUpdating  ClusterState = "Updating"  // started, not finished
 	ClusterSucceeded ClusterState = "Succeeded" // updated (deleted, in the deletion stage)
 	ClusterFailed    ClusterState = "Failed"    // Succeeded=False
+	// ClusterSkipped left the placement under a run that froze its
+	// cluster set (Skipped=True, gitfleet's); a retry of the run takes it.
+	ClusterSkipped ClusterState = "Skipped"
 )
 
 // Label names the stage for people: "stage canary", or "deletion stage".
@@ -263,6 +267,9 @@ func stageOf(s *fleet.StageUpdatingStatus) Stage {
 			out.Done++
 		case succeeded != nil && succeeded.Status == metav1.ConditionFalse:
 			cl.State, cl.Message = ClusterFailed, succeeded.Message
+		case meta.IsStatusConditionTrue(c.Conditions, fleet.ClusterUpdatingConditionSkipped):
+			cl.State = ClusterSkipped
+			cl.Message = meta.FindStatusCondition(c.Conditions, fleet.ClusterUpdatingConditionSkipped).Message
 		case meta.IsStatusConditionTrue(c.Conditions, fleet.ClusterUpdatingConditionStarted):
 			cl.State = ClusterUpdating
 			out.InFlight = append(out.InFlight, c.ClusterName)

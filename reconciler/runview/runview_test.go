@@ -328,7 +328,11 @@ func TestClustersSayWhereEachStands(t *testing.T) {
 		failedC := cond(fleet.ClusterUpdatingConditionSucceeded, metav1.ConditionFalse, fleet.ClusterUpdatingFailedReason)
 		failedC.Message = "the binding is not up-to-date"
 		failed.Conditions = append(failed.Conditions, failedC)
-		canary.Clusters = []fleet.ClusterUpdatingStatus{started("member3"), failed, {ClusterName: "member5"}}
+		left := started("member6")
+		leftC := cond(fleet.ClusterUpdatingConditionSkipped, metav1.ConditionTrue, fleet.ClusterLeftPlacementReason)
+		leftC.Message = "left"
+		left.Conditions = append(left.Conditions, leftC)
+		canary.Clusters = []fleet.ClusterUpdatingStatus{started("member3"), failed, {ClusterName: "member5"}, left}
 	})
 	var got []string
 	for _, s := range Of(r).Stages {
@@ -337,7 +341,7 @@ func TestClustersSayWhereEachStands(t *testing.T) {
 		}
 	}
 	want := []string{"staging/member2=Succeeded", "canary/member3=Updating", "canary/member1=Failedthe binding is not up-to-date",
-		"canary/member5=Pending", fleet.UpdateRunDeleteStageName + "/member4=Pending"}
+		"canary/member5=Pending", "canary/member6=Skippedleft", fleet.UpdateRunDeleteStageName + "/member4=Pending"}
 	if !slices.Equal(got, want) {
 		t.Errorf("clusters\n got %q\nwant %q", got, want)
 	}
