@@ -81,6 +81,12 @@ func Comment(p *Plan) string {
 			fmt.Fprintf(&b, ": %s", mdEscape(r.Detail))
 		}
 		b.WriteString("\n\n")
+		for _, l := range clusterSetLines(r) {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(l))
+		}
+		if len(clusterSetLines(r)) > 0 {
+			b.WriteString("\n")
+		}
 		if len(r.Stages) > 0 {
 			b.WriteString("| stage | clusters, in order | before | after | start | end |\n|---|---|---|---|---|---|\n")
 			for _, s := range r.Stages {

@@ -157,6 +157,15 @@ type Run struct {
 	// Deleting are the clusters its deletion stage removes the placement's
 	// resources from.
 	Deleting []string `json:"deleting,omitempty"`
+	// RetryOf is the run this one retries (spec.retryOf).
+	RetryOf string `json:"retryOf,omitempty"`
+	// Unmatched are the clusters no stage selects: left out
+	// (clusterSet.unmatched Ignore or Allow), or why initialization fails.
+	Unmatched []string `json:"unmatchedClusters,omitempty"`
+	// Pending joined the placement after a run that freezes its cluster
+	// set was initialized; Skipped left it during the run.
+	Pending  []string `json:"pendingClusters,omitempty"`
+	Skipped  []string `json:"skippedClusters,omitempty"`
 	Timeline []Event  `json:"timeline,omitempty"`
 }
 
@@ -427,6 +436,7 @@ func runs(ctx context.Context, res *simulate.Result, start state) ([]Run, error)
 			run.Before = before.Phase()
 		}
 		run.Stages = stages(r, res.Start)
+		clusterSet(r, &run)
 		if d := r.Status.DeletionStageStatus; d != nil {
 			for _, c := range d.Clusters {
 				run.Deleting = append(run.Deleting, c.ClusterName)

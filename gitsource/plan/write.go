@@ -100,6 +100,9 @@ func writeRun(w io.Writer, r Run) error {
 	if r.Detail != "" {
 		fmt.Fprintf(w, "  %s: %s\n", r.After, r.Detail)
 	}
+	for _, l := range clusterSetLines(r) {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
 	if len(r.Stages) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 		fmt.Fprintln(tw, "  STAGE\tCLUSTERS (IN ORDER)\tBEFORE\tAFTER\tSTART\tEND")
