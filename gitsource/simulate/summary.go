@@ -51,6 +51,9 @@ func Detail(r *fleet.UpdateRun) string {
 	case fleet.PhaseInitialized:
 		return "state is Initialize: set spec.state to Run to start"
 	case fleet.PhaseSucceeded:
+		if but := notUpdated(r); but != "" {
+			return fmt.Sprintf("resource snapshot %s on every cluster of the run; %s", r.Status.ResourceSnapshotIndexUsed, but)
+		}
 		return fmt.Sprintf("resource snapshot %s on every cluster", r.Status.ResourceSnapshotIndexUsed)
 	case fleet.PhaseWaiting, fleet.PhaseStopped, fleet.PhaseStuck, fleet.PhaseStopping:
 		v := runview.Of(r)
