@@ -250,3 +250,31 @@ func TestUnmatchedClusterPolicies(t *testing.T) {
 		})
 	}
 }
+
+// TestFrozenRunDeletesOnlyWhatItListed: the deletion stage of a frozen run
+// deletes the bindings it listed at initialization, and leaves the binding
+// of a cluster that left during the run to the next run.
+func TestFrozenRunDeletesOnlyWhatItListed(t *testing.T) {
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			e := newEnv(t, f.ns).pickAll(3)
+			e.member("gone-0", map[string]string{"group": "prod"})
+			e.binding("gone-0", 1, fleet.BindingStateUnscheduled)
+			e.run.Spec.ClusterSet = freeze()
+			e.create()
+			e.ok()
+			if got := clusterNames(*e.get().Status.DeletionStageStatus); !slices.Equal(got, []string{"gone-0"}) {
+				t.Fatalf("deletion stage %v", got)
+			}
+			e.leave("cluster-2")
+			run := e.finish(20)
+			wantConds(t, "run", run.Status.Conditions, runSucceeded...)
+			if e.bindingExists("gone-0") {
+				t.Error("the binding the deletion stage listed is still there")
+			}
+			if !e.bindingExists("cluster-2") {
+				t.Error("the run deleted the binding of cluster-2, which left after it was initialized")
+			}
+		})
+	}
+}

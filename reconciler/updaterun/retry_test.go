@@ -153,6 +153,14 @@ func TestRetryRefused(t *testing.T) {
 				p.Spec.Strategy.ApplyStrategy = &fleet.ApplyStrategy{Type: fleet.ApplyStrategyTypeServerSideApply}
 			})
 		}, nil, "~the applyStrategy of placement `/" + placementName + "` changed since the retried updateRun `" + runName + "`"},
+		{"other overrides", func(e *env) {
+			e.selectResources()
+			e.failOnCluster1()
+			prod := fleet.OverrideRule{ClusterSelector: &fleet.ClusterSelector{ClusterSelectorTerms: []fleet.ClusterSelectorTerm{
+				{LabelSelector: selector("group", "prod")}}}, JSONPatchOverrides: eastusRule().JSONPatchOverrides}
+			e.clusterResourceOverride("test-cro", 0, true, fleet.ClusterResourceOverrideSpec{ClusterResourceSelectors: appNamespace,
+				Policy: &fleet.OverridePolicy{OverrideRules: []fleet.OverrideRule{prod}}})
+		}, nil, fmt.Sprintf(RetryOverridesFmt, "cluster-1", runName)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, "").pickAll(3)
