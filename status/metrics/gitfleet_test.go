@@ -138,18 +138,21 @@ func TestStageClustersByState(t *testing.T) {
 	m, reg, _ := newMetrics()
 	m.ObserveRun(stagedRun())
 	want := `
-# HELP gitfleet_update_run_stage_clusters Clusters of each stage of an update run by state (pending, updating, succeeded, failed).
+# HELP gitfleet_update_run_stage_clusters Clusters of each stage of an update run by state (pending, updating, succeeded, failed, skipped).
 # TYPE gitfleet_update_run_stage_clusters gauge
 gitfleet_update_run_stage_clusters{name="example-run",namespace="",stage="canary",state="failed"} 0
 gitfleet_update_run_stage_clusters{name="example-run",namespace="",stage="canary",state="pending"} 1
+gitfleet_update_run_stage_clusters{name="example-run",namespace="",stage="canary",state="skipped"} 0
 gitfleet_update_run_stage_clusters{name="example-run",namespace="",stage="canary",state="succeeded"} 1
 gitfleet_update_run_stage_clusters{name="example-run",namespace="",stage="canary",state="updating"} 1
 gitfleet_update_run_stage_clusters{name="example-run",namespace="",stage="kubernetes-fleet.io/deleteStage",state="failed"} 0
 gitfleet_update_run_stage_clusters{name="example-run",namespace="",stage="kubernetes-fleet.io/deleteStage",state="pending"} 0
+gitfleet_update_run_stage_clusters{name="example-run",namespace="",stage="kubernetes-fleet.io/deleteStage",state="skipped"} 0
 gitfleet_update_run_stage_clusters{name="example-run",namespace="",stage="kubernetes-fleet.io/deleteStage",state="succeeded"} 0
 gitfleet_update_run_stage_clusters{name="example-run",namespace="",stage="kubernetes-fleet.io/deleteStage",state="updating"} 0
 gitfleet_update_run_stage_clusters{name="example-run",namespace="",stage="prod",state="failed"} 0
 gitfleet_update_run_stage_clusters{name="example-run",namespace="",stage="prod",state="pending"} 1
+gitfleet_update_run_stage_clusters{name="example-run",namespace="",stage="prod",state="skipped"} 0
 gitfleet_update_run_stage_clusters{name="example-run",namespace="",stage="prod",state="succeeded"} 0
 gitfleet_update_run_stage_clusters{name="example-run",namespace="",stage="prod",state="updating"} 0
 `

@@ -69,7 +69,7 @@ func New(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 
 		stageClusters: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: UpdateRunStageClusters,
-			Help: "Clusters of each stage of an update run by state (pending, updating, succeeded, failed).",
+			Help: "Clusters of each stage of an update run by state (pending, updating, succeeded, failed, skipped).",
 		}, []string{LabelNamespace, LabelName, LabelStage, LabelState}),
 		runs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: UpdateRuns,

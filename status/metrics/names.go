@@ -62,6 +62,9 @@ const (
 	ClusterUpdating  = "updating"
 	ClusterSucceeded = "succeeded"
 	ClusterFailed    = "failed"
+	// ClusterSkipped left the placement under a run that froze its
+	// cluster set.
+	ClusterSkipped = "skipped"
 )
 
 // Results of gitfleet_status_pushes_total.

@@ -22,7 +22,7 @@ func (m *Metrics) ObserveRun(run *fleet.UpdateRun) {
 		}
 		// The stage list is frozen at initialization, so setting every
 		// state of every stage leaves no stale series behind.
-		for _, state := range []string{ClusterPending, ClusterUpdating, ClusterSucceeded, ClusterFailed} {
+		for _, state := range []string{ClusterPending, ClusterUpdating, ClusterSucceeded, ClusterFailed, ClusterSkipped} {
 			m.stageClusters.WithLabelValues(run.Namespace, run.Name, s.Name, state).Set(float64(counts[state]))
 		}
 	}
@@ -37,7 +37,8 @@ func (m *Metrics) ObserveRun(run *fleet.UpdateRun) {
 
 // clusterStates are the state label values of runview's cluster states.
 var clusterStates = map[runview.ClusterState]string{runview.ClusterPending: ClusterPending,
-	runview.ClusterUpdating: ClusterUpdating, runview.ClusterSucceeded: ClusterSucceeded, runview.ClusterFailed: ClusterFailed}
+	runview.ClusterUpdating: ClusterUpdating, runview.ClusterSucceeded: ClusterSucceeded, runview.ClusterFailed: ClusterFailed,
+	runview.ClusterSkipped: ClusterSkipped}
 
 func (m *Metrics) publishPhasesLocked() {
 	counts := map[string]int{}
