@@ -87,10 +87,15 @@ func (c *ClusterSetPolicy) UnmatchedAction() UnmatchedClusterAction {
 const (
 	// ClusterUpdatingConditionSkipped is True on a stage cluster that left
 	// the placement after a run that freezes its cluster set was
-	// initialized: the run goes on without it.
+	// initialized (the run goes on without it), and on a deletion-stage
+	// cluster the placement picked again (the run does not delete it).
 	ClusterUpdatingConditionSkipped = "Skipped"
 	// ClusterLeftPlacementReason is the Skipped condition's reason.
 	ClusterLeftPlacementReason = "ClusterLeftPlacement"
+	// ClusterJoinedPlacementReason is the reason of the Skipped condition
+	// of a deletion-stage cluster the placement picked again: the run
+	// does not delete it.
+	ClusterJoinedPlacementReason = "ClusterJoinedPlacement"
 )
 
 // Messages of the run's own transition rules.

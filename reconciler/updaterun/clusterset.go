@@ -21,6 +21,12 @@ import (
 // cluster set; it takes the cluster.
 const ClusterLeftPlacementMessageFmt = "the cluster `%s` left the placement after the updateRun was initialized; the updateRun goes on without it"
 
+// ClusterRejoinedMessageFmt is the message of the Skipped condition of a
+// deletion-stage cluster the placement picked again under a run that
+// freezes its cluster set: the run does not delete it, the next run
+// updates it. It takes the cluster.
+const ClusterRejoinedMessageFmt = "the cluster `%s` joined the placement again after the updateRun was initialized; the updateRun does not delete it"
+
 // unmatchedClustersFmt is KubeFleet's initialization error for picked
 // clusters no stage selects (the condition shows up to 10 of them; the
 // run's status.unmatchedClusters lists all).
@@ -93,6 +99,17 @@ func (p *pass) freezeClusterSet(pl *plan) {
 			p.set(&cs.Conditions, fleet.ClusterUpdatingConditionSkipped, metav1.ConditionTrue,
 				fleet.ClusterLeftPlacementReason, fmt.Sprintf(ClusterLeftPlacementMessageFmt, cs.ClusterName))
 			p.log.Info("skipped a cluster that left the placement", "stage", stage.StageName, "cluster", cs.ClusterName)
+		}
+	}
+	if del := st.DeletionStageStatus; del != nil {
+		for j := range del.Clusters {
+			cs := &del.Clusters[j]
+			if _, picked := pl.bindings.names[cs.ClusterName]; !picked || p.skipped(cs) ||
+				isTrue(find(cs.Conditions, fleet.ClusterUpdatingConditionStarted), p.gen) {
+				continue
+			}
+			p.set(&cs.Conditions, fleet.ClusterUpdatingConditionSkipped, metav1.ConditionTrue,
+				fleet.ClusterJoinedPlacementReason, fmt.Sprintf(ClusterRejoinedMessageFmt, cs.ClusterName))
 		}
 	}
 	if p.run.Spec.RetryOf != "" {

@@ -278,3 +278,26 @@ func TestFrozenRunDeletesOnlyWhatItListed(t *testing.T) {
 		})
 	}
 }
+
+// TestFrozenRunDoesNotDeleteAClusterPickedAgain: a cluster of the deletion
+// stage that the placement picks again before the stage runs is skipped
+// there, not reported deleted, and waits for the next run.
+func TestFrozenRunDoesNotDeleteAClusterPickedAgain(t *testing.T) {
+	e := newEnv(t, "").pickAll(2)
+	e.member("gone-0", map[string]string{"group": "prod"})
+	e.binding("gone-0", 1, fleet.BindingStateUnscheduled)
+	e.run.Spec.ClusterSet = freeze()
+	e.create()
+	e.ok()
+	e.updateBinding("gone-0", func(b *fleet.Binding) { b.Spec.State = fleet.BindingStateScheduled })
+	run := e.finish(20)
+	wantConds(t, "run", run.Status.Conditions, runSucceeded...)
+	if !e.bindingExists("gone-0") {
+		t.Fatal("the run deleted the binding of gone-0, picked again")
+	}
+	wantConds(t, "gone-0", run.Status.DeletionStageStatus.Clusters[0].Conditions,
+		cond{fleet.ClusterUpdatingConditionSkipped, "True", fleet.ClusterJoinedPlacementReason, fmt.Sprintf(ClusterRejoinedMessageFmt, "gone-0")})
+	if got := run.Status.PendingClusters; !slices.Equal(got, []string{"gone-0"}) {
+		t.Errorf("pendingClusters %v, want [gone-0]", got)
+	}
+}

@@ -459,9 +459,13 @@ func (p *pass) executeDeletionStage(pl *plan) outcome {
 }
 
 // markGoneClustersDeleted marks the deletion-stage clusters whose bindings
-// are gone as Started and Succeeded.
+// are gone as Started and Succeeded; one a frozen run skipped (picked
+// again) is not gone.
 func (p *pass) markGoneClustersDeleted(gone map[string]*fleet.ClusterUpdatingStatus) {
 	for _, cs := range gone {
+		if p.skipped(cs) {
+			continue
+		}
 		if !isTrue(find(cs.Conditions, fleet.ClusterUpdatingConditionStarted), p.gen) {
 			p.markClusterStarted(fleet.UpdateRunDeleteStageName, cs)
 		}
