@@ -218,13 +218,10 @@ func (c *Controller) Guard(ctx context.Context) error {
 		if in.kind != deliverIntent {
 			continue
 		}
-		b, err := c.hub.GetBinding(ctx, in.key)
+		_, err := c.guard(ctx, in.key)
 		if hub.IsNotFound(err) {
 			c.forget(in)
 			continue
-		}
-		if err == nil {
-			_, err = c.guard(ctx, b)
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -254,28 +251,11 @@ func (c *Controller) forget(in intent) {
 	}
 }
 
-// guard adds the work-cleanup finalizer to b (a fresh read) unless it
-// holds it; b carries the new resourceVersion after.
-func (c *Controller) guard(ctx context.Context, b *fleet.Binding) (*fleet.Binding, error) {
-	key := keyOf(b)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if slices.Contains(b.Finalizers, fleet.WorkFinalizer) || b.DeletionTimestamp != nil {
-			return nil
-		}
-		next := b.DeepCopy()
-		next.Finalizers = append(next.Finalizers, fleet.WorkFinalizer)
-		err := c.hub.UpdateBinding(ctx, next)
-		if hub.IsConflict(err) {
-			if b, err = c.hub.GetBinding(ctx, key); err != nil {
-				return err
-			}
-			return hub.Conflict(fleet.BindingKind(key.Namespace), key)
-		}
-		if err == nil {
-			b = next
-		}
-		return err
-	})
+// guard adds the work-cleanup finalizer to the binding at key unless it
+// holds it or is terminating, and returns the binding as the hub holds it
+// after (read-only: hub.AddBindingFinalizer).
+func (c *Controller) guard(ctx context.Context, key hub.Key) (*fleet.Binding, error) {
+	b, err := hub.AddBindingFinalizer(ctx, c.hub, key, fleet.WorkFinalizer)
 	if err != nil {
 		return nil, fmt.Errorf("guarding binding %s with the work-cleanup finalizer: %w", hub.KeyString(key), err)
 	}
@@ -348,8 +328,10 @@ func (c *Controller) dispatch(ctx context.Context, in intent) error {
 			return nil
 		}
 		c.noteDelivered(m, in.key)
-		if d.Binding, err = c.guard(ctx, b); err != nil {
-			return err
+		if !slices.Contains(b.Finalizers, fleet.WorkFinalizer) {
+			if d.Binding, err = c.guard(ctx, in.key); err != nil {
+				return err
+			}
 		}
 		src, err := Lookup(ctx, c.hub, b)
 		if err != nil {
@@ -495,7 +477,8 @@ func (c *Controller) ReportBindingStatus(key hub.Key, generation int64, conds []
 		if next == nil {
 			return nil
 		}
-		return c.hub.UpdateBindingStatus(c.ctx, next)
+		// next's status is MergeReport's fresh copy, for this write alone.
+		return hub.HandOverBindingStatus(c.ctx, c.hub, next)
 	})
 }
 

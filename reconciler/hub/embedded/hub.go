@@ -79,6 +79,8 @@ var _ hub.Notifier = (*Hub)(nil)
 var _ hub.ReadOnlyBindings = (*Hub)(nil)
 var _ hub.ReadOnlyResourceSnapshots = (*Hub)(nil)
 var _ hub.ReadOnlyGetter = (*Hub)(nil)
+var _ hub.BindingFinalizers = (*Hub)(nil)
+var _ hub.BindingStatusHandover = (*Hub)(nil)
 
 // New returns an empty hub writing through to store (a MemoryStore if nil).
 func New(c clock.Clock, store Store) *Hub {
@@ -450,9 +452,11 @@ func (h *Hub) UpdateBinding(_ context.Context, b *fleet.Binding) error {
 	if err != nil {
 		return err
 	}
-	next := b.DeepCopy()
+	// The stored status goes on as it is (stored objects are never
+	// modified, so versions share it); b's, which this write ignores, is
+	// not copied.
+	next := &fleet.Binding{TypeMeta: b.TypeMeta, ObjectMeta: *b.ObjectMeta.DeepCopy(), Spec: *b.Spec.DeepCopy(), Status: cur.Status}
 	setKind(next, cur.Kind)
-	next.Status = *cur.Status.DeepCopy()
 	next.DeletionTimestamp = cur.DeletionTimestamp
 	next.CreationTimestamp = cur.CreationTimestamp
 	next.Generation = cur.Generation
@@ -471,18 +475,59 @@ func (h *Hub) UpdateBinding(_ context.Context, b *fleet.Binding) error {
 
 // UpdateBindingStatus implements hub.Bindings.
 func (h *Hub) UpdateBindingStatus(_ context.Context, b *fleet.Binding) error {
+	return h.updateBindingStatus(b, *b.Status.DeepCopy())
+}
+
+// HandOverBindingStatus implements hub.BindingStatusHandover: b's status
+// is stored as it is, without UpdateBindingStatus's copy.
+func (h *Hub) HandOverBindingStatus(_ context.Context, b *fleet.Binding) error {
+	return h.updateBindingStatus(b, b.Status)
+}
+
+// updateBindingStatus stores a new version of the binding b updates with
+// status, which the caller built for the table.
+func (h *Hub) updateBindingStatus(b *fleet.Binding, status fleet.ResourceBindingStatus) error {
 	h.mu.Lock()
 	defer h.unlock()
 	cur, err := h.currentBinding(b)
 	if err != nil {
 		return err
 	}
-	next := cur.DeepCopy()
-	next.Status = *b.Status.DeepCopy()
+	next := nextVersion(cur)
+	next.Status = status
 	h.stamp(next, false)
 	b.ResourceVersion, b.Generation = next.ResourceVersion, next.Generation
 	h.writeBinding(cur, next)
 	return nil
+}
+
+// AddBindingFinalizer implements hub.BindingFinalizers: the new version
+// shares everything but its finalizers with the stored one.
+func (h *Hub) AddBindingFinalizer(_ context.Context, key hub.Key, f string) (*fleet.Binding, error) {
+	h.mu.Lock()
+	defer h.unlock()
+	cur, ok := h.bindings.peek(key)
+	if !ok {
+		return nil, hub.NotFound(fleet.BindingKind(key.Namespace), key)
+	}
+	if cur.DeletionTimestamp != nil || slices.Contains(cur.Finalizers, f) {
+		return cur, nil
+	}
+	next := nextVersion(cur)
+	next.Finalizers = append(slices.Clip(cur.Finalizers), f)
+	h.stamp(next, false)
+	h.writeBinding(cur, next)
+	return next, nil
+}
+
+// nextVersion is a new version of the stored binding cur to store in its
+// place, sharing cur's labels, annotations, finalizers, spec and status:
+// stored bindings are never modified, only replaced, so versions may
+// share what a write leaves as it is. The caller replaces, never
+// modifies, what it changes.
+func nextVersion(cur *fleet.Binding) *fleet.Binding {
+	next := *cur
+	return &next
 }
 
 // currentBinding is the stored binding b updates: NotFound when there is

@@ -102,6 +102,8 @@ var behaviours = []struct {
 	{"status writes keep the spec", (*suite).statusWritesKeepTheSpec},
 	{"object and status are written apart", (*suite).objectAndStatusAreWrittenApart},
 	{"a binding with a finalizer stays until the finalizer is removed", (*suite).bindingDeletionWaitsForFinalizer},
+	{"a finalizer is added once, never to a terminating binding", (*suite).finalizerIsAddedOnce},
+	{"a handed-over status is written as a status write", (*suite).handedOverStatusIsAStatusWrite},
 	{"a removed run is gone", (*suite).removedRunIsGone},
 	{"approval requests are listed by labels", (*suite).approvalRequestsListedByLabels},
 	{"lists hold the placement's objects sorted by name", (*suite).listsArePerPlacementAndSorted},
