@@ -85,7 +85,7 @@ func Status(b *fleet.Binding, works []*fleet.Work) ([]metav1.Condition, member.P
 	availableState := failedSome
 	if appliedState == succeeded {
 		var available metav1.Condition
-		available, availableState = summarizeAvailable(live, gen)
+		available, availableState = summarize(live, fleet.WorkConditionTypeAvailable, gen, availableWords)
 		conds = append(conds, available)
 	}
 	for _, w := range live {
@@ -115,6 +115,10 @@ type words struct {
 	trueReason, trueMessage  string
 	falseReason              string
 	incompleteFmt, failedFmt string
+	// untrackableFmt, for Available only, is the message of True when a
+	// Work's availability cannot be tracked
+	// (setAllWorkAvailableCondition).
+	untrackableFmt string
 }
 
 var (
@@ -122,20 +126,32 @@ var (
 		trueReason: member.AllWorkAppliedReason, trueMessage: member.AllWorkAppliedMessage,
 		falseReason:   member.WorkNotAppliedReason,
 		incompleteFmt: "Work object %s has not yet completed the apply op", failedFmt: member.WorkFailedToApplyMessageFmt}
+	availableWords = words{condType: fleet.ResourceBindingAvailable,
+		trueReason: member.AllWorkAvailableReason, trueMessage: member.AllWorkAvailableMessage,
+		falseReason:   member.WorkNotAvailableReason,
+		incompleteFmt: "Work object %s has not yet completed availability check", failedFmt: member.WorkNotAvailableMessageFmt,
+		untrackableFmt: "The availability of work object %s is not trackable"}
 	diffReportedWords = words{condType: fleet.ResourceBindingDiffReported,
 		trueReason: member.AllWorkDiffReportedReason, trueMessage: member.AllWorkDiffReportedMessage,
 		falseReason:   member.WorkNotDiffReportedReason,
 		incompleteFmt: "Work object %s has not yet completed diff reporting", failedFmt: member.WorkDiffReportFailedMessageFmt}
 )
 
-// summarize is one condition type over the Works: True when every Work
-// reports it True at its generation, else False naming the first Work
-// that has not reported or reported False.
+// summarize is one condition type over the Works (t, in w's words): True
+// when every Work reports it True at its generation, else False naming
+// the first Work that has not reported or reported False. For Available,
+// a Work whose availability cannot be tracked makes it True with
+// NotAllWorkAreAvailabilityTrackable naming that Work.
 func summarize(works []*fleet.Work, t string, gen int64, w words) (metav1.Condition, summary) {
-	var notDone, failed *fleet.Work
+	var notDone, failed, untrackable *fleet.Work
 	for _, work := range works {
 		c := meta.FindStatusCondition(work.Status.Conditions, t)
 		switch {
+		case isTrue(c, work.Generation) && w.untrackableFmt != "" &&
+			(c.Reason == WorkNotTrackableReason || c.Reason == WorkNotAllManifestsTrackableReason):
+			if untrackable == nil {
+				untrackable = work
+			}
 		case isTrue(c, work.Generation):
 		case isFalse(c, work.Generation):
 			if failed == nil {
@@ -155,47 +171,10 @@ func summarize(works []*fleet.Work, t string, gen int64, w words) (metav1.Condit
 		return cond(metav1.ConditionFalse, w.falseReason, fmt.Sprintf(w.incompleteFmt, notDone.Name)), incomplete
 	case failed != nil:
 		return cond(metav1.ConditionFalse, w.falseReason, fmt.Sprintf(w.failedFmt, failed.Name)), failedSome
+	case untrackable != nil:
+		return cond(metav1.ConditionTrue, WorkNotAvailabilityTrackableReason, fmt.Sprintf(w.untrackableFmt, untrackable.Name)), succeeded
 	}
 	return cond(metav1.ConditionTrue, w.trueReason, w.trueMessage), succeeded
-}
-
-// summarizeAvailable is Available over Works that all applied
-// (setAllWorkAvailableCondition): True with NotAllWorkAreAvailabilityTrackable
-// when a Work's availability cannot be tracked.
-func summarizeAvailable(works []*fleet.Work, gen int64) (metav1.Condition, summary) {
-	var notDone, failed, untrackable *fleet.Work
-	for _, w := range works {
-		c := meta.FindStatusCondition(w.Status.Conditions, fleet.WorkConditionTypeAvailable)
-		switch {
-		case isTrue(c, w.Generation) && (c.Reason == WorkNotTrackableReason || c.Reason == WorkNotAllManifestsTrackableReason):
-			if untrackable == nil {
-				untrackable = w
-			}
-		case isTrue(c, w.Generation):
-		case isFalse(c, w.Generation):
-			if failed == nil {
-				failed = w
-			}
-		default:
-			if notDone == nil {
-				notDone = w
-			}
-		}
-	}
-	cond := func(s metav1.ConditionStatus, reason, msg string) metav1.Condition {
-		return metav1.Condition{Type: fleet.ResourceBindingAvailable, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen}
-	}
-	switch {
-	case notDone != nil:
-		return cond(metav1.ConditionFalse, member.WorkNotAvailableReason,
-			fmt.Sprintf("Work object %s has not yet completed availability check", notDone.Name)), incomplete
-	case failed != nil:
-		return cond(metav1.ConditionFalse, member.WorkNotAvailableReason, fmt.Sprintf(member.WorkNotAvailableMessageFmt, failed.Name)), failedSome
-	case untrackable != nil:
-		return cond(metav1.ConditionTrue, WorkNotAvailabilityTrackableReason,
-			fmt.Sprintf("The availability of work object %s is not trackable", untrackable.Name)), succeeded
-	}
-	return member.Available(gen), succeeded
 }
 
 func isTrue(c *metav1.Condition, gen int64) bool {
