@@ -50,11 +50,19 @@ type Controller struct {
 	drivers DriverSource
 	seq     uint64
 	pending map[hub.Key]intent
-	// configs remembers, per cluster delivered to, the annotations that
-	// chose and shaped its transport (member.DriverConfig), and delivered
-	// the bindings delivered there, so a change delivers them again.
-	configs   map[string]string
-	delivered map[string]map[hub.Key]bool
+	// delivered remembers, per cluster delivered to, the bindings
+	// delivered there and the annotations that chose and shaped its
+	// transport then, so a change delivers them again.
+	delivered map[string]deliveredTo
+}
+
+// deliveredTo is what a cluster was delivered: its transport annotations
+// (member.DriverConfig) and its bindings, a few per cluster (one per
+// placement), so a slice, not a map: at 10,000 clusters a map each was
+// megabytes.
+type deliveredTo struct {
+	config   string
+	bindings []hub.Key
 }
 
 type intentKind int
@@ -92,7 +100,7 @@ type Config struct {
 func New(cfg Config) *Controller {
 	c := &Controller{
 		hub: cfg.Hub, ctx: cfg.Context, clock: cfg.Clock, log: cfg.Log,
-		pending: map[hub.Key]intent{}, configs: map[string]string{}, delivered: map[string]map[hub.Key]bool{},
+		pending: map[hub.Key]intent{}, delivered: map[string]deliveredTo{},
 	}
 	if c.ctx == nil {
 		c.ctx = context.Background()
@@ -163,15 +171,13 @@ func (c *Controller) Observe(old, cur *fleet.Binding) {
 func (c *Controller) MemberChanged(m *fleet.MemberCluster) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	seen, ok := c.configs[m.Name]
-	if !ok || seen == member.DriverConfig(m.Annotations) {
+	to, ok := c.delivered[m.Name]
+	if !ok || to.config == member.DriverConfig(m.Annotations) {
 		return
 	}
-	c.configs[m.Name] = member.DriverConfig(m.Annotations)
-	keys := make([]hub.Key, 0, len(c.delivered[m.Name]))
-	for k := range c.delivered[m.Name] {
-		keys = append(keys, k)
-	}
+	to.config = member.DriverConfig(m.Annotations)
+	c.delivered[m.Name] = to
+	keys := slices.Clone(to.bindings)
 	slices.SortFunc(keys, func(a, b hub.Key) int { return compareKeys(a, b) })
 	for _, k := range keys {
 		if _, pending := c.pending[k]; !pending {
@@ -385,17 +391,23 @@ func (c *Controller) dispatch(ctx context.Context, in intent) error {
 func (c *Controller) noteDelivered(m *fleet.MemberCluster, key hub.Key) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.configs[m.Name] = member.DriverConfig(m.Annotations)
-	if c.delivered[m.Name] == nil {
-		c.delivered[m.Name] = map[hub.Key]bool{}
+	to := c.delivered[m.Name]
+	to.config = member.DriverConfig(m.Annotations)
+	if !slices.Contains(to.bindings, key) {
+		to.bindings = append(to.bindings, key)
 	}
-	c.delivered[m.Name][key] = true
+	c.delivered[m.Name] = to
 }
 
 func (c *Controller) noteRemoved(cluster string, key hub.Key) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.delivered[cluster], key)
+	to, ok := c.delivered[cluster]
+	if !ok {
+		return
+	}
+	to.bindings = slices.DeleteFunc(to.bindings, func(k hub.Key) bool { return k == key })
+	c.delivered[cluster] = to
 }
 
 // release drops the work-cleanup finalizer of a terminating binding whose

@@ -1,6 +1,7 @@
 package member
 
 import (
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -26,26 +27,36 @@ var deliveryConditionTypes = []string{
 // its observation time too while what is observed does not change (so a
 // periodic check that finds the same drift writes nothing). It returns nil when
 // the report is for another generation or changes nothing, so every hub
-// ignores the same reports.
+// ignores the same reports. The binding returned shares cur's metadata and
+// spec (it is for a status write: neither may be modified); its status is
+// its own, for the writer to hand over.
 func MergeReport(cur *fleet.Binding, generation int64, conds []metav1.Condition, p Placements, now time.Time) *fleet.Binding {
 	if cur.Generation != generation {
 		return nil
 	}
 	at := metav1.NewTime(now.UTC().Truncate(time.Second))
-	next := cur.DeepCopy()
-	reported := map[string]bool{}
+	// A status write: next shares cur's metadata and spec, which nobody
+	// modifies, and has a status of its own, built afresh (its placements
+	// below; its conditions copied, with room for the new types), which a
+	// hub may keep as it is (hub.HandOverBindingStatus).
+	next := &fleet.Binding{TypeMeta: cur.TypeMeta, ObjectMeta: cur.ObjectMeta, Spec: cur.Spec}
+	added := 0
+	for _, c := range conds {
+		if meta.FindStatusCondition(cur.Status.Conditions, c.Type) == nil {
+			added++
+		}
+	}
+	next.Status.Conditions = append(make([]metav1.Condition, 0, len(cur.Status.Conditions)+added), cur.Status.Conditions...)
 	for _, c := range conds {
 		c.LastTransitionTime = at
 		meta.SetStatusCondition(&next.Status.Conditions, c)
-		reported[c.Type] = true
 	}
 	for _, t := range deliveryConditionTypes {
-		if !reported[t] {
+		if !slices.ContainsFunc(conds, func(c metav1.Condition) bool { return c.Type == t }) {
 			meta.RemoveStatusCondition(&next.Status.Conditions, t)
 		}
 	}
 	p = capped(p)
-	next.Status.FailedPlacements = nil
 	for _, f := range p.Failed {
 		f.Condition.LastTransitionTime = at
 		for _, was := range cur.Status.FailedPlacements {
@@ -55,7 +66,6 @@ func MergeReport(cur *fleet.Binding, generation int64, conds []metav1.Condition,
 		}
 		next.Status.FailedPlacements = append(next.Status.FailedPlacements, f)
 	}
-	next.Status.DriftedPlacements = nil
 	for _, d := range p.Drifted {
 		d.ObservationTime, d.FirstDriftedObservedTime = at, at
 		for _, was := range cur.Status.DriftedPlacements {
@@ -69,7 +79,6 @@ func MergeReport(cur *fleet.Binding, generation int64, conds []metav1.Condition,
 		}
 		next.Status.DriftedPlacements = append(next.Status.DriftedPlacements, d)
 	}
-	next.Status.DiffedPlacements = nil
 	for _, d := range p.Diffed {
 		d.ObservationTime, d.FirstDiffedObservedTime = at, at
 		for _, was := range cur.Status.DiffedPlacements {
