@@ -70,8 +70,11 @@ func runAgent(ctx context.Context, o agentOptions, log *slog.Logger) error {
 	for _, c := range []*rest.Config{hubConfig, memberConfig} {
 		c.UserAgent = "gitfleet-agent"
 	}
-	a, err := agent.New(agent.Config{Hub: hubConfig, MemberName: o.memberName, Log: log},
-		agent.KubeMember(ctx, memberConfig, kube.Options{DriftCheckInterval: o.driftCheckInterval, Log: log}))
+	m, err := agent.KubeMember(ctx, memberConfig, 0)
+	if err != nil {
+		return fmt.Errorf("member: %w", err)
+	}
+	a, err := agent.New(agent.Config{Hub: hubConfig, MemberName: o.memberName, DriftCheckInterval: o.driftCheckInterval, Log: log}, m)
 	if err != nil {
 		return err
 	}

@@ -3,11 +3,12 @@
 // agent. It joins the fleet through its InternalMemberCluster on the hub
 // (a heartbeat every spec.heartbeatPeriodSeconds with the Joined and
 // Healthy conditions and the member's properties), watches the Works of
-// its namespace fleet-member-<cluster>, applies each to its member
-// (Member: member/kube's driver, the code of the push transport), records
-// what it applied in the member's AppliedWork, reports each manifest's
-// conditions and the Work's in the Work's status, prunes what a Work no
-// longer holds, and removes what a deleted Work applied. When the hub asks
+// its namespace fleet-member-<cluster>, applies each to its member with
+// an Applier (member/kube.WorkApplier, the push transport's code: ssa and
+// kstatus; or Simulated, in process), records what it applied in the
+// member's AppliedWork, reports each manifest's conditions and the Work's
+// in the Work's status, prunes what a Work no longer holds, and removes
+// what a deleted Work applied. When the hub asks
 // it to leave (the MemberCluster was deleted) it stops applying and
 // reports Joined=False; what it applied stays on the member, as with
 // KubeFleet (delete the AppliedWorks to remove it).
@@ -62,7 +63,14 @@ type Config struct {
 	Clock clock.Clock
 	// Workers apply Works in parallel (default 2).
 	Workers int
-	Log     *slog.Logger
+	// PollInterval is how often a Work whose manifests are not yet
+	// available is applied and checked again (default 2s).
+	PollInterval time.Duration
+	// DriftCheckInterval is how often an available Work is applied and
+	// checked again: drifts and diffs reported, re-applied where its
+	// apply strategy says so; 0 only when the Work changes.
+	DriftCheckInterval time.Duration
+	Log                *slog.Logger
 }
 
 // Agent is one member's agent.
@@ -77,22 +85,21 @@ type Agent struct {
 	member    Member
 	log       *slog.Logger
 	heartbeat chan struct{}
-	// ctx is Run's: it bounds the member's reports, which carry none.
-	ctx context.Context
 
 	mu sync.Mutex
 	// joined is set while the hub wants the member in the fleet; Works
 	// are applied only then.
 	joined bool
-	// delivered is, by Work name, what was last handed to the member
-	// (work generation and the manifests' identifiers).
-	delivered map[string]*delivered
-	timer     clock.Timer
+	// applied is, by Work name, the Work as last applied: what a Work
+	// deleted from the hub without the agent's finalizer applied.
+	applied map[string]*fleet.Work
+	timer   clock.Timer
 }
 
-// New builds the agent of cfg.MemberName applying to the member newMember
-// builds (KubeMember, SimulatedMember); nothing runs before Run.
-func New(cfg Config, newMember NewMember) (*Agent, error) {
+// New builds the agent of cfg.MemberName applying its Works to m
+// (KubeMember; SimulatedMember to run many agents in one process);
+// nothing runs before Run.
+func New(cfg Config, m Member) (*Agent, error) {
 	if cfg.MemberName == "" {
 		return nil, errors.New("agent: no member name")
 	}
@@ -101,6 +108,9 @@ func New(cfg Config, newMember NewMember) (*Agent, error) {
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = 2
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 2 * time.Second
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -123,11 +133,8 @@ func New(cfg Config, newMember NewMember) (*Agent, error) {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "gitfleet_agent_works"}),
 		log:       cfg.Log.With("component", "agent", "member", cfg.MemberName),
 		heartbeat: make(chan struct{}, 1),
-		ctx:       context.Background(),
-		delivered: map[string]*delivered{},
-	}
-	if a.member, err = newMember(a); err != nil {
-		return nil, fmt.Errorf("agent: member: %w", err)
+		member:    m,
+		applied:   map[string]*fleet.Work{},
 	}
 	enqueue := func(obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -163,9 +170,6 @@ func New(cfg Config, newMember NewMember) (*Agent, error) {
 
 // Run joins and serves until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
-	a.mu.Lock()
-	a.ctx = ctx
-	a.mu.Unlock()
 	defer a.queue.ShutDown()
 	a.factory.Start(ctx.Done())
 	for gvr, ok := range a.factory.WaitForCacheSync(ctx.Done()) {
@@ -312,7 +316,8 @@ func (a *Agent) leave(ctx context.Context) error {
 	for _, obj := range a.works.GetStore().List() {
 		w := obj.(*unstructured.Unstructured)
 		if slices.Contains(w.GetFinalizers(), fleet.WorkFinalizer) {
-			if err := a.setFinalizers(ctx, w, slices.DeleteFunc(slices.Clone(w.GetFinalizers()), func(f string) bool { return f == fleet.WorkFinalizer })); err != nil {
+			ref := &fleet.Work{ObjectMeta: metav1.ObjectMeta{Namespace: w.GetNamespace(), Name: w.GetName(), ResourceVersion: w.GetResourceVersion()}}
+			if err := a.setFinalizers(ctx, ref, slices.DeleteFunc(slices.Clone(w.GetFinalizers()), func(f string) bool { return f == fleet.WorkFinalizer })); err != nil {
 				return err
 			}
 		}

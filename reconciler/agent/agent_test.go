@@ -20,11 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/internal/clock"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
 	"github.com/gitfleet/gitfleet/reconciler/agent"
-	"github.com/gitfleet/gitfleet/reconciler/member/kube"
 	"github.com/gitfleet/gitfleet/reconciler/membercluster"
 )
 
@@ -70,8 +68,11 @@ func start(t *testing.T) *fleetOf {
 	asIdentity := adminConfig(f.hub)
 	asIdentity.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:fleet-agents:agent"}
 	ctx, cancel := context.WithCancel(context.Background())
-	f.agent, err = agent.New(agent.Config{Hub: asIdentity, MemberName: memberName, Log: quiet},
-		agent.KubeMember(ctx, adminConfig(f.member), kube.Options{PollInterval: 100 * time.Millisecond, Log: quiet}))
+	m1, err := agent.KubeMember(ctx, adminConfig(f.member), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.agent, err = agent.New(agent.Config{Hub: asIdentity, MemberName: memberName, PollInterval: 100 * time.Millisecond, Log: quiet}, m1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,6 +359,7 @@ func TestManyAgentsWithSimulatedMembersInOneProcess(t *testing.T) {
 	}
 	run(t, func(ctx context.Context) error { return ctrl.Run(ctx, 4) })
 	ctx := await.Context(t)
+	sims := make([]*agent.Simulated, n)
 	for i := range n {
 		name := fmt.Sprintf("sim-%02d", i)
 		m := &fleet.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
@@ -365,8 +367,12 @@ func TestManyAgentsWithSimulatedMembersInOneProcess(t *testing.T) {
 		if err := admin.Create(ctx, m); err != nil {
 			t.Fatal(err)
 		}
-		a, err := agent.New(agent.Config{Hub: adminConfig(hub), MemberName: name, Log: quiet},
-			agent.SimulatedMember(clock.Real{}, m, quiet))
+		sim, err := agent.SimulatedMember(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sims[i] = sim
+		a, err := agent.New(agent.Config{Hub: adminConfig(hub), MemberName: name, Log: quiet}, sim)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -395,5 +401,8 @@ func TestManyAgentsWithSimulatedMembersInOneProcess(t *testing.T) {
 			return workCondition(w, fleet.WorkConditionTypeAvailable).Status == metav1.ConditionTrue &&
 				admin.Get(ctx, client.ObjectKey{Name: name}, m) == nil && joined(m) == metav1.ConditionTrue
 		})
+		if aw := sims[i].Get("app-work"); aw == nil || len(aw.Status.AppliedResources) != 1 {
+			t.Errorf("%s: applied work %+v, want the work's one manifest", name, aw)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,34 +14,32 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/config/crd"
-	"github.com/gitfleet/gitfleet/reconciler/member"
+
 	"github.com/gitfleet/gitfleet/reconciler/member/kube"
 )
-
-// memberContext names the agent's one member in member/kube's driver.
-const memberContext = "member"
 
 // appliedWorkCRD is the file of config/crd the agent installs on its
 // member, as KubeFleet's member agent chart installs it.
 const appliedWorkCRD = "placement.kubernetes-fleet.io_appliedworks.yaml"
 
 // KubeMember is a real member cluster reached through rc, applied to by
-// member/kube's driver: the very code of the push transport (server-side
-// apply, kstatus, the inventory that prunes, drift checks). Its workers
-// run until ctx ends. It installs the AppliedWork CRD on the member.
-func KubeMember(ctx context.Context, rc *rest.Config, opts kube.Options) NewMember {
-	return func(r member.Reporter) (Member, error) {
-		clusters := kube.ForConfig(rc, memberContext, opts)
-		cl, err := clusters.Client(memberContext)
-		if err != nil {
-			return nil, err
-		}
-		if err := installAppliedWorkCRD(ctx, cl); err != nil {
-			return nil, err
-		}
-		clusters.Start(ctx, r)
-		return &kubeMember{Driver: clusters.Driver(memberContext), clusters: clusters, client: cl}, nil
+// member/kube.WorkApplier: the code of the push transport (server-side
+// apply, kstatus, the inventory that prunes, the apply strategy's drift
+// and takeover checks); timeout bounds each request (30s when 0). It
+// installs the AppliedWork CRD on the member.
+func KubeMember(ctx context.Context, rc *rest.Config, timeout time.Duration) (Member, error) {
+	applier, err := kube.NewWorkApplier(rc, timeout)
+	if err != nil {
+		return nil, err
 	}
+	cl, err := client.New(rc, client.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if err := installAppliedWorkCRD(ctx, cl); err != nil {
+		return nil, err
+	}
+	return &kubeMember{WorkApplier: applier, client: cl}, nil
 }
 
 func installAppliedWorkCRD(ctx context.Context, cl client.Client) error {
@@ -60,13 +59,8 @@ func installAppliedWorkCRD(ctx context.Context, cl client.Client) error {
 }
 
 type kubeMember struct {
-	member.Driver
-	clusters *kube.Clusters
-	client   client.Client
-}
-
-func (k *kubeMember) Observe(ctx context.Context) (member.Observation, error) {
-	return k.clusters.Observe(ctx, memberContext)
+	*kube.WorkApplier
+	client client.Client
 }
 
 func (k *kubeMember) RecordApplied(ctx context.Context, aw *fleet.AppliedWork) error {

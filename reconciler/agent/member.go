@@ -2,82 +2,70 @@ package agent
 
 import (
 	"context"
-	"log/slog"
 	"sync"
+	"time"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/internal/clock"
 	"github.com/gitfleet/gitfleet/reconciler/member"
 )
 
-// Member is the cluster an agent applies its Works to. Deliver and
-// Remove are a push transport's (member.Driver): a Work goes to the member
-// as a delivery, and the outcome comes back through the member.Reporter
-// the Member was built with (the Agent), which turns it into the Work's
-// status. A real member is member/kube's driver (KubeMember); a benchmark
-// runs a thousand agents in one process against SimulatedMember.
+// Applier applies Works to a member cluster: the one apply path of push
+// and pull. Apply puts a Work's manifests on the member (or, under
+// ReportDiff, compares them), prunes what the Work's last apply put there
+// and the Work no longer holds, and returns the Work's status as
+// KubeFleet's work applier writes it; its error is one the status cannot
+// say (the member unreachable): try again. Remove takes off the member
+// what a Work applied. member/kube.WorkApplier is the real one;
+// SimulatedMember applies in process.
+type Applier interface {
+	Apply(ctx context.Context, w *fleet.Work, now time.Time) (fleet.WorkStatus, error)
+	Remove(ctx context.Context, w *fleet.Work) error
+}
+
+// Member is the cluster an agent serves: its Applier, what it reports
+// for property-based scheduling, and where it records what each Work
+// applied (its AppliedWorks).
 type Member interface {
-	member.Driver
+	Applier
 	// Observe reads what the member reports for property-based
 	// scheduling (its nodes, as KubeFleet's member agent reads them).
 	Observe(ctx context.Context) (member.Observation, error)
 	// RecordApplied writes the member's AppliedWork of a Work (what the
-	// agent applied for it); ForgetApplied deletes it.
+	// agent applies for it); ForgetApplied deletes it.
 	RecordApplied(ctx context.Context, aw *fleet.AppliedWork) error
 	ForgetApplied(ctx context.Context, name string) error
 }
 
-// NewMember builds an agent's Member; reporter is the agent.
-type NewMember func(reporter member.Reporter) (Member, error)
-
-// SimulatedMember is an in-process member (member.Simulated) shaped by
-// m's annotations as a simulated MemberCluster is (gitfleet.io/sim-*),
-// reporting m's property annotations; its AppliedWorks are kept in
-// memory.
-func SimulatedMember(clk clock.Clock, m *fleet.MemberCluster, log *slog.Logger) NewMember {
-	return func(r member.Reporter) (Member, error) {
-		sim := m.DeepCopy()
-		if sim.Annotations == nil {
-			sim.Annotations = map[string]string{}
-		}
-		sim.Annotations[fleet.DriverAnnotation] = fleet.DriverSimulated
-		return &simulated{Driver: member.NewDrivers(clk, r, log).For(sim), member: sim, observation: member.SimulatedObservation(m.Annotations),
-			applied: map[string]*fleet.AppliedWork{}}, nil
-	}
-}
-
-type simulated struct {
-	member.Driver
-	member      *fleet.MemberCluster
-	observation member.Observation
-
+// AppliedWorks is an in-memory record of AppliedWorks, for a Member that
+// has no API server to keep them in (SimulatedMember).
+type AppliedWorks struct {
 	mu      sync.Mutex
 	applied map[string]*fleet.AppliedWork
 }
 
-// Deliver and Remove act as the simulated MemberCluster's annotations say.
-func (s *simulated) Deliver(ctx context.Context, d member.Delivery) error {
-	d.Member = s.member
-	return s.Driver.Deliver(ctx, d)
-}
-
-func (s *simulated) Remove(ctx context.Context, d member.Delivery) error {
-	d.Member = s.member
-	return s.Driver.Remove(ctx, d)
-}
-
-func (s *simulated) Observe(context.Context) (member.Observation, error) { return s.observation, nil }
-
-func (s *simulated) RecordApplied(_ context.Context, aw *fleet.AppliedWork) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.applied[aw.Name] = aw.DeepCopy()
+func (a *AppliedWorks) RecordApplied(_ context.Context, aw *fleet.AppliedWork) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.applied == nil {
+		a.applied = map[string]*fleet.AppliedWork{}
+	}
+	a.applied[aw.Name] = aw.DeepCopy()
 	return nil
 }
 
-func (s *simulated) ForgetApplied(_ context.Context, name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.applied, name)
+func (a *AppliedWorks) ForgetApplied(_ context.Context, name string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.applied, name)
+	return nil
+}
+
+// Get returns a copy of AppliedWork name, nil when there is none.
+func (a *AppliedWorks) Get(name string) *fleet.AppliedWork {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if aw, ok := a.applied[name]; ok {
+		return aw.DeepCopy()
+	}
 	return nil
 }

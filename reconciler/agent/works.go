@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,16 +17,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/reconciler/member"
+	"github.com/gitfleet/gitfleet/reconciler/delivery"
 )
 
 var works = fleet.SchemeGroupVersion.WithResource("works")
 
-// delivered is what the member was last handed for a Work.
-type delivered struct {
-	generation int64
-	ids        []fleet.WorkResourceIdentifier
-}
+// reasonDecodingErred is the work applier's reason for a Work whose
+// manifests do not decode (KubeFleet's ApplyOrReportDiffResTypeDecodingErred).
+const reasonDecodingErred = "DecodingErred"
+
+// errNotApplied retries a Work the member did not take in full, with
+// the queue's backoff.
+type errNotApplied struct{ message string }
+
+func (e errNotApplied) Error() string { return e.message }
 
 func (a *Agent) next(ctx context.Context) bool {
 	name, quit := a.queue.Get()
@@ -32,134 +38,197 @@ func (a *Agent) next(ctx context.Context) bool {
 		return false
 	}
 	defer a.queue.Done(name)
-	if err := a.process(ctx, name); err != nil && ctx.Err() == nil {
-		a.log.Info("work not processed, retrying", "work", name, "err", err.Error())
+	after, err := a.process(ctx, name)
+	if err != nil && ctx.Err() == nil {
+		a.log.Info("work not applied, retrying", "work", name, "attempt", a.queue.NumRequeues(name)+1, "err", err.Error())
 		a.queue.AddRateLimited(name)
 		return true
 	}
 	a.queue.Forget(name)
+	if after > 0 {
+		a.queue.AddAfter(name, after)
+	}
 	return true
 }
 
-// process hands Work name to the member as it stands on the hub: applied
-// (its AppliedWork written first), or removed once deleted.
-func (a *Agent) process(ctx context.Context, name string) error {
+// process applies Work name as it stands on the hub — its AppliedWork
+// written first, its status reported from what the Applier returns — or
+// removes what it applied once deleted. It returns when to look again:
+// the poll interval while manifests become available, the drift check
+// interval once the Work is available (0: not again until it changes).
+func (a *Agent) process(ctx context.Context, name string) (time.Duration, error) {
 	if !a.Joined() {
-		return nil // taken again on join
+		return 0, nil // taken again on join
 	}
 	obj, ok, err := a.works.GetStore().GetByKey(a.namespace + "/" + name)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if !ok {
-		return a.remove(ctx, name)
+		return 0, a.remove(ctx, name, nil)
 	}
-	w := obj.(*unstructured.Unstructured)
-	if w.GetDeletionTimestamp() != nil {
-		if !slices.Contains(w.GetFinalizers(), fleet.WorkFinalizer) {
-			return nil
-		}
-		if err := a.remove(ctx, name); err != nil {
-			return err
-		}
-		return a.setFinalizers(ctx, w, slices.DeleteFunc(slices.Clone(w.GetFinalizers()), func(f string) bool { return f == fleet.WorkFinalizer }))
+	u := obj.(*unstructured.Unstructured)
+	w := &fleet.Work{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, w); err != nil {
+		return 0, a.reportUnusable(ctx, u.GetGeneration(), &fleet.Work{ObjectMeta: metav1.ObjectMeta{Namespace: a.namespace, Name: name}}, err)
 	}
-	if !slices.Contains(w.GetFinalizers(), fleet.WorkFinalizer) {
-		if err := a.setFinalizers(ctx, w, append(slices.Clone(w.GetFinalizers()), fleet.WorkFinalizer)); err != nil {
-			return err
+	if w.DeletionTimestamp != nil {
+		if !slices.Contains(w.Finalizers, fleet.WorkFinalizer) {
+			return 0, nil
+		}
+		if err := a.remove(ctx, name, w); err != nil {
+			return 0, err
+		}
+		return 0, a.setFinalizers(ctx, w, slices.DeleteFunc(slices.Clone(w.Finalizers), func(f string) bool { return f == fleet.WorkFinalizer }))
+	}
+	if !slices.Contains(w.Finalizers, fleet.WorkFinalizer) {
+		if err := a.setFinalizers(ctx, w, append(slices.Clone(w.Finalizers), fleet.WorkFinalizer)); err != nil {
+			return 0, err
 		}
 	}
-	d, ids, err := a.deliveryOf(w)
+	objs, err := delivery.WorkManifests(w)
 	if err != nil {
-		return a.reportUnusable(ctx, w, err)
+		return 0, a.reportUnusable(ctx, w.Generation, w, err)
 	}
-	a.mu.Lock()
-	a.delivered[name] = &delivered{generation: w.GetGeneration(), ids: ids}
-	a.mu.Unlock()
 	aw := &fleet.AppliedWork{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: fleet.AppliedWorkSpec{WorkName: name, WorkNamespace: a.namespace}}
-	for _, id := range ids {
-		aw.Status.AppliedResources = append(aw.Status.AppliedResources, fleet.AppliedResourceMeta{WorkResourceIdentifier: id})
+	for i, o := range objs {
+		gvk := o.GroupVersionKind()
+		aw.Status.AppliedResources = append(aw.Status.AppliedResources, fleet.AppliedResourceMeta{WorkResourceIdentifier: fleet.WorkResourceIdentifier{
+			Ordinal: i, Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}})
 	}
 	if err := a.member.RecordApplied(ctx, aw); err != nil {
-		return err
+		return 0, err
 	}
-	return a.member.Deliver(ctx, d)
+	a.mu.Lock()
+	a.applied[name] = w
+	a.mu.Unlock()
+	st, err := a.member.Apply(ctx, w, a.cfg.Clock.Now())
+	if err != nil {
+		return 0, err
+	}
+	if err := a.report(ctx, w, st); err != nil {
+		return 0, err
+	}
+	return a.again(w, st)
 }
 
-// remove takes off the member what Work name applied, and its AppliedWork.
-func (a *Agent) remove(ctx context.Context, name string) error {
-	d := a.delivery(name, 0, nil, nil)
-	if err := a.member.Remove(ctx, d); err != nil {
+// again says when a Work whose status is st is looked at again.
+func (a *Agent) again(w *fleet.Work, st fleet.WorkStatus) (time.Duration, error) {
+	if d := meta.FindStatusCondition(st.Conditions, fleet.WorkConditionTypeDiffReported); d != nil && d.Status == metav1.ConditionTrue {
+		return a.cfg.DriftCheckInterval, nil
+	}
+	applied := meta.FindStatusCondition(st.Conditions, fleet.WorkConditionTypeApplied)
+	switch {
+	case applied == nil || applied.Status != metav1.ConditionTrue:
+		msg := "not applied"
+		if applied != nil {
+			msg = applied.Message
+		}
+		return 0, errNotApplied{message: fmt.Sprintf("work %s: %s", w.Name, msg)}
+	case meta.IsStatusConditionTrue(st.Conditions, fleet.WorkConditionTypeAvailable):
+		return a.cfg.DriftCheckInterval, nil
+	default:
+		return a.cfg.PollInterval, nil
+	}
+}
+
+// remove takes off the member what Work name applied (w, or the Work as
+// last applied when it is gone from the hub), and its AppliedWork.
+func (a *Agent) remove(ctx context.Context, name string, w *fleet.Work) error {
+	a.mu.Lock()
+	if w == nil {
+		w = a.applied[name]
+	}
+	a.mu.Unlock()
+	if w == nil {
+		w = &fleet.Work{ObjectMeta: metav1.ObjectMeta{Namespace: a.namespace, Name: name}}
+	}
+	if err := a.member.Remove(ctx, w); err != nil {
 		return err
 	}
 	a.mu.Lock()
-	delete(a.delivered, name)
+	delete(a.applied, name)
 	a.mu.Unlock()
 	return a.member.ForgetApplied(ctx, name)
 }
 
-func (a *Agent) setFinalizers(ctx context.Context, w *unstructured.Unstructured, finalizers []string) error {
+func (a *Agent) setFinalizers(ctx context.Context, w *fleet.Work, finalizers []string) error {
 	if finalizers == nil {
 		finalizers = []string{}
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizers, "resourceVersion": w.GetResourceVersion()}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizers, "resourceVersion": w.ResourceVersion}})
 	if err != nil {
 		return err
 	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(fleet.SchemeGroupVersion.WithKind("Work"))
-	obj.SetNamespace(w.GetNamespace())
-	obj.SetName(w.GetName())
-	if err := a.hub.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("set the finalizers of work %s: %w", w.GetName(), err)
+	if err := a.hub.Patch(ctx, workRef(w), client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("set the finalizers of work %s: %w", w.Name, err)
 	}
 	return nil
 }
 
-// deliveryOf is Work w as a delivery to the member — the one place that
-// turns a Work into what member/kube's driver (the push transport's code)
-// applies: its manifests in order, its apply strategy, named after the
-// Work (the member's inventory and the owner labels of what it applies
-// are the Work's). It also returns the manifests' identifiers.
-func (a *Agent) deliveryOf(w *unstructured.Unstructured) (member.Delivery, []fleet.WorkResourceIdentifier, error) {
-	raw, _, err := unstructured.NestedSlice(w.Object, "spec", "workload", "manifests")
-	if err != nil {
-		return member.Delivery{}, nil, fmt.Errorf("spec.workload.manifests: %w", err)
+// report writes st as w's status, unless w already says it. A condition
+// whose status did not change keeps its last transition time.
+func (a *Agent) report(ctx context.Context, w *fleet.Work, st fleet.WorkStatus) error {
+	now := metav1.NewTime(a.cfg.Clock.Now().UTC().Truncate(time.Second))
+	st.Conditions = keepTransitions(w.Status.Conditions, st.Conditions, now)
+	old := map[fleet.WorkResourceIdentifier][]metav1.Condition{}
+	for _, mc := range w.Status.ManifestConditions {
+		old[mc.Identifier] = mc.Conditions
 	}
-	resources := make([]*unstructured.Unstructured, 0, len(raw))
-	ids := make([]fleet.WorkResourceIdentifier, 0, len(raw))
-	for i, m := range raw {
-		obj, ok := m.(map[string]any)
-		if !ok {
-			return member.Delivery{}, nil, fmt.Errorf("manifest %d is not an object", i)
-		}
-		u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj)}
-		gvk := u.GroupVersionKind()
-		if gvk.Kind == "" || gvk.Version == "" || u.GetName() == "" {
-			return member.Delivery{}, nil, fmt.Errorf("manifest %d has no apiVersion, kind or name", i)
-		}
-		resources = append(resources, u)
-		ids = append(ids, fleet.WorkResourceIdentifier{Ordinal: i, Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind,
-			Namespace: u.GetNamespace(), Name: u.GetName()})
+	for i := range st.ManifestConditions {
+		mc := &st.ManifestConditions[i]
+		mc.Conditions = keepTransitions(old[mc.Identifier], mc.Conditions, now)
 	}
-	var strategy *fleet.ApplyStrategy
-	if s, ok, _ := unstructured.NestedMap(w.Object, "spec", "applyStrategy"); ok {
-		strategy = &fleet.ApplyStrategy{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(s, strategy); err != nil {
-			return member.Delivery{}, nil, fmt.Errorf("spec.applyStrategy: %w", err)
-		}
+	if equality.Semantic.DeepEqual(w.Status, st) {
+		return nil
 	}
-	return a.delivery(w.GetName(), w.GetGeneration(), strategy, resources), ids, nil
+	return a.writeWorkStatus(ctx, w, st)
 }
 
-// delivery names a delivery after Work name: its "placement" is the Work
-// (without KubeFleet's -work suffix), so WorkName() gives the Work's name
-// back and no two Works share an inventory or owner labels.
-func (a *Agent) delivery(name string, generation int64, strategy *fleet.ApplyStrategy, resources []*unstructured.Unstructured) member.Delivery {
-	b := &fleet.Binding{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: generation,
-		Labels: map[string]string{fleet.PlacementTrackingLabel: strings.TrimSuffix(name, "-work")}},
-		Spec: fleet.ResourceBindingSpec{TargetCluster: a.cfg.MemberName, ApplyStrategy: strategy}}
-	return member.Delivery{Binding: b, Member: &fleet.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: a.cfg.MemberName}},
-		Resources: resources}
+func keepTransitions(old, cur []metav1.Condition, now metav1.Time) []metav1.Condition {
+	out := make([]metav1.Condition, 0, len(cur))
+	for _, c := range cur {
+		c.LastTransitionTime = now
+		if o := meta.FindStatusCondition(old, c.Type); o != nil && o.Status == c.Status {
+			c.LastTransitionTime = o.LastTransitionTime
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// reportUnusable reports a Work whose manifests cannot be read: nothing
+// of it is applied.
+func (a *Agent) reportUnusable(ctx context.Context, gen int64, w *fleet.Work, cause error) error {
+	st := fleet.WorkStatus{Conditions: []metav1.Condition{{Type: fleet.WorkConditionTypeApplied, Status: metav1.ConditionFalse,
+		Reason: reasonDecodingErred, Message: cause.Error(), ObservedGeneration: gen}}}
+	a.log.Warn("work cannot be applied", "work", w.Name, "err", cause.Error())
+	return a.report(ctx, w, st)
+}
+
+func (a *Agent) writeWorkStatus(ctx context.Context, w *fleet.Work, st fleet.WorkStatus) error {
+	if st.Conditions == nil {
+		st.Conditions = []metav1.Condition{}
+	}
+	if st.ManifestConditions == nil {
+		st.ManifestConditions = []fleet.ManifestCondition{}
+	}
+	patch, err := json.Marshal(map[string]any{"status": st})
+	if err != nil {
+		return err
+	}
+	if err := a.hub.Status().Patch(ctx, workRef(w), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("report on work %s: %w", w.Name, err)
+	}
+	return nil
+}
+
+// workRef names w for a patch.
+func workRef(w *fleet.Work) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(fleet.SchemeGroupVersion.WithKind(fleet.KindWork))
+	obj.SetNamespace(w.Namespace)
+	obj.SetName(w.Name)
+	return obj
 }

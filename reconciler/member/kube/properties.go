@@ -25,15 +25,28 @@ func (c *Clusters) Observe(ctx context.Context, kubeconfigContext string) (membe
 	if err != nil {
 		return member.Observation{}, err
 	}
+	o, err := cl.observe(ctx)
+	if err != nil {
+		return member.Observation{}, fmt.Errorf("kubeconfig context %q: %w", kubeconfigContext, err)
+	}
+	return o, nil
+}
+
+// Observe reads the member's nodes and pods, as Clusters.Observe does.
+func (a *WorkApplier) Observe(ctx context.Context) (member.Observation, error) {
+	return a.cl.observe(ctx)
+}
+
+func (cl *cluster) observe(ctx context.Context) (member.Observation, error) {
 	var nodes corev1.NodeList
 	if err := cl.client.List(ctx, &nodes); err != nil {
-		return member.Observation{}, fmt.Errorf("kubeconfig context %q: list nodes: %w", kubeconfigContext, cl.redact(err))
+		return member.Observation{}, fmt.Errorf("list nodes: %w", cl.redact(err))
 	}
 	var pods []corev1.Pod
 	for cont := ""; ; {
 		var page corev1.PodList
 		if err := cl.client.List(ctx, &page, client.Limit(podPageSize), client.Continue(cont)); err != nil {
-			return member.Observation{}, fmt.Errorf("kubeconfig context %q: list pods: %w", kubeconfigContext, cl.redact(err))
+			return member.Observation{}, fmt.Errorf("list pods: %w", cl.redact(err))
 		}
 		pods = append(pods, page.Items...)
 		if cont = page.Continue; cont == "" {

@@ -31,13 +31,15 @@ const (
 	NotAllAppliedObjectsAvailableMessage = "Some manifests are not available (%d of %d manifests are available)"
 
 	// Per-manifest results.
-	ManifestAppliedReason     = "Applied"
-	ManifestAppliedMessage    = "Manifest has been applied successfully"
-	ManifestAvailableReason   = "Available"
-	ManifestNoDiffFoundReason = "NoDiffFound"
-	ManifestFoundDiffReason   = "FoundDiff"
-	ManifestNoDiffFoundMsg    = "No diff has been found between the hub cluster and the member cluster"
-	ManifestFoundDiffMsg      = "Diff has been found between the hub cluster and the member cluster"
+	ManifestAppliedReason  = "Applied"
+	ManifestAppliedMessage = "Manifest has been applied successfully"
+	// ManifestApplyFailedMessage takes the API server's error.
+	ManifestApplyFailedMessage = "Failed to apply the manifest (error: %s)"
+	ManifestAvailableReason    = "Available"
+	ManifestNoDiffFoundReason  = "NoDiffFound"
+	ManifestFoundDiffReason    = "FoundDiff"
+	ManifestNoDiffFoundMsg     = "No diff has been found between the hub cluster and the member cluster"
+	ManifestFoundDiffMsg       = "Diff has been found between the hub cluster and the member cluster"
 )
 
 // WorkApplier applies Works to one member cluster with the kubeconfig
@@ -75,9 +77,15 @@ func workDelivery(w *fleet.Work) (member.Delivery, error) {
 		}
 		objs = append(objs, u)
 	}
+	// A Work written by hand (no placement label) owns what it applies
+	// under its own name, so no two such Works share owner labels.
+	placement := w.Labels[fleet.PlacementTrackingLabel]
+	if placement == "" {
+		placement = w.Name
+	}
 	b := &fleet.Binding{ObjectMeta: metav1.ObjectMeta{
 		Name: w.Labels[fleet.ParentBindingLabel], Namespace: w.Labels[fleet.ParentNamespaceLabel], Generation: w.Generation,
-		Labels: map[string]string{fleet.PlacementTrackingLabel: w.Labels[fleet.PlacementTrackingLabel]}},
+		Labels: map[string]string{fleet.PlacementTrackingLabel: placement}},
 		Spec: fleet.ResourceBindingSpec{ApplyStrategy: w.Spec.ApplyStrategy,
 			ResourceSnapshotName: w.Annotations[fleet.ParentResourceSnapshotNameAnnotation]}}
 	return member.Delivery{Binding: b, Resources: objs, Record: w.Name}, nil
@@ -173,7 +181,7 @@ func (st *workStatus) applyFailed(obj *unstructured.Unstructured, msg string, ge
 	if obj != nil {
 		if i, ok := st.byID[idKey(member.Identify(obj))]; ok {
 			st.set(i, metav1.Condition{Type: fleet.WorkConditionTypeApplied, Status: metav1.ConditionFalse,
-				Reason: member.ManifestApplyFailedReason, Message: msg, ObservedGeneration: gen})
+				Reason: member.ManifestApplyFailedReason, Message: fmt.Sprintf(ManifestApplyFailedMessage, msg), ObservedGeneration: gen})
 		}
 	}
 	n := len(st.ManifestConditions)
