@@ -85,13 +85,7 @@ func (c *Clusters) cluster(name string) (*cluster, error) {
 	if _, ok := c.raw.Contexts[name]; !ok {
 		return nil, fmt.Errorf("kubeconfig context %q is not in %s", name, c.source)
 	}
-	var cfg *rest.Config
-	var err error
-	if rc := c.configs[name]; rc != nil {
-		cfg = rest.CopyConfig(rc)
-	} else {
-		cfg, err = clientcmd.NewDefaultClientConfig(c.raw, &clientcmd.ConfigOverrides{CurrentContext: name}).ClientConfig()
-	}
+	cfg, err := clientcmd.NewDefaultClientConfig(c.raw, &clientcmd.ConfigOverrides{CurrentContext: name}).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig context %q: %w", name, err)
 	}

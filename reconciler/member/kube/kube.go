@@ -33,7 +33,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/workqueue"
@@ -101,11 +100,9 @@ func (o *Options) defaults() {
 // Clusters is the set of member clusters of one kubeconfig. It implements
 // member.Clusters.
 type Clusters struct {
-	opts   Options
-	raw    clientcmdapi.Config
-	source string // where the kubeconfig came from, for messages
-	// configs reach contexts given as a rest.Config (ForConfig).
-	configs  map[string]*rest.Config
+	opts     Options
+	raw      clientcmdapi.Config
+	source   string // where the kubeconfig came from, for messages
 	reporter member.Reporter
 	log      *slog.Logger
 	queue    workqueue.TypedRateLimitingInterface[hub.Key]
