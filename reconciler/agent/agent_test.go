@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -289,7 +290,7 @@ func TestAWorkIsAppliedPrunedAndRemoved(t *testing.T) {
 }
 
 // A manifest the member refuses fails with the work applier's reason and
-// the API server's message; the others are applied.
+// the API server's message; the one applied before it says so.
 func TestARefusedManifestIsReportedOnItsCondition(t *testing.T) {
 	f := start(t)
 	await.Until(t, "the member to be joined", func() bool { return joined(f.memberCluster(t)) == metav1.ConditionTrue })
@@ -301,15 +302,20 @@ func TestARefusedManifestIsReportedOnItsCondition(t *testing.T) {
 	})
 	w := f.work(t, "bad-work")
 	c := workCondition(w, fleet.WorkConditionTypeApplied)
-	if c.Reason != "SomeManifestsAreNotApplied" {
+	if c.Reason != "SomeManifestsAreNotApplied" || c.Message != "Failed to apply all manifests (1 of 2 manifests are applied)" {
 		t.Errorf("Applied = %+v", c)
 	}
 	data, _ := json.Marshal(w.Status.ManifestConditions)
 	if len(w.Status.ManifestConditions) != 2 {
 		t.Fatalf("manifest conditions %s", data)
 	}
-	if a := meta.FindStatusCondition(w.Status.ManifestConditions[1].Conditions, "Applied"); a == nil || a.Status != metav1.ConditionFalse || a.Reason != "ManifestApplyFailed" {
+	if a := meta.FindStatusCondition(w.Status.ManifestConditions[1].Conditions, "Applied"); a == nil || a.Status != metav1.ConditionFalse ||
+		a.Reason != "ManifestApplyFailed" || !strings.HasPrefix(a.Message, "Failed to apply the manifest (error: ") ||
+		!strings.Contains(a.Message, ".data.k: expected string") {
 		t.Errorf("the refused manifest's conditions: %s", data)
+	}
+	if a := meta.FindStatusCondition(w.Status.ManifestConditions[0].Conditions, "Applied"); a == nil || a.Status != metav1.ConditionTrue {
+		t.Errorf("the namespace's conditions: %s", data)
 	}
 }
 

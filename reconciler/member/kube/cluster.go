@@ -152,10 +152,11 @@ func ownerLabels(d member.Delivery) map[string]string {
 }
 
 // applyError is an apply that failed, with the object it failed on when
-// the API server named one.
+// the API server named one, and the objects applied before it failed.
 type applyError struct {
-	object *unstructured.Unstructured
-	err    error
+	object  *unstructured.Unstructured
+	err     error
+	applied []*unstructured.Unstructured
 }
 
 func (e *applyError) Error() string { return e.err.Error() }
@@ -293,6 +294,14 @@ func (cl *cluster) applyAll(ctx context.Context, objs []*unstructured.Unstructur
 		}
 	}
 	opts := ssa.DefaultApplyOptions()
+	var mu sync.Mutex
+	var applied []*unstructured.Unstructured
+	failed := func(ae *applyError) error {
+		mu.Lock()
+		defer mu.Unlock()
+		ae.applied = applied
+		return ae
+	}
 	for stage, group := range [][]*unstructured.Unstructured{defs, rest} {
 		var present, absent []*unstructured.Unstructured
 		for _, o := range group {
@@ -306,10 +315,11 @@ func (cl *cluster) applyAll(ctx context.Context, objs []*unstructured.Unstructur
 			if _, err := cl.rm.ApplyAll(ctx, present, opts); err != nil {
 				var dry *ssaerrors.DryRunErr
 				if errors.As(err, &dry) {
-					return &applyError{object: dry.InvolvedObject(), err: err}
+					return failed(&applyError{object: dry.InvolvedObject(), err: err})
 				}
-				return &applyError{err: err}
+				return failed(&applyError{err: err})
 			}
+			applied = append(applied, present...)
 		}
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(applyConcurrency)
@@ -319,16 +329,23 @@ func (cl *cluster) applyAll(ctx context.Context, objs []*unstructured.Unstructur
 				if err := cl.client.Patch(gctx, o.DeepCopy(), client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 					return &applyError{object: o, err: fmt.Errorf("%s apply failed: %w", utils.FmtUnstructured(o), err)}
 				}
+				mu.Lock()
+				applied = append(applied, o)
+				mu.Unlock()
 				return nil
 			})
 		}
 		if err := g.Wait(); err != nil {
+			var ae *applyError
+			if errors.As(err, &ae) {
+				return failed(ae)
+			}
 			return err
 		}
 		if stage == 0 && len(defs) > 0 {
 			set := object.UnstructuredSetToObjMetadataSet(defs)
 			if err := cl.rm.WaitForSetWithContext(ctx, set, ssa.WaitOptions{Interval: 500 * time.Millisecond, Timeout: cl.timeout}); err != nil {
-				return &applyError{err: fmt.Errorf("waiting for the CRDs and namespaces to be ready: %w", err)}
+				return failed(&applyError{err: fmt.Errorf("waiting for the CRDs and namespaces to be ready: %w", err)})
 			}
 		}
 	}

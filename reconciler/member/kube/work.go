@@ -120,7 +120,7 @@ func (a *WorkApplier) Apply(ctx context.Context, w *fleet.Work, now time.Time) (
 		if !errors.As(err, &ae) {
 			return fleet.WorkStatus{}, a.cl.redact(err)
 		}
-		st.applyFailed(ae.object, a.cl.redact(ae.err).Error(), gen)
+		st.applyFailed(ae.object, ae.applied, a.cl.redact(ae.err).Error(), gen)
 		return st.WorkStatus, nil
 	}
 	var h health
@@ -175,18 +175,25 @@ func (st *workStatus) work(t string, ok bool, okReason, okMsg, failReason, failM
 	meta.SetStatusCondition(&st.Conditions, c)
 }
 
-// applyFailed: the member refused obj (nil when it named none); nothing
-// after it was applied.
-func (st *workStatus) applyFailed(obj *unstructured.Unstructured, msg string, gen int64) {
+// applyFailed: the member refused obj (nil when it named none); the
+// objects in applied were applied before, nothing else was.
+func (st *workStatus) applyFailed(obj *unstructured.Unstructured, applied []*unstructured.Unstructured, msg string, gen int64) {
 	if obj != nil {
 		if i, ok := st.byID[idKey(member.Identify(obj))]; ok {
 			st.set(i, metav1.Condition{Type: fleet.WorkConditionTypeApplied, Status: metav1.ConditionFalse,
 				Reason: member.ManifestApplyFailedReason, Message: fmt.Sprintf(ManifestApplyFailedMessage, msg), ObservedGeneration: gen})
 		}
 	}
-	n := len(st.ManifestConditions)
+	n := 0
+	for _, o := range applied {
+		if i, ok := st.byID[idKey(member.Identify(o))]; ok {
+			st.set(i, metav1.Condition{Type: fleet.WorkConditionTypeApplied, Status: metav1.ConditionTrue,
+				Reason: ManifestAppliedReason, Message: ManifestAppliedMessage, ObservedGeneration: gen})
+			n++
+		}
+	}
 	st.work(fleet.WorkConditionTypeApplied, false, "", "", WorkNotAllManifestsAppliedReason,
-		fmt.Sprintf(NotAllManifestsAppliedMessage, 0, n), gen)
+		fmt.Sprintf(NotAllManifestsAppliedMessage, n, len(st.ManifestConditions)), gen)
 }
 
 // applied records an apply: held objects (the strategy's drift and

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -83,8 +84,16 @@ func TestAWorkIsAppliedReportedAndPrunedOnARealMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c := meta.FindStatusCondition(st.Conditions, fleet.WorkConditionTypeApplied); c == nil || c.Status != metav1.ConditionFalse ||
-		c.Reason != WorkNotAllManifestsAppliedReason {
-		t.Errorf("work Applied = %+v, want False/%s", c, WorkNotAllManifestsAppliedReason)
+		c.Reason != WorkNotAllManifestsAppliedReason || c.Message != "Failed to apply all manifests (1 of 2 manifests are applied)" {
+		t.Errorf("work Applied = %+v, want False/%s, the namespace applied", c, WorkNotAllManifestsAppliedReason)
+	}
+	if c := meta.FindStatusCondition(st.ManifestConditions[0].Conditions, fleet.WorkConditionTypeApplied); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("the namespace's Applied = %+v, want True (applied before the refused manifest)", c)
+	}
+	if c := meta.FindStatusCondition(st.ManifestConditions[1].Conditions, fleet.WorkConditionTypeApplied); c == nil ||
+		c.Reason != "ManifestApplyFailed" || !strings.HasPrefix(c.Message, "Failed to apply the manifest (error: ") ||
+		!strings.Contains(c.Message, `"Bad_Name": a lowercase RFC 1123 subdomain`) {
+		t.Errorf("the refused manifest's Applied = %+v, want ManifestApplyFailed with the API server's message", c)
 	}
 
 	if err := a.Remove(ctx, testWork(t, 3, ns)); err != nil {
