@@ -115,17 +115,50 @@ if [ "$mode" = "--clusters-pull" ]; then
   cat <<MSG
 The hub and the members are real API servers (kubeconfig: $kubeconfig); gitfleet
 holds no member credentials: each member's agent (logs in $dir/agent-<member>.log)
-pulls its Works from the hub. Here the agents reach the hub as its admin; in a
-real fleet each uses the MemberCluster's spec.identity, which the hub grants
-only its namespace fleet-member-<member>. Watch test-cm appear on member2 first:
+pulls its Works from the hub as its MemberCluster's spec.identity
+($dir/hub-<member>.kubeconfig), which the hub grants only its namespace
+fleet-member-<member>. Watch test-cm appear on member2 first:
   $kubectl --kubeconfig $kubeconfig --context member2 get cm -n test-namespace
   $kubectl --kubeconfig $kubeconfig --context hub get works -A
   $kubectl --kubeconfig $kubeconfig --context hub get memberclusters
 
 MSG
+  # Each agent reaches the hub as its MemberCluster's spec.identity
+  # (members.yaml: fleet-system/fleet-member-agent-<member>), which serve
+  # grants only the member's namespace; each starts once it does (before,
+  # it would wait too, its log full of Forbidden).
+  hub_server=$("$kubectl" --kubeconfig "$kubeconfig" config view -o jsonpath='{.clusters[?(@.name=="hub")].cluster.server}')
+  "$kubectl" --kubeconfig "$kubeconfig" --context hub create namespace fleet-system >/dev/null
   for m in member1 member2 member3; do
-    "$bin" agent --hub-kubeconfig "$kubeconfig" --hub-context hub --member-name "$m" \
-      --kubeconfig "$kubeconfig" --context "$m" >"$dir/agent-$m.log" 2>&1 &
+    "$kubectl" --kubeconfig "$kubeconfig" --context hub -n fleet-system create serviceaccount "fleet-member-agent-$m" >/dev/null
+    token=$("$kubectl" --kubeconfig "$kubeconfig" --context hub -n fleet-system create token "fleet-member-agent-$m" --duration 24h)
+    cat >"$dir/hub-$m.kubeconfig" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: hub
+  cluster:
+    server: $hub_server
+    insecure-skip-tls-verify: true
+users:
+- name: fleet-member-agent-$m
+  user:
+    token: $token
+contexts:
+- name: hub
+  context:
+    cluster: hub
+    user: fleet-member-agent-$m
+current-context: hub
+KUBECONFIG
+    chmod 600 "$dir/hub-$m.kubeconfig"
+    (
+      until "$kubectl" --kubeconfig "$kubeconfig" --context hub -n "fleet-member-$m" get rolebinding "fleet-rolebinding-$m" >/dev/null 2>&1; do
+        sleep 1
+      done
+      exec "$bin" agent --hub-kubeconfig "$dir/hub-$m.kubeconfig" --member-name "$m" \
+        --kubeconfig "$kubeconfig" --context "$m"
+    ) >"$dir/agent-$m.log" 2>&1 &
     agents+=($!)
   done
   "$bin" serve --repo "file://$dir/fleet.git" --cache-dir "$dir/cache" --interval 5s \
