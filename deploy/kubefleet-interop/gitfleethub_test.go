@@ -38,7 +38,7 @@ func TestKubeFleetMemberAgentJoinsAGitfleetHub(t *testing.T) {
 
 	ctx := await.Context(t)
 	hubClient := hub.Client()
-	remote := quickstartRepo(t)
+	remote := quickstartRepo(t, "member1")
 	serve := startServe(t, gitfleet, "--repo", "file://"+remote, "--cache-dir", t.TempDir(),
 		"--interval", "100ms", "--status-interval", "50ms", "--metrics-addr", "",
 		"--hub", "kube", "--hub-kubeconfig", deployedServeKubeconfig(t, hub), "--hub-context", "gitfleet")
@@ -122,9 +122,9 @@ func deployedServeKubeconfig(t *testing.T, hub *kubetest.Cluster) string {
 }
 
 // quickstartRepo is a bare repository whose main holds examples/quickstart
-// with member1 pulled (gitfleet.io/driver: work), member2 and member3
+// with the members named pulled (gitfleet.io/driver: work), the others
 // simulated and available at once, and a 1s soak instead of a minute.
-func quickstartRepo(t *testing.T) string {
+func quickstartRepo(t *testing.T, pulled ...string) string {
 	t.Helper()
 	gittest.Require(t, "git")
 	root := t.TempDir()
@@ -145,14 +145,16 @@ func quickstartRepo(t *testing.T) string {
 		s := strings.ReplaceAll(string(data), "gitfleet.io/sim-available-after: 10s", "gitfleet.io/sim-available-after: 0s")
 		s = strings.ReplaceAll(s, "waitTime: 1m", "waitTime: 1s")
 		if e.Name() == "members.yaml" {
-			s = pull(t, s, "member1")
+			for _, name := range pulled {
+				s = pull(t, s, name)
+			}
 		}
 		if err := os.WriteFile(filepath.Join(work, e.Name()), []byte(s), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	gittest.Must(t, work, "add", ".")
-	gittest.Must(t, work, "commit", "-q", "-m", "the quickstart, member1 pulled by KubeFleet's member agent")
+	gittest.Must(t, work, "commit", "-q", "-m", "the quickstart, pulled: "+strings.Join(pulled, ", "))
 	gittest.Must(t, work, "push", "-q", "origin", "HEAD:main")
 	return remote
 }

@@ -2,7 +2,9 @@
 // gitfleet hub (issue 25, item 3): the agent is built from a local checkout
 // of KubeFleet's source (GITFLEET_KUBEFLEET_SRC) and run against real API
 // servers, a hub serving gitfleet's CRDs and a member serving KubeFleet's
-// member-side ones.
+// member-side ones. Beside it, the same quickstart runs with gitfleet's
+// own agent on every member (make run-clusters-pull), which needs no
+// KubeFleet source.
 package kubefleetinterop
 
 import (
