@@ -130,6 +130,7 @@ func (a *WorkApplier) Apply(ctx context.Context, w *fleet.Work, now time.Time) (
 		}
 	}
 	st.applied(out, h, gen, at)
+	st.observedIn(live)
 	return st.WorkStatus, nil
 }
 
@@ -267,4 +268,19 @@ func (st *workStatus) diffed(diffed []fleet.DiffedResourcePlacement, gen int64, 
 		st.set(i, c)
 	}
 	st.work(fleet.WorkConditionTypeDiffReported, true, WorkAllManifestsDiffReportedReason, AllManifestsHaveReportedDiffMessage, "", "", gen)
+}
+
+// observedIn makes each manifest's conditions observe the generation of
+// its object on the member (0 when it has none), as KubeFleet's work
+// applier does; the Work's own conditions observe the Work's.
+func (st *workStatus) observedIn(live map[string]*unstructured.Unstructured) {
+	for k, i := range st.byID {
+		var g int64
+		if u, ok := live[k]; ok {
+			g = u.GetGeneration()
+		}
+		for j := range st.ManifestConditions[i].Conditions {
+			st.ManifestConditions[i].Conditions[j].ObservedGeneration = g
+		}
+	}
 }

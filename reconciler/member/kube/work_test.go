@@ -64,6 +64,15 @@ func TestAWorkIsAppliedReportedAndPrunedOnARealMember(t *testing.T) {
 		if c := meta.FindStatusCondition(mc.Conditions, fleet.WorkConditionTypeApplied); c == nil || c.Reason != ManifestAppliedReason {
 			t.Errorf("%s: Applied = %+v, want %s", mc.Identifier.Name, c, ManifestAppliedReason)
 		}
+		// KubeFleet's manifest conditions observe the object's generation
+		// on the member, not the Work's.
+		id := mc.Identifier
+		live := c.Get(id.Version, id.Kind, id.Namespace, id.Name)
+		for _, cond := range mc.Conditions {
+			if live == nil || cond.ObservedGeneration != live.GetGeneration() {
+				t.Errorf("%s: %s observes generation %d, want the member object's", id.Name, cond.Type, cond.ObservedGeneration)
+			}
+		}
 	}
 	if c.Get("v1", "ConfigMap", "web", "settings") == nil {
 		t.Fatal("the member lacks the work's ConfigMap")
