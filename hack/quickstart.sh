@@ -33,8 +33,9 @@ git clone -q "$dir/fleet.git" "$dir/fleet" 2>/dev/null
 cp "$root"/examples/quickstart/*.yaml "$dir/fleet/"
 if [ "$mode" = "--clusters" ]; then
   echo "starting member1, member2 and member3 (the first time builds them: make testbin, ~30 min)..." >&2
-  kubeconfig=$("$root/hack/clusters.sh" "$dir/clusters" member1 member2 member3 | tail -1)
+  # Set first: a Ctrl-C while they start stops those already started.
   trap '"$root/hack/clusters.sh" --stop "$dir/clusters"' EXIT
+  kubeconfig=$("$root/hack/clusters.sh" "$dir/clusters" member1 member2 member3 | tail -1)
   kubectl=$("$root/hack/testbin.sh" | tail -1)/kubectl
   # Each member is reached through the kubeconfig context of its name.
   for m in member1 member2 member3; do
@@ -44,9 +45,12 @@ if [ "$mode" = "--clusters" ]; then
 fi
 if [ "$mode" = "--clusters-pull" ]; then
   echo "starting the hub and member1, member2 and member3 (the first time builds them: make testbin, ~30 min)..." >&2
-  kubeconfig=$("$root/hack/clusters.sh" "$dir/clusters" hub member1 member2 member3 | tail -1)
   agents=()
-  trap 'kill "${agents[@]}" 2>/dev/null; "$root/hack/clusters.sh" --stop "$dir/clusters"' EXIT
+  # Set first, as above. The agents may be gone already (Ctrl-C reaches
+  # them too): under set -e a failing kill would end the trap before the
+  # clusters stop.
+  trap 'kill "${agents[@]}" 2>/dev/null || true; "$root/hack/clusters.sh" --stop "$dir/clusters"' EXIT
+  kubeconfig=$("$root/hack/clusters.sh" "$dir/clusters" hub member1 member2 member3 | tail -1)
   kubectl=$("$root/hack/testbin.sh" | tail -1)/kubectl
   "$kubectl" --kubeconfig "$kubeconfig" --context hub apply --server-side -f "$root/config/crd/" >/dev/null
   # Each member pulls: the hub writes its Works, its agent applies them.
