@@ -69,6 +69,14 @@ type StageConfig struct {
 	// +kubebuilder:validation:XValidation:rule="!self.exists(e, e.type == 'Approval' && has(e.waitTime))",message="AfterStageTaskType is Approval, waitTime is not allowed"
 	// +kubebuilder:validation:XValidation:rule="!self.exists(e, e.type == 'TimedWait')",message="BeforeStageTaskType cannot be TimedWait"
 	BeforeStageTasks []StageTask `json:"beforeStageTasks,omitempty"`
+	// MaxAllowedClusterFailures overrides, for this stage, the run's
+	// spec.failurePolicy.maxAllowedClusterFailures (gitfleet's; see
+	// FailurePolicy). It takes effect only in a run with a failure policy.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:Pattern="^(100|[1-9]?[0-9])%$"
+	// +kubebuilder:validation:XValidation:rule="type(self) != int || self >= 0",message="maxAllowedClusterFailures must be at least 0"
+	// +kubebuilder:validation:Optional
+	MaxAllowedClusterFailures *intstr.IntOrString `json:"maxAllowedClusterFailures,omitempty"`
 }
 
 // StageTaskType is TimedWait or Approval.
@@ -143,6 +151,11 @@ type UpdateRunSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="retryOf is immutable"
 	RetryOf string `json:"retryOf,omitempty"`
+	// FailurePolicy lets clusters fail without failing the run (see
+	// failurepolicy.go). Without it a run behaves exactly as KubeFleet's.
+	// +kubebuilder:validation:Optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="failurePolicy is immutable"
+	FailurePolicy *FailurePolicy `json:"failurePolicy,omitempty"`
 }
 
 // UpdateRunStatus is the plan frozen at initialization plus the progress.
