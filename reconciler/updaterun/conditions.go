@@ -70,7 +70,8 @@ const (
 
 // FailureType classifies a run condition for the status metric (spec §7):
 // a stuck run is an internal error; a failed run or failed initialization
-// is a user error when its message carries the client-error marker.
+// is a user error when its message carries the client-error marker, and a
+// cluster failure (gitfleet's) when its failure budget was exceeded.
 func FailureType(cond metav1.Condition) string {
 	if cond.Status != metav1.ConditionFalse {
 		return FailureTypeNone
@@ -79,6 +80,9 @@ func FailureType(cond metav1.Condition) string {
 	case fleet.UpdateRunStuckReason:
 		return FailureTypeInternalError
 	case fleet.UpdateRunFailedReason, fleet.UpdateRunInitializeFailedReason:
+		if strings.Contains(cond.Message, budgetExceededMsg) {
+			return FailureTypeClusterFailure
+		}
 		if strings.Contains(cond.Message, userErrorMsg) {
 			return FailureTypeUserError
 		}

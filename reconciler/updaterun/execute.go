@@ -73,7 +73,11 @@ func (p *pass) execute(idx int, pl *plan) (out outcome) {
 	if err != nil {
 		return outcome{err: abortf("%s", err)}
 	}
-	return p.executeStage(idx, pl, maxConc)
+	budget, err := p.stageBudget(idx)
+	if err != nil {
+		return outcome{err: abortf("%s", err)}
+	}
+	return p.executeStage(idx, pl, maxConc, budget)
 }
 
 // beforeStageTasks evaluates the single Approval task a stage may have
@@ -115,7 +119,10 @@ func (p *pass) deleteStageTasks() (bool, error) {
 
 // executeStage starts and watches the clusters of an update stage, at most
 // maxConc in flight, strictly in the recorded order (spec §3.3–§3.7).
-func (p *pass) executeStage(idx int, pl *plan, maxConc int) outcome {
+// With a failure policy (budget non-nil, failurepolicy.go) a failed cluster
+// is done, an overdue one fails, and a stage over its budget starts no more
+// clusters and fails the run once its in-flight ones are done.
+func (p *pass) executeStage(idx int, pl *plan, maxConc int, budget *stageBudget) outcome {
 	st := &p.run.Status
 	stage := &st.StagesStatus[idx]
 	snapshotName := p.resourceSnapshotName()
@@ -126,9 +133,13 @@ func (p *pass) executeStage(idx int, pl *plan, maxConc int) outcome {
 	for i := 0; i < len(stage.Clusters) && inFlight < maxConc; i++ {
 		cs := &stage.Clusters[i]
 		succeeded := find(cs.Conditions, fleet.ClusterUpdatingConditionSucceeded)
-		if isTrue(succeeded, p.gen) || p.skipped(cs) {
+		if isTrue(succeeded, p.gen) || p.skipped(cs) || budget.failedCluster(cs, p.gen) {
 			finished++
 			continue
+		}
+		started := find(cs.Conditions, fleet.ClusterUpdatingConditionStarted)
+		if !isTrue(started, p.gen) && budget.exceeded() {
+			continue // over budget: no cluster starts any more
 		}
 		inFlight++
 		if isFalse(succeeded, p.gen) {
@@ -140,7 +151,6 @@ func (p *pass) executeStage(idx int, pl *plan, maxConc int) outcome {
 			errs = append(errs, err)
 			continue
 		}
-		started := find(cs.Conditions, fleet.ClusterUpdatingConditionStarted)
 		if !isTrue(started, p.gen) {
 			done, err := p.startCluster(b, cs, stage, snapshotName)
 			if err != nil {
@@ -167,6 +177,9 @@ func (p *pass) executeStage(idx int, pl *plan, maxConc int) outcome {
 			continue
 		}
 		done, err := p.checkClusterResult(b, cs, stage)
+		if !done && p.failIfOverdue(budget, b, cs, started, err) {
+			done, err = true, nil
+		}
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -177,6 +190,9 @@ func (p *pass) executeStage(idx int, pl *plan, maxConc int) outcome {
 			stuck = append(stuck, cs.ClusterName)
 		}
 	}
+	if budget.exceeded() && inFlight == 0 && len(errs) == 0 {
+		return outcome{err: budget.exceededErr()}
+	}
 	// Upstream marks the run Progressing here even when every cluster is
 	// done and completeStage is about to mark it Waiting again; the flip
 	// moves the Progressing lastTransitionTime on every poll of a waiting
@@ -186,7 +202,7 @@ func (p *pass) executeStage(idx int, pl *plan, maxConc int) outcome {
 		p.aggregateRunStatus(stage.StageName, stuck)
 	}
 	if len(errs) > 0 {
-		return outcome{err: utilerrors.NewAggregate(errs), after: ClusterPollInterval, blocked: len(stuck) > 0}
+		return outcome{err: utilerrors.NewAggregate(errs), after: ClusterPollInterval, blocked: len(stuck) > 0 && budget == nil}
 	}
 	if finished == len(stage.Clusters) {
 		p.observeStageDuration(stage)
@@ -195,7 +211,7 @@ func (p *pass) executeStage(idx int, pl *plan, maxConc int) outcome {
 	if finishedNow {
 		return outcome{after: 0}
 	}
-	return outcome{after: ClusterPollInterval, blocked: len(stuck) > 0}
+	return outcome{after: ClusterPollInterval, blocked: len(stuck) > 0 && budget == nil}
 }
 
 // aggregateRunStatus reports a stuck run, or a progressing one in state Run.

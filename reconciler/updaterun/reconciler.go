@@ -269,6 +269,7 @@ func (p *pass) recordFailed(msg string) error {
 
 func (p *pass) recordSucceeded() error {
 	p.markRunSucceeded()
+	p.markPartialSuccess()
 	return p.writeStatus()
 }
 

@@ -149,7 +149,7 @@ func (p *pass) checkStageProgress(i, updating, lastFinished int, s *fleet.StageU
 			return -1, -1, abortf("%s", unexpectedErr("the finished stage `%d` is after the updating stage `%d`", i, updating))
 		}
 		for j := range s.Clusters {
-			if !isTrue(find(s.Clusters[j].Conditions, fleet.ClusterUpdatingConditionSucceeded), p.gen) && !p.skipped(&s.Clusters[j]) {
+			if !p.clusterDone(&s.Clusters[j]) {
 				return -1, -1, abortf("%s", unexpectedErr("cluster `%s` in the finished stage `%s` has not succeeded", s.Clusters[j].ClusterName, s.StageName))
 			}
 		}
@@ -169,8 +169,7 @@ func (p *pass) checkStageProgress(i, updating, lastFinished int, s *fleet.StageU
 		inFlight := 0
 		for j := range s.Clusters {
 			c := s.Clusters[j].Conditions
-			if isTrue(find(c, fleet.ClusterUpdatingConditionStarted), p.gen) && !isTrue(find(c, fleet.ClusterUpdatingConditionSucceeded), p.gen) &&
-				!p.skipped(&s.Clusters[j]) {
+			if isTrue(find(c, fleet.ClusterUpdatingConditionStarted), p.gen) && !p.clusterDone(&s.Clusters[j]) {
 				inFlight++
 			}
 		}
