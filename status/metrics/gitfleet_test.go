@@ -334,3 +334,33 @@ gitfleet_approval_request_pending_seconds{name="example-run",namespace="",stage=
 		t.Fatal(err)
 	}
 }
+
+// TestFailedClustersAreCountedOnce: a failed cluster is counted when it
+// first shows up failed, not again on later passes; every stage has a
+// series from the start; the run's deletion removes them.
+func TestFailedClustersAreCountedOnce(t *testing.T) {
+	m, reg, _ := newMetrics()
+	r := stagedRun()
+	m.ObserveRun(r)
+	failed := cond("Succeeded", "False", fleet.ClusterUpdatingFailedReason, "the cluster `member3` in the stage `canary` did not finish updating within maxWaitTimePerClusterMinutes 5: …", 1, 7*time.Minute)
+	r.Status.StagesStatus[0].Clusters[1].Conditions = append(r.Status.StagesStatus[0].Clusters[1].Conditions, failed)
+	m.ObserveRun(r)
+	m.ObserveRun(r)
+	want := `
+# HELP gitfleet_update_run_failed_clusters_total Clusters of an update run that failed (Succeeded=False), by stage: within a failure budget the run goes on without them.
+# TYPE gitfleet_update_run_failed_clusters_total counter
+gitfleet_update_run_failed_clusters_total{name="example-run",namespace="",stage="canary"} 1
+gitfleet_update_run_failed_clusters_total{name="example-run",namespace="",stage="prod"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), UpdateRunFailedClustersTotal); err != nil {
+		t.Error(err)
+	}
+	m.DeleteRun("", "example-run")
+	if n := testutil.CollectAndCount(m.failed); n != 0 {
+		t.Errorf("%d series left after the run's deletion", n)
+	}
+	m.ObserveRun(r)
+	if got := testutil.ToFloat64(m.failed.WithLabelValues("", "example-run", "canary")); got != 1 {
+		t.Errorf("a run observed again after its deletion counts %v failures, want 1", got)
+	}
+}

@@ -161,6 +161,10 @@ func TestFailureType(t *testing.T) {
 		{"success's Progressing False", done, FailureTypeNone},
 		{"progressing", progressing, FailureTypeNone},
 		{"True with a failure reason is no failure", cond("Succeeded", "True", fleet.UpdateRunFailedReason, userMsg, 1, 0), FailureTypeNone},
+		{"failed over the failure budget", cond("Succeeded", "False", fleet.UpdateRunFailedReason,
+			"cannot continue the updateRun: the failure budget is exceeded: the stage `canary` has 2 failed cluster(s), more than maxAllowedClusterFailures 1: member1, member3", 1, 0), FailureTypeClusters},
+		{"partially succeeded", cond("Succeeded", "True", fleet.UpdateRunPartiallySucceededReason,
+			"All stages are completed, 1 cluster(s) failed within the failure budget: member3 (stage canary)", 1, 0), FailureTypeNone},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

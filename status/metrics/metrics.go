@@ -23,6 +23,7 @@ type Metrics struct {
 
 	stageClusters *prometheus.GaugeVec
 	runs          *prometheus.GaugeVec
+	failed        *prometheus.CounterVec
 	pending       *pendingApprovals
 	snapshotIndex *prometheus.GaugeVec
 	fetchDuration prometheus.Histogram
@@ -39,7 +40,12 @@ type Metrics struct {
 
 	mu     sync.Mutex
 	phases map[runKey]string // current phase of every observed run
+	// failedSeen are the clusters counted in failed, per run, so a failure
+	// seen again on a later pass is not counted twice.
+	failedSeen map[runKey]map[stageCluster]bool
 }
+
+type stageCluster struct{ stage, cluster string }
 
 type runKey struct{ namespace, name string }
 
@@ -75,6 +81,10 @@ func New(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 			Name: UpdateRuns,
 			Help: "Update runs by phase.",
 		}, []string{LabelPhase}),
+		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: UpdateRunFailedClustersTotal,
+			Help: "Clusters of an update run that failed (Succeeded=False), by stage: within a failure budget the run goes on without them.",
+		}, []string{LabelNamespace, LabelName, LabelStage}),
 		pending: newPendingApprovals(clk),
 		snapshotIndex: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: ClusterResourceSnapshotIndex,
@@ -126,7 +136,8 @@ func New(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 			Name: SourceReady,
 			Help: "Ready condition of the source (gitfleet get sources): 1 while the tracked branch is fetched and its newest hub content renders, 0 while a fetch fails or that commit is refused.",
 		}, []string{LabelName}),
-		phases: map[runKey]string{},
+		phases:     map[runKey]string{},
+		failedSeen: map[runKey]map[stageCluster]bool{},
 	}
 	// Series that exist from the start, so dashboards show 0, not "no data".
 	for _, r := range []string{PushSuccess, PushConflict, PushError} {
@@ -144,7 +155,7 @@ func New(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.runStatus, m.approvalLatency, m.stageDuration,
-		m.stageClusters, m.runs, m.pending, m.snapshotIndex,
+		m.stageClusters, m.runs, m.failed, m.pending, m.snapshotIndex,
 		m.fetchDuration, m.fetchErrors, m.renderDur, m.renderFails, m.pushes, m.writebackLag,
 		m.reconcileErrs, m.commitTime, m.commitInfo, m.snapshots, m.sourceReady,
 	}
@@ -193,10 +204,12 @@ func (m *Metrics) DeleteRun(namespace, name string) {
 	m.approvalLatency.DeletePartialMatch(labels)
 	m.stageDuration.DeletePartialMatch(labels)
 	m.stageClusters.DeletePartialMatch(labels)
+	m.failed.DeletePartialMatch(labels)
 	m.pending.deleteRun(namespace, name)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.phases, runKey{namespace, name})
+	delete(m.failedSeen, runKey{namespace, name})
 	m.publishPhasesLocked()
 }

@@ -11,6 +11,7 @@ const (
 	UpdateRunStageClusterUpdatingDurationSeconds = "fleet_workload_update_run_stage_cluster_updating_duration_seconds"
 	UpdateRunStageClusters                       = "gitfleet_update_run_stage_clusters"
 	UpdateRuns                                   = "gitfleet_update_runs"
+	UpdateRunFailedClustersTotal                 = "gitfleet_update_run_failed_clusters_total"
 	ApprovalRequestPendingSeconds                = "gitfleet_approval_request_pending_seconds"
 	ClusterResourceSnapshotIndex                 = "gitfleet_cluster_resource_snapshot_index"
 	GitFetchDurationSeconds                      = "gitfleet_git_fetch_duration_seconds"
@@ -54,6 +55,9 @@ const (
 	FailureTypeNone     = updaterun.FailureTypeNone
 	FailureTypeUser     = updaterun.FailureTypeUserError
 	FailureTypeInternal = updaterun.FailureTypeInternalError
+	// FailureTypeClusters is gitfleet's: more clusters failed than the
+	// run's failure budget allows (README "When clusters fail").
+	FailureTypeClusters = updaterun.FailureTypeClusterFailure
 )
 
 // Cluster states of gitfleet_update_run_stage_clusters.
@@ -89,6 +93,7 @@ var Names = []string{
 	UpdateRunStageClusterUpdatingDurationSeconds,
 	UpdateRunStageClusters,
 	UpdateRuns,
+	UpdateRunFailedClustersTotal,
 	ApprovalRequestPendingSeconds,
 	ClusterResourceSnapshotIndex,
 	GitFetchDurationSeconds,

@@ -1,6 +1,9 @@
 package metrics
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/reconciler/runview"
 )
@@ -33,6 +36,28 @@ func (m *Metrics) ObserveRun(run *fleet.UpdateRun) {
 	defer m.mu.Unlock()
 	m.phases[runKey{run.Namespace, run.Name}] = phase
 	m.publishPhasesLocked()
+	m.countFailedLocked(run)
+}
+
+// countFailedLocked adds the run's newly failed clusters to
+// gitfleet_update_run_failed_clusters_total; every stage has a series from
+// the start, so a dashboard shows 0, not "no data".
+func (m *Metrics) countFailedLocked(run *fleet.UpdateRun) {
+	key := runKey{run.Namespace, run.Name}
+	for _, s := range run.Status.StagesStatus {
+		m.failed.WithLabelValues(run.Namespace, run.Name, s.StageName)
+		for _, c := range s.Clusters {
+			sc := meta.FindStatusCondition(c.Conditions, fleet.ClusterUpdatingConditionSucceeded)
+			if sc == nil || sc.Status != metav1.ConditionFalse || m.failedSeen[key][stageCluster{s.StageName, c.ClusterName}] {
+				continue
+			}
+			if m.failedSeen[key] == nil {
+				m.failedSeen[key] = map[stageCluster]bool{}
+			}
+			m.failedSeen[key][stageCluster{s.StageName, c.ClusterName}] = true
+			m.failed.WithLabelValues(run.Namespace, run.Name, s.StageName).Inc()
+		}
+	}
 }
 
 // clusterStates are the state label values of runview's cluster states.
