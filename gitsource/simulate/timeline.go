@@ -66,9 +66,12 @@ func diffRun(before, after *fleet.UpdateRun) []string {
 	}
 	if changed(b.Conditions, a.Conditions, fleet.StagedUpdateRunConditionSucceeded) {
 		c := meta.FindStatusCondition(a.Conditions, fleet.StagedUpdateRunConditionSucceeded)
-		if c.Status == metav1.ConditionTrue {
+		switch {
+		case c.Status == metav1.ConditionTrue && c.Reason == fleet.UpdateRunPartiallySucceededReason:
+			out = append(out, "partially succeeded: "+c.Message)
+		case c.Status == metav1.ConditionTrue:
 			out = append(out, "succeeded")
-		} else {
+		default:
 			out = append(out, "failed: "+c.Message)
 		}
 	}

@@ -178,7 +178,10 @@ func (p *pass) executeStage(idx int, pl *plan, maxConc int, budget *stageBudget)
 		}
 		done, err := p.checkClusterResult(b, cs, stage)
 		if !done && p.failIfOverdue(budget, b, cs, started, err) {
-			done, err = true, nil
+			done = true
+		}
+		if budget != nil {
+			err = nil // under a failure policy the deadline deals with it, not the error backoff
 		}
 		if err != nil {
 			errs = append(errs, err)
