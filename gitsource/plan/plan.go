@@ -180,6 +180,8 @@ type Stage struct {
 	// the merge, for a run that was under way, or not within the preview).
 	Start *metav1.Duration `json:"start,omitempty"`
 	End   *metav1.Duration `json:"end,omitempty"`
+	// FailureBudget is set in a run with a failure policy (budget.go).
+	FailureBudget *FailureBudget `json:"failureBudget,omitempty"`
 }
 
 // Gate is a before- or after-stage task.
@@ -467,6 +469,7 @@ func stages(r *fleet.UpdateRun, t0 time.Time) []Stage {
 			s.Before = gates(spec.BeforeStageTasks, st.BeforeStageTaskStatus)
 			s.After = gates(spec.AfterStageTasks, st.AfterStageTaskStatus)
 		}
+		s.FailureBudget = failureBudget(r, spec, &st)
 		out = append(out, s)
 	}
 	return out

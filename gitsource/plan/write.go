@@ -115,6 +115,7 @@ func writeRun(w io.Writer, r Run) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+		writeBudgets(w, r)
 	}
 	if len(r.Timeline) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)

@@ -51,7 +51,14 @@ func Detail(r *fleet.UpdateRun) string {
 	case fleet.PhaseInitialized:
 		return "state is Initialize: set spec.state to Run to start"
 	case fleet.PhaseSucceeded:
-		if but := notUpdated(r); but != "" {
+		but := notUpdated(r)
+		if c := meta.FindStatusCondition(conds, fleet.StagedUpdateRunConditionSucceeded); c.Reason == fleet.UpdateRunPartiallySucceededReason {
+			if but != "" {
+				return fmt.Sprintf("resource snapshot %s on every cluster but the failed ones (%s); %s", r.Status.ResourceSnapshotIndexUsed, c.Message, but)
+			}
+			return fmt.Sprintf("resource snapshot %s on every cluster but the failed ones (%s)", r.Status.ResourceSnapshotIndexUsed, c.Message)
+		}
+		if but != "" {
 			return fmt.Sprintf("resource snapshot %s on every cluster of the run; %s", r.Status.ResourceSnapshotIndexUsed, but)
 		}
 		return fmt.Sprintf("resource snapshot %s on every cluster", r.Status.ResourceSnapshotIndexUsed)
