@@ -339,6 +339,9 @@ func RunStatus(run *fleet.UpdateRun) forge.Status {
 	case fleet.PhaseSucceeded:
 		st.State = forge.Success
 		st.Description = "succeeded: " + where
+		if c := meta.FindStatusCondition(run.Status.Conditions, fleet.StagedUpdateRunConditionSucceeded); c != nil && c.Reason == fleet.UpdateRunPartiallySucceededReason {
+			st.Description = "partially succeeded: " + where // clusters failed within the failure budget
+		}
 	case fleet.PhaseFailed, fleet.PhaseInitFailed:
 		st.State = forge.Failure
 		st.Description = "failed"

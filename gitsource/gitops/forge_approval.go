@@ -33,6 +33,9 @@ type approvalInfo struct {
 	// Deletes: for the deletion stage's request, the clusters that lose
 	// the placement's resources when it is approved.
 	Deletes []string
+	// Budget: the run's failure budget and what is used (nil without a
+	// failure policy; forge_budget.go).
+	Budget *failureBudget
 }
 
 type stageClusters struct {
@@ -74,7 +77,8 @@ func approvalInfoFor(ctx context.Context, h hub.Hub, key hub.Key) (*approvalInfo
 		return nil, err
 	}
 	info := &approvalInfo{Request: ar.Name, Run: run.Name, Placement: run.Spec.PlacementName, Stage: ar.Spec.TargetStage,
-		After: ar.Labels[fleet.TaskTypeLabel] == fleet.AfterStageTaskLabelValue, SnapshotIndex: run.Status.ResourceSnapshotIndexUsed}
+		After: ar.Labels[fleet.TaskTypeLabel] == fleet.AfterStageTaskLabelValue, SnapshotIndex: run.Status.ResourceSnapshotIndexUsed,
+		Budget: failureBudgetOf(run)}
 	stages := run.Status.StagesStatus
 	at := -1
 	for i, s := range stages {
@@ -214,6 +218,8 @@ func (a *approvalInfo) body() string {
 	} else {
 		w("Resource snapshot index %s of placement `%s`.\n", a.SnapshotIndex, a.Placement)
 	}
+
+	a.Budget.write(w)
 
 	w("\n### Stages done\n\n")
 	if len(a.Done) == 0 {

@@ -1,12 +1,14 @@
 package gitops
 
 import (
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/testing/golden"
@@ -101,7 +103,15 @@ func TestApprovalPullRequestSaysWhatApprovingReleases(t *testing.T) {
 	deletion := &approvalInfo{Request: "web-run-before-delete-stage", Run: "web-run", Placement: "web", Stage: fleet.UpdateRunDeleteStageName,
 		SnapshotIndex: "4", Done: []doneStage{{Name: "prod", Clusters: []string{"prod-eu"}, Start: &start, End: &end}},
 		Deletes: []string{"old-1", "old-2"}}
-	for name, info := range map[string]*approvalInfo{"before-stage": before, "after-last-stage": after, "deletion-stage": deletion} {
+	// A run with a failure policy says what each stage may lose and what
+	// it lost (README "When clusters fail").
+	budgeted := *before
+	budgeted.Request, budgeted.Run = "web-budget-before-prod", "web-budget"
+	budgeted.Budget = &failureBudget{MaxWaitMinutes: 10, Stages: []stageBudget{
+		{Name: "staging", Budget: "0"}, {Name: "canary", Budget: "1", Failed: []string{"canary-2"}},
+		{Name: "prod", Budget: "1 (10% of 3 clusters)"}}}
+	for name, info := range map[string]*approvalInfo{"before-stage": before, "after-last-stage": after, "deletion-stage": deletion,
+		"before-stage-with-failure-budget": &budgeted} {
 		golden.Assert(t, "approval-pr/"+name+".md", []byte("# "+info.title()+"\n\n"+info.body()))
 	}
 }
@@ -163,6 +173,13 @@ func TestRunStatusSaysWhereTheRunIs(t *testing.T) {
 				}
 			},
 			state: "success", desc: "succeeded: stage 3/3 prod: 0 of 1 clusters"},
+		{name: "partially succeeded", conds: []metav1.Condition{initialized, cond(fleet.StagedUpdateRunConditionSucceeded, metav1.ConditionTrue, fleet.UpdateRunPartiallySucceededReason)},
+			edit: func(s []fleet.StageUpdatingStatus) {
+				for i := range s {
+					s[i].Conditions = []metav1.Condition{stageDone}
+				}
+			},
+			state: "success", desc: "partially succeeded: stage 3/3 prod: 0 of 1 clusters"},
 		{name: "failed", conds: []metav1.Condition{initialized, cond(fleet.StagedUpdateRunConditionSucceeded, metav1.ConditionFalse, fleet.UpdateRunFailedReason)},
 			state: "failure", desc: "failed in stage 2/3 canary: 1 of 2 clusters"},
 		{name: "namespaced", namespace: "team-a", conds: []metav1.Condition{initialized, cond(fleet.StagedUpdateRunConditionProgressing, metav1.ConditionTrue, fleet.UpdateRunStuckReason)},
@@ -221,5 +238,29 @@ func TestRefusedStatusNamesTheFileFirst(t *testing.T) {
 				t.Errorf("description of %d characters", n)
 			}
 		})
+	}
+}
+
+// The approval body's budget comes from the run: each stage's own
+// maxAllowedClusterFailures, else the run's, resolved on the stage's
+// clusters, and its clusters whose Succeeded is False; none without a
+// failure policy.
+func TestFailureBudgetOfARun(t *testing.T) {
+	failed := metav1.Condition{Type: fleet.ClusterUpdatingConditionSucceeded, Status: metav1.ConditionFalse, Reason: fleet.ClusterUpdatingFailedReason}
+	tenPercent, zero := intstr.FromString("10%"), intstr.FromInt32(0)
+	run := &fleet.UpdateRun{Status: fleet.UpdateRunStatus{
+		StagedUpdateStrategySnapshot: &fleet.UpdateStrategySpec{Stages: []fleet.StageConfig{{Name: "canary", MaxAllowedClusterFailures: &zero}, {Name: "prod"}}},
+		StagesStatus: []fleet.StageUpdatingStatus{
+			{StageName: "canary", Clusters: []fleet.ClusterUpdatingStatus{{ClusterName: "c1"}}},
+			{StageName: "prod", Clusters: []fleet.ClusterUpdatingStatus{{ClusterName: "p1", Conditions: []metav1.Condition{failed}}, {ClusterName: "p2"}, {ClusterName: "p3"}}},
+		}}}
+	if fb := failureBudgetOf(run); fb != nil {
+		t.Errorf("a run without a failure policy has a budget: %+v", fb)
+	}
+	run.Spec.FailurePolicy = &fleet.FailurePolicy{MaxAllowedClusterFailures: &tenPercent}
+	fb := failureBudgetOf(run)
+	want := &failureBudget{MaxWaitMinutes: 5, Stages: []stageBudget{{Name: "canary", Budget: "0"}, {Name: "prod", Budget: "1 (10% of 3 clusters)", Failed: []string{"p1"}}}}
+	if !reflect.DeepEqual(fb, want) {
+		t.Errorf("budget %+v, want %+v", fb, want)
 	}
 }
