@@ -27,6 +27,7 @@ var desiredBehaviours = []struct {
 	{"delete removes people's objects; a run waits for the engine", (*suite).deleteRemoves},
 	{"a merged approval reaches the request's status", (*suite).approvalFromGit},
 	{"overrides are applied, listed and deleted", (*suite).overridesApplied},
+	{"a run's failure policy and a stage's budget read back as written", (*suite).failurePolicyIsKept},
 }
 
 func (s *suite) desired() hub.Desired {
