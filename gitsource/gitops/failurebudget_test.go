@@ -1,0 +1,185 @@
+package gitops_test
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/clock"
+	"github.com/gitfleet/gitfleet/reconciler/updaterun"
+)
+
+// budgetFleet is the restart tests' fleet with member3 never available
+// (gitfleet.io/sim-unavailable) and a run that may lose one cluster per
+// stage, each given a minute.
+func budgetFleet(t testing.TB) map[string][]byte {
+	t.Helper()
+	files := timedFleet(t, restartAvailableAfter, restartSoak)
+	members := string(files["members.yaml"])
+	marker := "    name: fleet-member-agent-member3"
+	i := strings.Index(members, marker)
+	j := strings.LastIndex(members[:i], "spec:\n")
+	if i < 0 || j < 0 {
+		t.Fatal("examples/quickstart/members.yaml changed: member3 not found")
+	}
+	files["members.yaml"] = []byte(members[:j] + "    gitfleet.io/sim-unavailable: its API server is down\n" + members[j:])
+	files["run.yaml"] = []byte(strings.Replace(string(files["run.yaml"]), "  state: Run\n",
+		"  state: Run\n  failurePolicy:\n    maxAllowedClusterFailures: 1\n    maxWaitTimePerClusterMinutes: 1\n", 1))
+	return files
+}
+
+func clusterFailed(run *fleet.UpdateRun, stage, cluster string) bool {
+	if run == nil {
+		return false
+	}
+	for _, st := range run.Status.StagesStatus {
+		for _, c := range st.Clusters {
+			if st.StageName == stage && c.ClusterName == cluster {
+				return meta.IsStatusConditionFalse(c.Conditions, fleet.ClusterUpdatingConditionSucceeded)
+			}
+		}
+	}
+	return false
+}
+
+// checkBudgetHistory checks every version of a run's status in Git
+// against what a failure budget promises: a failed cluster stays failed;
+// no cluster of a stage starts after the failure that took the stage over
+// its budget; a run that succeeded with failed clusters says
+// UpdateRunPartiallySucceeded and kept each stage within its budget, and
+// one that says UpdateRunSucceeded lost none.
+func checkBudgetHistory(t testing.TB, r *fleetRepo, name string) {
+	t.Helper()
+	path := "status/runs/" + name + ".yaml"
+	commits, versions := r.history(path)
+	failedOnce := map[string]bool{}
+	for i, data := range versions {
+		run := decode(t, path, data).(*fleet.UpdateRun)
+		at := fmt.Sprintf("%s at commit %s", path, commits[i][:12])
+		for _, problem := range budgetViolations(run) {
+			t.Errorf("%s: %s", at, problem)
+		}
+		for _, st := range run.Status.StagesStatus {
+			for _, c := range st.Clusters {
+				key := st.StageName + "/" + c.ClusterName
+				failed := meta.IsStatusConditionFalse(c.Conditions, fleet.ClusterUpdatingConditionSucceeded)
+				if failedOnce[key] && !failed {
+					t.Errorf("%s: cluster %s is no longer failed", at, key)
+				}
+				failedOnce[key] = failedOnce[key] || failed
+			}
+		}
+	}
+}
+
+func budgetViolations(run *fleet.UpdateRun) []string {
+	snap := run.Status.StagedUpdateStrategySnapshot
+	if run.Spec.FailurePolicy == nil || snap == nil {
+		return nil
+	}
+	var out []string
+	failedInRun := 0
+	for i, st := range run.Status.StagesStatus {
+		budget, _, err := updaterun.StageBudget(run.Spec.FailurePolicy, &snap.Stages[i], len(st.Clusters))
+		if err != nil {
+			out = append(out, err.Error())
+			continue
+		}
+		var failedAt []time.Time
+		for _, c := range st.Clusters {
+			if s := meta.FindStatusCondition(c.Conditions, fleet.ClusterUpdatingConditionSucceeded); s != nil && s.Status == metav1.ConditionFalse {
+				failedAt = append(failedAt, s.LastTransitionTime.Time)
+			}
+		}
+		failedInRun += len(failedAt)
+		if len(failedAt) > budget {
+			sort.Slice(failedAt, func(a, b int) bool { return failedAt[a].Before(failedAt[b]) })
+			over := failedAt[budget]
+			for _, c := range st.Clusters {
+				if s := meta.FindStatusCondition(c.Conditions, fleet.ClusterUpdatingConditionStarted); s != nil && s.LastTransitionTime.After(over) {
+					out = append(out, fmt.Sprintf("cluster %s of stage %s started after the stage went over its budget of %d", c.ClusterName, st.StageName, budget))
+				}
+			}
+		}
+		if meta.IsStatusConditionTrue(run.Status.Conditions, fleet.StagedUpdateRunConditionSucceeded) && len(failedAt) > budget {
+			out = append(out, fmt.Sprintf("the run succeeded with %d failed clusters in stage %s, over its budget of %d", len(failedAt), st.StageName, budget))
+		}
+	}
+	if c := meta.FindStatusCondition(run.Status.Conditions, fleet.StagedUpdateRunConditionSucceeded); c != nil && c.Status == metav1.ConditionTrue {
+		switch {
+		case failedInRun > 0 && c.Reason != fleet.UpdateRunPartiallySucceededReason:
+			out = append(out, fmt.Sprintf("the run succeeded with %d failed clusters, reason %s", failedInRun, c.Reason))
+		case failedInRun == 0 && c.Reason == fleet.UpdateRunPartiallySucceededReason:
+			out = append(out, "the run partially succeeded without a failed cluster")
+		}
+	}
+	return out
+}
+
+// A daemon stopped while a cluster that never becomes available updates,
+// again right after its deadline failed it, and again after the approval,
+// each time replaced by one with an empty cache, keeps the failure budget:
+// the deadline runs from the cluster's start recorded in Git, the failed
+// cluster stays failed and keeps its binding, the rest of the stage goes
+// on, and the run ends partially succeeded naming it.
+func TestRestartKeepsTheFailureBudget(t *testing.T) {
+	r := newFleetRepo(t, budgetFleet(t))
+	updates := r.refUpdates()
+	url := "file://" + r.remote
+	clk := clock.NewFake(time.Now())
+	d := startDaemonWith(t, url, t.TempDir(), 50*time.Millisecond, onFakeClock(clk))
+	restart := func(when string) {
+		t.Helper()
+		d.stop(t)
+		t.Logf("restarted %s", when)
+		clk = clock.NewFake(clk.Now())
+		d = startDaemonWith(t, url, t.TempDir(), 50*time.Millisecond, onFakeClock(clk))
+	}
+	runIs := func(cond func(*fleet.UpdateRun) bool) func() bool {
+		return func() bool { return cond(r.run("example-run")) }
+	}
+	d.advanceUntil(t, clk, "member3 updating in canary", runIs(func(run *fleet.UpdateRun) bool {
+		return clusterUpdating(run, "canary", "member3")
+	}))
+	started := meta.FindStatusCondition(r.run("example-run").Status.StagesStatus[1].Clusters[0].Conditions, fleet.ClusterUpdatingConditionStarted).LastTransitionTime.Time
+	restart("while member3 was updating")
+	d.advanceUntil(t, clk, "member3 failed at its deadline", runIs(func(run *fleet.UpdateRun) bool {
+		return clusterFailed(run, "canary", "member3")
+	}))
+	failed := meta.FindStatusCondition(r.run("example-run").Status.StagesStatus[1].Clusters[0].Conditions, fleet.ClusterUpdatingConditionSucceeded)
+	if wait := failed.LastTransitionTime.Sub(started); wait < time.Minute || wait > time.Minute+updaterun.ClusterPollInterval+time.Second {
+		t.Errorf("member3 failed %s after its start, want its 1-minute deadline (polled every %s)", wait, updaterun.ClusterPollInterval)
+	}
+	if !strings.Contains(failed.Message, "did not finish updating within maxWaitTimePerClusterMinutes 1") {
+		t.Errorf("member3's failure does not say why: %q", failed.Message)
+	}
+	restart("right after member3 failed")
+	d.advanceUntil(t, clk, "the canary approval request", func() bool { return r.approval(approvalName) != nil })
+	r.approve(approvalName)
+	restart("right after the approval was merged")
+
+	d.advanceUntil(t, clk, "the run to succeed", runIs(func(run *fleet.UpdateRun) bool { return run.Phase() == fleet.PhaseSucceeded }))
+	d.advanceUntil(t, clk, "member1 and member2 available on snapshot 0", func() bool {
+		return bindingsAvailable(r, "example-placement-0-snapshot", "member1", "member2")
+	})
+	d.stop(t)
+
+	got := r.run("example-run")
+	c := meta.FindStatusCondition(got.Status.Conditions, fleet.StagedUpdateRunConditionSucceeded)
+	if want := "All stages are completed, 1 cluster(s) failed within the failure budget: member3 (stage canary)"; c.Reason != fleet.UpdateRunPartiallySucceededReason || c.Message != want {
+		t.Errorf("run Succeeded %s %q, want %s %q", c.Reason, c.Message, fleet.UpdateRunPartiallySucceededReason, want)
+	}
+	if b := r.object("status/bindings/example-placement/member3.yaml").(*fleet.Binding); b.Spec.ResourceSnapshotName != "example-placement-0-snapshot" || b.Spec.State != fleet.BindingStateBound {
+		t.Errorf("member3's binding: %s on %q, want it kept Bound on the run's snapshot", b.Spec.State, b.Spec.ResourceSnapshotName)
+	}
+	checkRunHistory(t, r, "example-run")
+	checkBudgetHistory(t, r, "example-run")
+	checkApprovalKept(t, r, approvalName)
+	checkFastForwardsOnly(t, r, updates())
+}
