@@ -183,3 +183,45 @@ func TestRestartKeepsTheFailureBudget(t *testing.T) {
 	checkApprovalKept(t, r, approvalName)
 	checkFastForwardsOnly(t, r, updates())
 }
+
+// SIGKILLed while a cluster that never becomes available updates, right
+// after its deadline failed it, and after the approval, the real binary
+// keeps the kill -9 campaign's invariants with a budget in play, and ends
+// the run partially succeeded. (A real clock: the deadline is a real
+// minute.)
+func TestKilledServeProcessKeepsTheFailureBudget(t *testing.T) {
+	r := newFleetRepo(t, budgetFleet(t))
+	updates := r.refUpdates()
+	cache := t.TempDir()
+	serve := func(cacheDir string) *serveProcess {
+		return startServe(t, "--repo", "file://"+r.remote, "--cache-dir", cacheDir, "--interval", "100ms",
+			"--status-interval", "50ms", "--metrics-addr", "127.0.0.1:0", "--log-level", "debug")
+	}
+	p := serve(cache)
+	r.waitRun("example-run", "member3 started in canary", func(run *fleet.UpdateRun) bool {
+		return clusterStarted(run, "canary", "member3")
+	})
+	p.kill()
+	p = serve(t.TempDir())
+	r.waitRun("example-run", "member3 failed at its deadline", func(run *fleet.UpdateRun) bool {
+		return clusterFailed(run, "canary", "member3")
+	})
+	p.kill()
+	p = serve(cache)
+	r.approve(approvalName)
+	p.kill()
+	p = serve(t.TempDir())
+
+	got := r.waitPhase("example-run", fleet.PhaseSucceeded)
+	waitBindingsAvailable(t, r, "example-placement-0-snapshot", "member1", "member2")
+	p.kill()
+
+	if c := meta.FindStatusCondition(got.Status.Conditions, fleet.StagedUpdateRunConditionSucceeded); c.Reason != fleet.UpdateRunPartiallySucceededReason ||
+		!strings.Contains(c.Message, "member3 (stage canary)") {
+		t.Errorf("run Succeeded %s %q, want partially succeeded naming member3", c.Reason, c.Message)
+	}
+	checkRunHistory(t, r, "example-run")
+	checkBudgetHistory(t, r, "example-run")
+	checkApprovalKept(t, r, approvalName)
+	checkFastForwardsOnly(t, r, updates())
+}
