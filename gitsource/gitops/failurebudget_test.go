@@ -12,6 +12,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/clock"
+	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
 	"github.com/gitfleet/gitfleet/reconciler/updaterun"
 )
 
@@ -224,4 +225,58 @@ func TestKilledServeProcessKeepsTheFailureBudget(t *testing.T) {
 	checkBudgetHistory(t, r, "example-run")
 	checkApprovalKept(t, r, approvalName)
 	checkFastForwardsOnly(t, r, updates())
+}
+
+// End to end through `gitfleet serve` on three real API servers: member1's
+// API server is killed while the run holds at the canary stage's
+// before-stage approval, so when the canary stage runs, member3 updates
+// and member1 cannot; at its one-minute deadline member1 fails with what
+// its binding says, the stage goes on within its budget of 1, and the run
+// ends Succeeded=True UpdateRunPartiallySucceeded naming member1. Its
+// binding stays on the run's snapshot, so once its API server is back the
+// member converges.
+func TestAMemberWhoseAPIServerDiesFailsWithinTheBudget(t *testing.T) {
+	clusters := startClusters(t, "member1", "member2", "member3")
+	member1, member2, member3 := clusters[0], clusters[1], clusters[2]
+	files := kubeconfigFleet(t)
+	files["run.yaml"] = []byte(strings.Replace(string(files["run.yaml"]), "  state: Run\n",
+		"  state: Run\n  failurePolicy:\n    maxAllowedClusterFailures: 1\n    maxWaitTimePerClusterMinutes: 1\n", 1))
+	r := newFleetRepo(t, files)
+	startServe(t, "--repo", "file://"+r.remote, "--cache-dir", t.TempDir(), "--interval", "200ms",
+		"--status-interval", "100ms", "--metrics-addr", "", "--kubeconfig", kubetest.Kubeconfig(t, clusters, nil))
+	value := func(c *kubetest.Cluster) string { return c.ConfigMapValue("test-namespace", "test-cm", "key") }
+
+	eventually(t, "the canary stage's before-stage approval request", func() bool {
+		return r.approval("example-run-before-canary") != nil
+	})
+	if value(member2) != "value1" {
+		t.Fatalf("staging (member2) has %q, want value1", value(member2))
+	}
+	member1.StopAPIServer()
+	r.approve("example-run-before-canary")
+	r.waitRun("example-run", "member1 failed at its deadline", func(run *fleet.UpdateRun) bool {
+		return clusterFailed(run, "canary", "member1")
+	})
+	if value(member3) != "value1" {
+		t.Errorf("member3 has %q, want value1: the canary stage goes on around member1", value(member3))
+	}
+	run := r.run("example-run")
+	failed := meta.FindStatusCondition(run.Status.StagesStatus[1].Clusters[1].Conditions, fleet.ClusterUpdatingConditionSucceeded)
+	if !strings.Contains(failed.Message, "the cluster `member1` in the stage `canary` did not finish updating within maxWaitTimePerClusterMinutes 1: ") ||
+		!strings.Contains(failed.Message, "binding ") {
+		t.Errorf("member1's failure does not say why: %q", failed.Message)
+	}
+	r.approve("example-run-after-canary")
+	got := r.waitPhase("example-run", fleet.PhaseSucceeded)
+	c := meta.FindStatusCondition(got.Status.Conditions, fleet.StagedUpdateRunConditionSucceeded)
+	if want := "All stages are completed, 1 cluster(s) failed within the failure budget: member1 (stage canary)"; c.Reason != fleet.UpdateRunPartiallySucceededReason || c.Message != want {
+		t.Errorf("run Succeeded %s %q, want %s %q", c.Reason, c.Message, fleet.UpdateRunPartiallySucceededReason, want)
+	}
+	checkRunHistory(t, r, "example-run")
+	checkBudgetHistory(t, r, "example-run")
+
+	member1.StartAPIServer()
+	eventually(t, "member1 to converge on the run's snapshot once its API server is back", func() bool {
+		return value(member1) == "value1"
+	})
 }
