@@ -237,3 +237,30 @@ func TestNoFailurePolicyIgnoresTheStageBudget(t *testing.T) {
 	wantClusterStates(t, "stage1", run.Status.StagesStatus[0], "started", "done")
 	wantConds(t, "run", run.Status.Conditions, initOK, cond{fleet.StagedUpdateRunConditionProgressing, "False", fleet.UpdateRunStuckReason, ""})
 }
+
+// TestAStoppedRunDoesNotWaitForADeadCluster: a stopping run under a failure
+// policy fails an in-flight cluster at its deadline instead of waiting for
+// it forever, and is Stopped; resumed, the stage goes on within its budget.
+func TestAStoppedRunDoesNotWaitForADeadCluster(t *testing.T) {
+	e := budgetEnv(t, "", 3, "2", "1", "")
+	e.ok() // cluster-0 and cluster-1 start
+	e.available("cluster-1")
+	e.setState(fleet.StateStop)
+	e.ok()
+	run := e.get()
+	wantClusterStates(t, "stage1", run.Status.StagesStatus[0], "started", "done", "")
+	wantConds(t, "run", run.Status.Conditions, initOK, runStopping)
+	e.clk.Advance(5 * time.Minute)
+	wantResult(t, "at the deadline", e.ok(), Result{Blocked: true})
+	run = e.get()
+	wantClusterStates(t, "stage1", run.Status.StagesStatus[0], "failed", "done", "")
+	wantConds(t, "run", run.Status.Conditions, initOK, runStopped)
+	wantNotBound(t, e, "cluster-2")
+
+	e.setState(fleet.StateRun)
+	e.ok()
+	e.available("cluster-2")
+	e.passes(5)
+	wantConds(t, "run", e.get().Status.Conditions, partiallySucceeded(
+		"All stages are completed, 1 cluster(s) failed within the failure budget: cluster-0 (stage stage1)")...)
+}

@@ -21,8 +21,10 @@ func (p *pass) stop(idx int, pl *plan) (out outcome) {
 	}
 	if idx == len(st.StagesStatus) {
 		out = p.stopDeletionStage(pl)
+	} else if budget, err := p.stageBudget(idx); err != nil {
+		out = outcome{err: abortf("%s", err)}
 	} else {
-		out = p.stopStage(stage, pl)
+		out = p.stopStage(stage, pl, budget)
 	}
 	if !out.finished && hasReason(st.Conditions, fleet.StagedUpdateRunConditionProgressing, fleet.UpdateRunStoppedReason) {
 		p.markRunStopping()
@@ -40,8 +42,10 @@ func hasReason(conds []metav1.Condition, t, reason string) bool {
 	return c != nil && c.Reason == reason
 }
 
-// stopStage lets the in-flight clusters of an update stage finish.
-func (p *pass) stopStage(stage *fleet.StageUpdatingStatus, pl *plan) outcome {
+// stopStage lets the in-flight clusters of an update stage finish; under a
+// failure policy (budget non-nil) one past its deadline fails, so a dead
+// member does not hold the stop forever.
+func (p *pass) stopStage(stage *fleet.StageUpdatingStatus, pl *plan, budget *stageBudget) outcome {
 	if !hasReason(stage.Conditions, fleet.StageUpdatingConditionProgressing, fleet.StageUpdatingStoppedReason) {
 		p.markStageStopping(stage)
 	}
@@ -64,6 +68,12 @@ func (p *pass) stopStage(stage *fleet.StageUpdatingStatus, pl *plan) outcome {
 			continue
 		}
 		done, err := p.checkClusterResult(b, cs, stage)
+		if !done && p.failIfOverdue(budget, b, cs, started, err) {
+			done = true
+		}
+		if budget != nil {
+			err = nil // the deadline deals with it (executeStage)
+		}
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -75,14 +85,14 @@ func (p *pass) stopStage(stage *fleet.StageUpdatingStatus, pl *plan) outcome {
 	}
 	p.aggregateRunStatus(stage.StageName, stuck)
 	if len(errs) > 0 {
-		return outcome{err: utilerrors.NewAggregate(errs), after: ClusterPollInterval, blocked: len(stuck) > 0}
+		return outcome{err: utilerrors.NewAggregate(errs), after: ClusterPollInterval, blocked: len(stuck) > 0 && budget == nil}
 	}
 	if inFlight == 0 {
 		p.markStageStopped(stage)
 		p.log.Info("stage stopped", "stage", stage.StageName)
 		return outcome{finished: true}
 	}
-	return outcome{after: ClusterPollInterval, blocked: len(stuck) > 0}
+	return outcome{after: ClusterPollInterval, blocked: len(stuck) > 0 && budget == nil}
 }
 
 // stopDeletionStage deletes nothing new; it records the bindings that went
