@@ -147,11 +147,11 @@ func TestFailureBudgetExceededStopsStartingClusters(t *testing.T) {
 // overrides the run's, both ways, and percentages are ceil(p·N).
 func TestFailureBudgetOfAStage(t *testing.T) {
 	for _, tc := range []struct {
-		name                  string
-		n                     int
-		runBudget, stageBudge string
-		failing               int
-		wantBudget            string // "" = within the budget
+		name                   string
+		n                      int
+		runBudget, stageBudget string
+		failing                int
+		wantBudget             string // "" = within the budget
 	}{
 		{"stage allows what the run does not", 4, "0", "1", 1, ""},
 		{"stage refuses what the run allows", 4, "3", "0", 1, "0"},
@@ -164,7 +164,7 @@ func TestFailureBudgetOfAStage(t *testing.T) {
 		{"stage percentage", 4, "0", "50%", 2, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := budgetEnv(t, "", tc.n, "100%", tc.runBudget, tc.stageBudge)
+			e := budgetEnv(t, "", tc.n, "100%", tc.runBudget, tc.stageBudget)
 			e.ok()
 			var failing []string
 			for i := 0; i < tc.n; i++ {
