@@ -170,7 +170,8 @@ func bindingReport(b *fleet.Binding) string {
 }
 
 // clusterDone reports whether a stage cluster is finished: succeeded, or
-// failed under the run's failure policy.
+// skipped (a frozen run's cluster that left), or failed under the run's
+// failure policy.
 func (p *pass) clusterDone(cs *fleet.ClusterUpdatingStatus) bool {
 	s := find(cs.Conditions, fleet.ClusterUpdatingConditionSucceeded)
 	return isTrue(s, p.gen) || p.skipped(cs) || (p.run.Spec.FailurePolicy != nil && isFalse(s, p.gen))
