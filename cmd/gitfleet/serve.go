@@ -32,6 +32,7 @@ import (
 type serveOptions struct {
 	repo, branch, path, statusBranch, cacheDir string
 	interval, statusInterval, stuckThreshold   time.Duration
+	groupCommit                                time.Duration
 	readyMaxSyncAge                            time.Duration
 	maxSyncDuration, cacheMaintenance          time.Duration
 	webhookAddr, webhookSecretFile             string
@@ -112,6 +113,7 @@ repository, by filesystem notifications.`,
 	f.StringVar(&o.cacheDir, "cache-dir", "", "where the clone is cached (default: a folder under the user cache directory)")
 	f.DurationVar(&o.interval, "interval", 30*time.Second, "poll the remote this often (0 disables polling)")
 	f.DurationVar(&o.statusInterval, "status-interval", 2*time.Second, "batch status commits that guard no side effect into one per interval (the end of a run is committed at once)")
+	f.DurationVar(&o.groupCommit, "group-commit", gitops.DefaultGroupCommit, "a guarded write (a binding and run status that must be in Git before its delivery) waits at most this long for the writes of other runs to share its commit and push (0 disables: one commit and push per pass)")
 	f.DurationVar(&o.readyMaxSyncAge, "ready-max-sync-age", 0, "/readyz fails once the last successful fetch and sync is older than this (default 3×--interval+1m; with --interval 0, never)")
 	f.DurationVar(&o.maxSyncDuration, "max-sync-duration", 15*time.Minute, "/healthz fails once one fetch and sync has run longer than this: the loop is wedged")
 	f.DurationVar(&o.cacheMaintenance, "cache-maintenance-interval", time.Hour, "pack the cache (as git gc would) this often, so it stays bounded; 0 never")
@@ -234,6 +236,7 @@ func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metric
 		}
 		d, err = gitops.Open(ctx, gitops.Config{
 			Source: src, Path: o.path, StatusInterval: o.statusInterval, StuckThreshold: o.stuckThreshold,
+			GroupCommit:   o.groupCommit,
 			RenderTimeout: o.render.timeout, RenderMemoryLimit: int64(o.render.memory),
 			MaxFileSize: int64(o.render.maxFileSize), MaxTotalSize: int64(o.render.maxTotal),
 			CacheMaintenance: maintenanceInterval(o.cacheMaintenance), RetryMax: retryMax(o.interval),

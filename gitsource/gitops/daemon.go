@@ -82,6 +82,12 @@ type Config struct {
 	RetryClock clock.Clock
 	// StuckThreshold is the engine's stuck threshold (default 5m).
 	StuckThreshold time.Duration
+	// GroupCommit is how long a guarded write (a binding and run status
+	// that must be in Git before its side effect) waits, at most, for the
+	// writes of other passes to join its commit and push (groupcommit.go;
+	// serve's default is DefaultGroupCommit). Zero or less: every pass
+	// commits on its own, one at a time, as before.
+	GroupCommit time.Duration
 	// PushApprovalBranches pushes gitfleet/approve/<name> for every new
 	// approval request (default true through the CLI).
 	PushApprovalBranches bool
@@ -153,6 +159,7 @@ type Daemon struct {
 	Controller *reconciler.Controller
 
 	ingest  *ingest.Ingest
+	group   *groupCommit
 	forge   *forgeSync // nil without a forge
 	push    *statusPush
 	health  health
@@ -271,9 +278,18 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 			return renderFunc(ctx, fsys, opts, lim)
 		}})
 	d.Controller = reconciler.NewEngine(d.Hub, d.clock, reconciler.EngineOptions{
-		StuckThreshold: cfg.StuckThreshold, Metrics: cfg.Metrics, Committer: d.Hub,
+		StuckThreshold: cfg.StuckThreshold, Metrics: cfg.Metrics,
 		OnError: cfg.OnReconcileError, OnBindings: cfg.OnBindings, RefusedStrategy: d.ingest.RefusedStrategy, Log: d.log,
 	})
+
+	window := cfg.GroupCommit
+	if _, embeddedHub := d.Hub.(*embedded.Hub); !embeddedHub {
+		// The Kubernetes hub's writes are durable in its API server: no
+		// side effect waits for a push, nothing is worth waiting for.
+		window = 0
+	}
+	d.group = newGroupCommit(d.Hub, d.clock, window)
+	d.group.engineOf(d.Controller, cfg.OnReconcileError)
 
 	d.git.processed, err = d.resumePoint(ctx, head.Commit)
 	if err != nil {
@@ -403,7 +419,7 @@ func (d *Daemon) shutdown() {
 			}
 		}
 	}
-	if err := d.Hub.Commit(ctx); err != nil {
+	if err := d.group.commit(ctx); err != nil {
 		d.log.Error("final hub commit failed", "err", err)
 	}
 	if err := d.Store.Flush(ctx, true); err != nil {

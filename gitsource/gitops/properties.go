@@ -41,14 +41,13 @@ func (d *Daemon) collectProperties(ctx context.Context) {
 	t := time.NewTicker(PropertyInterval)
 	defer t.Stop()
 	for {
+		d.group.begin()
 		n, err := c.Sync(ctx)
 		if err != nil && ctx.Err() == nil {
 			d.log.Warn("member properties not observed; the members keep what they reported last", "err", err.Error())
 		}
-		if n > 0 {
-			if err := d.Hub.Commit(ctx); err != nil && ctx.Err() == nil {
-				d.log.Warn("commit member properties", "err", err.Error())
-			}
+		if err := d.group.end(ctx, n > 0); err != nil && ctx.Err() == nil {
+			d.log.Warn("commit member properties", "err", err.Error())
 		}
 		select {
 		case <-ctx.Done():

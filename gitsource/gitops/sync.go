@@ -25,30 +25,48 @@ import (
 //  5. advance: the commit processed up to;
 //  6. commitPass: the hub's pass committed and the status tree flushed
 //     (pushed by statusPush, push.go).
+//
+// A sync is a pass of the hub like the engine's (groupcommit.go): it
+// writes the hub while no group commits, and its commit joins the passes'
+// group.
 func (d *Daemon) sync(ctx context.Context, head gitsource.Head) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.group.begin()
+	pass, err := d.syncSteps(ctx, head)
+	if cerr := d.group.end(ctx, pass); err == nil {
+		err = cerr
+	}
+	if err != nil || !pass {
+		return err
+	}
+	return d.commitPass(ctx)
+}
+
+// syncSteps are the steps of a sync up to its commit, which pass says
+// is due.
+func (d *Daemon) syncSteps(ctx context.Context, head gitsource.Head) (pass bool, err error) {
 	commits, news, err := d.newCommits(ctx, head.Commit)
 	if err != nil || news == noNews {
-		return err
+		return false, err
 	}
 	if news == ownCommits {
 		// They hold what the hub wrote: nothing to read.
 		d.advance(ctx, head.Commit, ingested{})
-		return nil
+		return false, nil
 	}
 	in, err := d.ingestCommits(ctx, commits)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := d.applyDesired(ctx, head.Commit, in.content); err != nil {
-		return err
+		return false, err
 	}
 	if err := d.takeApprovals(ctx, head.Commit); err != nil {
-		return err
+		return false, err
 	}
 	d.advance(ctx, head.Commit, in)
-	return d.commitPass(ctx)
+	return true, nil
 }
 
 // news is what newCommits found.
@@ -190,12 +208,9 @@ func (d *Daemon) advance(ctx context.Context, tip plumbing.Hash, in ingested) {
 	d.observeProcessed(ctx, tip)
 }
 
-// commitPass ends the sync: the hub's pass is committed (its side effects
-// performed) and the status tree flushed.
+// commitPass ends the sync once its hub pass is committed (the hub's
+// side effects performed): the status tree is flushed.
 func (d *Daemon) commitPass(ctx context.Context) error {
-	if err := d.Hub.Commit(ctx); err != nil {
-		return err
-	}
 	return d.Store.Flush(ctx, false)
 }
 
