@@ -1,0 +1,202 @@
+package gitops_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/gitsource/gitops"
+	"github.com/gitfleet/gitfleet/gitsource/simulate"
+	"github.com/gitfleet/gitfleet/internal/testing/fleettest"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/status"
+)
+
+var (
+	concurrentMembers        = flag.Int("concurrent-members", 1000, "member clusters of BenchmarkConcurrentRuns (KubeFleet's scale test: 1,000)")
+	concurrentRuns           = flag.Int("concurrent-runs", 100, "concurrent runs of BenchmarkConcurrentRuns, one placement each")
+	concurrentClusters       = flag.Int("concurrent-clusters", 100, "clusters each run of BenchmarkConcurrentRuns rolls out to")
+	concurrentStages         = flag.Int("concurrent-stages", 3, "stages of BenchmarkConcurrentRuns' strategy")
+	concurrentMaxConcurrency = flag.String("concurrent-max-concurrency", "50%", "maxConcurrency of every stage of BenchmarkConcurrentRuns")
+	concurrentGroupCommit    = flag.Duration("concurrent-group-commit", gitops.DefaultGroupCommit, "the daemon's GroupCommit in BenchmarkConcurrentRuns (0: one commit and push per pass)")
+)
+
+// BenchmarkConcurrentRuns is KubeFleet's published scale test through Git
+// on the embedded hub: members simulated, a bare file:// remote with a
+// post-receive hook (as a forge has), serve's status batching, and the
+// runs of every placement pushed in one commit. It reports push→Succeeded
+// of the runs (p50, p90, max: when the push that made each run Succeeded
+// returned), the status commits the runs took, the bytes they added to the
+// remote, serve's CPU (this process, which runs the daemon) beside git's
+// (its children) and beside `gitfleet simulate` of the same repository
+// from scratch, and serve's peak RSS and heap.
+//
+//	go test ./gitsource/gitops -run '^$' -bench ConcurrentRuns -benchtime 1x -timeout 45m \
+//	    -args -concurrent-runs 100 -concurrent-clusters 100 -concurrent-members 1000 -concurrent-stages 3
+func BenchmarkConcurrentRuns(b *testing.B) {
+	shape := fleettest.Scale{Members: *concurrentMembers, Runs: *concurrentRuns, ClustersPerRun: *concurrentClusters,
+		Stages: *concurrentStages, MaxConcurrency: *concurrentMaxConcurrency, Driver: "simulated"}
+	if err := shape.Check(); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		benchmarkConcurrentRuns(b, shape)
+	}
+}
+
+func benchmarkConcurrentRuns(b *testing.B, shape fleettest.Scale) {
+	b.StopTimer()
+	clusters := shape.Runs * shape.ClustersPerRun
+	r := newFleetRepo(b, shape.Fleet("v0"))
+	hook := filepath.Join(r.remote, "hooks", "post-receive")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\ncat >/dev/null\n"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	w := newRunsWatcher()
+	d := startDaemonWith(b, "file://"+r.remote, b.TempDir(), 100*time.Millisecond, func(c *gitops.Config) {
+		c.StatusInterval = status.DefaultInterval // serve's
+		c.GroupCommit = *concurrentGroupCommit
+		c.Observer = w
+	})
+	within(b, "every placement's snapshot and bindings", pullBudget(shape.Members*20+clusters*10), 200*time.Millisecond, func() bool {
+		n := 0
+		for i := range shape.Runs {
+			bs, err := d.Hub.ListBindings(context.Background(), hub.Key{Name: shape.PlacementName(i)})
+			if err != nil {
+				return false
+			}
+			n += len(bs)
+		}
+		return n == clusters && d.Controller.Idle() && d.Hub.Pending() == 0 && !d.Store.Pending()
+	})
+	waitFlushed(b, d)
+	before := remoteSize(b, r)
+	runtime.GC()
+	mem := sampleMemory()
+	self, children := cpuTimes()
+
+	b.StartTimer()
+	const round = "r0"
+	pushed := r.commit(fmt.Sprintf("%d runs at once", shape.Runs), map[string][]byte{"runs.yaml": shape.RunsFile(round)})
+	start := time.Now()
+	d.poke()
+	names := make([]string, shape.Runs)
+	for i := range names {
+		names[i] = shape.RunName(round, i)
+	}
+	next := time.Now().Add(30 * time.Second)
+	within(b, fmt.Sprintf("%d runs to succeed in Git", shape.Runs), pullBudget(clusters*50), 100*time.Millisecond, func() bool {
+		done, failed := w.finished(names)
+		if failed != "" {
+			b.Fatalf("run %s failed", failed)
+		}
+		if time.Now().After(next) {
+			b.Logf("%s after the push: %d of %d runs succeeded", time.Since(start).Round(time.Second), done, len(names))
+			next = next.Add(30 * time.Second)
+		}
+		return done == len(names)
+	})
+	b.StopTimer()
+	self2, children2 := cpuTimes()
+	peaks := mem.stop()
+	waitFlushed(b, d)
+	d.stop(b)
+
+	took := make([]time.Duration, len(names))
+	for i, name := range names {
+		took[i] = w.succeededAt(name).Sub(start)
+	}
+	slices.Sort(took)
+	commits := len(ownCommits(b, r, pushed+"..main"))
+	added := remoteSize(b, r) - before
+
+	runtime.GC()
+	simSelf, _ := cpuTimes()
+	if _, err := simulate.Run(context.Background(), simulate.Options{Repo: r.work, FromStatus: simulate.FromScratch,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}); err != nil {
+		b.Fatal(err)
+	}
+	simSelf2, _ := cpuTimes()
+
+	b.ReportMetric(percentile(took, 50).Seconds(), "p50-s")
+	b.ReportMetric(percentile(took, 90).Seconds(), "p90-s")
+	b.ReportMetric(took[len(took)-1].Seconds(), "max-s")
+	b.ReportMetric(float64(commits), "status-commits")
+	b.ReportMetric(float64(commits)*100/float64(shape.Runs), "commits/100runs")
+	b.ReportMetric(float64(added)/float64(shape.Runs), "remote-bytes/run")
+	b.ReportMetric((self2 - self).Seconds(), "serve-cpu-s")
+	b.ReportMetric((children2 - children).Seconds(), "git-cpu-s")
+	b.ReportMetric((simSelf2 - simSelf).Seconds(), "simulate-cpu-s")
+	b.ReportMetric(mib(peaks.self), "serve-peak-MiB")
+	b.ReportMetric(mib(peaks.heap), "serve-heap-peak-MiB")
+}
+
+// runsWatcher learns when each run was first pushed Succeeded from the
+// status commits the daemon pushes (the runs' own files), without reading
+// the hub.
+type runsWatcher struct {
+	fetchCounter
+	mu        sync.Mutex
+	succeeded map[string]time.Time
+	failed    string
+}
+
+func newRunsWatcher() *runsWatcher { return &runsWatcher{succeeded: map[string]time.Time{}} }
+
+func (w *runsWatcher) Pushed(ch status.Changeset, _ time.Duration, _ int, err error) {
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	for p, data := range ch.Writes {
+		if !strings.HasPrefix(p, "status/runs/") {
+			continue
+		}
+		obj, derr := status.Decode(data)
+		run, ok := obj.(*fleet.UpdateRun)
+		if derr != nil || !ok {
+			continue
+		}
+		w.mu.Lock()
+		switch run.Phase() {
+		case fleet.PhaseSucceeded:
+			if _, seen := w.succeeded[run.Name]; !seen {
+				w.succeeded[run.Name] = now
+			}
+		case fleet.PhaseFailed:
+			w.failed = run.Name
+		}
+		w.mu.Unlock()
+	}
+}
+
+// finished is how many of names were pushed Succeeded, and a run that
+// failed ("" when none did).
+func (w *runsWatcher) finished(names []string) (int, string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, name := range names {
+		if _, ok := w.succeeded[name]; ok {
+			n++
+		}
+	}
+	return n, w.failed
+}
+
+func (w *runsWatcher) succeededAt(name string) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.succeeded[name]
+}
