@@ -164,21 +164,23 @@ func (g *groupCommit) commit(ctx context.Context) error {
 	return g.end(ctx, true)
 }
 
-// engineOf puts every pass of ctrl in a group: each holds the hub for
-// writing while it runs and joins a group at its end. The controller's own
+// engineOf puts every pass of ctrl in a group: each holds the hub (for
+// reading: passes write the hub side by side) while it runs and joins a
+// group at its end. The controller's own
 // commit after a pass is taken over (a pass joins its group whatever its
 // outcome); a failed group is reported as the controller reports a failed
 // commit. With a window, the engine runs groupWorkers passes at once.
 func (g *groupCommit) engineOf(ctrl *reconciler.Controller, onError func(string, error)) {
-	failed := func(err error) {
-		if err != nil && onError != nil {
+	end := func(ctx context.Context) {
+		err := g.end(ctx, true)
+		if err == nil {
+			return
+		}
+		ctrl.Log.Error("committing hub state failed", "err", err)
+		if onError != nil {
 			onError("commit", err)
 		}
-		if err != nil {
-			ctrl.Log.Error("committing hub state failed", "err", err)
-		}
 	}
-	end := func(ctx context.Context) { failed(g.end(ctx, true)) }
 	ctrl.Committer = nil
 	if r := ctrl.Runs; r != nil {
 		ctrl.Runs = groupedRuns{g, r, end}
