@@ -40,7 +40,8 @@ var (
 // returned), the status commits the runs took, the bytes they added to the
 // remote, serve's CPU (this process, which runs the daemon) beside git's
 // (its children) and beside `gitfleet simulate` of the same repository
-// from scratch, and serve's peak RSS and heap.
+// from scratch, and serve's peak RSS and heap (-bench-serve-cpuprofile
+// profiles the daemon while the runs go on).
 //
 //	go test ./gitsource/gitops -run '^$' -bench ConcurrentRuns -benchtime 1x -timeout 45m \
 //	    -args -concurrent-runs 100 -concurrent-clusters 100 -concurrent-members 1000 -concurrent-stages 3
@@ -84,6 +85,8 @@ func benchmarkConcurrentRuns(b *testing.B, shape fleettest.Scale) {
 	before := remoteSize(b, r)
 	runtime.GC()
 	mem := sampleMemory()
+	stopProfile := sync.OnceFunc(startCPUProfile(b, fmt.Sprintf("%s.concurrent%dx%d", *benchCPUProfile, shape.Runs, shape.ClustersPerRun)))
+	defer stopProfile() // also when a wait fails: the profile shows where it stood
 	self, children := cpuTimes()
 
 	b.StartTimer()
@@ -109,6 +112,7 @@ func benchmarkConcurrentRuns(b *testing.B, shape fleettest.Scale) {
 	})
 	b.StopTimer()
 	self2, children2 := cpuTimes()
+	stopProfile()
 	peaks := mem.stop()
 	waitFlushed(b, d)
 	d.stop(b)
