@@ -459,15 +459,34 @@ func (q *query) find(stderr io.Writer) ([]found, error) {
 }
 
 // root resolves --repo to the top of its working tree and checks it is a
-// folder.
+// folder of the fleet repository: in a Git repository, or a copy of a
+// checkout holding status/ or approvals/. Elsewhere "No resources found"
+// would hide a wrong --repo or working directory.
 func (q *query) root() error {
-	q.repo = repoRoot(q.repo)
 	if fi, err := os.Stat(q.repo); err != nil {
 		return fmt.Errorf("repository: %w", err)
 	} else if !fi.IsDir() {
 		return fmt.Errorf("repository %s is not a folder", q.repo)
 	}
+	root, ok := repoRoot(q.repo)
+	if !ok && !holdsRecords(q.repo) {
+		abs, _ := filepath.Abs(q.repo)
+		return fmt.Errorf("%s is not in a Git repository and holds no %s/ or %s/ folder: run in a clone of the fleet repository or give --repo one",
+			abs, status.StatusDir, status.ApprovalsDir)
+	}
+	q.repo = root
 	return nil
+}
+
+// holdsRecords reports whether dir has a status/ or approvals/ folder, as
+// a copy of a checkout of the fleet repository does.
+func holdsRecords(dir string) bool {
+	for _, sub := range []string{status.StatusDir, status.ApprovalsDir} {
+		if fi, err := os.Stat(filepath.Join(dir, sub)); err == nil && fi.IsDir() {
+			return true
+		}
+	}
+	return false
 }
 
 // onlyClusterScoped reports whether every kind asked for is cluster-scoped.
@@ -526,21 +545,21 @@ func (q *query) byName(k kindRef, objs []runtime.Object) (kept []runtime.Object,
 
 // repoRoot is the top of the working tree dir is in, found as git finds
 // it (the nearest folder upwards with a .git), so get and describe work
-// from any subfolder of a clone; dir itself when there is none.
-func repoRoot(dir string) string {
+// from any subfolder of a clone; ok is false when there is none.
+func repoRoot(dir string) (root string, ok bool) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return dir
+		return dir, false
 	}
 	for d := abs; ; d = filepath.Dir(d) {
 		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
 			if d == abs {
-				return dir
+				return dir, true
 			}
-			return d
+			return d, true
 		}
 		if filepath.Dir(d) == d {
-			return dir
+			return dir, false
 		}
 	}
 }

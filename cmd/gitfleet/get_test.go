@@ -407,3 +407,17 @@ func TestGetAssemblesASplitRun(t *testing.T) {
 		t.Errorf("exit %d, stderr %q, printed:\n%s\nwant:\n%s", code, errOut, out, want)
 	}
 }
+
+// get and describe in a folder that is neither in a Git repository nor a
+// copy of a checkout fail naming the folder, instead of finding nothing.
+func TestGetOutsideARepositoryFailsNamingTheFolder(t *testing.T) {
+	for _, args := range [][]string{{"get", "runs"}, {"get", "runs,approvals", "-o", "yaml"}, {"describe", "run", "example-run"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			dir := t.TempDir()
+			out, errOut, code := gitfleet(t, append(args, "--repo", dir)...)
+			if code == 0 || out != "" || !strings.Contains(errOut, dir+" is not in a Git repository") {
+				t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+			}
+		})
+	}
+}
