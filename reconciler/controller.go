@@ -350,7 +350,7 @@ func (c *Controller) process(ctx context.Context, it item) {
 			c.unscheduled[it.key] = true // its runs wait for the retry
 			c.mu.Unlock()
 			c.Log.Error("scheduling failed", "placement", hub.KeyString(it.key), "err", err)
-			c.failed("scheduler", err)
+			c.failed(ControllerScheduler, err)
 			c.q.addAfter(it, c.q.failed(it))
 			return
 		}
@@ -364,7 +364,7 @@ func (c *Controller) process(ctx context.Context, it item) {
 		if c.Status != nil {
 			if err := c.Status(ctx, it.key); err != nil && !hub.IsNotFound(err) {
 				c.Log.Error("placement status update failed", "placement", hub.KeyString(it.key), "err", err)
-				c.failed("placement", err)
+				c.failed(ControllerPlacement, err)
 				c.q.addAfter(it, c.q.failed(it))
 				return
 			}
@@ -399,7 +399,7 @@ func (c *Controller) processEviction(ctx context.Context, it item) {
 	c.commit(ctx)
 	if err != nil {
 		c.Log.Error("eviction failed", "eviction", hub.KeyString(it.key), "err", err)
-		c.failed("eviction", err)
+		c.failed(ControllerEviction, err)
 		c.q.addAfter(it, c.q.failed(it))
 		return
 	}
@@ -471,7 +471,7 @@ func (c *Controller) processRun(ctx context.Context, it item) {
 	}
 	switch {
 	case err != nil:
-		c.failed("updaterun", err)
+		c.failed(ControllerUpdateRun, err)
 		c.q.addAfter(it, c.q.failed(it))
 	case res.Requeue:
 		c.q.forget(it)
@@ -493,9 +493,22 @@ func (c *Controller) commit(ctx context.Context) {
 	}
 	if err := c.Committer.Commit(ctx); err != nil {
 		c.Log.Error("committing hub state failed", "err", err)
-		c.failed("commit", err)
+		c.failed(ControllerCommit, err)
 	}
 }
+
+// The controllers OnError names, as the reconcile error metric labels them.
+const (
+	ControllerScheduler = "scheduler"
+	ControllerPlacement = "placement"
+	ControllerEviction  = "eviction"
+	ControllerUpdateRun = "updaterun"
+	ControllerCommit    = "commit"
+)
+
+// Controllers lists every controller OnError may name, so a metric can
+// export each at 0 before its first error.
+var Controllers = []string{ControllerScheduler, ControllerPlacement, ControllerEviction, ControllerUpdateRun, ControllerCommit}
 
 func (c *Controller) failed(controller string, err error) {
 	if c.OnError != nil {

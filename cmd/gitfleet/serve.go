@@ -20,6 +20,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/gitsource"
+	"github.com/gitfleet/gitfleet/gitsource/forge"
 	"github.com/gitfleet/gitfleet/gitsource/gitops"
 	"github.com/gitfleet/gitfleet/internal/leader"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
@@ -174,7 +175,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.New(reg, nil)
 	if forgeCfg != nil {
-		forgeCfg.OnError = metrics.NewForge(reg).ObserveError
+		forgeCfg.OnError = metrics.NewForge(reg, gitops.ForgeOps, forge.Classes).ObserveError
 	}
 	endpoints := metrics.Handler(reg)
 	if o.metricsAddr != "" {

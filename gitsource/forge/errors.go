@@ -34,6 +34,9 @@ const (
 	ClassOther       = "other"
 )
 
+// Classes lists every class Class returns.
+var Classes = []string{ClassUnreachable, ClassAuth, ClassForbidden, ClassNotFound, ClassRateLimited, ClassRejected, ClassServer, ClassOther}
+
 // Class sorts a forge call's error into one of the Class constants.
 func Class(err error) string {
 	var fe *CallError

@@ -36,6 +36,9 @@ const (
 	ForgeOpComment     = "comment"       // post or update a comment
 )
 
+// ForgeOps lists every operation ForgeCalls names.
+var ForgeOps = []string{ForgeOpPullRequest, ForgeOpWithdraw, ForgeOpStatus, ForgeOpComment}
+
 // forgeCallTimeout bounds one call (all its requests): a forge that hangs
 // is a failure like any other, retried later.
 const forgeCallTimeout = time.Minute

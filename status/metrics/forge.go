@@ -20,12 +20,18 @@ type Forge struct {
 }
 
 // NewForge creates the forge metrics and registers them with reg (nil: not
-// registered).
-func NewForge(reg prometheus.Registerer) *Forge {
+// registered). Each pair of operations and classes (the callers' names for
+// them) is exported at 0 from the start.
+func NewForge(reg prometheus.Registerer, operations, classes []string) *Forge {
 	f := &Forge{errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: ForgeAPIErrorsTotal,
 		Help: "Forge API calls that failed and will be retried, by operation (pull_request, withdraw, commit_status, comment) and class (unreachable, unauthorized, forbidden, not_found, rate_limited, rejected, server_error, other).",
 	}, []string{LabelOperation, LabelClass})}
+	for _, op := range operations {
+		for _, class := range classes {
+			f.errors.WithLabelValues(op, class)
+		}
+	}
 	if reg != nil {
 		reg.MustRegister(f.errors)
 	}

@@ -274,6 +274,10 @@ gitfleet_status_pushes_total{result="success"} 1
 gitfleet_status_writeback_lag_seconds 5
 # HELP gitfleet_reconcile_errors_total Reconcile passes that ended in an error, by controller.
 # TYPE gitfleet_reconcile_errors_total counter
+gitfleet_reconcile_errors_total{controller="commit"} 0
+gitfleet_reconcile_errors_total{controller="eviction"} 0
+gitfleet_reconcile_errors_total{controller="placement"} 0
+gitfleet_reconcile_errors_total{controller="scheduler"} 0
 gitfleet_reconcile_errors_total{controller="updaterun"} 2
 # HELP gitfleet_resource_snapshots_total Resource snapshots recorded.
 # TYPE gitfleet_resource_snapshots_total counter

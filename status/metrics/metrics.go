@@ -1,13 +1,14 @@
 package metrics
 
 import (
-	"github.com/gitfleet/gitfleet/reconciler/updaterun"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/clock"
+	"github.com/gitfleet/gitfleet/reconciler"
+	"github.com/gitfleet/gitfleet/reconciler/updaterun"
 )
 
 // Metrics holds every metric gitfleet exports. Its methods are safe for
@@ -139,9 +140,16 @@ func New(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 		phases:     map[runKey]string{},
 		failedSeen: map[runKey]map[stageCluster]bool{},
 	}
-	// Series that exist from the start, so dashboards show 0, not "no data".
+	// Series that exist from the start, so dashboards show 0, not "no
+	// data": every counter, with each label set known in advance.
 	for _, r := range []string{PushSuccess, PushConflict, PushError} {
 		m.pushes.WithLabelValues(r)
+	}
+	for _, c := range reconciler.Controllers {
+		m.reconcileErrs.WithLabelValues(c)
+	}
+	for _, r := range RenderFailureReasons {
+		m.renderFails.WithLabelValues(r)
 	}
 	for _, p := range Phases {
 		m.runs.WithLabelValues(p).Set(0)

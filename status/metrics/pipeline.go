@@ -53,6 +53,10 @@ func (m *Metrics) ObserveGitFetch(d time.Duration, err error) {
 // ObserveRender records how long rendering one commit took.
 func (m *Metrics) ObserveRender(d time.Duration) { m.renderDur.Observe(d.Seconds()) }
 
+// RenderFailureReasons are the reasons of a commit's Rendered condition
+// that ObserveRenderFailure counts.
+var RenderFailureReasons = []string{fleet.RenderFailedReason, fleet.RenderTimedOutReason, fleet.RenderMemoryExceededReason}
+
 // ObserveRenderFailure counts a commit that did not render, by the reason
 // of its Rendered condition.
 func (m *Metrics) ObserveRenderFailure(reason string) { m.renderFails.WithLabelValues(reason).Inc() }
