@@ -31,6 +31,10 @@ var testNow = time.Date(2026, 1, 1, 0, 30, 0, 0, time.UTC)
 
 func TestMain(m *testing.M) {
 	renderproc.Main() // validate, simulate and plan render in a child process of this binary
+	if os.Getenv(asGitfleet) != "" {
+		main() // the command itself, signals and exit code included
+		os.Exit(0)
+	}
 	flag.Parse()
 	now = func() time.Time { return testNow }
 	os.Exit(m.Run())

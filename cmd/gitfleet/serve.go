@@ -304,6 +304,11 @@ func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metric
 	if o.untilIdle && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return &exitError{code: 1, err: fmt.Errorf("not idle after --timeout %s", o.timeout)}
 	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		log.Info("shut down at --timeout, after the final status push", "timeout", o.timeout)
+	} else {
+		log.Info("shut down on SIGTERM or Ctrl-C, after the final status push")
+	}
 	return nil
 }
 

@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -214,4 +216,58 @@ func TestServeListensOnLoopbackByDefault(t *testing.T) {
 	if got := newServeCommand().Flags().Lookup("metrics-addr").DefValue; got != "127.0.0.1:8080" {
 		t.Errorf("--metrics-addr defaults to %q, want 127.0.0.1:8080", got)
 	}
+}
+
+// asGitfleet set in its environment makes the test binary run the command
+// itself (TestMain), for the tests of what only a process shows: signals
+// and exit codes.
+const asGitfleet = "GITFLEET_TEST_AS_GITFLEET"
+
+// SIGTERM ends serve cleanly: exit 0 and a last line saying it shut down;
+// the start line names the hub in use.
+func TestServeOnSIGTERMLogsItsShutdownAndExitsZero(t *testing.T) {
+	remote := quickstartRemote(t, "0s", "1h")
+	cmd := exec.Command(os.Args[0], "serve", "--repo", "file://"+remote, "--cache-dir", t.TempDir(),
+		"--interval", "100ms", "--metrics-addr", "", "--log-level", "info", "--log-format", "text")
+	cmd.Env = append(os.Environ(), asGitfleet+"=1")
+	var log syncBuffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	await.Until(t, "serve to serve", func() bool { return strings.Contains(log.String(), "msg=serving") })
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	out := log.String()
+	if err != nil {
+		t.Fatalf("serve ended with %v on SIGTERM, want exit 0; log:\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, `msg="shut down on SIGTERM or Ctrl-C, after the final status push"`) {
+		t.Errorf("last line %q, want the shutdown; log:\n%s", last, out)
+	}
+	if !strings.Contains(out, `msg="hub started: embedded, its state restored from the status tree" hub=embedded`) {
+		t.Errorf("the start line does not name the embedded hub; log:\n%s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer a process writes to while the test reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -270,7 +270,11 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	if cfg.Forge != nil && cfg.Forge.Forge != nil {
 		d.forge = newForgeSync(d, cfg.Forge)
 	}
-	d.log.Info("hub started: its state restored from the status tree (embedded) or read from the API server (kube)", "objects", n, "status_commit", statusTip.String())
+	if _, ok := d.Hub.(*embedded.Hub); ok {
+		d.log.Info("hub started: embedded, its state restored from the status tree", "hub", "embedded", "objects", n, "status_commit", statusTip.String())
+	} else {
+		d.log.Info("hub started: kube, its state read from the API server", "hub", "kube", "objects", n, "status_commit", statusTip.String())
+	}
 
 	d.ingest = ingest.New(d.Hub, &ingest.Renderer{Path: cfg.Path, MaxFileSize: cfg.MaxFileSize, MaxTotalSize: cfg.MaxTotalSize,
 		Limits: renderproc.Limits{Timeout: cfg.RenderTimeout, Memory: cfg.RenderMemoryLimit}, Log: d.log,
