@@ -333,3 +333,43 @@ func TestGetPrintsAnEmptyListWhenNothingIsFound(t *testing.T) {
 		t.Errorf("-o name printed %q", out)
 	}
 }
+
+// A kind that had no rows when --watch began gets its header with its
+// first rows, after a blank line, as its own table; later rows of a kind
+// go under its header.
+func TestGetWatchHeadsAKindWhoseFirstRowsAppearLater(t *testing.T) {
+	mine, theirs := clones(t)
+	rounds := 0
+	defer func(p func(context.Context, time.Duration) bool) { watchPoll = p }(watchPoll)
+	watchPoll = func(context.Context, time.Duration) bool {
+		rounds++
+		switch rounds {
+		case 1: // the first source appears
+			src := &fleet.GitSource{ObjectMeta: metav1.ObjectMeta{Name: "main"},
+				Spec: fleet.GitSourceSpec{URL: "https://git.example.com/fleet.git", Branch: "main", Path: "."}}
+			data, err := status.Encode(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(theirs, "status", "sources"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(theirs, "status", "sources", "main.yaml"), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			gitCmd(t, theirs, "add", ".")
+			gitCmd(t, theirs, "commit", "-q", "-m", "status: source main")
+			gitCmd(t, theirs, "push", "-q", "origin", "HEAD")
+		case 2:
+			stopRun(t, theirs)
+		default:
+			return false
+		}
+		return true
+	}
+	out, errOut, code := gitfleet(t, "get", "runs,sources", "-w", "--repo", mine)
+	if code != 0 || rounds != 3 {
+		t.Fatalf("exit %d after %d rounds, stderr %q", code, rounds, errOut)
+	}
+	golden.Assert(t, "get-watch-later-kind.txt", []byte(out))
+}

@@ -36,6 +36,11 @@ type lister struct {
 	// watching prints machine formats one object at a time, as kubectl
 	// get -w does, instead of one List per round.
 	watching bool
+	// headed holds the kinds whose table header was printed: a kind that
+	// had no rows at first gets its header when its first rows appear.
+	headed map[kindRef]bool
+	// tables counts the tables printed, so later ones follow a blank line.
+	tables int
 }
 
 // list reads the query and prints it: everything the first time, then the
@@ -71,7 +76,6 @@ func (l *lister) list() error {
 	opts := l.opts
 	if !first {
 		// The changed rows, under the columns of the first table.
-		opts.NoHeaders = true
 		opts.Only = func(o metav1.Object) bool { return changed[o] }
 	}
 	return errors.Join(l.print(kinds, changed, opts), err)
@@ -105,16 +109,25 @@ func (l *lister) print(kinds []found, changed map[any]bool, opts printers.Option
 		}
 		return l.out.printObjects(l.stdout, all, len(l.q.kinds) == 1 && len(l.q.names) == 1)
 	}
-	tables := 0
+	if l.headed == nil {
+		l.headed = map[kindRef]bool{}
+	}
 	for _, f := range kinds {
 		if !slices.ContainsFunc(f.objs, func(o runtime.Object) bool { return changed[o] }) {
 			continue
 		}
-		if tables > 0 && !opts.NoHeaders {
+		kopts := opts
+		// A header, and the blank line before it, only for a kind's
+		// first rows; later rows go under it.
+		kopts.NoHeaders = opts.NoHeaders || l.headed[f.kind]
+		if l.tables > 0 && !kopts.NoHeaders {
 			fmt.Fprintln(l.stdout)
 		}
-		tables++
-		if err := f.kind.fam.table(l.stdout, f.objs, now(), opts); err != nil {
+		if !l.headed[f.kind] {
+			l.headed[f.kind] = true
+			l.tables++
+		}
+		if err := f.kind.fam.table(l.stdout, f.objs, now(), kopts); err != nil {
 			return err
 		}
 	}
