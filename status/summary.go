@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,7 +39,10 @@ const MessagePrefix = "status: "
 // removes 1 resource; 1 snapshot updated"): the next run deletes them.
 func Summarize(changes Changeset, objects map[string]runtime.Object, before map[string][]byte) string {
 	var runs []*fleet.UpdateRun
-	var notes, refusals, alsoRefused, removals []string
+	progressOf := map[*fleet.UpdateRun]string{}
+	// quiet are the runs written whose progress reads as before; events
+	// are runs removed and snapshots recorded, which lead the subject.
+	var notes, refusals, alsoRefused, removals, quiet, events []string
 	updated, removed, moved := map[string]int{}, map[string]int{}, map[string]int{}
 	// A binding that changes folders (stageLayout) is a deletion and a
 	// write of the same object: it moved.
@@ -65,7 +69,14 @@ func Summarize(changes Changeset, objects map[string]runtime.Object, before map[
 		}
 		switch o := objects[p].(type) {
 		case *fleet.UpdateRun:
-			runs = append(runs, o)
+			if progress, news := runChange(o, before[p]); news {
+				runs = append(runs, o)
+				progressOf[o] = progress
+			} else {
+				// Its progress reads as before: not the news.
+				updated[fam]++
+				quiet = append(quiet, runName(o)+": "+progress)
+			}
 			continue
 		case *fleet.Commit:
 			notes = append(notes, "commit "+shortHash(o.Name)+" did not render; it is skipped")
@@ -76,13 +87,26 @@ func Summarize(changes Changeset, objects map[string]runtime.Object, before map[
 		case *fleet.ResourceSnapshot:
 			if r := removal(o); r != "" && before[p] == nil {
 				removals = append(removals, r)
+			} else if r := recorded(o); r != "" && before[p] == nil {
+				events = append(events, r)
 			}
 		}
 		updated[fam]++
 	}
 	for _, p := range changes.Deletes {
-		if !gone[p] {
-			removed[familyOf(p)]++
+		if gone[p] {
+			continue
+		}
+		fam := familyOf(p)
+		removed[fam]++
+		if ref, err := RefFor(p); err == nil && fam == familyRun {
+			name := ref.Name
+			if ref.Namespace != "" {
+				name = ref.Namespace + "/" + name
+			}
+			if !slices.Contains(events, name+" removed") {
+				events = append(events, name+" removed")
+			}
 		}
 	}
 
@@ -94,19 +118,18 @@ func Summarize(changes Changeset, objects map[string]runtime.Object, before map[
 		if rest := counts(updated, removed, moved); rest != "" {
 			body = append(body, "Also: "+rest+".")
 		}
-	case len(runs) == 1:
-		subject = runName(runs[0]) + " " + RunProgress(runs[0])
+	case len(runs) == 1 && len(quiet) == 0:
+		subject = runName(runs[0]) + " " + progressOf[runs[0]]
 		if rest := counts(updated, removed, moved); rest != "" {
 			body = append(body, "Also: "+rest+".")
 		}
 		body = append(body, refusals...)
 	default:
-		if len(runs) > 1 {
-			updated[familyRun] += len(runs)
-			for _, r := range runs {
-				body = append(body, runName(r)+": "+RunProgress(r))
-			}
+		updated[familyRun] += len(runs)
+		for _, r := range runs {
+			body = append(body, runName(r)+": "+progressOf[r])
 		}
+		body = append(body, quiet...)
 		subject = counts(updated, removed, moved)
 		if subject == "" {
 			subject = "no changes"
@@ -119,6 +142,16 @@ func Summarize(changes Changeset, objects map[string]runtime.Object, before map[
 			subject, notes = notes[0], notes[1:]
 		}
 		body = append(body, notes...)
+	}
+	if len(events) > 0 && len(runs) != 1 {
+		// Runs removed and snapshots recorded lead counts, not a run's
+		// own news.
+		lead := strings.Join(events, "; ")
+		if subject == "no changes" {
+			subject = lead
+		} else {
+			subject = lead + "; " + subject
+		}
 	}
 	if len(removals) > 0 {
 		// The deletions lead: a run rolling the snapshot out makes them.
@@ -134,6 +167,51 @@ func Summarize(changes Changeset, objects map[string]runtime.Object, before map[
 		msg += "\n\n" + strings.Join(body, "\n")
 	}
 	return msg
+}
+
+// runChange says how a written run moved since old (its file's previous
+// content): its progress, or the spec.state a person changed ("spec.state
+// Run → Stop") when that is all a reader would see; news is false when
+// the run reads as it did.
+func runChange(r *fleet.UpdateRun, old []byte) (progress string, news bool) {
+	progress = RunProgress(r)
+	if old == nil {
+		return progress, true
+	}
+	o, err := Decode(old)
+	was, ok := o.(*fleet.UpdateRun)
+	if err != nil || !ok {
+		return progress, true
+	}
+	if was.Spec.State != r.Spec.State {
+		state := fmt.Sprintf("spec.state %s → %s", runState(was), runState(r))
+		if RunProgress(was) == progress {
+			return state, true
+		}
+		return progress + " (" + state + ")", true
+	}
+	return progress, RunProgress(was) != progress
+}
+
+// runState is spec.state; absent, the API default Initialize.
+func runState(r *fleet.UpdateRun) fleet.State {
+	if r.Spec.State == "" {
+		return fleet.StateInitialize
+	}
+	return r.Spec.State
+}
+
+// recorded names a new latest resource snapshot ("example-placement
+// snapshot 5 recorded"), or "" for another snapshot file.
+func recorded(s *fleet.ResourceSnapshot) string {
+	if s.Labels[fleet.IsLatestSnapshotLabel] != "true" {
+		return ""
+	}
+	placement := s.Labels[fleet.PlacementTrackingLabel]
+	if s.Namespace != "" {
+		placement = s.Namespace + "/" + placement
+	}
+	return fmt.Sprintf("%s snapshot %s recorded", placement, s.Labels[fleet.ResourceIndexLabel])
 }
 
 // removal says what a new latest resource snapshot removes ("team-a/web

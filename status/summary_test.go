@@ -239,7 +239,7 @@ func TestSummarizeLeadsWithRemovedResources(t *testing.T) {
 		{"with a run's progress", map[string]runtime.Object{one: snap("", "example-placement", "1", "true", "1"), "status/runs/example-run.yaml": waitingRun("")}, nil,
 			"status: example-placement snapshot 1 removes 1 resource; example-run stage canary waiting for approval\n\nAlso: 1 snapshot updated."},
 		{"a snapshot that removes nothing", map[string]runtime.Object{one: snap("", "example-placement", "1", "true", "")}, nil,
-			"status: 1 snapshot updated"},
+			"status: example-placement snapshot 1 recorded; 1 snapshot updated"},
 		{"the snapshot flipped to not latest", map[string]runtime.Object{one: snap("", "example-placement", "1", "false", "1")}, map[string][]byte{one: []byte("x")},
 			"status: 1 snapshot updated"},
 		{"the latest snapshot rewritten", map[string]runtime.Object{one: snap("", "example-placement", "1", "true", "1")}, map[string][]byte{one: []byte("x")},
@@ -271,5 +271,53 @@ func TestRefusalReasonKeepsTheDetail(t *testing.T) {
 		if got := refusalReason(note); got != want {
 			t.Errorf("refusalReason(%q) = %q, want %q", note, got, want)
 		}
+	}
+}
+
+// A subject says what changed: a run whose only change is the spec.state a
+// person set says so; a run written but reading as before does not hide
+// a run removed and a snapshot recorded in the same commit.
+func TestSummarizeSaysWhatChangedNotWhereARunStands(t *testing.T) {
+	waiting := waitingRun("")
+	stoppedSpec := waitingRun("")
+	stoppedSpec.Spec.State = fleet.StateStop
+	enc := func(o runtime.Object) []byte {
+		data, err := Encode(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	failed := runWith(c("Initialized", "False", fleet.UpdateRunInitializeFailedReason), func(r *fleet.UpdateRun) {
+		r.Name = "run-nostrategy"
+		r.Status.Conditions = []metav1.Condition{*c("Initialized", "False", fleet.UpdateRunInitializeFailedReason)}
+	})
+	snap5 := &fleet.ResourceSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "example-placement-5-snapshot",
+		Labels: map[string]string{fleet.PlacementTrackingLabel: "example-placement", fleet.ResourceIndexLabel: "5", fleet.IsLatestSnapshotLabel: "true"}}}
+	const run, nostrategy, snap = "status/runs/example-run.yaml", "status/runs/run-nostrategy.yaml", "status/snapshots/example-placement/5.yaml"
+	cases := []struct {
+		name    string
+		changes Changeset
+		objects map[string]runtime.Object
+		before  map[string][]byte
+		want    string
+	}{
+		{"only spec.state Run to Stop", Changeset{Writes: map[string][]byte{run: nil}},
+			map[string]runtime.Object{run: stoppedSpec}, map[string][]byte{run: enc(waiting)},
+			"status: example-run spec.state Run → Stop"},
+		{"a run removed and a snapshot recorded beside a run reading as before",
+			Changeset{Writes: map[string][]byte{nostrategy: nil, snap: nil}, Deletes: []string{"status/runs/run-2.yaml"}},
+			map[string]runtime.Object{nostrategy: failed, snap: snap5}, map[string][]byte{nostrategy: enc(failed)},
+			"status: example-placement snapshot 5 recorded; run-2 removed; 1 run, 1 snapshot updated; 1 run removed\n\nrun-nostrategy: failed to initialize"},
+		{"a run's new progress is still the subject", Changeset{Writes: map[string][]byte{run: nil}},
+			map[string]runtime.Object{run: waiting}, map[string][]byte{run: enc(stoppedSpec)},
+			"status: example-run spec.state Stop → Run"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Summarize(tc.changes, tc.objects, tc.before); got != tc.want {
+				t.Errorf("Summarize =\n%s\nwant\n%s", got, tc.want)
+			}
+		})
 	}
 }
