@@ -82,7 +82,7 @@ func Summarize(changes Changeset, objects map[string]runtime.Object, before map[
 			notes = append(notes, "commit "+shortHash(o.Name)+" did not render; it is skipped")
 			continue
 		case *fleet.GitSource:
-			notes = append(notes, SourceProgress(o))
+			notes = append(notes, sourceChange(o, before[p]))
 			continue
 		case *fleet.ResourceSnapshot:
 			if r := removal(o); r != "" && before[p] == nil {
@@ -191,6 +191,25 @@ func runChange(r *fleet.UpdateRun, old []byte) (progress string, news bool) {
 		return progress + " (" + state + ")", true
 	}
 	return progress, RunProgress(was) != progress
+}
+
+// sourceChange says how a source record moved since old: its progress,
+// or, when that reads as before, what else changed (a fetched commit, an
+// error's text), so two commits in a row never read the same.
+func sourceChange(src *fleet.GitSource, old []byte) string {
+	progress := SourceProgress(src)
+	o, err := Decode(old)
+	was, ok := o.(*fleet.GitSource)
+	if old == nil || err != nil || !ok || SourceProgress(was) != progress {
+		return progress
+	}
+	switch {
+	case was.Status.LastFetchedCommit != src.Status.LastFetchedCommit && src.Status.LastFetchedCommit != "":
+		return progress + ", fetched " + shortHash(src.Status.LastFetchedCommit)
+	case was.Status.LastError != src.Status.LastError:
+		return progress + " (its error changed)"
+	}
+	return progress + " (record updated)"
 }
 
 // runState is spec.state; absent, the API default Initialize.

@@ -294,6 +294,10 @@ func TestSummarizeSaysWhatChangedNotWhereARunStands(t *testing.T) {
 	})
 	snap5 := &fleet.ResourceSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "example-placement-5-snapshot",
 		Labels: map[string]string{fleet.PlacementTrackingLabel: "example-placement", fleet.ResourceIndexLabel: "5", fleet.IsLatestSnapshotLabel: "true"}}}
+	source := func(fetched string) *fleet.GitSource {
+		return &fleet.GitSource{ObjectMeta: metav1.ObjectMeta{Name: "main"}, Spec: fleet.GitSourceSpec{URL: "https://git.example.com/fleet.git", Branch: "main", Path: "."},
+			Status: fleet.GitSourceStatus{LastFetchedCommit: fetched, LastAppliedCommit: "0123456789abcdef"}}
+	}
 	const run, nostrategy, snap = "status/runs/example-run.yaml", "status/runs/run-nostrategy.yaml", "status/snapshots/example-placement/5.yaml"
 	cases := []struct {
 		name    string
@@ -309,6 +313,10 @@ func TestSummarizeSaysWhatChangedNotWhereARunStands(t *testing.T) {
 			Changeset{Writes: map[string][]byte{nostrategy: nil, snap: nil}, Deletes: []string{"status/runs/run-2.yaml"}},
 			map[string]runtime.Object{nostrategy: failed, snap: snap5}, map[string][]byte{nostrategy: enc(failed)},
 			"status: example-placement snapshot 5 recorded; run-2 removed; 1 run, 1 snapshot updated; 1 run removed\n\nrun-nostrategy: failed to initialize"},
+		{"a source that applied the same commit and fetched another",
+			Changeset{Writes: map[string][]byte{"status/sources/main.yaml": nil}},
+			map[string]runtime.Object{"status/sources/main.yaml": source("bbbbbbbbbbbbbbbb")}, map[string][]byte{"status/sources/main.yaml": enc(source("aaaaaaaaaaaaaaaa"))},
+			"status: source main applied 0123456789ab, fetched bbbbbbbbbbbb"},
 		{"a run's new progress is still the subject", Changeset{Writes: map[string][]byte{run: nil}},
 			map[string]runtime.Object{run: waiting}, map[string][]byte{run: enc(stoppedSpec)},
 			"status: example-run spec.state Stop → Run"},
