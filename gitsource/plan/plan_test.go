@@ -6,8 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gitfleet/gitfleet/gitsource/simulate"
 	"github.com/gitfleet/gitfleet/internal/testing/gittest"
+	"github.com/gitfleet/gitfleet/reconciler/hub/embedded"
+	"github.com/gitfleet/gitfleet/status"
 )
 
 // quickstart is a work tree holding examples/quickstart in one commit on
@@ -217,5 +221,67 @@ func TestDeletionsComeFirst(t *testing.T) {
 	}
 	if !strings.Contains(text.String(), "Deletions: none") || !strings.Contains(Comment(p), "#### Deletions\n\nNone") {
 		t.Errorf("a plan without deletions does not say so:\n%s\n%s", text.String(), Comment(p))
+	}
+}
+
+// A plan of no change (HEAD is the base) while a run is in its soak, the
+// base's status recorded by a simulation stopped mid-soak: the canary
+// approval the run reaches is a person's, not assumed, and the run ends
+// Waiting. A change that adds a run still has its own gates assumed.
+func TestComputeAssumesOnlyTheApprovalsTheChangeOpens(t *testing.T) {
+	repo := quickstart(t)
+	res, err := simulate.Run(context.Background(), simulate.Options{Repo: repo, Until: 30 * time.Second, Store: embedded.NewMemoryStore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := res.Hub.Store().Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		p, err := status.PathFor(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := status.Encode(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(repo, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		write(t, repo, p, string(data))
+	}
+	commit(t, repo, "status: example-run stage staging waiting")
+	for _, tc := range []struct {
+		name   string
+		change func()
+		want   map[string]string // run → phase after the plan
+	}{
+		{"no change", func() {}, map[string]string{"example-run": "Waiting"}},
+		{"a new run", func() {
+			gittest.Must(t, repo, "checkout", "-q", "-b", "change")
+			replace(t, repo, "workload.yaml", "key: value1", "key: value2")
+			write(t, repo, "run-2.yaml", "apiVersion: placement.kubernetes-fleet.io/v1beta1\nkind: ClusterStagedUpdateRun\n"+
+				"metadata: {name: example-run-2}\nspec: {placementName: example-placement, stagedRolloutStrategyName: example-strategy, state: Run}\n")
+			commit(t, repo, "example-run-2")
+		}, map[string]string{"example-run": "Waiting", "example-run-2": "Succeeded"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.change()
+			p, err := Compute(context.Background(), Options{Repo: repo, Base: "main"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, r := range p.Runs {
+				got[r.Name] = r.After
+			}
+			for name, want := range tc.want {
+				if got[name] != want {
+					t.Errorf("%s ends %s, want %s (runs %+v)", name, got[name], want, p.Runs)
+				}
+			}
+		})
 	}
 }

@@ -45,9 +45,12 @@ type Options struct {
 	MaxFileSize, MaxTotalSize int64
 	// Approve approves every approval request the instant it appears.
 	Approve bool
-	// KeepPending, with Approve, leaves the approval requests that already
-	// exist when the engine starts (restored ones) to a person: `gitfleet
-	// plan` approves only the gates the change itself opens.
+	// KeepPending, with Approve, leaves to a person the approval requests
+	// that already exist when the engine starts (restored ones) and every
+	// gate of a run the change leaves as it was (its status observed its
+	// spec's generation): `gitfleet plan` approves only the gates the
+	// change itself opens, so a run already under way shows Waiting where
+	// serve would wait.
 	KeepPending bool
 	// ApprovedBy is what the timeline says approved a request (default
 	// "--approve").
@@ -251,9 +254,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			}
 		}
 	}
-	var pending map[string]bool
+	var pending kept
 	if opts.KeepPending {
-		if pending, err = approvalNames(ctx, h); err != nil {
+		if pending, err = keepApprovals(ctx, h); err != nil {
 			return nil, err
 		}
 	}
@@ -370,7 +373,7 @@ func onlyStatus(ctx context.Context, src *gitsource.Source, parent, commit plumb
 // approveAll approves every approval request that is not approved yet, as
 // `gitfleet approve` would, except those named in keep, and returns the
 // [run, request] names approved.
-func approveAll(ctx context.Context, h *embedded.Hub, clk clock.Clock, keep map[string]bool) ([][2]string, error) {
+func approveAll(ctx context.Context, h *embedded.Hub, clk clock.Clock, keep kept) ([][2]string, error) {
 	var out [][2]string
 	for _, ns := range namespacesOfRuns(ctx, h) {
 		ars, err := h.ListApprovalRequests(ctx, ns, nil)
@@ -378,7 +381,7 @@ func approveAll(ctx context.Context, h *embedded.Hub, clk clock.Clock, keep map[
 			return out, err
 		}
 		for _, a := range ars {
-			if approved(a) || keep[a.Namespace+"/"+a.Name] {
+			if approved(a) || keep.requests[a.Namespace+"/"+a.Name] || keep.runs[a.Namespace+"/"+a.Spec.TargetUpdateRun] {
 				continue
 			}
 			if err := h.ApplyApprovalRequestStatus(ctx, status.ApprovedCopy(a, clk.Now())); err != nil {
@@ -394,20 +397,36 @@ func approveAll(ctx context.Context, h *embedded.Hub, clk clock.Clock, keep map[
 	return out, nil
 }
 
-// approvalNames names every approval request of the hub, as
-// namespace/name.
-func approvalNames(ctx context.Context, h *embedded.Hub) (map[string]bool, error) {
-	names := map[string]bool{}
+// kept is what KeepPending leaves to a person, by namespace/name: approval
+// requests, and every request of the runs.
+type kept struct{ requests, runs map[string]bool }
+
+// keepApprovals names the hub's approval requests, and the runs whose
+// status observed their spec's generation (under way before the change,
+// which left them as they were).
+func keepApprovals(ctx context.Context, h *embedded.Hub) (kept, error) {
+	k := kept{requests: map[string]bool{}, runs: map[string]bool{}}
+	runs, err := h.ListUpdateRuns(ctx)
+	if err != nil {
+		return k, err
+	}
+	for _, r := range runs {
+		for _, c := range r.Status.Conditions {
+			if c.ObservedGeneration == r.Generation {
+				k.runs[r.Namespace+"/"+r.Name] = true
+			}
+		}
+	}
 	for _, ns := range namespacesOfRuns(ctx, h) {
 		ars, err := h.ListApprovalRequests(ctx, ns, nil)
 		if err != nil {
-			return nil, err
+			return k, err
 		}
 		for _, a := range ars {
-			names[a.Namespace+"/"+a.Name] = true
+			k.requests[a.Namespace+"/"+a.Name] = true
 		}
 	}
-	return names, nil
+	return k, nil
 }
 
 func namespacesOfRuns(ctx context.Context, h *embedded.Hub) []string {
