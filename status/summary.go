@@ -193,6 +193,56 @@ func runChange(r *fleet.UpdateRun, old []byte) (progress string, news bool) {
 	return progress, RunProgress(was) != progress
 }
 
+// ApprovalsMessage is the message of the commit that carries a pass's
+// approvals/ to the tracked branch while status/ goes to statusBranch
+// (serve --status-branch): its subject names the approval requests it
+// writes or removes, not a run's progress it does not record; the body
+// points at the status commit of the same pass (statusMessage).
+func ApprovalsMessage(approvals Changeset, statusMessage, statusBranch string) string {
+	var written, removed []string
+	for _, p := range approvals.WritePaths() {
+		written = append(written, requestName(p))
+	}
+	for _, p := range approvals.Deletes {
+		removed = append(removed, requestName(p))
+	}
+	var parts []string
+	if len(written) > 0 {
+		parts = append(parts, requests(written)+" updated")
+	}
+	if len(removed) > 0 {
+		parts = append(parts, requests(removed)+" removed")
+	}
+	msg := MessagePrefix + strings.Join(parts, "; ")
+	if subject, _, _ := strings.Cut(strings.TrimPrefix(statusMessage, MessagePrefix), "\n"); subject != "" {
+		msg += "\n\nThe status of the same pass, on branch " + statusBranch + ": " + subject
+	}
+	return msg
+}
+
+// requestName is the namespace/name of the approval request at path p.
+func requestName(p string) string {
+	ref, err := RefFor(p)
+	if err != nil {
+		return p
+	}
+	if ref.Namespace != "" {
+		return ref.Namespace + "/" + ref.Name
+	}
+	return ref.Name
+}
+
+// requests names approval requests: all of up to three, else a count.
+func requests(names []string) string {
+	switch {
+	case len(names) == 1:
+		return "approval request " + names[0]
+	case len(names) <= 3:
+		return "approval requests " + strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%d approval requests", len(names))
+}
+
 // sourceChange says how a source record moved since old: its progress,
 // or, when that reads as before, what else changed (a fetched commit, an
 // error's text), so two commits in a row never read the same.

@@ -329,3 +329,26 @@ func TestSummarizeSaysWhatChangedNotWhereARunStands(t *testing.T) {
 		})
 	}
 }
+
+// With a status branch, the tracked branch's commit of a pass holds only
+// approvals/: its subject names the requests, the body the pass's status.
+func TestApprovalsMessageNamesTheRequests(t *testing.T) {
+	const statusMsg = "status: example-run succeeded\n\nAlso: 3 bindings updated."
+	for _, tc := range []struct {
+		name    string
+		changes Changeset
+		want    string
+	}{
+		{"one request", Changeset{Writes: map[string][]byte{"approvals/example-run-after-canary.yaml": nil}},
+			"status: approval request example-run-after-canary updated\n\nThe status of the same pass, on branch gitfleet-status: example-run succeeded"},
+		{"written and removed", Changeset{Writes: map[string][]byte{"approvals/team-a/web-after-prod.yaml": nil, "approvals/a.yaml": nil},
+			Deletes: []string{"approvals/old-run-after-canary.yaml"}},
+			"status: approval requests a, team-a/web-after-prod updated; approval request old-run-after-canary removed\n\nThe status of the same pass, on branch gitfleet-status: example-run succeeded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ApprovalsMessage(tc.changes, statusMsg, "gitfleet-status"); got != tc.want {
+				t.Errorf("ApprovalsMessage =\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
+}

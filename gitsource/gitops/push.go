@@ -73,7 +73,7 @@ func (s *statusPush) Commit(ctx context.Context, ch status.Changeset, message st
 			}
 		}
 		if !approvalPart.Empty() {
-			if err := apply(gitsource.Change{Message: message,
+			if err := apply(gitsource.Change{Message: status.ApprovalsMessage(approvalPart, message, s.src.StatusBranch()),
 				Writes: approvalPart.Writes, Deletes: approvalPart.Deletes}); err != nil {
 				return err
 			}

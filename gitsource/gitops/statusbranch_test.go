@@ -57,6 +57,11 @@ func TestStatusBranchKeepsStatusOffTheTrackedBranch(t *testing.T) {
 	if onStatus("approvals/"+approvalName+".yaml") != nil {
 		t.Error("approvals/ was written to the status branch; people approve on main")
 	}
+	// gitfleet's commit on main holds only approvals/, and says so.
+	if out, err := exec.Command("git", "--git-dir", r.remote, "log", "-1", "--format=%s", "main", "--", "approvals").Output(); err != nil ||
+		string(out) != "status: approval request "+approvalName+" updated\n" {
+		t.Errorf("the commit of approvals/ on main is titled %q (%v), want it to name the approval request", out, err)
+	}
 
 	// Restart in an empty cache, then approve on main.
 	d.stop(t)
