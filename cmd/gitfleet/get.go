@@ -12,10 +12,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	cliprinters "k8s.io/cli-runtime/pkg/printers"
+	kubectlget "k8s.io/kubectl/pkg/cmd/get"
 
 	"github.com/spf13/cobra"
 
@@ -39,8 +41,8 @@ func newGetCommand() *cobra.Command {
 		interval time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "get (runs|approvals|snapshots|placements|bindings|clusters|sources)[,KIND...] [NAME...]",
-		Short: "List runs, approval requests, snapshots, placements, bindings, clusters or sources from the status tree",
+		Use:   "get (runs|approvals|snapshots|placements|bindings|clusters|strategies|sources)[,KIND...] [NAME...]",
+		Short: "List runs, approval requests, snapshots, placements, bindings, clusters, strategies or sources from the status tree",
 		Long: `get prints the objects gitfleet recorded in the fleet repository as kubectl
 prints KubeFleet's: the same printer columns, so a 'kubectl get csur' habit
 carries over. It reads files, not a cluster: --repo is a local clone or working
@@ -62,13 +64,14 @@ the tracked branch; read B from a second worktree ('git worktree add
   bindings     status/bindings/    ClusterResourceBindings, ResourceBindings
   clusters     status/clusters/    MemberClusters (before gitfleet wrote any,
                                    the ones declared in the manifests)
+  strategies   status/strategies/  ClusterStagedUpdateStrategies, StagedUpdateStrategies
   sources      status/sources/     the branch serve tracks: last fetched and
                                    processed commit, last error and since when
 
 The generic names list both scopes. KubeFleet's kind names and short names
-narrow it as kubectl does: csur, careq, crs, crp and crb (and the full
-Cluster... names) list only the cluster-scoped objects; sur, areq, rs, rp and
-rb (and StagedUpdateRun, ApprovalRequest, ...) only the namespaced ones. As
+narrow it as kubectl does: csur, careq, crs, crp, crb and csus (and the full
+Cluster... names) list only the cluster-scoped objects; sur, areq, rs, rp, rb
+and sus (and StagedUpdateRun, ApprovalRequest, ...) only the namespaced ones. As
 with kubectl, a name may carry its group (csur.placement.kubernetes-fleet.io).
 Several kinds separated by commas print one table each (get runs,approvals).
 A repository has no current namespace, so every namespace is listed unless
@@ -124,7 +127,7 @@ are kubectl's too.`,
 			if err := q.parseSelector(); err != nil {
 				return err
 			}
-			table.Wide, table.ShowKind = out.format == "wide", len(q.kinds) > 1
+			table.Wide, table.ShowKind, table.Sorted = out.format == "wide", len(q.kinds) > 1, q.sortBy != ""
 			l := lister{ctx: cmdContext(cmd), q: &q, out: &out, opts: table, stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr()}
 			if watch {
 				return l.watch(interval)
@@ -141,6 +144,7 @@ are kubectl's too.`,
 	q.flags(cmd)
 	out.flags(cmd)
 	f.BoolVarP(&all, "all-namespaces", "A", false, "list every namespace (the default: a repository has no current namespace)")
+	f.StringVar(&q.sortBy, "sort-by", "", "sort by a field, given as a JSONPath expression as kubectl's --sort-by ('{.metadata.name}' or .status.conditions[0].lastTransitionTime)")
 	f.BoolVar(&table.NoHeaders, "no-headers", false, "leave out the header line of tables")
 	f.BoolVar(&table.ShowLabels, "show-labels", false, "show all labels as the last column of tables, as kubectl does")
 	f.StringSliceVarP(&table.LabelColumns, "label-columns", "L", nil, "labels to show as columns of tables, comma-separated or repeated (-L key1 -L key2), as kubectl's -L")
@@ -204,6 +208,9 @@ var families = []*family{
 		clusterKind: fleet.KindClusterResourcePlacementEviction, table: table(printers.Evictions)},
 	{name: "clusters", dir: "status/clusters", words: []string{"clusters"},
 		clusterKind: fleet.KindMemberCluster, table: table(printers.Clusters)},
+	{name: "strategies", dir: "status/strategies", words: []string{"strategies", "strategy", "updatestrategies", "updatestrategy"},
+		clusterKind: fleet.KindClusterStagedUpdateStrategy, namespacedKind: fleet.KindStagedUpdateStrategy,
+		table: table(printers.Strategies)},
 	{name: "sources", dir: "status/sources", words: []string{"sources", "source"},
 		clusterKind: fleet.KindGitSource, table: table(printers.Sources)},
 }
@@ -270,6 +277,9 @@ type query struct {
 	selector   string
 	labels     labels.Selector
 	fetch      bool
+	// sortBy is get's --sort-by: a JSONPath every kind's objects are
+	// sorted by, as kubectl sorts them.
+	sortBy string
 }
 
 // flags registers the flags get and describe share.
@@ -428,6 +438,12 @@ func (q *query) find(stderr io.Writer) ([]found, error) {
 			}
 		}
 		kept, gone := q.byName(k, kept)
+		if q.sortBy != "" {
+			var err error
+			if kept, err = sortBy(kept, q.sortBy); err != nil {
+				return nil, err
+			}
+		}
 		for _, p := range probs {
 			fmt.Fprintf(stderr, "error: %v\n", p)
 		}
@@ -683,4 +699,30 @@ func overrideTable(w io.Writer, objs []runtime.Object, t time.Time, opts printer
 		}
 	}
 	return printers.OverrideSnapshots(w, snaps, t, opts)
+}
+
+// sortBy orders objs by the field the JSONPath names, with kubectl's
+// sorter (missing values first, numbers by value, times by time).
+func sortBy(objs []runtime.Object, field string) ([]runtime.Object, error) {
+	if len(objs) < 2 {
+		return objs, nil
+	}
+	// kubectl's sorter reads maps, as it reads what an API server sends.
+	maps := make([]runtime.Object, len(objs))
+	for i, o := range objs {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			return nil, err
+		}
+		maps[i] = &unstructured.Unstructured{Object: m}
+	}
+	sorter, err := kubectlget.SortObjects(unstructured.UnstructuredJSONScheme, maps, field)
+	if err != nil {
+		return nil, fmt.Errorf("--sort-by: %w", err)
+	}
+	sorted := make([]runtime.Object, len(objs))
+	for i := range objs {
+		sorted[i] = objs[sorter.OriginalPosition(i)]
+	}
+	return sorted, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -91,4 +92,40 @@ func TestGetWithoutAKindListsTheKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.Assert(t, "get-kinds.txt", out.Bytes())
+}
+
+// Strategies list by gitfleet's word and KubeFleet's short names; --sort-by
+// orders rows as kubectl's does; --show-labels adds LABELS with -o wide too
+// and, as with kubectl, changes nothing in -o name.
+func TestGetStrategiesSortByAndShowLabels(t *testing.T) {
+	repo := demoRepo(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string // lines of stdout, in order
+	}{
+		{"strategies", []string{"get", "strategies"}, []string{"NAME               AGE", "example-strategy   30m"}},
+		{"csus", []string{"get", "csus", "-o", "wide"}, []string{"NAME               AGE   STAGES", "example-strategy   30m   staging,canary"}},
+		{"sus lists none", []string{"get", "sus", "-o", "name"}, nil},
+		{"sort by a label, missing first", []string{"get", "clusters", "--sort-by", "{.metadata.labels.order}", "-o", "name"},
+			[]string{"membercluster.cluster.kubernetes-fleet.io/member2", "membercluster.cluster.kubernetes-fleet.io/member3", "membercluster.cluster.kubernetes-fleet.io/member1"}},
+		{"sort a table", []string{"get", "clusters", "--sort-by", "{.metadata.labels.order}", "--no-headers"}, []string{"member2   True   30m", "member3   True   30m", "member1   True   30m"}},
+		{"sort by name, relaxed path", []string{"get", "clusters", "--sort-by", ".metadata.name", "-o", "name"},
+			[]string{"membercluster.cluster.kubernetes-fleet.io/member1", "membercluster.cluster.kubernetes-fleet.io/member2", "membercluster.cluster.kubernetes-fleet.io/member3"}},
+		{"show labels with -o wide", []string{"get", "csus", "-o", "wide", "--show-labels"}, []string{"NAME               AGE   STAGES           LABELS", "example-strategy   30m   staging,canary   <none>"}},
+		{"show labels ignored with -o name", []string{"get", "csus", "-o", "name", "--show-labels"}, []string{"clusterstagedupdatestrategy.placement.kubernetes-fleet.io/example-strategy"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := gitfleet(t, append(tc.args, "--repo", repo)...)
+			var got []string
+			for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+				if l != "" {
+					got = append(got, strings.TrimRight(l, " "))
+				}
+			}
+			if code != 0 || !slices.Equal(got, tc.want) {
+				t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant lines %q", code, errOut, out, tc.want)
+			}
+		})
+	}
 }

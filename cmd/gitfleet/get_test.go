@@ -342,7 +342,7 @@ func TestGetCompletesResourcesAndNames(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"get", ""}, "runs\napprovals\nsnapshots\noverrides\nplacements\nbindings\nevictions\nclusters\nsources\n:4\n"},
+		{[]string{"get", ""}, "runs\napprovals\nsnapshots\noverrides\nplacements\nbindings\nevictions\nclusters\nstrategies\nsources\n:4\n"},
 		{[]string{"get", "clusters", "--repo", repo, ""}, "member1\nmember2\nmember3\n:4\n"},
 		{[]string{"get", "clusters", "member2", "--repo", repo, ""}, "member1\nmember3\n:4\n"},
 		{[]string{"describe", "csur", "--repo", repo, ""}, "example-run\n:4\n"},

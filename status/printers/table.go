@@ -31,6 +31,9 @@ type Options struct {
 	// LabelColumns adds a column per label key, headed by the key's name
 	// in capitals (kubectl -L).
 	LabelColumns []string
+	// Sorted keeps the objects in the order given (kubectl --sort-by)
+	// instead of the table's own.
+	Sorted bool
 	// Only, when set, prints the rows of the objects it accepts, aligned
 	// as in the whole table: --watch prints the rows that changed under
 	// the columns of its first table.
@@ -69,7 +72,9 @@ func printSorted[T metav1.Object](w io.Writer, objs []T, cols []column[T], opts 
 		return nil
 	}
 	sorted := append([]T(nil), objs...)
-	sort.SliceStable(sorted, func(i, j int) bool { return less(sorted[i], sorted[j]) })
+	if !opts.Sorted {
+		sort.SliceStable(sorted, func(i, j int) bool { return less(sorted[i], sorted[j]) })
+	}
 	table := &metav1.Table{ColumnDefinitions: make([]metav1.TableColumnDefinition, len(cols))}
 	name := 0
 	for i, c := range cols {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -321,6 +322,23 @@ func Evictions(w io.Writer, evictions []*fleet.ClusterResourcePlacementEviction,
 				}
 			}
 			return ""
+		}},
+	}, opts)
+}
+
+// Strategies prints staged update strategies: NAME and AGE, as kubectl
+// prints KubeFleet's (its CRDs declare no columns), and with -o wide the
+// stages in order.
+func Strategies(w io.Writer, strategies []*fleet.UpdateStrategy, now time.Time, opts Options) error {
+	return printTable(w, strategies, []column[*fleet.UpdateStrategy]{
+		nameColumn[*fleet.UpdateStrategy](),
+		ageColumn[*fleet.UpdateStrategy](now),
+		{header: "STAGES", wide: true, cell: func(s *fleet.UpdateStrategy) string {
+			names := make([]string, len(s.Spec.Stages))
+			for i, st := range s.Spec.Stages {
+				names[i] = st.Name
+			}
+			return strings.Join(names, ",")
 		}},
 	}, opts)
 }
