@@ -97,7 +97,8 @@ Watch it:
   curl -s ${METRICS_ADDR:-127.0.0.1:8080}/metrics | grep fleet_workload_update_run
 Approve (the same change the pushed branch gitfleet/approve/example-run-after-canary holds):
   cd $dir/fleet && git pull -q && $bin approve example-run-after-canary --repo . --commit && git push -q
-  # or: git merge origin/gitfleet/approve/example-run-after-canary && git push
+  # or merge the branch; --no-ff makes the merge commit yours, so gitfleet names you as the approver:
+  #   git fetch -q origin && git merge --no-ff origin/gitfleet/approve/example-run-after-canary && git push
 Roll out a change: edit test-cm in workload.yaml, commit, push, and add a new run file.
 $where
 Stop with Ctrl-C.

@@ -265,7 +265,7 @@ func commitFile(ctx context.Context, out io.Writer, repo, p, msg string, forPull
 		return err
 	}
 	if forPullRequest {
-		fmt.Fprintf(out, "committed %s on branch %s; push it (git push -u origin %s) and merge it into the branch gitfleet tracks to approve\n", head, branch, branch)
+		fmt.Fprintf(out, "committed %s on branch %s; push it (git push -u origin %s) and merge it into the branch gitfleet tracks to approve (git merge --no-ff %s, so the merge names you)\n", head, branch, branch, branch)
 	} else {
 		fmt.Fprintf(out, "committed %s on branch %s; the approval counts once it reaches the branch gitfleet tracks (git push)\n", head, branch)
 	}

@@ -164,9 +164,17 @@ func (s *statusPush) pushApprovalBranches(ctx context.Context, ch status.Changes
 		}
 		s.approved[p] = true
 		s.log.Info("approval requested; merge the branch to approve", "approval_request", ar.Name,
-			"branch", gitsource.ApproveBranchPrefix+name)
+			"branch", gitsource.ApproveBranchPrefix+name, "command", MergeCommand(gitsource.ApproveBranchPrefix+name))
 		s.forge.forgeApprovalBranchPushed(hub.Key{Namespace: ar.Namespace, Name: ar.Name}, gitsource.ApproveBranchPrefix+name)
 	}
+}
+
+// MergeCommand is how a person approves by merging the approval branch
+// from a clone: --no-ff, so the merge commit is theirs and gitfleet names
+// them as the approver (a fast-forward leaves gitfleet's commit as the
+// change, and who approved is lost).
+func MergeCommand(branch string) string {
+	return "git fetch origin && git merge --no-ff origin/" + branch + " && git push"
 }
 
 func split(ch status.Changeset, prefix string) (rest, matched status.Changeset) {
