@@ -62,6 +62,12 @@ func TestResourceWordsResolveAsKubectlResolvesThem(t *testing.T) {
 			"clusterresourceplacementeviction.placement.kubernetes-fleet.io clusterresourceplacementeviction.placement.kubernetes-fleet.io"},
 		{"sources source gitsources gitsource", "sources", clusterScope,
 			"gitsource.gitfleet.io gitsource.gitfleet.io"},
+		{"strategies strategy updatestrategies updatestrategy", "strategies", anyScope,
+			"clusterstagedupdatestrategy.placement.kubernetes-fleet.io stagedupdatestrategy.placement.kubernetes-fleet.io"},
+		{"csus clusterstagedupdatestrategies clusterstagedupdatestrategy ClusterStagedUpdateStrategy csus.placement.kubernetes-fleet.io", "strategies", clusterScope,
+			"clusterstagedupdatestrategy.placement.kubernetes-fleet.io clusterstagedupdatestrategy.placement.kubernetes-fleet.io"},
+		{"sus stagedupdatestrategies stagedupdatestrategy StagedUpdateStrategy", "strategies", namespacedScope,
+			"stagedupdatestrategy.placement.kubernetes-fleet.io stagedupdatestrategy.placement.kubernetes-fleet.io"},
 	} {
 		for _, word := range strings.Fields(tc.words) {
 			k, err := parseKind(word)
@@ -75,10 +81,10 @@ func TestResourceWordsResolveAsKubectlResolvesThem(t *testing.T) {
 			}
 		}
 	}
-	for _, word := range []string{"deployments", "csus", "ClusterResourceOverride", "commits", "", "csur.apps", "cluster.placement.kubernetes-fleet.io"} {
+	for _, word := range []string{"deployments", "ClusterResourceOverride", "commits", "", "csur.apps", "cluster.placement.kubernetes-fleet.io"} {
 		_, err := parseKind(word)
 		if err == nil || !strings.HasPrefix(err.Error(), "unknown resource type ") ||
-			!strings.HasSuffix(err.Error(), ": want one of runs, approvals, snapshots, overrides, placements, bindings, evictions, clusters, sources (or a KubeFleet short name such as csur)") {
+			!strings.HasSuffix(err.Error(), ": want one of runs, approvals, snapshots, overrides, placements, bindings, evictions, clusters, strategies, sources (or a KubeFleet short name such as csur)") {
 			t.Errorf("%q: %v; want unknown resource type", word, err)
 		}
 	}
