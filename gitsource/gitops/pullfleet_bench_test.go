@@ -42,6 +42,7 @@ var (
 	pullClusters       = flag.Int("pull-clusters", 100, "clusters each run of BenchmarkPullFleet rolls out to")
 	pullStages         = flag.Int("pull-stages", 3, "stages of BenchmarkPullFleet's strategy")
 	pullMaxConcurrency = flag.String("pull-max-concurrency", "50%", "maxConcurrency of every stage of BenchmarkPullFleet")
+	pullDriver         = flag.String("pull-driver", fleet.DriverWork, "how BenchmarkPullFleet's members get their Works: work (an agent each, in this process) or simulated (delivered by the hub in process)")
 )
 
 // BenchmarkPullFleet is KubeFleet's published scale test on a Kubernetes
@@ -52,15 +53,21 @@ var (
 // default). KubeFleet: 1,000 members, 100 runs of 100 clusters, p90
 // push→Succeeded 135 s with its hub API server on 13 cores.
 //
+// Members pull (-pull-driver work, the default): the hub writes a Work per
+// binding in fleet-member-<cluster>, and -pull-members `gitfleet agent`s
+// in this process (pullfleet_agents_test.go), each applying to a
+// simulated member, join through their InternalMemberClusters, apply
+// their Works and report on them; the hub side of those members
+// (reconciler/membercluster) runs in serve, as `serve --hub kube` runs it.
+// With -pull-driver simulated the hub delivers to simulated members in
+// process instead: the hub side without the Works.
+//
 // push→Succeeded is timed per run, from the moment `git push` of the runs'
 // commit returned to the moment the run's Succeeded condition turned True
-// on the hub, seen by a watch of this process. Members are simulated: the
-// hub delivers to them in process (gitfleet.io/driver: simulated), so
-// everything measured is the hub side. (The pull transport, Works written
-// for N `gitfleet agent`s in this process, is not wired in yet: this is
-// the baseline it is to be compared with.) While it waits it logs how far
-// it got and serve's API requests by resource; at the end it reports
-// serve's writes per cluster and the CPU of serve, git and the hub.
+// on the hub, seen by a watch of this process. While it waits it logs how
+// far it got and serve's and the agents' API requests by resource; at the
+// end it reports serve's and the agents' writes per cluster and the CPU of
+// this process (serve and the agents), git and the hub.
 //
 // Memory: the API server's and etcd's peak resident memory (VmHWM), this
 // process's (serve, the hub's informers, the members), its peak Go heap,
@@ -76,11 +83,14 @@ var (
 //	go test ./gitsource/gitops -run '^$' -bench PullFleet -benchtime 1x -timeout 90m [-args -pull-members=1000 -bench-serve-cpuprofile=/tmp/cpu]
 func BenchmarkPullFleet(b *testing.B) {
 	shape := fleettest.Scale{Members: *pullMembers, Runs: *pullRuns, ClustersPerRun: *pullClusters, Stages: *pullStages,
-		MaxConcurrency: *pullMaxConcurrency, Driver: fleet.DriverSimulated}
+		MaxConcurrency: *pullMaxConcurrency, Driver: *pullDriver}
 	if err := shape.Check(); err != nil {
 		b.Fatal(err)
 	}
-	b.Run(fmt.Sprintf("members=%d/runs=%dx%d", shape.Members, shape.Runs, shape.ClustersPerRun), func(b *testing.B) {
+	if shape.Driver != fleet.DriverWork && shape.Driver != fleet.DriverSimulated {
+		b.Fatalf("-pull-driver %q: want %s or %s", shape.Driver, fleet.DriverWork, fleet.DriverSimulated)
+	}
+	b.Run(fmt.Sprintf("driver=%s/members=%d/runs=%dx%d", shape.Driver, shape.Members, shape.Runs, shape.ClustersPerRun), func(b *testing.B) {
 		if b.N > 1 {
 			b.Fatal("one round of runs per fleet: run with -benchtime 1x")
 		}
@@ -105,9 +115,15 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 	}()
 
 	r := newFleetRepo(b, shape.Fleet("v0"))
-	requests := &requestCounter{counts: map[string]int{}}
+	requests, agentRequests := &requestCounter{counts: map[string]int{}}, &requestCounter{counts: map[string]int{}}
 	serveRC := rest.CopyConfig(rc)
 	serveRC.WrapTransport = requests.wrap
+	var members *pullAgents
+	if shape.Driver == fleet.DriverWork {
+		agentRC := rest.CopyConfig(rc)
+		agentRC.WrapTransport = agentRequests.wrap
+		members = startPullAgents(b, serveRC, agentRC, shape)
+	}
 	d := startDaemonWith(b, "file://"+r.remote, b.TempDir(), 100*time.Millisecond, func(c *gitops.Config) {
 		c.StatusInterval = status.DefaultInterval // serve's
 		log := c.Log
@@ -139,6 +155,15 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 		}
 		return snapshots >= shape.Runs && bindings == clusters
 	})
+	if members != nil {
+		within(b, "every member's agent to join", pullBudget(shape.Members*100), 500*time.Millisecond, func() bool {
+			n, err := members.joined()
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n == shape.Members
+		})
+	}
 	within(b, "serve to settle", pullBudget(shape.Members*10+clusters), 200*time.Millisecond, func() bool {
 		return d.Controller.Idle() && d.Hub.Pending() == 0 && !d.Store.Pending()
 	})
@@ -148,6 +173,7 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 	stopProfile := sync.OnceFunc(startCPUProfile(b, fmt.Sprintf("%s.pull%d", *benchCPUProfile, shape.Members)))
 	defer stopProfile() // also when a wait fails: the profile shows where it stood
 	requests.reset()
+	agentRequests.reset()
 	self, children := cpuTimes()
 	hubCPU := mem.hubCPU()
 	b.StartTimer()
@@ -166,7 +192,8 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 			b.Fatal(failed)
 		}
 		if time.Now().After(nextLog) {
-			b.Logf("%s after the push: %d of %d runs succeeded; serve's API requests so far: %s", time.Since(start).Round(time.Second), succeeded, len(names), requests)
+			b.Logf("%s after the push: %d of %d runs succeeded; serve's API requests so far: %s; the agents': %s",
+				time.Since(start).Round(time.Second), succeeded, len(names), requests, agentRequests)
 			nextLog = nextLog.Add(30 * time.Second)
 		}
 		return succeeded == len(names)
@@ -175,7 +202,8 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 	self2, children2 := cpuTimes()
 	hubCPU2 := mem.hubCPU()
 	stopProfile()
-	writes := requests.writes()
+	writes, agentWrites := requests.writes(), agentRequests.writes()
+	requestsSeen, agentRequestsSeen := requests.String(), agentRequests.String()
 	within(b, "the runs' status to be pushed", pullBudget(clusters*5), 200*time.Millisecond, func() bool { return !d.Store.Pending() })
 
 	took := make([]time.Duration, len(names))
@@ -191,7 +219,9 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 	b.ReportMetric((hubCPU2 - hubCPU).Seconds(), "hub-cpu-s")
 	b.ReportMetric(float64(len(ownCommits(b, r, pushed+"..main"))), "status-commits")
 	b.ReportMetric(float64(writes)/float64(clusters), "writes/cluster")
-	b.Logf("serve's API requests during the runs: %s", requests)
+	b.ReportMetric(float64(agentWrites)/float64(clusters), "agent-writes/cluster")
+	b.Logf("serve's API requests during the runs: %s", requestsSeen)
+	b.Logf("the agents' API requests during the runs: %s", agentRequestsSeen)
 	peaks := mem.stop()
 	b.ReportMetric(mib(peaks.hub), "hub-peak-MiB")
 	b.ReportMetric(mib(peaks.self), "serve-peak-MiB")
