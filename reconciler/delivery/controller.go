@@ -45,6 +45,8 @@ type Controller struct {
 	// dispatching serializes Dispatch: a hub may run it from more than
 	// one goroutine (the kube hub on a Work's report, and on Commit).
 	dispatching sync.Mutex
+	// workers is how many intents one Dispatch performs at once.
+	workers int
 
 	mu      sync.Mutex
 	drivers DriverSource
@@ -93,13 +95,19 @@ type Config struct {
 	// Clock stamps the members' reports.
 	Clock clock.Clock
 	Log   *slog.Logger
+	// Workers is how many deliveries and removals of different bindings
+	// Dispatch performs at once (default 1, one after the other). A hub
+	// whose writes each wait on a round trip (the kube hub) delivers
+	// thousands of bindings one at a time no faster than its API server's
+	// latency allows.
+	Workers int
 }
 
 // New returns the controller of cfg.Hub, delivering through a
 // member.Drivers of its own (Members) that reports to it.
 func New(cfg Config) *Controller {
 	c := &Controller{
-		hub: cfg.Hub, ctx: cfg.Context, clock: cfg.Clock, log: cfg.Log,
+		hub: cfg.Hub, ctx: cfg.Context, clock: cfg.Clock, log: cfg.Log, workers: max(cfg.Workers, 1),
 		pending: map[hub.Key]intent{}, delivered: map[string]deliveredTo{},
 	}
 	if c.ctx == nil {
@@ -269,20 +277,33 @@ func (c *Controller) guard(ctx context.Context, key hub.Key) (*fleet.Binding, er
 }
 
 // Dispatch performs the pending deliveries and removals, oldest first, on
-// the bindings as the hub holds them now. A failed one stays pending
+// the bindings as the hub holds them now, up to Config.Workers at once
+// (each intent is a different binding's). A failed one stays pending
 // (unless a newer change replaced it) and its error is returned after
 // every pending one was tried.
 func (c *Controller) Dispatch(ctx context.Context) error {
 	c.dispatching.Lock()
 	defer c.dispatching.Unlock()
-	var errs []error
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	slots := make(chan struct{}, c.workers)
 	for _, in := range c.snapshot() {
 		c.forget(in)
-		if err := c.dispatch(ctx, in); err != nil {
-			c.requeue(in)
-			errs = append(errs, err)
-		}
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			if err := c.dispatch(ctx, in); err != nil {
+				c.requeue(in)
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
