@@ -35,7 +35,10 @@ type EngineOptions struct {
 	Observer PassObserver
 	// RefusedStrategy is updaterun.Reconciler's (optional).
 	RefusedStrategy func(hub.Key) string
-	Log             *slog.Logger
+	// Workers is the Controller's Workers (default 1); more than one needs
+	// a hub safe for concurrent use (the kube hub).
+	Workers int
+	Log     *slog.Logger
 }
 
 // NewEngine wires gitfleet's reconcilers on h, once for every caller: the
@@ -72,6 +75,7 @@ func NewEngine(h hub.Hub, clk clock.Clock, opts EngineOptions) *Controller {
 		Committer: opts.Committer,
 		Observer:  opts.Observer,
 		OnError:   opts.OnError,
+		Workers:   opts.Workers,
 		Log:       log.With("controller", "reconciler"),
 	}
 }

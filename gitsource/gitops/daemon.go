@@ -281,8 +281,14 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		Func: func(ctx context.Context, fsys fs.FS, opts render.Options, lim renderproc.Limits) (*render.Content, error) {
 			return renderFunc(ctx, fsys, opts, lim)
 		}})
+	// A hub that says how many passes it takes at once (the kube hub,
+	// whose passes mostly wait on its API server) gets that many workers.
+	workers := 1
+	if w, ok := d.Hub.(interface{ EngineWorkers() int }); ok {
+		workers = w.EngineWorkers()
+	}
 	d.Controller = reconciler.NewEngine(d.Hub, d.clock, reconciler.EngineOptions{
-		StuckThreshold: cfg.StuckThreshold, Metrics: cfg.Metrics,
+		StuckThreshold: cfg.StuckThreshold, Metrics: cfg.Metrics, Workers: workers,
 		OnError: cfg.OnReconcileError, OnBindings: cfg.OnBindings, RefusedStrategy: d.ingest.RefusedStrategy, Log: d.log,
 	})
 
