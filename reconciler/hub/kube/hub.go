@@ -25,6 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -340,7 +341,11 @@ func (h *Hub) handle(in *informer, old, obj any, deleted bool) {
 	if old != nil {
 		prev, _ = old.(*unstructured.Unstructured)
 	}
-	if changesPlan(in.kind, prev, u, deleted) {
+	// A member agent's heartbeat, copied into its MemberCluster every
+	// minute, changes nothing the engine reads: an event would wake every
+	// placement (1,000 members: 17 times a second).
+	heartbeat := in.kind == fleet.KindMemberCluster && !deleted && heartbeatOnly(prev, u)
+	if !heartbeat && changesPlan(in.kind, prev, u, deleted) {
 		h.planRevision.Add(1)
 	}
 	h.mirrorEvent(in.kind, u, deleted)
@@ -354,9 +359,37 @@ func (h *Hub) handle(in *informer, old, obj any, deleted bool) {
 	if deleted && isRunKind(in.kind) {
 		h.forgetRun(hub.Key{Namespace: u.GetNamespace(), Name: u.GetName()})
 	}
-	if e, ok := eventOf(in.kind, prev, u); ok {
+	if e, ok := eventOf(in.kind, prev, u); ok && !heartbeat {
 		h.notify(e)
 	}
+}
+
+// heartbeatOnly reports whether a member cluster's update changed only
+// its agents' lastReceivedHeartbeat.
+func heartbeatOnly(old, u *unstructured.Unstructured) bool {
+	if !statusOnly(old, u) {
+		return false
+	}
+	withoutHeartbeats := func(o *unstructured.Unstructured) any {
+		status, _ := o.Object["status"].(map[string]any)
+		agents, _ := status["agentStatus"].([]any)
+		if len(agents) == 0 {
+			return status
+		}
+		out := maps.Clone(status)
+		stripped := make([]any, len(agents))
+		for i, a := range agents {
+			if m, ok := a.(map[string]any); ok {
+				m = maps.Clone(m)
+				delete(m, "lastReceivedHeartbeat")
+				a = m
+			}
+			stripped[i] = a
+		}
+		out["agentStatus"] = stripped
+		return out
+	}
+	return equality.Semantic.DeepEqual(withoutHeartbeats(old), withoutHeartbeats(u))
 }
 
 // notify tells the subscribers about e.
