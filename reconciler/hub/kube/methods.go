@@ -117,8 +117,17 @@ func (h *Hub) CreateBinding(ctx context.Context, b *fleet.Binding) error {
 }
 
 // UpdateBinding implements hub.Bindings: the object, not the status.
-// Removing the last finalizer of a deleted binding removes it.
+// Removing the last finalizer of a deleted binding removes it. On a hub
+// that delivers (Config.Deliver), a binding written Bound carries the
+// work-cleanup finalizer from that write on (b has it after): delivery
+// guards every binding it delivers with it, and adding it in the bind
+// saves a write of every binding's first delivery (10,000 of them for 100
+// runs of 100 clusters, BenchmarkPullFleet).
 func (h *Hub) UpdateBinding(ctx context.Context, b *fleet.Binding) error {
+	if h.delivery != nil && b.Spec.State == fleet.BindingStateBound && b.DeletionTimestamp == nil &&
+		!slices.Contains(b.Finalizers, fleet.WorkFinalizer) {
+		b.Finalizers = append(b.Finalizers, fleet.WorkFinalizer)
+	}
 	return h.updateObject(ctx, fleet.BindingKind(b.Namespace), b, func() object { return newBinding() })
 }
 
