@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -42,6 +43,7 @@ var (
 	pullClusters       = flag.Int("pull-clusters", 100, "clusters each run of BenchmarkPullFleet rolls out to")
 	pullStages         = flag.Int("pull-stages", 3, "stages of BenchmarkPullFleet's strategy")
 	pullMaxConcurrency = flag.String("pull-max-concurrency", "50%", "maxConcurrency of every stage of BenchmarkPullFleet")
+	pullHubProfile     = flag.String("pull-hub-cpuprofile", "", "write a 60 s CPU profile of BenchmarkPullFleet's kube-apiserver, from the push on, to this path")
 	pullDriver         = flag.String("pull-driver", fleet.DriverWork, "how BenchmarkPullFleet's members get their Works: work (an agent each, in this process) or simulated (delivered by the hub in process)")
 )
 
@@ -180,6 +182,14 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 	const round = "r0"
 	pushed := r.commit("100 runs at once", map[string][]byte{"runs.yaml": shape.RunsFile(round)})
 	start := time.Now()
+	if *pullHubProfile != "" {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			profileHub(b, rc, *pullHubProfile, time.Minute)
+		}()
+		b.Cleanup(func() { <-done }) // before the hub stops
+	}
 	d.poke()
 	names := make([]string, shape.Runs)
 	for i := range names {
@@ -227,6 +237,30 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 	b.ReportMetric(mib(peaks.self), "serve-peak-MiB")
 	b.ReportMetric(mib(peaks.heap), "serve-heap-peak-MiB")
 	b.ReportMetric(mib(peaks.total), "total-peak-MiB")
+}
+
+// profileHub writes a CPU profile of the hub's kube-apiserver (its
+// /debug/pprof, as its admin) over the next d to path; a failure is
+// logged, not fatal.
+func profileHub(b *testing.B, rc *rest.Config, path string, d time.Duration) {
+	hc, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		b.Log(err)
+		return
+	}
+	resp, err := hc.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", rc.Host, int(d.Seconds())))
+	if err != nil {
+		b.Log(err)
+		return
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(path, data, 0o644)
+	}
+	if err != nil {
+		b.Log(err)
+	}
 }
 
 // pullBudget is how long a wait of BenchmarkPullFleet may take: two
