@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/internal/clock"
 	"github.com/gitfleet/gitfleet/internal/testing/fleettest"
 	"github.com/gitfleet/gitfleet/reconciler/agent"
 	"github.com/gitfleet/gitfleet/reconciler/membercluster"
@@ -61,8 +60,11 @@ func startPullAgents(b *testing.B, serveRC, agentRC *rest.Config, shape fleettes
 	for j := range shape.Members {
 		m := &fleet.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: shape.MemberName(j),
 			Annotations: map[string]string{fleet.DriverAnnotation: fleet.DriverWork}}}
-		a, err := agent.New(agent.Config{Hub: agentRC, MemberName: m.Name, Log: quiet},
-			agent.SimulatedMember(clock.Real{}, m, quiet))
+		sim, err := agent.SimulatedMember(m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		a, err := agent.New(agent.Config{Hub: agentRC, MemberName: m.Name, Log: quiet}, sim)
 		if err != nil {
 			b.Fatal(err)
 		}
