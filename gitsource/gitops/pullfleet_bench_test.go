@@ -158,10 +158,18 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 		return snapshots >= shape.Runs && bindings == clusters
 	})
 	if members != nil {
-		within(b, "every member's agent to join", pullBudget(shape.Members*100), 500*time.Millisecond, func() bool {
+		// An agent that starts before the hub made its
+		// InternalMemberCluster looks again 15 s later (a quarter of the
+		// default heartbeat period); the hub side is four creates a member.
+		nextLog = time.Now().Add(30 * time.Second)
+		within(b, "every member's agent to join", pullBudget(shape.Members*200), 500*time.Millisecond, func() bool {
 			n, err := members.joined()
 			if err != nil {
 				b.Fatal(err)
+			}
+			if time.Now().After(nextLog) {
+				b.Logf("%s after the start: %d of %d agents joined", time.Since(setup).Round(time.Second), n, shape.Members)
+				nextLog = nextLog.Add(30 * time.Second)
 			}
 			return n == shape.Members
 		})
