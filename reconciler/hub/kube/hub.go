@@ -347,12 +347,17 @@ func (h *Hub) handle(in *informer, old, obj any, deleted bool) {
 	}
 	// A member agent's heartbeat, copied into its MemberCluster every
 	// minute, changes nothing the engine reads: an event would wake every
-	// placement (1,000 members: 17 times a second).
+	// placement (1,000 members: 17 times a second). Nor is it mirrored:
+	// the status tree in Git shows a member's state as of its last real
+	// change, not a commit of every member's heartbeat (with 1,000 members
+	// the status tree was never done flushing).
 	heartbeat := in.kind == fleet.KindMemberCluster && !deleted && heartbeatOnly(prev, u)
 	if !heartbeat && changesPlan(in.kind, prev, u, deleted) {
 		h.planRevision.Add(1)
 	}
-	h.mirrorEvent(in.kind, u, deleted)
+	if !heartbeat {
+		h.mirrorEvent(in.kind, u, deleted)
+	}
 	switch in.kind {
 	case fleet.KindClusterResourceBinding, fleet.KindResourceBinding:
 		h.noteBinding(prev, u, deleted)
