@@ -251,11 +251,8 @@ func (s *Server) runPage(ctx context.Context, m *model, r *fleet.UpdateRun, q ur
 		tiles := make([]tile, len(st.Clusters))
 		for j, c := range st.Clusters {
 			t := tile{ID: fmt.Sprintf("c-%d-%d", i, j), Name: c.Name, State: tileState(v, st, c), Href: clusterHref(c.Name)}
-			if c.Message != "" {
-				t.Detail = append(t.Detail, c.Message)
-			}
 			if j < len(raw.Clusters) {
-				t.Detail = append(t.Detail, conditionLines(raw.Clusters[j].Conditions)...)
+				t.Detail = conditionLines(raw.Clusters[j].Conditions)
 			}
 			tiles[j] = t
 		}

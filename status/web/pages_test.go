@@ -1,0 +1,164 @@
+package web
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
+	"github.com/gitfleet/gitfleet/reconciler/runview"
+)
+
+// get fetches a page: its status, headers and body.
+func get(t *testing.T, method, url string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, res.Header, string(body)
+}
+
+// scriptTag is a script element; every one must load a file of the server.
+var scriptTag = regexp.MustCompile(`<script[^>]*>`)
+
+// external is an element that would load something from elsewhere.
+var external = regexp.MustCompile(`(src|srcset|<link[^>]*href)="(https?:)?//`)
+
+func TestPagesAreReadOnlyEscapedAndCarryACSPWithoutInlineScript(t *testing.T) {
+	r := newRepo(t)
+	_, base := serve(t, r, false)
+	r.write("status: hostile", hostileRun())
+	for _, path := range []string{"/", "/runs/hostile"} {
+		code, h, body := get(t, http.MethodGet, base+path)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, code)
+		}
+		policy := h.Get("Content-Security-Policy")
+		if !strings.Contains(policy, "script-src 'self'") || strings.Contains(policy, "unsafe-inline") || strings.Contains(policy, "unsafe-eval") {
+			t.Errorf("GET %s: Content-Security-Policy %q, want script-src 'self' and nothing unsafe", path, policy)
+		}
+		for _, tag := range scriptTag.FindAllString(body, -1) {
+			if tag != `<script src="/assets/app.js" defer>` {
+				t.Errorf("GET %s: script element %s, want only the embedded app.js", path, tag)
+			}
+		}
+		if external.MatchString(body) {
+			t.Errorf("GET %s loads from outside the server (no CDN, no fonts): %s", path, external.FindString(body))
+		}
+	}
+	if _, _, body := get(t, http.MethodGet, base+"/runs/hostile"); !strings.Contains(body, "&lt;script&gt;window.pwned=1&lt;/script&gt;") {
+		t.Errorf("the cluster named <script> is not escaped:\n%s", body)
+	}
+	for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
+		if code, _, _ := get(t, method, base+"/runs/hostile"); code != http.StatusMethodNotAllowed {
+			t.Errorf("%s: %d, want 405 (read-only)", method, code)
+		}
+	}
+	if code, _, _ := get(t, http.MethodGet, base+"/events"); code != http.StatusNotFound {
+		t.Errorf("GET /events of a view that is not live: %d, want 404", code)
+	}
+}
+
+func TestFleetPageFiltersRunsAndCountsClustersOnTheLatestSnapshot(t *testing.T) {
+	r := newRollout(t)
+	_, base := serve(t, r.repo, false)
+	r.start()
+	failed := hostileRun()
+	failed.Status.Conditions[1] = metav1.Condition{Type: "Succeeded", Status: "False", Reason: "UpdateRunFailed",
+		Message: "cluster bad failed", ObservedGeneration: 1, LastTransitionTime: failed.CreationTimestamp}
+	r.write("status: hostile failed", failed)
+
+	_, _, body := get(t, http.MethodGet, base+"/")
+	for _, want := range []string{`data-run="rollout"`, `data-run="hostile"`, `<option>Failed</option>`, `<option>Progressing</option>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("fleet page lacks %s:\n%s", want, body)
+		}
+	}
+	_, _, body = get(t, http.MethodGet, base+"/?phase=Failed")
+	if !strings.Contains(body, `data-run="hostile"`) || strings.Contains(body, `data-run="rollout"`) {
+		t.Errorf("filtered by phase Failed, the page lists:\n%s", body)
+	}
+	_, _, body = get(t, http.MethodGet, base+"/?placement=none")
+	if strings.Contains(body, `class="run"`) {
+		t.Errorf("filtered by a placement no run has, the page lists runs:\n%s", body)
+	}
+	// The canary has snapshot 0 once it succeeded: 1 of 4 clusters.
+	r.stepUntil("canary-1 succeeded", func(v runview.View) bool { return clusterState(v, "canary-1") == runview.ClusterSucceeded })
+	_, _, body = get(t, http.MethodGet, base+"/")
+	if !strings.Contains(body, `<a href="/snapshots/app/0">0</a>`) || !strings.Contains(body, `<span class="count">1/4</span>`) {
+		t.Errorf("placement app: want latest snapshot 0 on 1/4 clusters:\n%s", body)
+	}
+}
+
+func TestSnapshotPageListsWhatChangedFromThePreviousIndex(t *testing.T) {
+	r := newRollout(t)
+	_, base := serve(t, r.repo, false)
+	ctx := context.Background()
+	p, err := r.hub.GetPlacement(ctx, hub.Key{Name: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := []*unstructured.Unstructured{
+		{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "app", "namespace": "default"}, "data": map[string]any{"k": "v2"}}},
+		{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "token", "namespace": "default"}}},
+	}
+	if _, _, err := resourcesnapshot.Ensure(ctx, r.hub, p, next, "abc1234"); err != nil {
+		t.Fatal(err)
+	}
+	r.settle()
+	_, _, body := get(t, http.MethodGet, base+"/snapshots/app/1")
+	for _, want := range []string{
+		`<tr class="c-changed"><td>changed</td><td>ConfigMap</td><td>default</td><td>app</td></tr>`,
+		`<tr class="c-added"><td>added</td><td>Secret</td><td>default</td><td>token</td></tr>`,
+		`<a href="/snapshots/app/0">snapshot 0</a>`, `<code>abc1234</code>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("snapshot 1 lacks %s:\n%s", want, body)
+		}
+	}
+	if _, _, body := get(t, http.MethodGet, base+"/snapshots/app/0"); !strings.Contains(body, `<td>added</td><td>ConfigMap</td>`) {
+		t.Errorf("snapshot 0 does not add the config map:\n%s", body)
+	}
+	if code, _, _ := get(t, http.MethodGet, base+"/snapshots/app/7"); code != http.StatusNotFound {
+		t.Errorf("a snapshot that does not exist: %d, want 404", code)
+	}
+}
+
+func TestClusterPageShowsItsSnapshotOverridesAndDeliveryErrors(t *testing.T) {
+	r := newRepo(t)
+	_, base := serve(t, r, false)
+	b := &fleet.Binding{ObjectMeta: metav1.ObjectMeta{Name: "app-east-x1", Labels: map[string]string{fleet.PlacementTrackingLabel: "app"}},
+		Spec: fleet.ResourceBindingSpec{State: fleet.BindingStateBound, ResourceSnapshotName: "app-0-snapshot", TargetCluster: "east",
+			ClusterResourceOverrideSnapshots: []string{"east-replicas-0"}},
+		Status: fleet.ResourceBindingStatus{FailedPlacements: []fleet.FailedResourcePlacement{{
+			ResourceIdentifier: fleet.ResourceIdentifier{Version: "v1", Kind: "ConfigMap", Namespace: "default", Name: "app"},
+			Condition:          metav1.Condition{Type: "Applied", Status: "False", Reason: "ApplyFailed", Message: "configmaps \"app\" is forbidden"}}}}}
+	r.write("status: binding", b)
+	_, _, body := get(t, http.MethodGet, base+"/clusters/east")
+	for _, want := range []string{"Overrides applied: east-replicas-0", "ConfigMap default/app: configmaps &#34;app&#34; is forbidden", "app-0-snapshot"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("cluster east lacks %s:\n%s", want, body)
+		}
+	}
+	if code, _, _ := get(t, http.MethodGet, base+"/clusters/west"); code != http.StatusNotFound {
+		t.Errorf("a cluster nothing knows: %d, want 404", code)
+	}
+}
