@@ -38,6 +38,7 @@ type serveOptions struct {
 	maxSyncDuration, cacheMaintenance          time.Duration
 	webhookAddr, webhookSecretFile             string
 	metricsAddr                                string
+	uiAddr                                     string
 	noApprovalBranches, allowInsecureHTTP      bool
 	untilIdle                                  bool
 	timeout                                    time.Duration
@@ -125,6 +126,7 @@ repository, by filesystem notifications.`,
 	f.StringVar(&o.webhookAddr, "webhook-addr", "", "listen for push webhooks on this address (e.g. :9090), path /webhook")
 	f.StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "file holding the webhook secret (required with --webhook-addr)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:8080", "serve /metrics, /healthz and /readyz on this address (empty disables; :8080 for every interface, as in a Pod)")
+	f.StringVar(&o.uiAddr, "ui-addr", "", "serve the read-only web view of runs, stages and clusters on this address (e.g. 127.0.0.1:8081; empty disables)")
 	f.BoolVar(&o.allowInsecureHTTP, "allow-insecure-http", false, "allow credentials over plain http:// (they travel unencrypted)")
 	f.BoolVar(&o.noApprovalBranches, "no-approval-branches", false, "do not push gitfleet/approve/<name> branches")
 	f.BoolVar(&o.untilIdle, "until-idle", false, "exit 0 once no run can progress without a person and status is pushed")
@@ -262,6 +264,9 @@ func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metric
 	}
 	if clusters != nil {
 		clusters.Start(ctx, d.Hub.Delivery())
+	}
+	if err := startServedUI(ctx, o, src, forgeCfg, log); err != nil {
+		return err
 	}
 	readyAge := o.readyMaxSyncAge
 	if readyAge == 0 && o.interval > 0 {
