@@ -1,4 +1,4 @@
-# gitfleet — make build | test | run | lint | bench | image | generate | crds
+# gitfleet — make build | test | run | lint | bench | screenshots | image | generate | crds
 GO        ?= go
 BIN       ?= bin/gitfleet
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -6,7 +6,7 @@ COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 IMAGE     ?= gitfleet:$(VERSION)
 
-.PHONY: all build test testbin fuzz lint vet fmt run run-clusters run-clusters-pull simulate bench image generate crds crd-summary clean
+.PHONY: all build test testbin fuzz lint vet fmt run run-clusters run-clusters-pull simulate bench screenshots image generate crds crd-summary clean
 
 all: lint test build
 
@@ -59,6 +59,10 @@ simulate: build ## Preview the quickstart rollout in virtual time
 
 bench: ## Benchmarks of the engine, hubs, delivery, render, git and status layers (the kube packages need make testbin; the Git loop's end-to-end benchmarks run on their own, see README)
 	$(GO) test -run '^$$' -bench . -benchmem ./reconciler/... ./render/... ./gitsource ./status/...
+
+screenshots: ## PNGs of the web view's fleet, run and cluster pages into docs/screenshots (README shows them), from status/web's browser tests (needs chromium)
+	mkdir -p docs/screenshots
+	CI=true GITFLEET_SCREENSHOTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run '^TestScreenshots$$' ./status/web
 
 image: ## Build the container image (needs a Docker engine)
 	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .

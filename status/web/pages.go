@@ -237,9 +237,13 @@ func (s *Server) runPage(ctx context.Context, m *model, r *fleet.UpdateRun, q ur
 			p.SnapshotHref = snapshotHref(r.Namespace, r.Spec.PlacementName, i)
 		}
 	}
-	for _, c := range r.Status.Conditions {
-		if c.Status == metav1.ConditionFalse && c.Message != "" {
-			p.Message = c.Message
+	switch v.Phase {
+	case fleet.PhaseFailed, fleet.PhaseInitFailed, fleet.PhaseStuck:
+		// What went wrong: the condition that says so.
+		for _, c := range r.Status.Conditions {
+			if c.Status == metav1.ConditionFalse && c.Message != "" {
+				p.Message = c.Message
+			}
 		}
 	}
 	statuses := stageStatuses(r)
