@@ -89,11 +89,9 @@ func TestRunPageFollowsARolloutOnTheFakeClock(t *testing.T) {
 
 	// The timeline lists the run's status commits, newest first, linked
 	// to the forge.
-	links := eval[[]string](t, ctx, `[...document.querySelectorAll(".timeline a")].map(a => a.href)`)
 	head := strings.TrimSpace(r.git("log", "-1", "--format=%H", "--", "status/runs/rollout.yaml"))
-	if len(links) < 4 || links[0] != "https://forge.example/fleet/commit/"+head {
-		t.Errorf("timeline links %q, want the newest first (%s) and one per status commit of the run", links, head)
-	}
+	waitFor(t, ctx, "the timeline to start at "+head, fmt.Sprintf(`(() => { const a = [...document.querySelectorAll(".timeline a")].map(a => a.href);
+		return a.length >= 4 && a[0] === %s })()`, js("https://forge.example/fleet/commit/"+head)))
 }
 
 // hostileRun is a run whose first cluster is named like a script, whose
