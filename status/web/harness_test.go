@@ -113,7 +113,7 @@ func (r *repo) write(msg string, objs ...runtime.Object) {
 
 // rollout is the real engine on a fake clock, rolling a config map out to
 // a canary stage (approved after it) and a prod stage of three clusters
-// one at a time, with its status tree in a Git repository.
+// one at a time (a minute's wait after it), with its status tree in a Git repository.
 type rollout struct {
 	*repo
 	clk   *clock.Fake
@@ -154,7 +154,8 @@ func newRollout(t testing.TB) *rollout {
 		Spec: fleet.UpdateStrategySpec{Stages: []fleet.StageConfig{
 			{Name: "canary", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "canary"}},
 				AfterStageTasks: []fleet.StageTask{{Type: fleet.StageTaskTypeApproval}}},
-			{Name: "prod", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}, MaxConcurrency: &one},
+			{Name: "prod", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}, MaxConcurrency: &one,
+				AfterStageTasks: []fleet.StageTask{{Type: fleet.StageTaskTypeTimedWait, WaitTime: &metav1.Duration{Duration: time.Minute}}}},
 		}}})
 	r.ctrl = &reconciler.Controller{Hub: h, Clock: r.clk, Committer: h,
 		Runs:      &updaterun.Reconciler{Hub: h, Clock: r.clk},

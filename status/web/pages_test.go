@@ -162,3 +162,47 @@ func TestClusterPageShowsItsSnapshotOverridesAndDeliveryErrors(t *testing.T) {
 		t.Errorf("a cluster nothing knows: %d, want 404", code)
 	}
 }
+
+func TestRunPageShowsStuckClustersNamespacedRunsAndLargeStagesAPageAtATime(t *testing.T) {
+	r := newRepo(t)
+	_, base := serve(t, r, false)
+	stuck := hostileRun()
+	stuck.Namespace = "team-a"
+	stuck.Status.Conditions[1] = metav1.Condition{Type: "Progressing", Status: "False", Reason: fleet.UpdateRunStuckReason,
+		Message: "clusters next have been updating longer than 5m0s", ObservedGeneration: 1, LastTransitionTime: stuck.CreationTimestamp}
+	stuck.Status.StagesStatus[0].Clusters[2].Conditions = []metav1.Condition{{Type: "Started", Status: "True", Reason: "ClusterUpdatingStarted",
+		ObservedGeneration: 1, LastTransitionTime: stuck.CreationTimestamp}}
+	r.write("status: stuck and big", stuck, bigRun(10000))
+
+	_, _, body := get(t, http.MethodGet, base+"/runs/team-a/hostile")
+	for _, want := range []string{`<span class="tname">next</span> <span class="tstate">stuck</span>`,
+		`<p class="message" role="status">clusters next have been updating longer than 5m0s</p>`, "Run team-a/hostile"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the stuck run's page lacks %s:\n%s", want, body)
+		}
+	}
+	if code, _, _ := get(t, http.MethodGet, base+"/runs/hostile"); code != http.StatusNotFound {
+		t.Errorf("a namespaced run by its name alone: %d, want 404", code)
+	}
+
+	_, _, body = get(t, http.MethodGet, base+"/runs/big")
+	if n := strings.Count(body, `class="tile `); n > 3*TileLimit {
+		t.Errorf("the 10,000-cluster page has %d tiles, want the stages grouped", n)
+	}
+	for _, want := range []string{`<span class="tname">4,950 clusters</span> <span class="tstate">pending</span>`,
+		`href="/runs/big?stage=wave2&amp;state=pending"`, `<span class="tname">member00099</span>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the 10,000-cluster page lacks %s", want)
+		}
+	}
+	_, _, body = get(t, http.MethodGet, base+"/runs/big?stage=wave2&state=pending&page=2")
+	for _, want := range []string{"Stage wave2: 4,950 pending (page 2 of 10)", `<span class="tname">member05550</span>`,
+		`href="/runs/big?page=1&amp;stage=wave2&amp;state=pending">previous page</a>`, `href="/runs/big?page=3&amp;stage=wave2&amp;state=pending">next page</a>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page 2 of wave2's pending clusters lacks %s", want)
+		}
+	}
+	if n := strings.Count(body, `class="tile `); n != pageSize {
+		t.Errorf("page 2 shows %d tiles, want %d", n, pageSize)
+	}
+}

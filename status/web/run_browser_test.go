@@ -46,7 +46,7 @@ func TestRunPageFollowsARolloutOnTheFakeClock(t *testing.T) {
 	waitFor(t, ctx, "the event stream", `document.body.dataset.connected === "true"`)
 
 	order := eval[[]string](t, ctx, `[...document.querySelectorAll("ol.stages > li")].map(e => e.classList.contains("gate") ? "gate " + e.getAttribute("aria-label") : e.querySelector(".stage-name").textContent)`)
-	if want := []string{"stage canary", "gate after stage canary", "stage prod", "deletion stage"}; !slices.Equal(order, want) {
+	if want := []string{"stage canary", "gate after stage canary", "stage prod", "gate after stage prod", "deletion stage"}; !slices.Equal(order, want) {
 		t.Fatalf("columns %q, want %q", order, want)
 	}
 	waitTile(t, ctx, "canary-1", "updating")
@@ -80,8 +80,17 @@ func TestRunPageFollowsARolloutOnTheFakeClock(t *testing.T) {
 	waitTile(t, ctx, "prod-1", "succeeded")
 	waitTile(t, ctx, "prod-2", "updating")
 	waitTile(t, ctx, "prod-3", "pending")
+	waitFor(t, ctx, "the soak's planned wait", `(() => { const g = document.querySelector('li.gate[aria-label="after stage prod"] .task');
+		return g && g.querySelector(".task-state").textContent === "not started" && g.querySelector(".when").textContent === "waits 1m0s" })()`)
+
+	// Once prod is done the soak says when it ends, then that it ended.
+	r.stepUntil("the soak", func(v runview.View) bool { return v.Waiting.For == runview.WaitTimedWait })
+	until := runview.Of(r.run()).Waiting.TimedWaitString()
+	waitFor(t, ctx, "the soak's end", fmt.Sprintf(`(() => { const g = document.querySelector('li.gate[aria-label="after stage prod"] .task');
+		return g && g.querySelector(".task-state").textContent === "waiting" && g.querySelector(".when").textContent === %s })()`, js(until)))
 	for r.run().Phase() != fleet.PhaseSucceeded && r.step() {
 	}
+	waitFor(t, ctx, "the soak to have ended", `document.querySelector('li.gate[aria-label="after stage prod"] .task-state').textContent === "elapsed"`)
 	waitFor(t, ctx, "the run to succeed", `document.getElementById("phase").textContent === "Succeeded"`)
 	for _, c := range []string{"canary-1", "prod-1", "prod-2", "prod-3"} {
 		waitTile(t, ctx, c, "succeeded")
