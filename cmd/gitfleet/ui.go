@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -165,8 +166,11 @@ func (t *servedTree) Tree(ctx context.Context) (status.Files, string, error) {
 			continue
 		}
 		read, err := t.src.ReadOwnTree(ctx, commit, dir)
-		if err != nil {
+		if errors.Is(err, gitsource.ErrNotFound) {
 			continue // no such folder yet
+		}
+		if err != nil {
+			return nil, "", err
 		}
 		for p, data := range read {
 			files[p] = data

@@ -58,6 +58,9 @@ func TestServeUIShowsTheRunItPushes(t *testing.T) {
 			t.Errorf("the run page lacks %q:\n%s", want, body)
 		}
 	}
+	if !strings.Contains(body, "status: example-run stage canary waiting for approval") {
+		t.Errorf("the timeline does not list serve's status commits:\n%s", body)
+	}
 	fleetPage := page(t, "http://"+addr+"/", `data-run="example-run"`)
 	if !strings.Contains(fleetPage, `<a href="/snapshots/example-placement/0">0</a>`) {
 		t.Errorf("the fleet page does not link the placement's latest snapshot:\n%s", fleetPage)

@@ -42,7 +42,6 @@ if (live) {
           const el = document.getElementById(focused);
           if (el) el.focus();
         }
-        document.body.dataset.version = String(Number(document.body.dataset.version || 0) + 1);
       }
     } finally {
       busy = false;
