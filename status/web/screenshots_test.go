@@ -24,7 +24,7 @@ func TestScreenshots(t *testing.T) {
 	r.stepUntil("canary-1 succeeded", func(v runview.View) bool { return clusterState(v, "canary-1") == runview.ClusterSucceeded })
 	r.write("status: hostile", hostileRun())
 	ctx := tab(t)
-	do(t, ctx, chromedp.EmulateViewport(1200, 700))
+	do(t, ctx, chromedp.EmulateViewport(1440, 640))
 	for _, shot := range []struct{ file, path, ready string }{
 		{"fleet.png", "/", `document.querySelectorAll("tr.run").length === 2`},
 		{"run.png", "/runs/rollout", `document.querySelector("li.gate .task") !== null`},
