@@ -233,7 +233,8 @@ func (m memFiles) List(prefix string) ([]string, error) {
 }
 
 // pullRequests finds the open pull request of an approval branch, asking
-// the forge at most once a minute per branch.
+// the forge at most once a minute per branch (every 10 seconds while it
+// has none: gitfleet opens it a moment after the request).
 type pullRequests struct {
 	f    forge.Forge
 	base string
@@ -249,7 +250,7 @@ type prLink struct {
 func (p *pullRequests) find(ctx context.Context, branch string) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if l, ok := p.seen[branch]; ok && time.Since(l.at) < time.Minute {
+	if l, ok := p.seen[branch]; ok && (time.Since(l.at) < 10*time.Second || (l.url != "" && time.Since(l.at) < time.Minute)) {
 		return l.url
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)

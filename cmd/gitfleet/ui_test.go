@@ -67,6 +67,20 @@ func TestServeUIShowsTheRunItPushes(t *testing.T) {
 	}
 }
 
+// With --forge the run page links the approval's pull request and each
+// status commit's page on the forge.
+func TestServeUILinksTheApprovalPullRequestAndTheForgesCommits(t *testing.T) {
+	g := newGiteaFleet(t)
+	addr := freeAddr(t)
+	g.serve(t, "--ui-addr", addr)
+	pr := g.approvalPR(t)
+	body := page(t, "http://"+addr+"/runs/example-run", `<a class="pr" href="`+pr.HTMLURL+`"`)
+	commits := strings.TrimSuffix(g.remote, ".git") + "/commit/"
+	if !strings.Contains(body, `<a href="`+commits) {
+		t.Errorf("the timeline does not link to %s…:\n%s", commits, body)
+	}
+}
+
 // gitfleet ui serves a clone's status tree and tells open pages when the
 // clone moves.
 func TestUIServesACloneAndFollowsItsCommits(t *testing.T) {
