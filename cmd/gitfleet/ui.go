@@ -64,6 +64,9 @@ func runUI(ctx context.Context, o uiOptions) error {
 	if err != nil {
 		return err
 	}
+	// What the pages show is the clone as of now: a commit from here on
+	// is a change to tell them about.
+	last := headOf(ctx, repo)
 	warnBeyondLoopback(o.addr, log)
 	addr, err := web.Listen(ctx, o.addr, srv)
 	if err != nil {
@@ -80,7 +83,6 @@ func runUI(ctx context.Context, o uiOptions) error {
 	// is what a page may lag.
 	check := time.NewTicker(time.Second)
 	defer check.Stop()
-	last := headOf(ctx, repo)
 	for {
 		select {
 		case <-ctx.Done():
