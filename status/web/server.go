@@ -125,7 +125,7 @@ func (s *Server) Notify() {
 // model reads the tree, or returns the one read since the last Notify.
 func (s *Server) model(ctx context.Context) (*model, error) {
 	s.mu.Lock()
-	m := s.cached
+	m, version := s.cached, s.version
 	s.mu.Unlock()
 	if m != nil {
 		return m, nil
@@ -141,7 +141,11 @@ func (s *Server) model(ctx context.Context) (*model, error) {
 		return m, nil
 	}
 	s.mu.Lock()
-	s.cached = m
+	// A Notify while we read means the tree moved under us: what we read
+	// may mix the two, so it serves this page only.
+	if s.version == version {
+		s.cached = m
+	}
 	s.mu.Unlock()
 	return m, nil
 }

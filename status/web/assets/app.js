@@ -33,16 +33,18 @@ if (live) {
     busy = true;
     try {
       const res = await fetch(location.href, { headers: { "Accept": "text/html" }, cache: "no-store" });
-      if (res.ok) {
-        const doc = new DOMParser().parseFromString(await res.text(), "text/html");
-        const focused = document.activeElement && document.activeElement.id;
-        document.getElementById("main").replaceWith(doc.getElementById("main"));
-        document.title = doc.title;
-        if (focused) {
-          const el = document.getElementById(focused);
-          if (el) el.focus();
-        }
+      if (!res.ok) throw new Error(res.statusText);
+      const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+      const focused = document.activeElement && document.activeElement.id;
+      document.getElementById("main").replaceWith(doc.getElementById("main"));
+      document.title = doc.title;
+      if (focused) {
+        const el = document.getElementById(focused);
+        if (el) el.focus();
       }
+    } catch (e) {
+      // The server is busy or restarting: try again in a second.
+      setTimeout(refresh, 1000);
     } finally {
       busy = false;
       if (again) { again = false; refresh(); }
@@ -50,5 +52,9 @@ if (live) {
   };
   const events = new EventSource(live);
   events.addEventListener("change", refresh);
-  events.addEventListener("open", () => { document.body.dataset.connected = "true"; });
+  // A stream that comes back may have missed a change while it was away.
+  events.addEventListener("open", () => {
+    if (document.body.dataset.connected === "true") refresh();
+    document.body.dataset.connected = "true";
+  });
 }
