@@ -484,14 +484,24 @@ func (q *query) root() error {
 	} else if !fi.IsDir() {
 		return fmt.Errorf("repository %s is not a folder", q.repo)
 	}
-	root, ok := repoRoot(q.repo)
-	if !ok && !holdsRecords(q.repo) {
-		abs, _ := filepath.Abs(q.repo)
-		return fmt.Errorf("%s is not in a Git repository and holds no %s/ or %s/ folder: run in a clone of the fleet repository or give --repo one",
-			abs, status.StatusDir, status.ApprovalsDir)
+	root, err := fleetRepo(q.repo)
+	if err != nil {
+		return err
 	}
 	q.repo = root
 	return nil
+}
+
+// fleetRepo is the clone (or copy of a checkout's records) that dir is in,
+// or an error naming dir when it is neither.
+func fleetRepo(dir string) (string, error) {
+	root, ok := repoRoot(dir)
+	if !ok && !holdsRecords(dir) {
+		abs, _ := filepath.Abs(dir)
+		return "", fmt.Errorf("%s is not in a Git repository and holds no %s/ or %s/ folder: run in a clone of the fleet repository or give --repo one",
+			abs, status.StatusDir, status.ApprovalsDir)
+	}
+	return root, nil
 }
 
 // holdsRecords reports whether dir has a status/ or approvals/ folder, as

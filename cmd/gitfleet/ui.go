@@ -58,7 +58,10 @@ stays a commit or a merge, and a gate shows the command that does it.`,
 
 func runUI(ctx context.Context, o uiOptions) error {
 	log := slog.Default()
-	repo := repoRoot(o.repo)
+	repo, err := fleetRepo(o.repo)
+	if err != nil {
+		return err
+	}
 	src := web.Checkout{Dir: repo}
 	srv, err := web.New(web.Config{Source: src, Live: true, Log: log.With("server", "ui")})
 	if err != nil {
