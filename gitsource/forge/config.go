@@ -39,18 +39,28 @@ type Config struct {
 	HTTPClient *http.Client
 }
 
+// locate is the host, the repository's path on it and the kind of forge
+// that cfg's remote names (cfg.Kind, else inferred from the host).
+func locate(cfg Config) (host, repoPath, kind string, err error) {
+	host, repoPath, err = parseRemote(cfg.Remote)
+	if err != nil {
+		return "", "", "", err
+	}
+	kind = cfg.Kind
+	if kind == "" {
+		if kind = inferKind(host); kind == "" {
+			return "", "", "", fmt.Errorf("cannot tell which forge hosts %s: set --forge github|gitlab|gitea (and --forge-url for a self-hosted one)", host)
+		}
+	}
+	return host, repoPath, kind, nil
+}
+
 // New returns the client for the repository cfg names. It does not call
 // the forge.
 func New(cfg Config) (Forge, error) {
-	host, repoPath, err := parseRemote(cfg.Remote)
+	host, repoPath, kind, err := locate(cfg)
 	if err != nil {
 		return nil, err
-	}
-	kind := cfg.Kind
-	if kind == "" {
-		if kind = inferKind(host); kind == "" {
-			return nil, fmt.Errorf("cannot tell which forge hosts %s: set --forge github|gitlab|gitea (and --forge-url for a self-hosted one)", host)
-		}
 	}
 	token, err := readToken(cfg)
 	if err != nil {

@@ -9,15 +9,9 @@ import (
 // hosts cfg's repository, for pages that link to the commits they show
 // (the web view's timeline). It needs no token and calls nothing.
 func CommitLinks(cfg Config) (func(sha string) string, error) {
-	host, repoPath, err := parseRemote(cfg.Remote)
+	host, repoPath, kind, err := locate(cfg)
 	if err != nil {
 		return nil, err
-	}
-	kind := cfg.Kind
-	if kind == "" {
-		if kind = inferKind(host); kind == "" {
-			return nil, fmt.Errorf("cannot tell which forge hosts %s: set --forge github|gitlab|gitea", host)
-		}
 	}
 	base := strings.TrimSuffix(cfg.URL, "/")
 	commit := "/commit/"
