@@ -42,6 +42,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/clock"
+	"github.com/gitfleet/gitfleet/internal/restlimits"
 )
 
 // Defaults of KubeFleet's hub agent.
@@ -65,28 +66,6 @@ type Config struct {
 	// to leave before the hub removes its namespace anyway (default 15m).
 	ForceDeleteWaitTime time.Duration
 	Log                 *slog.Logger
-}
-
-// Client-side rate limits used when Config.Rest sets none: a member
-// that joins costs four creates and every heartbeat a status write, and
-// client-go's defaults (5 QPS, burst 10) joined 1,000 members in minutes
-// (BenchmarkPullFleet).
-const (
-	DefaultQPS   = 500
-	DefaultBurst = 1000
-)
-
-// withLimits is a copy of rc with DefaultQPS and DefaultBurst where rc
-// sets none.
-func withLimits(rc *rest.Config) *rest.Config {
-	rc = rest.CopyConfig(rc)
-	if rc.QPS == 0 {
-		rc.QPS = DefaultQPS
-	}
-	if rc.Burst == 0 {
-		rc.Burst = DefaultBurst
-	}
-	return rc
 }
 
 // Controller keeps the hub side of every pulled member.
@@ -117,7 +96,7 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	cfg.Rest = withLimits(cfg.Rest)
+	cfg.Rest = restlimits.Default(cfg.Rest)
 	cl, err := client.New(cfg.Rest, client.Options{Scheme: Scheme})
 	if err != nil {
 		return nil, fmt.Errorf("member cluster controller: %w", err)

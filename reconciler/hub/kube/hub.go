@@ -42,6 +42,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/clock"
+	"github.com/gitfleet/gitfleet/internal/restlimits"
 	"github.com/gitfleet/gitfleet/reconciler/delivery"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/member"
@@ -54,10 +55,7 @@ const FieldManager = "gitfleet"
 // from.
 type Config struct {
 	// Rest reaches the hub's API server. Its QPS and Burst are raised to
-	// DefaultQPS and DefaultBurst when unset: the engine's writes are
-	// O(1) per cluster started, and client-go's defaults (5 QPS, burst 10)
-	// would make a 100-cluster stage wait on the client's own limiter, not
-	// on the API server.
+	// restlimits' when unset.
 	Rest *rest.Config
 	// Resources returns, sorted, the workload resources a placement selects
 	// now. The hub cluster does not hold them: gitfleet renders them from
@@ -92,10 +90,7 @@ type Config struct {
 	RunStatusSpacing time.Duration
 }
 
-// Client-side rate limits used when Config.Rest sets none.
 const (
-	DefaultQPS   = 500
-	DefaultBurst = 1000
 	// DefaultRunStatusSpacing lets a run's status coalesce for 100 ms
 	// between writes: at maxConcurrency 1 every cluster changes it, and
 	// the API server spent most of a core on these 40 KB writes while the
@@ -205,7 +200,7 @@ type handledState struct {
 // an informer per kind and waits for their caches. The informers stop when
 // ctx ends.
 func New(ctx context.Context, cfg Config) (*Hub, error) {
-	rc := withLimits(cfg.Rest)
+	rc := restlimits.Default(cfg.Rest)
 	if cfg.RunStatusSpacing == 0 {
 		cfg.RunStatusSpacing = DefaultRunStatusSpacing
 	}
@@ -273,20 +268,6 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		go h.runDelivery(ctx)
 	}
 	return h, nil
-}
-
-// withLimits is a copy of rc with DefaultQPS and DefaultBurst where rc
-// sets none: client-go's own (5 and 10) would pace the engine's writes, and
-// the start's access reviews, to a crawl.
-func withLimits(rc *rest.Config) *rest.Config {
-	rc = rest.CopyConfig(rc)
-	if rc.QPS == 0 {
-		rc.QPS = DefaultQPS
-	}
-	if rc.Burst == 0 {
-		rc.Burst = DefaultBurst
-	}
-	return rc
 }
 
 // checkServed fails with the fix when the hub lacks gitfleet's CRDs, rather

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/gitfleet/gitfleet/internal/restlimits"
 )
 
 // KubeFleet's hub agent (its scheduler, rollout and update-run controllers)
@@ -30,7 +32,7 @@ const (
 // hub behind rc: gitfleet's CRDs are served and KubeFleet's own hub agent
 // is not at work there. New checks the same.
 func Check(ctx context.Context, rc *rest.Config) error {
-	rc = withLimits(rc)
+	rc = restlimits.Default(rc)
 	if err := checkServed(rc); err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/restlimits"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
@@ -37,7 +38,7 @@ func startHub(t testing.TB) *testHub {
 	t.Helper()
 	c := kubetest.Start(t, "hub")[0]
 	rc := &rest.Config{Host: c.Server, BearerToken: c.AdminToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true},
-		QPS: DefaultQPS, Burst: DefaultBurst}
+		QPS: restlimits.QPS, Burst: restlimits.Burst}
 	th := &testHub{cluster: c, rest: rc, client: dynamic.NewForConfigOrDie(rc)}
 	ctx := await.Context(t)
 	c.InstallCRDs(filepath.Join("..", "..", "..", "config", "crd"))
