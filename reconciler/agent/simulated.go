@@ -26,10 +26,9 @@ import (
 // observation, and keeps its AppliedWorks in memory.
 type Simulated struct {
 	AppliedWorks
-	name           string
-	observation    member.Observation
-	availableAfter time.Duration
-	unavailable    bool
+	name        string
+	observation member.Observation
+	sim         member.Simulation
 
 	mu sync.Mutex
 	// since is, by Work name, the generation applied and when it was
@@ -47,16 +46,11 @@ var _ Member = (*Simulated)(nil)
 // SimulatedMember is m as a simulated member (its gitfleet.io/sim-*
 // annotations as a simulated MemberCluster's).
 func SimulatedMember(m *fleet.MemberCluster) (*Simulated, error) {
-	s := &Simulated{name: m.Name, observation: member.SimulatedObservation(m.Annotations), since: map[string]appliedAt{}}
-	if v := m.Annotations[fleet.SimAvailableAfterAnnotation]; v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return nil, fmt.Errorf("member cluster %q has an invalid %s annotation %q: want a non-negative Go duration such as 30s",
-				m.Name, fleet.SimAvailableAfterAnnotation, v)
-		}
-		s.availableAfter = d
+	sim, err := member.SimulationOf(m)
+	if err != nil {
+		return nil, err
 	}
-	_, s.unavailable = m.Annotations[fleet.SimUnavailableAnnotation]
+	s := &Simulated{name: m.Name, observation: member.SimulatedObservation(m.Annotations), sim: sim, since: map[string]appliedAt{}}
 	return s, nil
 }
 
@@ -77,7 +71,7 @@ func (s *Simulated) Apply(_ context.Context, w *fleet.Work, now time.Time) (flee
 		s.since[w.Name] = first
 	}
 	s.mu.Unlock()
-	available := !s.unavailable && now.Sub(first.at) >= s.availableAfter
+	available := !s.sim.Unavailable && now.Sub(first.at) >= s.sim.AvailableAfter
 
 	cond := func(t string, st metav1.ConditionStatus, reason, message string) metav1.Condition {
 		return metav1.Condition{Type: t, Status: st, Reason: reason, Message: message, ObservedGeneration: gen}

@@ -167,30 +167,35 @@ func (s *Simulated) leftOfLocked(placement hub.Key) []fleet.ResourceIdentifier {
 	return out
 }
 
-// simulation is a member's simulated behaviour, read from its annotations.
-type simulation struct {
-	availableAfter time.Duration
-	unavailable    bool
+// Simulation is a simulated member's behaviour, read from its
+// annotations: how long after an apply its resources become available
+// (gitfleet.io/sim-available-after), or never (gitfleet.io/sim-unavailable).
+// Both simulated appliers (this transport and gitfleet agent's) read it.
+type Simulation struct {
+	AvailableAfter time.Duration
+	Unavailable    bool
 }
 
-func simulationOf(m *fleet.MemberCluster) (simulation, error) {
-	var sim simulation
+// SimulationOf reads m's simulated behaviour, or says which annotation is
+// wrong.
+func SimulationOf(m *fleet.MemberCluster) (Simulation, error) {
+	var sim Simulation
 	if v, ok := m.Annotations[fleet.SimAvailableAfterAnnotation]; ok && v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
 			return sim, fmt.Errorf("member cluster %q has an invalid %s annotation %q: want a non-negative Go duration such as 30s",
 				m.Name, fleet.SimAvailableAfterAnnotation, v)
 		}
-		sim.availableAfter = d
+		sim.AvailableAfter = d
 	}
-	_, sim.unavailable = m.Annotations[fleet.SimUnavailableAnnotation]
+	_, sim.Unavailable = m.Annotations[fleet.SimUnavailableAnnotation]
 	return sim, nil
 }
 
 // Deliver applies the resources and reports; see the type's comment.
 func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 	key, gen := d.Key(), d.Generation()
-	sim, err := simulationOf(d.Member)
+	sim, err := SimulationOf(d.Member)
 	if err != nil {
 		return reportNotApplied(s.reporter, d, InvalidSimulationReason, err.Error())
 	}
@@ -237,7 +242,7 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 		ResourceSnapshot: d.Binding.Spec.ResourceSnapshotName,
 		Generation:       gen,
 		set:              s.shelf.hold(d.Binding.Namespace+"/"+d.Binding.Spec.ResourceSnapshotName, d.Resources),
-		Available:        !drifted && !sim.unavailable && (sim.availableAfter == 0 || availableAt(d.Binding, gen)),
+		Available:        !drifted && !sim.Unavailable && (sim.AvailableAfter == 0 || availableAt(d.Binding, gen)),
 		overridden:       overridden(d.Binding),
 		left:             s.leftOfLocked(d.Placement()),
 	}
@@ -257,7 +262,7 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 	if isAvailable {
 		return s.reporter.ReportBindingStatus(key, gen, append(conds, available(gen)), after)
 	}
-	if sim.unavailable {
+	if sim.Unavailable {
 		// Never available: KubeFleet's failure report, which the engine
 		// counts as an error and, after the stuck threshold, reports Stuck.
 		return s.reporter.ReportBindingStatus(key, gen, append(conds, notAvailable(gen, d.WorkName())),
@@ -270,7 +275,7 @@ func (s *Simulated) Deliver(_ context.Context, d Delivery) error {
 	// not-yet-available one.
 	s.mu.Lock()
 	if s.placed[key] == p {
-		s.timers[key] = s.clock.AfterFunc(sim.availableAfter, func() { s.becomeAvailable(key, gen) })
+		s.timers[key] = s.clock.AfterFunc(sim.AvailableAfter, func() { s.becomeAvailable(key, gen) })
 	}
 	s.mu.Unlock()
 	return err
