@@ -252,8 +252,18 @@ func TestAMemberWhoseAPIServerDiesFailsWithinTheBudget(t *testing.T) {
 	if value(member2) != "value1" {
 		t.Fatalf("staging (member2) has %q, want value1", value(member2))
 	}
-	member1.StopAPIServer()
+	// Freeze member1's API server before its stage, so that its update,
+	// once started, hangs in flight; kill the API server only then: it
+	// dies mid-stage, with member1 started and not done.
+	member1.PauseAPIServer()
 	r.approve("example-run-before-canary")
+	r.waitRun("example-run", "member1 started in the canary stage", func(run *fleet.UpdateRun) bool {
+		return clusterStarted(run, "canary", "member1")
+	})
+	if run := r.run("example-run"); clusterFailed(run, "canary", "member1") {
+		t.Fatal("member1 failed before its API server was killed")
+	}
+	member1.StopAPIServer()
 	r.waitRun("example-run", "member1 failed at its deadline", func(run *fleet.UpdateRun) bool {
 		return clusterFailed(run, "canary", "member1")
 	})

@@ -395,6 +395,16 @@ func (c *Cluster) StopAPIServer() {
 	c.apiserver = nil
 }
 
+// PauseAPIServer freezes the API server (SIGSTOP): requests to it hang
+// until StopAPIServer kills it.
+func (c *Cluster) PauseAPIServer() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.apiserver != nil {
+		c.apiserver.Pause()
+	}
+}
+
 // StartAPIServer starts the API server again on the same port, waits
 // until it is ready, and starts the controllers again if it had them.
 func (c *Cluster) StartAPIServer() {

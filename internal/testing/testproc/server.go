@@ -71,6 +71,13 @@ func (s *Server) Kill() {
 	<-s.exited
 }
 
+// Pause stops the server (SIGSTOP) without ending it: its connections
+// stay open and its clients' requests hang, as with a member whose
+// machine froze. Kill still ends it.
+func (s *Server) Pause() {
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGSTOP)
+}
+
 // KillFor kills the server that said, without exiting, that it cannot
 // serve (why): ExitError then gives why as the cause of its exit.
 func (s *Server) KillFor(why string) {
