@@ -105,7 +105,12 @@ func (r *Renderer) Render(ctx context.Context, src *gitsource.Source, commit plu
 		r.refused.put(digest, commit, err)
 	}
 	if err == nil && c.Accepted != nil {
-		r.accepted.Store(&c.Accepted)
+		// A pointer to the map, not to c's field: &c.Accepted would keep
+		// the whole content (every rendered object) alive until the next
+		// render, for the Renderer's life in simulate (17 MB of 10,000
+		// clusters' objects at the simulation's peak).
+		accepted := c.Accepted
+		r.accepted.Store(&accepted)
 	}
 	return c, err
 }
