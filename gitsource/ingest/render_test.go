@@ -6,12 +6,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"weak"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/gitfleet/gitfleet/gitsource"
 	"github.com/gitfleet/gitfleet/gitsource/ingest"
+	"github.com/gitfleet/gitfleet/internal/crdschema"
 	"github.com/gitfleet/gitfleet/internal/testing/gittest"
 	"github.com/gitfleet/gitfleet/render"
 	"github.com/gitfleet/gitfleet/render/renderproc"
@@ -73,5 +76,51 @@ func TestRendererDoesNotRenderARefusedInputAgain(t *testing.T) {
 		if !errors.Is(err, step.err) || renders != step.renders {
 			t.Errorf("%s: err %v after %d renders; want %v after %d", step.name, err, renders, step.err, step.renders)
 		}
+	}
+}
+
+// The Renderer remembers the objects the last render's schemas accepted,
+// and nothing else of it: the content itself (every rendered object, tens
+// of MB for 10,000 clusters) is gone once its caller drops it.
+func TestRendererKeepsOnlyTheAcceptedObjectsOfARender(t *testing.T) {
+	gittest.Require(t, "git")
+	work := t.TempDir()
+	gittest.Must(t, work, "init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(work, "a.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Must(t, work, "add", "-A")
+	gittest.Must(t, work, "commit", "-q", "-m", "a")
+	head := plumbing.NewHash(gittest.Must(t, work, "rev-parse", "HEAD"))
+	src, err := gitsource.Open(context.Background(), gitsource.Config{URL: work, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Fetch(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	var given []crdschema.Accepted
+	r := &ingest.Renderer{Func: func(ctx context.Context, fsys fs.FS, opts render.Options, lim renderproc.Limits) (*render.Content, error) {
+		given = append(given, opts.Accepted)
+		return &render.Content{Accepted: crdschema.Accepted{"a": {}}}, nil
+	}}
+	// renderOnce returns only a weak pointer: nothing of the test holds the
+	// content once it returns.
+	renderOnce := func() weak.Pointer[render.Content] {
+		c, err := r.Render(context.Background(), src, head)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return weak.Make(c)
+	}
+	first := renderOnce()
+	runtime.GC()
+	if first.Value() != nil {
+		t.Error("the content of the last render is still alive after its caller dropped it")
+	}
+	renderOnce()
+	if len(given) != 2 || given[0] != nil || len(given[1]) != 1 {
+		t.Errorf("renders were given the accepted objects %v; want none, then the first render's", given)
 	}
 }
