@@ -96,6 +96,14 @@ const (
 	// refuse, a manifest that no longer renders, an approval request file a
 	// commit broke. The hub keeps its last accepted version meanwhile.
 	RejectedChangeAnnotation = GitfleetPrefix + "rejected-change"
+	// ApprovedByAnnotation on an approval request says who approved it in
+	// Git: the author of the commit that changed its file, a person's merge
+	// of gitfleet's approval branch made with --no-ff (a fast-forward
+	// leaves gitfleet's own commit, so gitfleet is named), as
+	// "Alice <alice@example.com> (merge commit abc1234)". KubeFleet's
+	// ApprovalRequest has no approver field, and the Approved condition's
+	// message is the person's own.
+	ApprovedByAnnotation = GitfleetPrefix + "approved-by"
 
 	DriverSimulated        = "simulated"
 	DriverKubeconfigPrefix = "kubeconfig:"

@@ -51,15 +51,35 @@ func (d *Daemon) takeApprovals(ctx context.Context, commit plumbing.Hash) error 
 		if ar.Namespace != "" {
 			attrs = append(attrs, "namespace", ar.Namespace)
 		}
+		var by string
 		if p, perr := status.PathFor(ar); perr == nil {
 			if c := d.lastChange(ctx, commit, p); c != nil {
 				attrs = append(attrs, "commit", short(c.Hash), "author", fmt.Sprintf("%s <%s>", c.Author.Name, c.Author.Email))
 				d.forgeApprovalTaken(p, c)
+				if meta.IsStatusConditionTrue(ar.Status.Conditions, fleet.ApprovalRequestConditionApproved) {
+					by = approvedBy(c)
+				}
 			}
 		}
 		d.log.Info("approval taken from Git", attrs...)
+		// Who approved, on the request itself (an annotation both hubs
+		// carry with Annotate): a withdrawn approval names nobody.
+		key := hub.Key{Namespace: ar.Namespace, Name: ar.Name}
+		if aerr := d.Hub.Annotate(ctx, fleet.ApprovalRequestKind(ar.Namespace), key, fleet.ApprovedByAnnotation, by); aerr != nil && !hub.IsNotFound(aerr) {
+			d.log.Warn("recording who approved on the request failed", "approval_request", ar.Name, "err", aerr.Error())
+		}
 	}
 	return err
+}
+
+// approvedBy is the ApprovedByAnnotation of an approval c made: its author
+// and the commit, called a merge commit when it is one.
+func approvedBy(c *object.Commit) string {
+	what := "commit"
+	if c.NumParents() > 1 {
+		what = "merge commit"
+	}
+	return fmt.Sprintf("%s <%s> (%s %s)", c.Author.Name, c.Author.Email, what, short(c.Hash))
 }
 
 // lastChangeDepth bounds how far back lastChange looks.

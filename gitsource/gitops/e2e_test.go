@@ -77,6 +77,68 @@ func TestMergingTheApproveBranchApproves(t *testing.T) {
 	})
 }
 
+// The request records who approved it (gitfleet.io/approved-by): the
+// person whose --no-ff merge of gitfleet's approval branch changed its
+// file; a fast-forward leaves gitfleet's own commit as the change, so
+// gitfleet is named.
+func TestTheApprovalRecordsWhoMerged(t *testing.T) {
+	const branch = "gitfleet/approve/" + approvalName
+	for _, tc := range []struct {
+		name  string
+		merge []string
+	}{
+		{"a merge by a person", []string{"merge", "-q", "--no-ff", "-m", "Merge pull request: approve canary", "origin/" + branch}},
+		// A fast-forward where main has not moved since the branch was
+		// pushed, else what a forge's rebase-merge does: gitfleet's commit
+		// on main's tip, still authored by gitfleet.
+		{"a fast-forward", []string{"cherry-pick", "--ff", "origin/" + branch}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newFleetRepo(t, quickstartFleet(t))
+			startDaemon(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond)
+			waitForCanaryApproval(t, r)
+			eventually(t, "the gitfleet/approve branch", func() bool {
+				return strings.Contains(gitCmd(t, r.work, "ls-remote", "--heads", "origin"), "refs/heads/"+branch)
+			})
+			var want string
+			for i := 0; ; i++ {
+				gitCmd(t, r.work, "fetch", "-q", "origin")
+				gitCmd(t, r.work, "checkout", "-q", "-B", "main", "origin/main")
+				_, err := gitRun(r.work, tc.merge...)
+				if err == nil {
+					want = gitCmd(t, r.work, "log", "-1", "--format=%an <%ae> (%p|%H)", "HEAD")
+					_, err = gitRun(r.work, "push", "-q", "origin", "HEAD:main")
+				}
+				if err == nil {
+					break
+				} else if i == 20 {
+					t.Fatal(err)
+				}
+			}
+			who, commit, _ := strings.Cut(want, " (")
+			parents, hash, _ := strings.Cut(strings.TrimSuffix(commit, ")"), "|")
+			kind := "commit"
+			if strings.Contains(parents, " ") {
+				kind = "merge commit"
+			}
+			want = who + " (" + kind + " " + hash[:12] + ")"
+			if tc.name == "a fast-forward" && strings.HasPrefix(want, "dev <") {
+				t.Fatalf("the approval branch's commit is the test person's (%s), not gitfleet's", want)
+			}
+
+			r.waitPhase("example-run", fleet.PhaseSucceeded)
+			var got string
+			eventually(t, "the approval request to name who approved", func() bool {
+				got = r.approval(approvalName).Annotations[fleet.ApprovedByAnnotation]
+				return got != ""
+			})
+			if got != want {
+				t.Errorf("%s = %q, want %q", fleet.ApprovedByAnnotation, got, want)
+			}
+		})
+	}
+}
+
 func TestApprovalWithWrongGenerationIsIgnoredAndExplained(t *testing.T) {
 	r := newFleetRepo(t, quickstartFleet(t))
 	startDaemon(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond)
