@@ -1,6 +1,8 @@
 package status
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -37,4 +39,31 @@ func ApprovedCopy(a *fleet.ApprovalRequest, now time.Time) *fleet.ApprovalReques
 		Message:            message,
 	})
 	return out
+}
+
+// ApprovedBy is the value of fleet.ApprovedByAnnotation for an approval
+// made by the commit hash (abbreviated) authored by name <email>; merge
+// says it is a merge commit: "Alice <alice@example.com> (merge commit
+// abc1234)".
+func ApprovedBy(name, email, hash string, merge bool) string {
+	what := "commit"
+	if merge {
+		what = "merge commit"
+	}
+	return fmt.Sprintf("%s <%s> (%s %s)", name, email, what, hash)
+}
+
+// Approver is who approved a, as a page shows it: its
+// fleet.ApprovedByAnnotation without the e-mail address ("Alice (merge
+// commit abc1234)"), or "" when Git named nobody.
+func Approver(a *fleet.ApprovalRequest) string {
+	v := a.Annotations[fleet.ApprovedByAnnotation]
+	name, rest, ok := strings.Cut(v, " <")
+	if !ok {
+		return v
+	}
+	if _, commit, ok := strings.Cut(rest, "> "); ok {
+		return name + " " + commit
+	}
+	return v
 }

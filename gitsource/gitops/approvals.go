@@ -72,14 +72,9 @@ func (d *Daemon) takeApprovals(ctx context.Context, commit plumbing.Hash) error 
 	return err
 }
 
-// approvedBy is the ApprovedByAnnotation of an approval c made: its author
-// and the commit, called a merge commit when it is one.
+// approvedBy is the ApprovedByAnnotation of an approval c made.
 func approvedBy(c *object.Commit) string {
-	what := "commit"
-	if c.NumParents() > 1 {
-		what = "merge commit"
-	}
-	return fmt.Sprintf("%s <%s> (%s %s)", c.Author.Name, c.Author.Email, what, short(c.Hash))
+	return status.ApprovedBy(c.Author.Name, c.Author.Email, short(c.Hash), c.NumParents() > 1)
 }
 
 // lastChangeDepth bounds how far back lastChange looks.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -247,6 +248,11 @@ func (r *rollout) approve(name, author string) {
 	}
 	r.commitAll("approve "+name, author)
 	if err := r.hub.ApplyApprovalRequestStatus(ctx, approved); err != nil {
+		r.t.Fatal(err)
+	}
+	// What serve records on the request when it takes an approval from Git.
+	by := status.ApprovedBy(author, author+"@example.com", strings.TrimSpace(r.git("rev-parse", "--short=12", "HEAD")), false)
+	if err := r.hub.Annotate(ctx, fleet.ApprovalRequestKind(""), hub.Key{Name: name}, fleet.ApprovedByAnnotation, by); err != nil {
 		r.t.Fatal(err)
 	}
 	r.settle()

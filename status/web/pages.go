@@ -359,7 +359,7 @@ func (s *Server) gate(ctx context.Context, m *model, r *fleet.UpdateRun, v runvi
 			}
 			if approved {
 				g.State = "approved"
-				g.ApprovedBy = s.approver(ctx, m, ar)
+				g.ApprovedBy = approver(ar)
 			} else if g.State == "waiting for approval" {
 				g.Command = "gitfleet approve " + t.ApprovalRequestName
 				if r.Namespace != "" {
@@ -394,26 +394,14 @@ func (s *Server) gate(ctx context.Context, m *model, r *fleet.UpdateRun, v runvi
 	return out
 }
 
-// approver says who approved a request: the author of the oldest commit
-// that changed its file after gitfleet created it (a person's commit or
-// the merge of gitfleet's approval branch), else what its Approved
-// condition says.
-func (s *Server) approver(ctx context.Context, m *model, ar *fleet.ApprovalRequest) string {
+// approver says who approved a request: the person serve recorded on it
+// from Git (status.Approver), else the reason of its Approved condition
+// (an approval given on a kube hub with kubectl), and when.
+func approver(ar *fleet.ApprovalRequest) string {
 	if ar == nil {
 		return ""
 	}
-	var by string
-	if specs, err := status.HistoryPathspecs(ar); err == nil && s.cfg.Source != nil {
-		if commits, err := s.cfg.Source.History(ctx, m.rev, 20, specs...); err == nil && len(commits) > 1 {
-			creator := commits[len(commits)-1].Author
-			for i := len(commits) - 2; i >= 0; i-- {
-				if c := commits[i]; c.Author != creator {
-					by = c.Author + " (commit " + c.Short() + ")"
-					break
-				}
-			}
-		}
-	}
+	by := status.Approver(ar)
 	if c := meta.FindStatusCondition(ar.Status.Conditions, fleet.ApprovalRequestConditionApproved); c != nil {
 		if by == "" {
 			by = c.Reason

@@ -206,3 +206,41 @@ func TestRunPageShowsStuckClustersNamespacedRunsAndLargeStagesAPageAtATime(t *te
 		t.Errorf("page 2 shows %d tiles, want %d", n, pageSize)
 	}
 }
+
+// The gate names who approved from what serve recorded on the request
+// (gitfleet.io/approved-by), not from the file's history: with
+// --status-branch, or after gitfleet rewrote the file, every commit of it
+// is gitfleet's.
+func TestTheGateNamesWhoApprovedFromTheRequest(t *testing.T) {
+	r := newRepo(t)
+	_, base := serve(t, r, false)
+	run := hostileRun()
+	approved := metav1.Condition{Type: fleet.ApprovalRequestConditionApproved, Status: metav1.ConditionTrue, ObservedGeneration: 1,
+		Reason: fleet.ClusterApprovalRequestApprovedReason, LastTransitionTime: run.CreationTimestamp}
+	run.Status.StagesStatus[0].AfterStageTaskStatus = []fleet.StageTaskStatus{{Type: fleet.StageTaskTypeApproval, ApprovalRequestName: "hostile-after-one",
+		Conditions: []metav1.Condition{
+			{Type: fleet.StageTaskConditionApprovalRequestCreated, Status: metav1.ConditionTrue, Reason: "ApprovalRequestCreated", LastTransitionTime: run.CreationTimestamp},
+			{Type: fleet.StageTaskConditionApprovalRequestApproved, Status: metav1.ConditionTrue, Reason: "ApprovalRequestApproved", LastTransitionTime: run.CreationTimestamp}}}}
+	for _, tc := range []struct{ name, approvedBy, want string }{
+		{"a person's merge", "Alice <alice@example.com> (merge commit 0123456789ab)", "approved by Alice (merge commit 0123456789ab) at 2026-"},
+		{"nobody named in Git", "", "approved by " + fleet.ClusterApprovalRequestApprovedReason + " at 2026-"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ar := &fleet.ApprovalRequest{ObjectMeta: metav1.ObjectMeta{Name: "hostile-after-one", Generation: 1, CreationTimestamp: run.CreationTimestamp,
+				Labels: map[string]string{fleet.TargetUpdateRunLabel: "hostile", fleet.TaskTypeLabel: fleet.AfterStageTaskLabelValue}},
+				Spec:   fleet.ApprovalRequestSpec{TargetUpdateRun: "hostile", TargetStage: "one"},
+				Status: fleet.ApprovalRequestStatus{Conditions: []metav1.Condition{approved}}}
+			if tc.approvedBy != "" {
+				ar.Annotations = map[string]string{fleet.ApprovedByAnnotation: tc.approvedBy}
+			}
+			r.write("status: "+tc.name, run, ar)
+			_, _, body := get(t, http.MethodGet, base+"/runs/hostile")
+			if !strings.Contains(body, `<p class="approved-by">`+tc.want) {
+				t.Errorf("the gate does not say %q:\n%s", tc.want, body)
+			}
+			if strings.Contains(body, "alice@example.com") {
+				t.Error("the page shows the approver's e-mail address")
+			}
+		})
+	}
+}
