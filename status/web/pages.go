@@ -305,7 +305,7 @@ func grouped(tiles []tile, href, stage string) (keep []tile, groups []group) {
 		}
 		counts[t.State]++
 	}
-	for _, st := range []string{"failed", "stuck", "updating", "succeeded", "pending"} {
+	for _, st := range []string{"failed", "stuck", "updating", "succeeded", "skipped", "pending"} {
 		if counts[st] > 0 {
 			groups = append(groups, group{State: st, Count: counts[st],
 				Href: href + "?" + url.Values{"stage": {stage}, "state": {st}}.Encode()})

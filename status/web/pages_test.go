@@ -244,3 +244,37 @@ func TestTheGateNamesWhoApprovedFromTheRequest(t *testing.T) {
 		})
 	}
 }
+
+// A cluster that left the placement under a run that froze its cluster set
+// is a skipped tile, in its own colour, with why on hover; in a large stage
+// the skipped ones are a group of their own, not lost from the counts.
+func TestRunPageShowsSkippedClusters(t *testing.T) {
+	r := newRepo(t)
+	_, base := serve(t, r, false)
+	skipped := metav1.Condition{Type: fleet.ClusterUpdatingConditionSkipped, Status: metav1.ConditionTrue, Reason: fleet.ClusterLeftPlacementReason,
+		Message: "cluster next left the placement; the run goes on without it", ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(epoch)}
+	small := hostileRun()
+	small.Status.StagesStatus[0].Clusters[2].Conditions = []metav1.Condition{skipped}
+	big := bigRun(10000)
+	for j := range 30 { // wave2's last clusters left
+		c := &big.Status.StagesStatus[2].Clusters[len(big.Status.StagesStatus[2].Clusters)-1-j]
+		c.Conditions = []metav1.Condition{skipped}
+	}
+	r.write("status: skipped clusters", small, big)
+
+	_, _, body := get(t, http.MethodGet, base+"/runs/hostile")
+	for _, want := range []string{`class="tile s-skipped"`, `<span class="tname">next</span> <span class="tstate">skipped</span>`,
+		"the run goes on without it"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the run page lacks %s:\n%s", want, body)
+		}
+	}
+	_, _, body = get(t, http.MethodGet, base+"/runs/big")
+	if want := `<a class="tile group s-skipped" href="/runs/big?stage=wave2&amp;state=skipped"><span class="tname">30 clusters</span> <span class="tstate">skipped</span>`; !strings.Contains(body, want) {
+		t.Errorf("the 10,000-cluster page lacks the skipped group %s", want)
+	}
+	_, _, body = get(t, http.MethodGet, base+"/runs/big?stage=wave2&state=skipped")
+	if n := strings.Count(body, `class="tile s-skipped"`); n != 30 {
+		t.Errorf("wave2's skipped clusters: %d tiles, want 30", n)
+	}
+}
