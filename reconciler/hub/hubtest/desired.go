@@ -131,6 +131,14 @@ func (s *suite) approvalFromGit(d hub.Desired) {
 	if !meta.IsStatusConditionTrue(got.Status.Conditions, fleet.ApprovalRequestConditionApproved) {
 		s.t.Errorf("request after an approval from Git: %v; want Approved", got.Status.Conditions)
 	}
+	// Who approved, as serve records it: a note that leaves the approval be.
+	const by = "Alice <alice@example.com> (merge commit 0123456789ab)"
+	s.must(d.Annotate(s.ctx, fleet.ApprovalRequestKind(s.ns), s.key("run-after-canary"), fleet.ApprovedByAnnotation, by))
+	got, err = s.h.GetApprovalRequest(s.ctx, s.key("run-after-canary"))
+	s.must(err)
+	if got.Annotations[fleet.ApprovedByAnnotation] != by || !meta.IsStatusConditionTrue(got.Status.Conditions, fleet.ApprovalRequestConditionApproved) {
+		s.t.Errorf("request after who approved was recorded: annotations %v, conditions %v; want %s and Approved", got.Annotations, got.Status.Conditions, by)
+	}
 }
 
 // override is a ClusterResourceOverride on the cluster-scoped family, a
