@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -20,6 +21,7 @@ import (
 
 // Hub is the part of the hub seam delivery reads and writes.
 type Hub interface {
+	hub.Placements
 	hub.Bindings
 	hub.ResourceSnapshots
 	hub.MemberClusters
@@ -52,19 +54,15 @@ type Controller struct {
 	drivers DriverSource
 	seq     uint64
 	pending map[hub.Key]intent
-	// delivered remembers, per cluster delivered to, the bindings
-	// delivered there and the annotations that chose and shaped its
-	// transport then, so a change delivers them again.
-	delivered map[string]deliveredTo
-}
-
-// deliveredTo is what a cluster was delivered: its transport annotations
-// (member.DriverConfig) and its bindings, a few per cluster (one per
-// placement), so a slice, not a map: at 10,000 clusters a map each was
-// megabytes.
-type deliveredTo struct {
-	config   string
-	bindings []hub.Key
+	// delivered remembers, per cluster delivered to, the annotations that
+	// chose and shaped its transport then (member.DriverConfig), so a
+	// change delivers its bindings again. Only the annotations: which
+	// bindings the cluster has, Dispatch asks the hub (changed), a change
+	// of transport being rare and a list per cluster megabytes at 10,000.
+	delivered map[string]string
+	// changed holds the clusters whose transport changed since their last
+	// delivery: Dispatch delivers their bindings again.
+	changed map[string]struct{}
 }
 
 type intentKind int
@@ -108,7 +106,7 @@ type Config struct {
 func New(cfg Config) *Controller {
 	c := &Controller{
 		hub: cfg.Hub, ctx: cfg.Context, clock: cfg.Clock, log: cfg.Log, workers: max(cfg.Workers, 1),
-		pending: map[hub.Key]intent{}, delivered: map[string]deliveredTo{},
+		pending: map[hub.Key]intent{}, delivered: map[string]string{}, changed: map[string]struct{}{},
 	}
 	if c.ctx == nil {
 		c.ctx = context.Background()
@@ -135,11 +133,12 @@ func (c *Controller) SetDrivers(d DriverSource) {
 	c.drivers = d
 }
 
-// Pending is the number of deliveries and removals that wait for Dispatch.
+// Pending is the number of deliveries, removals and clusters delivered to
+// again that wait for Dispatch.
 func (c *Controller) Pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.pending)
+	return len(c.pending) + len(c.changed)
 }
 
 // Observe turns a binding change into a pending side effect; old is nil
@@ -172,26 +171,59 @@ func (c *Controller) Observe(old, cur *fleet.Binding) {
 	}
 }
 
-// MemberChanged delivers again every binding delivered to m whose
-// transport annotations changed since (member.DriverConfig), so a member
-// given its driver annotation, or moved from simulated to a real cluster,
-// receives what it is bound to without a new run.
+// MemberChanged delivers again, on the next Dispatch, every binding of m
+// when its transport annotations changed since it was last delivered to
+// (member.DriverConfig), so a member given its driver annotation, or moved
+// from simulated to a real cluster, receives what it is bound to without
+// a new run.
 func (c *Controller) MemberChanged(m *fleet.MemberCluster) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	to, ok := c.delivered[m.Name]
-	if !ok || to.config == member.DriverConfig(m.Annotations) {
+	config, ok := c.delivered[m.Name]
+	if !ok || config == member.DriverConfig(m.Annotations) {
 		return
 	}
-	to.config = member.DriverConfig(m.Annotations)
-	c.delivered[m.Name] = to
-	keys := slices.Clone(to.bindings)
-	slices.SortFunc(keys, func(a, b hub.Key) int { return compareKeys(a, b) })
+	c.delivered[m.Name] = member.DriverConfig(m.Annotations)
+	c.changed[m.Name] = struct{}{}
+}
+
+// queueChanged queues a delivery of every Bound binding of the clusters
+// whose transport changed (MemberChanged); on an error they stay changed.
+func (c *Controller) queueChanged(ctx context.Context) error {
+	c.mu.Lock()
+	changed := c.changed
+	c.changed = map[string]struct{}{}
+	c.mu.Unlock()
+	if len(changed) == 0 {
+		return nil
+	}
+	var keys []hub.Key
+	placements, err := c.hub.ListPlacements(ctx)
+	for _, p := range placements {
+		if err != nil {
+			break
+		}
+		var bindings []*fleet.Binding
+		bindings, err = hub.ListBindingsReadOnly(ctx, c.hub, keyOfPlacement(p))
+		for _, b := range bindings {
+			if _, ok := changed[b.Spec.TargetCluster]; ok && b.DeletionTimestamp == nil && b.Spec.State == fleet.BindingStateBound {
+				keys = append(keys, keyOf(b))
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		maps.Copy(c.changed, changed)
+		return fmt.Errorf("listing the bindings of member clusters whose transport changed: %w", err)
+	}
+	slices.SortFunc(keys, compareKeys)
 	for _, k := range keys {
 		if _, pending := c.pending[k]; !pending {
 			c.queueLocked(deliverIntent, k)
 		}
 	}
+	return nil
 }
 
 // Resync queues a delivery of every Bound binding and a removal of every
@@ -289,6 +321,9 @@ func (c *Controller) Dispatch(ctx context.Context) error {
 		errs []error
 		wg   sync.WaitGroup
 	)
+	if err := c.queueChanged(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	slots := make(chan struct{}, c.workers)
 	for _, in := range c.snapshot() {
 		c.forget(in)
@@ -354,7 +389,7 @@ func (c *Controller) dispatch(ctx context.Context, in intent) error {
 			log.Info("not delivering: the member cluster is not in the fleet")
 			return nil
 		}
-		c.noteDelivered(m, in.key)
+		c.noteDelivered(m)
 		if !slices.Contains(b.Finalizers, fleet.WorkFinalizer) {
 			if d.Binding, err = c.guard(ctx, in.key); err != nil {
 				return err
@@ -402,33 +437,16 @@ func (c *Controller) dispatch(ctx context.Context, in intent) error {
 			}
 			log.Debug("removed")
 		}
-		c.noteRemoved(b.Spec.TargetCluster, in.key)
 		return c.release(ctx, b)
 	}
 	return nil
 }
 
-// noteDelivered records the transport configuration b is delivered with.
-func (c *Controller) noteDelivered(m *fleet.MemberCluster, key hub.Key) {
+// noteDelivered records the transport configuration m is delivered with.
+func (c *Controller) noteDelivered(m *fleet.MemberCluster) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	to := c.delivered[m.Name]
-	to.config = member.DriverConfig(m.Annotations)
-	if !slices.Contains(to.bindings, key) {
-		to.bindings = append(to.bindings, key)
-	}
-	c.delivered[m.Name] = to
-}
-
-func (c *Controller) noteRemoved(cluster string, key hub.Key) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	to, ok := c.delivered[cluster]
-	if !ok {
-		return
-	}
-	to.bindings = slices.DeleteFunc(to.bindings, func(k hub.Key) bool { return k == key })
-	c.delivered[cluster] = to
+	c.delivered[m.Name] = member.DriverConfig(m.Annotations)
 }
 
 // release drops the work-cleanup finalizer of a terminating binding whose
@@ -516,6 +534,8 @@ func (c *Controller) ReportBindingStatus(key hub.Key, generation int64, conds []
 }
 
 func keyOf(b *fleet.Binding) hub.Key { return hub.Key{Namespace: b.Namespace, Name: b.Name} }
+
+func keyOfPlacement(p *fleet.Placement) hub.Key { return hub.Key{Namespace: p.Namespace, Name: p.Name} }
 
 func compareKeys(a, b hub.Key) int {
 	if a.Namespace != b.Namespace {
