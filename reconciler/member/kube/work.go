@@ -18,17 +18,19 @@ import (
 // Work conditions' reasons and messages, as KubeFleet's work applier
 // writes them (pkg/utils/condition, pkg/controllers/workapplier).
 const (
-	WorkAllManifestsAppliedReason      = "AllManifestsApplied"
-	WorkNotAllManifestsAppliedReason   = "SomeManifestsAreNotApplied"
-	WorkAllManifestsAvailableReason    = "AllManifestsAvailable"
-	WorkNotAllManifestsAvailableReason = "SomeManifestsAreNotAvailable"
-	WorkAllManifestsDiffReportedReason = "AllManifestsDiffReported"
+	WorkAllManifestsAppliedReason         = "AllManifestsApplied"
+	WorkNotAllManifestsAppliedReason      = "SomeManifestsAreNotApplied"
+	WorkAllManifestsAvailableReason       = "AllManifestsAvailable"
+	WorkNotAllManifestsAvailableReason    = "SomeManifestsAreNotAvailable"
+	WorkAllManifestsDiffReportedReason    = "AllManifestsDiffReported"
+	WorkNotAllManifestsDiffReportedReason = "SomeManifestsHaveNotReportedDiff"
 
-	AllManifestsAppliedMessage           = "All the specified manifests have been applied"
-	AllAppliedObjectAvailableMessage     = "All of the applied manifests are available"
-	AllManifestsHaveReportedDiffMessage  = "All the specified manifests have reported diff"
-	NotAllManifestsAppliedMessage        = "Failed to apply all manifests (%d of %d manifests are applied)"
-	NotAllAppliedObjectsAvailableMessage = "Some manifests are not available (%d of %d manifests are available)"
+	AllManifestsAppliedMessage             = "All the specified manifests have been applied"
+	AllAppliedObjectAvailableMessage       = "All of the applied manifests are available"
+	AllManifestsHaveReportedDiffMessage    = "All the specified manifests have reported diff"
+	NotAllManifestsAppliedMessage          = "Failed to apply all manifests (%d of %d manifests are applied)"
+	NotAllAppliedObjectsAvailableMessage   = "Some manifests are not available (%d of %d manifests are available)"
+	NotAllManifestsHaveReportedDiffMessage = "Failed to report diff on all manifests (%d of %d manifests have reported diff)"
 
 	// Per-manifest results.
 	ManifestAppliedReason  = "Applied"
@@ -36,6 +38,7 @@ const (
 	// ManifestApplyFailedMessage takes the API server's error.
 	ManifestApplyFailedMessage = "Failed to apply the manifest (error: %s)"
 	ManifestAvailableReason    = "Available"
+	ManifestAvailableMessage   = "Manifest is available"
 	ManifestNoDiffFoundReason  = "NoDiffFound"
 	ManifestFoundDiffReason    = "FoundDiff"
 	ManifestNoDiffFoundMsg     = "No diff has been found between the hub cluster and the member cluster"
@@ -112,6 +115,7 @@ func (a *WorkApplier) Apply(ctx context.Context, w *fleet.Work, now time.Time) (
 			return fleet.WorkStatus{}, a.cl.redact(err)
 		}
 		st.diffed(diffed, gen, at)
+		SetWorkConditions(&st.WorkStatus, true, gen)
 		return st.WorkStatus, nil
 	}
 	objs, live, _, out, err := a.cl.apply(ctx, d)
@@ -121,6 +125,7 @@ func (a *WorkApplier) Apply(ctx context.Context, w *fleet.Work, now time.Time) (
 			return fleet.WorkStatus{}, a.cl.redact(err)
 		}
 		st.applyFailed(ae.object, ae.applied, a.cl.redact(ae.err).Error(), gen)
+		SetWorkConditions(&st.WorkStatus, false, gen)
 		return st.WorkStatus, nil
 	}
 	var h health
@@ -130,6 +135,7 @@ func (a *WorkApplier) Apply(ctx context.Context, w *fleet.Work, now time.Time) (
 		}
 	}
 	st.applied(out, h, gen, at)
+	SetWorkConditions(&st.WorkStatus, false, gen)
 	st.observedIn(live)
 	return st.WorkStatus, nil
 }
@@ -168,14 +174,6 @@ func (st *workStatus) set(i int, c metav1.Condition) {
 	meta.SetStatusCondition(&st.ManifestConditions[i].Conditions, c)
 }
 
-func (st *workStatus) work(t string, ok bool, okReason, okMsg, failReason, failMsg string, gen int64) {
-	c := metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: okReason, Message: okMsg, ObservedGeneration: gen}
-	if !ok {
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, failReason, failMsg
-	}
-	meta.SetStatusCondition(&st.Conditions, c)
-}
-
 // applyFailed: the member refused obj (nil when it named none); the
 // objects in applied were applied before, nothing else was.
 func (st *workStatus) applyFailed(obj *unstructured.Unstructured, applied []*unstructured.Unstructured, msg string, gen int64) {
@@ -185,23 +183,18 @@ func (st *workStatus) applyFailed(obj *unstructured.Unstructured, applied []*uns
 				Reason: member.ManifestApplyFailedReason, Message: fmt.Sprintf(ManifestApplyFailedMessage, msg), ObservedGeneration: gen})
 		}
 	}
-	n := 0
 	for _, o := range applied {
 		if i, ok := st.byID[idKey(member.Identify(o))]; ok {
 			st.set(i, metav1.Condition{Type: fleet.WorkConditionTypeApplied, Status: metav1.ConditionTrue,
 				Reason: ManifestAppliedReason, Message: ManifestAppliedMessage, ObservedGeneration: gen})
-			n++
 		}
 	}
-	st.work(fleet.WorkConditionTypeApplied, false, "", "", WorkNotAllManifestsAppliedReason,
-		fmt.Sprintf(NotAllManifestsAppliedMessage, n, len(st.ManifestConditions)), gen)
 }
 
 // applied records an apply: held objects (the strategy's drift and
 // takeover checks) are not applied, with their drifts or diffs; the rest
 // are, with their availability.
 func (st *workStatus) applied(out outcome, h health, gen int64, at metav1.Time) {
-	n := len(st.ManifestConditions)
 	for _, f := range out.Failed {
 		if i, ok := st.byID[idKey(f.ResourceIdentifier)]; ok {
 			st.set(i, f.Condition)
@@ -227,9 +220,7 @@ func (st *workStatus) applied(out outcome, h health, gen int64, at metav1.Time) 
 			applied++
 		}
 	}
-	st.work(fleet.WorkConditionTypeApplied, applied == n, WorkAllManifestsAppliedReason, AllManifestsAppliedMessage,
-		WorkNotAllManifestsAppliedReason, fmt.Sprintf(NotAllManifestsAppliedMessage, applied, n), gen)
-	if applied < n {
+	if applied < len(st.ManifestConditions) {
 		return // KubeFleet reports availability only of an applied Work
 	}
 	notCurrent := map[string]metav1.Condition{}
@@ -240,14 +231,11 @@ func (st *workStatus) applied(out outcome, h health, gen int64, at metav1.Time) 
 		c, ok := notCurrent[k]
 		if !ok {
 			c = metav1.Condition{Type: fleet.WorkConditionTypeAvailable, Status: metav1.ConditionTrue,
-				Reason: ManifestAvailableReason, Message: "Manifest is available", ObservedGeneration: gen}
+				Reason: ManifestAvailableReason, Message: ManifestAvailableMessage, ObservedGeneration: gen}
 		}
 		c.Type = fleet.WorkConditionTypeAvailable
 		st.set(i, c)
 	}
-	available := n - len(h.notCurrent)
-	st.work(fleet.WorkConditionTypeAvailable, available == n, WorkAllManifestsAvailableReason, AllAppliedObjectAvailableMessage,
-		WorkNotAllManifestsAvailableReason, fmt.Sprintf(NotAllAppliedObjectsAvailableMessage, available, n), gen)
 }
 
 // diffed records a ReportDiff pass: every manifest compared, the ones that
@@ -267,7 +255,6 @@ func (st *workStatus) diffed(diffed []fleet.DiffedResourcePlacement, gen int64, 
 		}
 		st.set(i, c)
 	}
-	st.work(fleet.WorkConditionTypeDiffReported, true, WorkAllManifestsDiffReportedReason, AllManifestsHaveReportedDiffMessage, "", "", gen)
 }
 
 // observedIn makes each manifest's conditions observe the generation of
