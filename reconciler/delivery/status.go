@@ -58,7 +58,9 @@ const (
 // Available, or DiffReported under ReportDiff, each True only when every
 // Work says so at its generation; the placements only once every Work
 // finished what the strategy asks, so stale ones never leak into a new
-// report. Works being deleted are not counted.
+// report. Works being deleted are not counted. Unlike KubeFleet's, a Work
+// whose manifests are only not available yet makes Available=False
+// ResourceNotAvailableYet, which the engine waits for (summarize).
 func Status(b *fleet.Binding, works []*fleet.Work) ([]metav1.Condition, member.Placements) {
 	gen := b.Generation
 	live := make([]*fleet.Work, 0, len(works))
@@ -141,9 +143,12 @@ var (
 // when every Work reports it True at its generation, else False naming
 // the first Work that has not reported or reported False. For Available,
 // a Work whose availability cannot be tracked makes it True with
-// NotAllWorkAreAvailabilityTrackable naming that Work.
+// NotAllWorkAreAvailabilityTrackable naming that Work, and Works whose
+// manifests are only not available yet make it False with the in-progress
+// reason ResourceNotAvailableYet (KubeFleet's NotAllWorkAreAvailable is
+// kept for a manifest that failed its availability check).
 func summarize(works []*fleet.Work, t string, gen int64, w words) (metav1.Condition, summary) {
-	var notDone, failed, untrackable *fleet.Work
+	var notDone, failed, waiting, untrackable *fleet.Work
 	for _, work := range works {
 		c := meta.FindStatusCondition(work.Status.Conditions, t)
 		switch {
@@ -153,6 +158,10 @@ func summarize(works []*fleet.Work, t string, gen int64, w words) (metav1.Condit
 				untrackable = work
 			}
 		case isTrue(c, work.Generation):
+		case isFalse(c, work.Generation) && t == fleet.WorkConditionTypeAvailable && notYetAvailable(work):
+			if waiting == nil {
+				waiting = work
+			}
 		case isFalse(c, work.Generation):
 			if failed == nil {
 				failed = work
@@ -171,10 +180,33 @@ func summarize(works []*fleet.Work, t string, gen int64, w words) (metav1.Condit
 		return cond(metav1.ConditionFalse, w.falseReason, fmt.Sprintf(w.incompleteFmt, notDone.Name)), incomplete
 	case failed != nil:
 		return cond(metav1.ConditionFalse, w.falseReason, fmt.Sprintf(w.failedFmt, failed.Name)), failedSome
+	case waiting != nil:
+		// gitfleet's in-progress reason (README, deliberate differences):
+		// the engine waits for it instead of counting a failure.
+		return cond(metav1.ConditionFalse, fleet.ResourceNotAvailableYetReason, fmt.Sprintf(w.failedFmt, waiting.Name)), failedSome
 	case untrackable != nil:
 		return cond(metav1.ConditionTrue, WorkNotAvailabilityTrackableReason, fmt.Sprintf(w.untrackableFmt, untrackable.Name)), succeeded
 	}
 	return cond(metav1.ConditionTrue, w.trueReason, w.trueMessage), succeeded
+}
+
+// notYetAvailable reports whether w is not available only because some of
+// its manifests are not available yet (the work applier's
+// ManifestNotAvailableYet: kstatus InProgress, a simulated member still
+// becoming available), none having failed its availability check.
+func notYetAvailable(w *fleet.Work) bool {
+	waiting := false
+	for _, mc := range w.Status.ManifestConditions {
+		c := meta.FindStatusCondition(mc.Conditions, fleet.WorkConditionTypeAvailable)
+		switch {
+		case c == nil || c.Status != metav1.ConditionFalse:
+		case c.Reason == member.ManifestNotAvailableYetReason:
+			waiting = true
+		default:
+			return false
+		}
+	}
+	return waiting
 }
 
 func isTrue(c *metav1.Condition, gen int64) bool {

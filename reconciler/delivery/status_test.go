@@ -37,6 +37,8 @@ var (
 	manifestApplied = wc(fleet.WorkConditionTypeApplied, metav1.ConditionTrue, "Applied", 2)
 	manifestFailed  = wc(fleet.WorkConditionTypeApplied, metav1.ConditionFalse, member.ManifestApplyFailedReason, 2)
 	manifestWaiting = wc(fleet.WorkConditionTypeAvailable, metav1.ConditionFalse, member.ManifestNotAvailableYetReason, 2)
+	// manifestUnavailable failed its availability check (kstatus Failed).
+	manifestUnavailable = wc(fleet.WorkConditionTypeAvailable, metav1.ConditionFalse, "Failed", 2)
 )
 
 func TestBindingStatusFromItsWorks(t *testing.T) {
@@ -67,11 +69,22 @@ func TestBindingStatusFromItsWorks(t *testing.T) {
 			works: []*fleet.Work{work("app-work", []metav1.Condition{appliedTrue, availableTrue}, drift, diff), envWork},
 			want: want{applied: "False/NotAllWorkHaveBeenApplied/Work object app-work-envelope-1 has failed to apply",
 				failed: []string{"env/wrapped:ManifestApplyFailed"}, drifted: []string{"drifted"}, diffed: []string{"diffed"}}},
-		{name: "applied but not available names the unavailable manifests",
+		{name: "applied and not available yet is in progress and names the manifests it waits for",
 			works: []*fleet.Work{work("app-work", []metav1.Condition{appliedTrue, availableFalse}, manifest("deploy", manifestApplied, manifestWaiting))},
 			want: want{applied: "True/AllWorkHaveBeenApplied/All corresponding work objects are applied",
-				available: "False/NotAllWorkAreAvailable/Work object app-work is not yet available",
+				available: "False/ResourceNotAvailableYet/Work object app-work is not yet available",
 				failed:    []string{"deploy:ManifestNotAvailableYet"}}},
+		{name: "a manifest that failed its availability check is KubeFleet's failure, before works still waiting",
+			works: []*fleet.Work{work("app-1", []metav1.Condition{appliedTrue, availableFalse}, manifest("waiting", manifestApplied, manifestWaiting)),
+				work("app-work", []metav1.Condition{appliedTrue, availableFalse}, manifest("deploy", manifestApplied, manifestWaiting),
+					manifest("broken", manifestApplied, manifestUnavailable))},
+			want: want{applied: "True/AllWorkHaveBeenApplied/All corresponding work objects are applied",
+				available: "False/NotAllWorkAreAvailable/Work object app-work is not yet available",
+				failed:    []string{"waiting:ManifestNotAvailableYet", "deploy:ManifestNotAvailableYet", "broken:Failed"}}},
+		{name: "a work not available without saying which manifest is KubeFleet's failure",
+			works: []*fleet.Work{work("app-work", []metav1.Condition{appliedTrue, availableFalse})},
+			want: want{applied: "True/AllWorkHaveBeenApplied/All corresponding work objects are applied",
+				available: "False/NotAllWorkAreAvailable/Work object app-work is not yet available"}},
 		{name: "applied and available reports drifts only",
 			works: []*fleet.Work{work("app-work", []metav1.Condition{appliedTrue, availableTrue}, drift, diff)},
 			want: want{applied: "True/AllWorkHaveBeenApplied/All corresponding work objects are applied",
