@@ -2,11 +2,9 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
@@ -21,7 +19,8 @@ import (
 // SimulatedMember(m)). It answers Apply with the Work's status as
 // kube.WorkApplier writes it — every manifest Applied, and Available once
 // the MemberCluster's gitfleet.io/sim-available-after has passed since the
-// Work's generation was first applied (never under sim-unavailable) —
+// Work's generation was first applied (never under sim-unavailable, whose
+// note is then every manifest's failed availability) —
 // reports the property annotations of the MemberCluster as its
 // observation, and keeps its AppliedWorks in memory.
 type Simulated struct {
@@ -29,6 +28,9 @@ type Simulated struct {
 	name        string
 	observation member.Observation
 	sim         member.Simulation
+	// unavailable is the note of gitfleet.io/sim-unavailable: the message
+	// of every manifest's failed availability.
+	unavailable string
 
 	mu sync.Mutex
 	// since is, by Work name, the generation applied and when it was
@@ -50,7 +52,8 @@ func SimulatedMember(m *fleet.MemberCluster) (*Simulated, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Simulated{name: m.Name, observation: member.SimulatedObservation(m.Annotations), sim: sim, since: map[string]appliedAt{}}
+	s := &Simulated{name: m.Name, observation: member.SimulatedObservation(m.Annotations), sim: sim,
+		unavailable: m.Annotations[fleet.SimUnavailableAnnotation], since: map[string]appliedAt{}}
 	return s, nil
 }
 
@@ -76,45 +79,33 @@ func (s *Simulated) Apply(_ context.Context, w *fleet.Work, now time.Time) (flee
 	cond := func(t string, st metav1.ConditionStatus, reason, message string) metav1.Condition {
 		return metav1.Condition{Type: t, Status: st, Reason: reason, Message: message, ObservedGeneration: gen}
 	}
-	var out fleet.WorkStatus
+	// Under ReportDiff every manifest reports no diff; otherwise every
+	// manifest is applied, and available or not yet.
 	diff := w.Spec.ApplyStrategy != nil && w.Spec.ApplyStrategy.Type == fleet.ApplyStrategyTypeReportDiff
-	for i, o := range objs {
-		gvk := o.GroupVersionKind()
-		mc := fleet.ManifestCondition{Identifier: fleet.WorkResourceIdentifier{Ordinal: i, Group: gvk.Group, Version: gvk.Version,
-			Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}, Conditions: []metav1.Condition{}}
-		switch {
-		case diff:
-			meta.SetStatusCondition(&mc.Conditions, cond(fleet.WorkConditionTypeDiffReported, metav1.ConditionTrue,
-				kube.ManifestNoDiffFoundReason, kube.ManifestNoDiffFoundMsg))
-		default:
-			meta.SetStatusCondition(&mc.Conditions, cond(fleet.WorkConditionTypeApplied, metav1.ConditionTrue,
-				kube.ManifestAppliedReason, kube.ManifestAppliedMessage))
-			if available {
-				meta.SetStatusCondition(&mc.Conditions, cond(fleet.WorkConditionTypeAvailable, metav1.ConditionTrue,
-					kube.ManifestAvailableReason, "Manifest is available"))
-			} else {
-				meta.SetStatusCondition(&mc.Conditions, cond(fleet.WorkConditionTypeAvailable, metav1.ConditionFalse,
-					member.ManifestNotAvailableYetReason, member.ManifestNotAvailableYetMessage))
-			}
-		}
-		out.ManifestConditions = append(out.ManifestConditions, mc)
-	}
-	n := len(objs)
+	conds := []metav1.Condition{cond(fleet.WorkConditionTypeApplied, metav1.ConditionTrue, kube.ManifestAppliedReason, kube.ManifestAppliedMessage),
+		cond(fleet.WorkConditionTypeAvailable, metav1.ConditionFalse, member.ManifestNotAvailableYetReason, member.ManifestNotAvailableYetMessage)}
 	switch {
 	case diff:
-		meta.SetStatusCondition(&out.Conditions, cond(fleet.WorkConditionTypeDiffReported, metav1.ConditionTrue,
-			kube.WorkAllManifestsDiffReportedReason, kube.AllManifestsHaveReportedDiffMessage))
-	default:
-		meta.SetStatusCondition(&out.Conditions, cond(fleet.WorkConditionTypeApplied, metav1.ConditionTrue,
-			kube.WorkAllManifestsAppliedReason, kube.AllManifestsAppliedMessage))
-		if available {
-			meta.SetStatusCondition(&out.Conditions, cond(fleet.WorkConditionTypeAvailable, metav1.ConditionTrue,
-				kube.WorkAllManifestsAvailableReason, kube.AllAppliedObjectAvailableMessage))
-		} else {
-			meta.SetStatusCondition(&out.Conditions, cond(fleet.WorkConditionTypeAvailable, metav1.ConditionFalse,
-				kube.WorkNotAllManifestsAvailableReason, fmt.Sprintf(kube.NotAllAppliedObjectsAvailableMessage, 0, n)))
-		}
+		conds = []metav1.Condition{cond(fleet.WorkConditionTypeDiffReported, metav1.ConditionTrue, kube.ManifestNoDiffFoundReason, kube.ManifestNoDiffFoundMsg)}
+	case s.sim.Unavailable:
+		// Never available: failed, as kstatus says of a Deployment past
+		// its progress deadline, so the binding reports KubeFleet's
+		// failure and the run goes Stuck (a manifest only not available
+		// yet would keep it waiting).
+		conds[1] = cond(fleet.WorkConditionTypeAvailable, metav1.ConditionFalse, kube.ManifestFailedReason, s.unavailable)
+	case available:
+		conds[1] = cond(fleet.WorkConditionTypeAvailable, metav1.ConditionTrue, kube.ManifestAvailableReason, kube.ManifestAvailableMessage)
 	}
+	var out fleet.WorkStatus
+	for i, o := range objs {
+		gvk := o.GroupVersionKind()
+		out.ManifestConditions = append(out.ManifestConditions, fleet.ManifestCondition{Identifier: fleet.WorkResourceIdentifier{
+			Ordinal: i, Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()},
+			Conditions: append([]metav1.Condition(nil), conds...)})
+	}
+	// The Work's own conditions follow from its manifests', as
+	// kube.WorkApplier's do.
+	kube.SetWorkConditions(&out, diff, gen)
 	return out, nil
 }
 
