@@ -499,13 +499,26 @@ func BenchmarkStatusCommitsPerRun(b *testing.B) {
 // clusters at maxConcurrency 1 through Git, from the run's push to
 // Succeeded pushed (push-to-succeeded-s, the moment the daemon's push of
 // it returned): one guarded commit and push per cluster, with serve's
-// default status batching. push-to-flushed-s goes on until every status
-// change is pushed, the placement's last update included.
+// default status batching and group commit (at maxConcurrency 1 no other
+// pass is under way when a cluster's pass ends, so its group commits at
+// once rather than after the window). push-to-flushed-s goes on until
+// every status change is pushed, the placement's last update included.
 //
-//	go test ./gitsource/gitops/ -run '^$' -bench SerialStage -benchtime 1x
+// The floor is one guarded push per cluster: push-ms replays the changes
+// of the daemon's own commits of the run, one after the other, through a
+// gitsource.Source of its own on the same remote, right after the run and
+// at the same load (the same files and sizes: the run's status and the
+// bindings of the cluster that finished and the one that started).
+// beyond-push-ms/cluster is what a cluster's step costs besides that push:
+// the engine's pass, the member's report, the status encoding and the
+// group's bookkeeping.
+//
+//	go test ./gitsource/gitops/ -run '^$' -bench SerialStage -benchtime 1x [-args -serial-group-commit=0]
+var serialGroupCommit = flag.Duration("serial-group-commit", gitops.DefaultGroupCommit, "the daemon's GroupCommit in BenchmarkSerialStage (0: one commit and push per pass)")
+
 func BenchmarkSerialStage(b *testing.B) {
 	const n = 100
-	var took, flushed time.Duration
+	var took, flushed, push time.Duration
 	var commits int
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -513,6 +526,7 @@ func BenchmarkSerialStage(b *testing.B) {
 		w := &runWatcher{}
 		d := startDaemonWith(b, "file://"+r.remote, b.TempDir(), 50*time.Millisecond, func(c *gitops.Config) {
 			c.StatusInterval = status.DefaultInterval
+			c.GroupCommit = *serialGroupCommit
 			w.watchRun(c)
 		})
 		eventually(b, "the placement's snapshot and bindings", func() bool {
@@ -527,12 +541,59 @@ func BenchmarkSerialStage(b *testing.B) {
 		took += w.succeededAt().Sub(start)
 		b.StopTimer()
 		d.stop(b)
-		commits += len(ownCommits(b, r, runCommit+"..main"))
+		own := ownCommits(b, r, runCommit+"..main")
+		commits += len(own)
+		push += replayPushes(b, r, own)
 	}
+	perCluster := float64(took.Milliseconds()) / float64(b.N) / n
+	pushMS := float64(push.Microseconds()) / 1000 / float64(b.N)
 	b.ReportMetric(took.Seconds()/float64(b.N), "push-to-succeeded-s")
 	b.ReportMetric(flushed.Seconds()/float64(b.N), "push-to-flushed-s")
-	b.ReportMetric(float64(took.Milliseconds())/float64(b.N)/n, "ms/cluster")
+	b.ReportMetric(perCluster, "ms/cluster")
+	b.ReportMetric(pushMS, "push-ms")
+	b.ReportMetric(perCluster-pushMS, "beyond-push-ms/cluster")
 	b.ReportMetric(float64(commits)/float64(b.N), "commits/run")
+}
+
+// replayPushes pushes again, through a gitsource.Source of its own on r's
+// remote, the files that own's commits changed (own as git rev-list lists
+// them, newest first), with their content at each commit, oldest first:
+// the changes a run's steps pushed, without the daemon around them. It
+// returns the mean time of one guarded commit and push (Source.Apply).
+func replayPushes(b testing.TB, r *fleetRepo, own []string) time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	src, err := gitsource.Open(ctx, gitsource.Config{URL: "file://" + r.remote, Branch: "main", CacheDir: b.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var took time.Duration
+	pushes := 0
+	// The steps of the stage: not the run's first commit nor its last
+	// ones (the placement's status).
+	for i := len(own) - 2; i >= 2; i-- {
+		writes := map[string][]byte{}
+		for _, p := range strings.Fields(r.git("diff-tree", "-r", "--name-only", "--no-commit-id", "--diff-filter=AM", own[i])) {
+			data, err := exec.Command("git", "--git-dir", r.remote, "cat-file", "blob", own[i]+":"+p).Output()
+			if err != nil {
+				b.Fatal(err)
+			}
+			writes[p] = data
+		}
+		start := time.Now()
+		if _, err := src.Apply(ctx, gitsource.Change{Message: "replay " + own[i], Writes: writes}); err != nil {
+			b.Fatal(err)
+		}
+		if i < len(own)-2 { // the first one fetched the branch
+			took += time.Since(start)
+			pushes++
+		}
+	}
+	if pushes == 0 {
+		b.Fatal("no step to replay")
+	}
+	return took / time.Duration(pushes)
 }
 
 // runWatcher learns the phase of the run "run" from the status commits the
