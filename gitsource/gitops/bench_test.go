@@ -524,7 +524,11 @@ func BenchmarkSerialStage(b *testing.B) {
 		b.StopTimer()
 		r := newFleetRepo(b, stagedFleet(n, "1"))
 		w := &runWatcher{}
-		d := startDaemonWith(b, "file://"+r.remote, b.TempDir(), 50*time.Millisecond, func(c *gitops.Config) {
+		// No polling: serve polls every 30 s, and a fetch holds the
+		// source while it runs, so the harness's usual poll (every 50 ms)
+		// put one fetch before every other push. The run's push pokes the
+		// daemon.
+		d := startDaemonWith(b, "file://"+r.remote, b.TempDir(), 0, func(c *gitops.Config) {
 			c.StatusInterval = status.DefaultInterval
 			c.GroupCommit = *serialGroupCommit
 			w.watchRun(c)
