@@ -237,3 +237,38 @@ func TestGroupCommitClosesTheGroupWhenTheWindowIsOver(t *testing.T) {
 		t.Errorf("commits %v, want %v", got, want)
 	}
 }
+
+// A pass that ends while no other pass is under way commits at once, not
+// after the window: nothing can join its group soon. At maxConcurrency 1
+// every cluster's pass is such a pass, so the window would otherwise be
+// added to every cluster's step. The fake clock never moves: a group that
+// waited for the window would never commit.
+func TestGroupCommitCommitsAtOnceWhenNoOtherPassIsUnderWay(t *testing.T) {
+	c := &heldCommits{}
+	g, h, _ := newGroupFixture(t, c, time.Hour)
+	ctx := await.Context(t)
+
+	var want [][]string
+	for _, name := range []string{"member-a", "member-b", "member-c"} {
+		g.begin()
+		writeMember(t, h, name)
+		done := make(chan error, 1)
+		go func() { done <- g.end(ctx, true) }()
+		var err error
+		await.Until(t, "the commit of "+name+"'s pass, alone, without the window", func() bool {
+			select {
+			case err = <-done:
+				return true
+			default:
+				return false
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, []string{memberPath(name)})
+	}
+	if got := c.all(); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("commits %v, want one per pass %v", got, want)
+	}
+}
