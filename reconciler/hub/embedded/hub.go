@@ -91,9 +91,9 @@ func New(c clock.Clock, store Store) *Hub {
 		clock:      c,
 		store:      store,
 		placements: newTable[*fleet.Placement](),
-		policies:   newTable[*fleet.PolicySnapshot](),
-		snapshots:  newTable[*fleet.ResourceSnapshot](),
-		bindings:   newTable[*fleet.Binding](),
+		policies:   newGroupedTable(placementOf[*fleet.PolicySnapshot]),
+		snapshots:  newGroupedTable(placementOf[*fleet.ResourceSnapshot]),
+		bindings:   newGroupedTable(placementOf[*fleet.Binding]),
 		members:    newTable[*fleet.MemberCluster](),
 		strategies: newTable[*fleet.UpdateStrategy](),
 		runs:       newTable[*fleet.UpdateRun](),
@@ -193,7 +193,9 @@ func (h *Hub) forget(kind string, key hub.Key) {
 	h.store.Delete(ObjectRef{Kind: kind, Key: key})
 }
 
-func placementOf(o metav1.Object) hub.Key {
+// placementOf is the placement an object belongs to (its tracking label):
+// the group the hub files bindings and snapshots under.
+func placementOf[T metav1.Object](o T) hub.Key {
 	return hub.Key{Namespace: o.GetNamespace(), Name: o.GetLabels()[fleet.PlacementTrackingLabel]}
 }
 
@@ -256,7 +258,7 @@ func (h *Hub) UpdatePlacementStatus(_ context.Context, p *fleet.Placement) error
 func (h *Hub) ListPolicySnapshots(_ context.Context, placement hub.Key) ([]*fleet.PolicySnapshot, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.policies.list(func(s *fleet.PolicySnapshot) bool { return placementOf(s) == placement }), nil
+	return h.policies.listGroup(placement), nil
 }
 
 // CreatePolicySnapshot implements hub.PolicySnapshots.
@@ -302,7 +304,7 @@ func (h *Hub) UpdatePolicySnapshot(_ context.Context, s *fleet.PolicySnapshot) e
 func (h *Hub) ListResourceSnapshots(_ context.Context, placement hub.Key) ([]*fleet.ResourceSnapshot, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.snapshots.list(func(s *fleet.ResourceSnapshot) bool { return placementOf(s) == placement }), nil
+	return h.snapshots.listGroup(placement), nil
 }
 
 // ListResourceSnapshotsReadOnly implements hub.ReadOnlyResourceSnapshots:
@@ -310,7 +312,7 @@ func (h *Hub) ListResourceSnapshots(_ context.Context, placement hub.Key) ([]*fl
 func (h *Hub) ListResourceSnapshotsReadOnly(_ context.Context, placement hub.Key) ([]*fleet.ResourceSnapshot, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.snapshots.listShared(func(s *fleet.ResourceSnapshot) bool { return placementOf(s) == placement }), nil
+	return h.snapshots.listGroupShared(placement), nil
 }
 
 // CreateResourceSnapshot implements hub.ResourceSnapshots.
@@ -383,7 +385,7 @@ func (h *Hub) SetResources(res []*unstructured.Unstructured) {
 func (h *Hub) ListBindings(_ context.Context, placement hub.Key) ([]*fleet.Binding, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.bindings.list(func(b *fleet.Binding) bool { return placementOf(b) == placement }), nil
+	return h.bindings.listGroup(placement), nil
 }
 
 // ListBindingsReadOnly implements hub.ReadOnlyBindings: the stored
@@ -393,7 +395,7 @@ func (h *Hub) ListBindings(_ context.Context, placement hub.Key) ([]*fleet.Bindi
 func (h *Hub) ListBindingsReadOnly(_ context.Context, placement hub.Key) ([]*fleet.Binding, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.bindings.listShared(func(b *fleet.Binding) bool { return placementOf(b) == placement }), nil
+	return h.bindings.listGroupShared(placement), nil
 }
 
 // GetBinding implements hub.Bindings.
