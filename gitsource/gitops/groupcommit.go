@@ -7,9 +7,7 @@ import (
 
 	"github.com/gitfleet/gitfleet/internal/clock"
 	"github.com/gitfleet/gitfleet/reconciler"
-	"github.com/gitfleet/gitfleet/reconciler/eviction"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
-	"github.com/gitfleet/gitfleet/reconciler/updaterun"
 )
 
 // DefaultGroupCommit is how long a guarded write waits, at most, for the
@@ -183,58 +181,45 @@ func (g *groupCommit) engineOf(ctrl *reconciler.Controller, onError func(string,
 	}
 	ctrl.Committer = nil
 	if r := ctrl.Runs; r != nil {
-		ctrl.Runs = groupedRuns{g, r, end}
+		ctrl.Runs = grouped(g, end, r.Reconcile)
 	}
 	if s := ctrl.Scheduler; s != nil {
-		ctrl.Scheduler = groupedScheduler{g, s, end}
+		ctrl.Scheduler = grouped(g, end, noResult(s.Schedule))
 	}
 	if st := ctrl.Status; st != nil {
-		ctrl.Status = func(ctx context.Context, key hub.Key) error {
-			g.begin()
-			defer end(ctx)
-			return st(ctx, key)
-		}
+		ctrl.Status = grouped(g, end, noResult(st)).Schedule
 	}
 	if e := ctrl.Evictions; e != nil {
-		ctrl.Evictions = groupedEvictions{g, e, end}
+		ctrl.Evictions = grouped(g, end, e.Reconcile)
 	}
 	if g.window > 0 {
 		ctrl.Workers = groupWorkers
 	}
 }
 
-type groupedRuns struct {
-	g    *groupCommit
-	next reconciler.RunReconciler
-	end  func(context.Context)
+// pass is one of the engine's passes over a key, with its result: a
+// reconciler.RunReconciler or EvictionReconciler (Reconcile), a
+// reconciler.Scheduler or PlacementStatus (Schedule).
+type pass[R any] func(context.Context, hub.Key) (R, error)
+
+func (p pass[R]) Reconcile(ctx context.Context, key hub.Key) (R, error) { return p(ctx, key) }
+
+func (p pass[R]) Schedule(ctx context.Context, key hub.Key) error {
+	_, err := p(ctx, key)
+	return err
 }
 
-func (r groupedRuns) Reconcile(ctx context.Context, key hub.Key) (updaterun.Result, error) {
-	r.g.begin()
-	defer r.end(ctx)
-	return r.next.Reconcile(ctx, key)
+// noResult is a pass that returns only an error.
+func noResult(p func(context.Context, hub.Key) error) pass[struct{}] {
+	return func(ctx context.Context, key hub.Key) (struct{}, error) { return struct{}{}, p(ctx, key) }
 }
 
-type groupedScheduler struct {
-	g    *groupCommit
-	next reconciler.Scheduler
-	end  func(context.Context)
-}
-
-func (s groupedScheduler) Schedule(ctx context.Context, placement hub.Key) error {
-	s.g.begin()
-	defer s.end(ctx)
-	return s.next.Schedule(ctx, placement)
-}
-
-type groupedEvictions struct {
-	g    *groupCommit
-	next reconciler.EvictionReconciler
-	end  func(context.Context)
-}
-
-func (e groupedEvictions) Reconcile(ctx context.Context, key hub.Key) (eviction.Result, error) {
-	e.g.begin()
-	defer e.end(ctx)
-	return e.next.Reconcile(ctx, key)
+// grouped is p as a pass of g: it holds the hub while it runs and calls end
+// (joins a group) when it returns.
+func grouped[R any](g *groupCommit, end func(context.Context), p pass[R]) pass[R] {
+	return func(ctx context.Context, key hub.Key) (R, error) {
+		g.begin()
+		defer end(ctx)
+		return p(ctx, key)
+	}
 }
