@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -98,18 +97,7 @@ func benchmarkConcurrentRuns(b *testing.B, shape fleettest.Scale) {
 	for i := range names {
 		names[i] = shape.RunName(round, i)
 	}
-	next := time.Now().Add(30 * time.Second)
-	within(b, fmt.Sprintf("%d runs to succeed in Git", shape.Runs), pullBudget(clusters*50), 100*time.Millisecond, func() bool {
-		done, failed := w.finished(names)
-		if failed != "" {
-			b.Fatalf("run %s failed", failed)
-		}
-		if time.Now().After(next) {
-			b.Logf("%s after the push: %d of %d runs succeeded", time.Since(start).Round(time.Second), done, len(names))
-			next = next.Add(30 * time.Second)
-		}
-		return done == len(names)
-	})
+	w.await(b, "in Git", names, start, pullBudget(clusters*50), 100*time.Millisecond, nil)
 	b.StopTimer()
 	self2, children2 := cpuTimes()
 	stopProfile()
@@ -117,11 +105,6 @@ func benchmarkConcurrentRuns(b *testing.B, shape fleettest.Scale) {
 	waitFlushed(b, d)
 	d.stop(b)
 
-	took := make([]time.Duration, len(names))
-	for i, name := range names {
-		took[i] = w.succeededAt(name).Sub(start)
-	}
-	slices.Sort(took)
 	commits := len(ownCommits(b, r, pushed+"..main"))
 	added := remoteSize(b, r) - before
 
@@ -133,9 +116,7 @@ func benchmarkConcurrentRuns(b *testing.B, shape fleettest.Scale) {
 	}
 	simSelf2, _ := cpuTimes()
 
-	b.ReportMetric(percentile(took, 50).Seconds(), "p50-s")
-	b.ReportMetric(percentile(took, 90).Seconds(), "p90-s")
-	b.ReportMetric(took[len(took)-1].Seconds(), "max-s")
+	w.report(b, names, start)
 	b.ReportMetric(float64(commits), "status-commits")
 	b.ReportMetric(float64(commits)*100/float64(shape.Runs), "commits/100runs")
 	b.ReportMetric(float64(added)/float64(shape.Runs), "remote-bytes/run")
@@ -151,12 +132,10 @@ func benchmarkConcurrentRuns(b *testing.B, shape fleettest.Scale) {
 // the hub.
 type runsWatcher struct {
 	fetchCounter
-	mu        sync.Mutex
-	succeeded map[string]time.Time
-	failed    string
+	runTimes
 }
 
-func newRunsWatcher() *runsWatcher { return &runsWatcher{succeeded: map[string]time.Time{}} }
+func newRunsWatcher() *runsWatcher { return &runsWatcher{runTimes: newRunTimes()} }
 
 func (w *runsWatcher) Pushed(ch status.Changeset, _ time.Duration, _ int, err error) {
 	if err != nil {
@@ -172,35 +151,11 @@ func (w *runsWatcher) Pushed(ch status.Changeset, _ time.Duration, _ int, err er
 		if derr != nil || !ok {
 			continue
 		}
-		w.mu.Lock()
 		switch run.Phase() {
 		case fleet.PhaseSucceeded:
-			if _, seen := w.succeeded[run.Name]; !seen {
-				w.succeeded[run.Name] = now
-			}
+			w.succeed(run.Name, now)
 		case fleet.PhaseFailed:
-			w.failed = run.Name
-		}
-		w.mu.Unlock()
-	}
-}
-
-// finished is how many of names were pushed Succeeded, and a run that
-// failed ("" when none did).
-func (w *runsWatcher) finished(names []string) (int, string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for _, name := range names {
-		if _, ok := w.succeeded[name]; ok {
-			n++
+			w.fail(run.Name, fmt.Sprintf("run %s failed", run.Name))
 		}
 	}
-	return n, w.failed
-}
-
-func (w *runsWatcher) succeededAt(name string) time.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.succeeded[name]
 }

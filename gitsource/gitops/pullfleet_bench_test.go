@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -203,18 +202,8 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 	for i := range names {
 		names[i] = shape.RunName(round, i)
 	}
-	nextLog = time.Now().Add(30 * time.Second)
-	within(b, fmt.Sprintf("%d runs to succeed on the hub", shape.Runs), pullBudget(clusters*50), 200*time.Millisecond, func() bool {
-		succeeded, failed := runs.finished(names)
-		if failed != "" {
-			b.Fatal(failed)
-		}
-		if time.Now().After(nextLog) {
-			b.Logf("%s after the push: %d of %d runs succeeded; serve's API requests so far: %s; the agents': %s",
-				time.Since(start).Round(time.Second), succeeded, len(names), requests, agentRequests)
-			nextLog = nextLog.Add(30 * time.Second)
-		}
-		return succeeded == len(names)
+	runs.await(b, "on the hub", names, start, pullBudget(clusters*50), 200*time.Millisecond, func() string {
+		return fmt.Sprintf("serve's API requests so far: %s; the agents': %s", requests, agentRequests)
 	})
 	b.StopTimer()
 	self2, children2 := cpuTimes()
@@ -224,14 +213,7 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 	requestsSeen, agentRequestsSeen := requests.String(), agentRequests.String()
 	within(b, "the runs' status to be pushed", pullBudget(clusters*5), 200*time.Millisecond, func() bool { return !d.Store.Pending() })
 
-	took := make([]time.Duration, len(names))
-	for i, name := range names {
-		took[i] = runs.succeededAt(name).Sub(start)
-	}
-	slices.Sort(took)
-	b.ReportMetric(percentile(took, 50).Seconds(), "p50-s")
-	b.ReportMetric(percentile(took, 90).Seconds(), "p90-s")
-	b.ReportMetric(took[len(took)-1].Seconds(), "max-s")
+	runs.report(b, names, start)
 	b.ReportMetric((self2 - self).Seconds(), "serve-cpu-s")
 	b.ReportMetric((children2 - children).Seconds(), "git-cpu-s")
 	b.ReportMetric((hubCPU2 - hubCPU).Seconds(), "hub-cpu-s")
@@ -299,11 +281,6 @@ func within(b testing.TB, what string, budget, poll time.Duration, cond func() b
 	}
 }
 
-// percentile is the p-th percentile of sorted (nearest rank).
-func percentile(sorted []time.Duration, p int) time.Duration {
-	return sorted[max(0, int(math.Ceil(float64(p)/100*float64(len(sorted))))-1)]
-}
-
 func mib(bytes uint64) float64 { return float64(bytes) / (1 << 20) }
 
 func placementResource(resource string) schema.GroupVersionResource {
@@ -312,14 +289,10 @@ func placementResource(resource string) schema.GroupVersionResource {
 
 // runWatch records when each run's Succeeded condition was first seen True
 // on the hub, through a watch of its own (not serve's informers).
-type runWatch struct {
-	mu        sync.Mutex
-	succeeded map[string]time.Time
-	failed    map[string]string
-}
+type runWatch struct{ runTimes }
 
 func watchRuns(b testing.TB, rc *rest.Config) *runWatch {
-	w := &runWatch{succeeded: map[string]time.Time{}, failed: map[string]string{}}
+	w := &runWatch{newRunTimes()}
 	inf := dynamicinformer.NewFilteredDynamicInformer(dynamic.NewForConfigOrDie(rc), placementResource("clusterstagedupdateruns"),
 		"", 0, cache.Indexers{}, nil).Informer()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -346,34 +319,13 @@ func (w *runWatch) seen(obj any) {
 		if m["type"] != fleet.StagedUpdateRunConditionSucceeded {
 			continue
 		}
-		now := time.Now()
-		w.mu.Lock()
 		switch m["status"] {
 		case string(metav1.ConditionTrue):
-			if _, ok := w.succeeded[u.GetName()]; !ok {
-				w.succeeded[u.GetName()] = now
-			}
+			w.succeed(u.GetName(), time.Now())
 		case string(metav1.ConditionFalse):
-			w.failed[u.GetName()] = fmt.Sprintf("run %s failed: %v: %v", u.GetName(), m["reason"], m["message"])
-		}
-		w.mu.Unlock()
-	}
-}
-
-// finished counts the runs named that succeeded, or says why one failed.
-func (w *runWatch) finished(names []string) (int, string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for _, name := range names {
-		if why, ok := w.failed[name]; ok {
-			return n, why
-		}
-		if _, ok := w.succeeded[name]; ok {
-			n++
+			w.fail(u.GetName(), fmt.Sprintf("run %s failed: %v: %v", u.GetName(), m["reason"], m["message"]))
 		}
 	}
-	return n, ""
 }
 
 // requestCounter counts serve's requests to the hub's API server by
@@ -455,12 +407,6 @@ func (c *requestCounter) String() string {
 		out = append(out, fmt.Sprintf("%s %d", k, c.counts[k]))
 	}
 	return strings.Join(out, ", ")
-}
-
-func (w *runWatch) succeededAt(name string) time.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.succeeded[name]
 }
 
 // memoryPeaks are the peaks a memorySampler saw, in bytes.
