@@ -281,6 +281,25 @@ type MemberClusters interface {
 	ListMemberClusters(ctx context.Context) ([]*fleet.MemberCluster, error)
 }
 
+// ReadOnlyMemberClusters is implemented by hubs that can list the member
+// clusters without copying them, on ReadOnlyBindings' terms: every pass of
+// a run places its clusters in stages by the labels of every member, and
+// copying 1,000 members a pass was a tenth of what serve spent on 100
+// concurrent runs.
+type ReadOnlyMemberClusters interface {
+	ListMemberClustersReadOnly(ctx context.Context) ([]*fleet.MemberCluster, error)
+}
+
+// ListMemberClustersReadOnly lists the member clusters for a caller that
+// promises not to modify them: without copies on a hub that implements
+// ReadOnlyMemberClusters, through ListMemberClusters on any other.
+func ListMemberClustersReadOnly(ctx context.Context, h MemberClusters) ([]*fleet.MemberCluster, error) {
+	if ro, ok := h.(ReadOnlyMemberClusters); ok {
+		return ro.ListMemberClustersReadOnly(ctx)
+	}
+	return h.ListMemberClusters(ctx)
+}
+
 // Strategies reads staged update strategies.
 type Strategies interface {
 	GetUpdateStrategy(ctx context.Context, key Key) (*fleet.UpdateStrategy, error)

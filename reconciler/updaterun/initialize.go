@@ -224,7 +224,7 @@ func (p *pass) recordOverrideSnapshots(st *fleet.UpdateRunStatus) error {
 	if len(cros) == 0 && len(ros) == 0 {
 		return nil
 	}
-	members, err := p.r.Hub.ListMemberClusters(p.ctx)
+	members, err := hub.ListMemberClustersReadOnly(p.ctx, p.r.Hub)
 	if err != nil {
 		return fmt.Errorf("listing member clusters: %w", err)
 	}

@@ -157,7 +157,7 @@ func (p *pass) collectBindings(snap *fleet.PolicySnapshot, st *fleet.UpdateRunSt
 func (p *pass) computeStages(selected []*fleet.Binding, st *fleet.UpdateRunStatus) error {
 	strategy := st.StagedUpdateStrategySnapshot
 	strategyKey := keyString(hub.Key{Namespace: p.run.Namespace, Name: p.run.Spec.StagedUpdateStrategyName})
-	members, err := p.r.Hub.ListMemberClusters(p.ctx)
+	members, err := hub.ListMemberClustersReadOnly(p.ctx, p.r.Hub)
 	if err != nil {
 		return fmt.Errorf("listing member clusters: %w", err)
 	}

@@ -79,6 +79,7 @@ var _ hub.Notifier = (*Hub)(nil)
 var _ hub.ReadOnlyBindings = (*Hub)(nil)
 var _ hub.ReadOnlyResourceSnapshots = (*Hub)(nil)
 var _ hub.ReadOnlyGetter = (*Hub)(nil)
+var _ hub.ReadOnlyMemberClusters = (*Hub)(nil)
 var _ hub.BindingFinalizers = (*Hub)(nil)
 var _ hub.BindingStatusHandover = (*Hub)(nil)
 
@@ -602,6 +603,14 @@ func (h *Hub) ListMemberClusters(context.Context) ([]*fleet.MemberCluster, error
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.members.list(nil), nil
+}
+
+// ListMemberClustersReadOnly implements hub.ReadOnlyMemberClusters: the
+// stored member clusters, on ListBindingsReadOnly's terms.
+func (h *Hub) ListMemberClustersReadOnly(context.Context) ([]*fleet.MemberCluster, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.members.listShared(nil), nil
 }
 
 // UpdateMemberClusterStatus replaces the status of a member cluster (the

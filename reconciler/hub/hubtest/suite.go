@@ -593,6 +593,11 @@ func (s *suite) listsArePerPlacementAndSorted() {
 	if n := names(ms); !slices.Equal(n, []string{"member-a", "member-b"}) {
 		s.t.Errorf("ListMemberClusters = %v", n)
 	}
+	ms, err = hub.ListMemberClustersReadOnly(s.ctx, s.h)
+	s.must(err)
+	if n := names(ms); !slices.Equal(n, []string{"member-a", "member-b"}) {
+		s.t.Errorf("ListMemberClustersReadOnly = %v", n)
+	}
 }
 
 // removedResourcesAreCounted: the count of removed resources that the
