@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 )
@@ -51,5 +52,36 @@ func TestReadsOfACachedObjectAreCopiesOfOneConversion(t *testing.T) {
 	in.observed(u, true)
 	if _, ok := in.converted["b"]; ok {
 		t.Error("a deleted object's conversion is still held")
+	}
+}
+
+// A read-only list hands out the conversion the cache keeps, itself, until
+// the object changes; the conversion it handed out stays as it was.
+func TestSharedReadsAreTheCachedConversionItself(t *testing.T) {
+	in := &informer{handled: map[string]handledState{"member-1": {resourceVersion: "1"}}, converted: map[string]conversion{}, changed: make(chan struct{})}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cluster.kubernetes-fleet.io/v1beta1", "kind": fleet.KindMemberCluster,
+		"metadata": map[string]any{"name": "member-1", "resourceVersion": "1", "labels": map[string]any{"env": "prod"}},
+	}}
+	read := func() *fleet.MemberCluster {
+		t.Helper()
+		ms, err := typedShared(in, []runtime.Object{u}, newMemberCluster)
+		if err != nil || len(ms) != 1 {
+			t.Fatalf("typedShared = %v, %v", ms, err)
+		}
+		return ms[0]
+	}
+	read() // the first read converts
+	second, third := read(), read()
+	if second != third {
+		t.Error("two reads of an unchanged object are two copies; want the cached conversion itself")
+	}
+	u.SetLabels(map[string]string{"env": "staging"})
+	u.SetResourceVersion("2")
+	if m := read(); m == second || m.Labels["env"] != "staging" {
+		t.Errorf("after a new resourceVersion: %v (the old conversion: %t); want the new labels", m.Labels, m == second)
+	}
+	if second.Labels["env"] != "prod" {
+		t.Errorf("the conversion handed out before changed to %v", second.Labels)
 	}
 }

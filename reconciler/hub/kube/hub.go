@@ -656,10 +656,36 @@ func listOfPlacement[T object](h *Hub, kind string, placement hub.Key, newT func
 
 // typed converts objects of in's cache, sorted by namespace and name.
 func typed[T object](in *informer, objs []runtime.Object, newT func() T) ([]T, error) {
+	return convertAll(objs, func(u *unstructured.Unstructured) (T, error) {
+		t := newT()
+		return t, in.convert(u, t)
+	})
+}
+
+// typedShared is typed without the copies: the conversions the cache
+// keeps, themselves, for a caller that promises not to modify them (the
+// read-only contract of hub.ReadOnlyBindings). An object the cache keeps
+// no conversion of yet is converted for the caller.
+func typedShared[T object](in *informer, objs []runtime.Object, newT func() T) ([]T, error) {
+	return convertAll(objs, func(u *unstructured.Unstructured) (T, error) {
+		in.mu.Lock()
+		c, ok := in.converted[cacheKey(u.GetNamespace(), u.GetName())]
+		in.mu.Unlock()
+		if t, same := c.obj.(T); ok && same && c.resourceVersion == u.GetResourceVersion() {
+			return t, nil
+		}
+		t := newT()
+		return t, in.convert(u, t)
+	})
+}
+
+// convertAll converts objs, cached objects, with conv, sorted by namespace
+// and name.
+func convertAll[T object](objs []runtime.Object, conv func(*unstructured.Unstructured) (T, error)) ([]T, error) {
 	out := make([]T, 0, len(objs))
 	for _, o := range objs {
-		t := newT()
-		if err := in.convert(o.(*unstructured.Unstructured), t); err != nil {
+		t, err := conv(o.(*unstructured.Unstructured))
+		if err != nil {
 			return nil, err
 		}
 		out = append(out, t)

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
@@ -148,6 +149,21 @@ func (h *Hub) DeleteBinding(ctx context.Context, key hub.Key) error {
 // ListMemberClusters implements hub.MemberClusters.
 func (h *Hub) ListMemberClusters(context.Context) ([]*fleet.MemberCluster, error) {
 	return list(h, fleet.KindMemberCluster, "", true, labels.Everything(), newMemberCluster)
+}
+
+// ListMemberClustersReadOnly implements hub.ReadOnlyMemberClusters: the
+// conversions of the informer's cache, which the hub replaces when a
+// member changes and never modifies, on ListBindingsReadOnly's terms.
+// Every pass of a run lists the members; a copy of 1,000 each pass was
+// what the embedded hub spent a tenth of serve's CPU on.
+func (h *Hub) ListMemberClustersReadOnly(context.Context) ([]*fleet.MemberCluster, error) {
+	in := h.informers[fleet.KindMemberCluster]
+	cached := in.inf.GetStore().List()
+	objs := make([]runtime.Object, len(cached))
+	for i, o := range cached {
+		objs[i] = o.(runtime.Object)
+	}
+	return typedShared(in, objs, newMemberCluster)
 }
 
 // GetMemberCluster reads one member cluster (delivery.MemberClusterGetter).
