@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
-	"github.com/gitfleet/gitfleet/internal/clock"
 	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
 	"github.com/gitfleet/gitfleet/reconciler/updaterun"
 )
@@ -132,25 +131,13 @@ func budgetViolations(run *fleet.UpdateRun) []string {
 func TestRestartKeepsTheFailureBudget(t *testing.T) {
 	r := newFleetRepo(t, budgetFleet(t))
 	updates := r.refUpdates()
-	url := "file://" + r.remote
-	clk := clock.NewFake(time.Now())
-	d := startDaemonWith(t, url, t.TempDir(), 50*time.Millisecond, onFakeClock(clk))
-	restart := func(when string) {
-		t.Helper()
-		d.stop(t)
-		t.Logf("restarted %s", when)
-		clk = clock.NewFake(clk.Now())
-		d = startDaemonWith(t, url, t.TempDir(), 50*time.Millisecond, onFakeClock(clk))
-	}
-	runIs := func(cond func(*fleet.UpdateRun) bool) func() bool {
-		return func() bool { return cond(r.run("example-run")) }
-	}
-	d.advanceUntil(t, clk, "member3 updating in canary", runIs(func(run *fleet.UpdateRun) bool {
+	d := startRestartingDaemon(t, r)
+	d.advanceUntil(t, "member3 updating in canary", d.runIs(func(run *fleet.UpdateRun) bool {
 		return clusterUpdating(run, "canary", "member3")
 	}))
 	started := meta.FindStatusCondition(r.run("example-run").Status.StagesStatus[1].Clusters[0].Conditions, fleet.ClusterUpdatingConditionStarted).LastTransitionTime.Time
-	restart("while member3 was updating")
-	d.advanceUntil(t, clk, "member3 failed at its deadline", runIs(func(run *fleet.UpdateRun) bool {
+	d.restart(t, "while member3 was updating")
+	d.advanceUntil(t, "member3 failed at its deadline", d.runIs(func(run *fleet.UpdateRun) bool {
 		return clusterFailed(run, "canary", "member3")
 	}))
 	failed := meta.FindStatusCondition(r.run("example-run").Status.StagesStatus[1].Clusters[0].Conditions, fleet.ClusterUpdatingConditionSucceeded)
@@ -160,13 +147,13 @@ func TestRestartKeepsTheFailureBudget(t *testing.T) {
 	if !strings.Contains(failed.Message, "did not finish updating within maxWaitTimePerClusterMinutes 1") {
 		t.Errorf("member3's failure does not say why: %q", failed.Message)
 	}
-	restart("right after member3 failed")
-	d.advanceUntil(t, clk, "the canary approval request", func() bool { return r.approval(approvalName) != nil })
+	d.restart(t, "right after member3 failed")
+	d.advanceUntil(t, "the canary approval request", func() bool { return r.approval(approvalName) != nil })
 	r.approve(approvalName)
-	restart("right after the approval was merged")
+	d.restart(t, "right after the approval was merged")
 
-	d.advanceUntil(t, clk, "the run to succeed", runIs(func(run *fleet.UpdateRun) bool { return run.Phase() == fleet.PhaseSucceeded }))
-	d.advanceUntil(t, clk, "member1 and member2 available on snapshot 0", func() bool {
+	d.advanceUntil(t, "the run to succeed", d.runIs(func(run *fleet.UpdateRun) bool { return run.Phase() == fleet.PhaseSucceeded }))
+	d.advanceUntil(t, "member1 and member2 available on snapshot 0", func() bool {
 		return bindingsAvailable(r, "example-placement-0-snapshot", "member1", "member2")
 	})
 	d.stop(t)
@@ -194,10 +181,7 @@ func TestKilledServeProcessKeepsTheFailureBudget(t *testing.T) {
 	r := newFleetRepo(t, budgetFleet(t))
 	updates := r.refUpdates()
 	cache := t.TempDir()
-	serve := func(cacheDir string) *serveProcess {
-		return startServe(t, "--repo", "file://"+r.remote, "--cache-dir", cacheDir, "--interval", "100ms",
-			"--status-interval", "50ms", "--metrics-addr", "127.0.0.1:0", "--log-level", "debug")
-	}
+	serve := restartableServe(t, r)
 	p := serve(cache)
 	r.waitRun("example-run", "member3 started in canary", func(run *fleet.UpdateRun) bool {
 		return clusterStarted(run, "canary", "member3")

@@ -8,7 +8,6 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/gitsource/gitops"
-	"github.com/gitfleet/gitfleet/internal/clock"
 	"github.com/gitfleet/gitfleet/internal/testing/fleettest"
 	"github.com/gitfleet/gitfleet/status"
 )
@@ -57,23 +56,8 @@ func concurrentRunNames() []string {
 func TestConcurrentRunsWithGroupCommitRestartWithOnlyTheRemote(t *testing.T) {
 	r := newFleetRepo(t, concurrentFleet(t))
 	updates := r.refUpdates()
-	url := "file://" + r.remote
 	names := concurrentRunNames()
-	clk := clock.NewFake(time.Now())
-	start := func() *daemon {
-		return startDaemonWith(t, url, t.TempDir(), 50*time.Millisecond, func(c *gitops.Config) {
-			onFakeClock(clk)(c)
-			c.GroupCommit = gitops.DefaultGroupCommit
-		})
-	}
-	d := start()
-	restart := func(when string) {
-		t.Helper()
-		d.stop(t)
-		t.Logf("restarted %s", when)
-		clk = clock.NewFake(clk.Now())
-		d = start()
-	}
+	d := startRestartingDaemon(t, r, func(c *gitops.Config) { c.GroupCommit = gitops.DefaultGroupCommit })
 	runs := func(cond func(*fleet.UpdateRun) bool) func() int {
 		return func() int {
 			n := 0
@@ -87,7 +71,7 @@ func TestConcurrentRunsWithGroupCommitRestartWithOnlyTheRemote(t *testing.T) {
 	}
 	atLeast := func(what string, k int, count func() int) {
 		t.Helper()
-		d.advanceUntil(t, clk, fmt.Sprintf("%s in %d of %d runs", what, k, len(names)), func() bool { return count() >= k })
+		d.advanceUntil(t, fmt.Sprintf("%s in %d of %d runs", what, k, len(names)), func() bool { return count() >= k })
 	}
 	updatingIn := func(stage string) func(*fleet.UpdateRun) bool {
 		return func(run *fleet.UpdateRun) bool {
@@ -109,9 +93,9 @@ func TestConcurrentRunsWithGroupCommitRestartWithOnlyTheRemote(t *testing.T) {
 	}
 
 	atLeast("a cluster updating in s0", len(names)/2, runs(updatingIn("s0")))
-	restart("with clusters updating in s0")
+	d.restart(t, "with clusters updating in s0")
 	atLeast("a cluster updating in s1", 1, runs(updatingIn("s1")))
-	restart("with clusters updating in s1")
+	d.restart(t, "with clusters updating in s1")
 	approvals := func() int {
 		n := 0
 		for _, name := range names {
@@ -128,7 +112,7 @@ func TestConcurrentRunsWithGroupCommitRestartWithOnlyTheRemote(t *testing.T) {
 		approved[p] = encode(t, status.ApprovedCopy(r.approval(name+"-after-s1"), time.Now()))
 	}
 	r.commit("approve every run", approved)
-	restart("right after the approvals were merged")
+	d.restart(t, "right after the approvals were merged")
 	atLeast("Succeeded", len(names), runs(func(run *fleet.UpdateRun) bool { return run != nil && run.Phase() == fleet.PhaseSucceeded }))
 	d.stop(t)
 
@@ -170,10 +154,7 @@ func TestKilledServeProcessFinishesConcurrentRunsAfterRestart(t *testing.T) {
 	updates := r.refUpdates()
 	names := concurrentRunNames()
 	cache := t.TempDir()
-	serve := func(cacheDir string) *serveProcess {
-		return startServe(t, "--repo", "file://"+r.remote, "--cache-dir", cacheDir, "--interval", "100ms",
-			"--status-interval", "50ms", "--metrics-addr", "127.0.0.1:0", "--log-level", "debug")
-	}
+	serve := restartableServe(t, r)
 	anyRun := func(what string, cond func(*fleet.UpdateRun) bool) {
 		t.Helper()
 		eventually(t, what, func() bool {

@@ -2,13 +2,16 @@ package gitops_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/gitsource/gitops"
@@ -76,49 +79,97 @@ func checkSnapshotHistory(b *testing.B, d *daemon, placement string) {
 	}
 }
 
-// BenchmarkHeapAcrossRuns rolls out ten consecutive runs, each with a new
-// resource snapshot (a changed workload and a new run file in one commit),
-// through the daemon and a file:// remote, and reports the heap in use
-// after each (heap-MiB-run1 … heap-MiB-run10, logged with -v) and the
-// growth from the first to the last. What a finished run leaves behind
-// must not pile up: unused snapshots beyond the placement's
+var (
+	heapRuns     = flag.Int("heap-runs", 100, "consecutive runs of BenchmarkHeapAcrossRuns, each with a new resource snapshot (30: the quick variant)")
+	heapClusters = flag.String("heap-clusters", "1000", "comma-separated fleet sizes of BenchmarkHeapAcrossRuns")
+)
+
+// heapRunPoints are the runs after which BenchmarkHeapAcrossRuns reports
+// the heap, the resident memory and the run's latency.
+var heapRunPoints = []int{1, 10, 30, 100}
+
+// runLatencyWindow is how many runs up to a reported one make its latency:
+// their median, so that one slow run on a loaded machine does not make it.
+const runLatencyWindow = 5
+
+// BenchmarkHeapAcrossRuns rolls out consecutive runs (-heap-runs, 100 by
+// default), each with a new resource snapshot (a changed workload and a new
+// run file in one commit), through the daemon and a file:// remote. After
+// runs 1, 10, 30 and 100 it reports the heap in use (heap-MiB-runN), this
+// process's resident and peak resident memory (rss-MiB-runN,
+// peak-rss-MiB-runN) and the median push→Succeeded of the five runs up to
+// it (latency-s-runN); every run is logged with -v. What a finished run
+// leaves behind must not pile up: the heap after the last run is within
+// 10% of the heap after run 10, unused snapshots beyond the placement's
 // revisionHistoryLimit are deleted, and caches are bounded.
 //
-//	go test ./gitsource/gitops/ -run '^$' -bench HeapAcrossRuns -benchtime 1x -v
+//	go test ./gitsource/gitops/ -run '^$' -bench HeapAcrossRuns -benchtime 1x -timeout 45m -v
+//	go test ./gitsource/gitops/ -run '^$' -bench HeapAcrossRuns -benchtime 1x -v -args -heap-runs=30 -heap-clusters=200,1000
 func BenchmarkHeapAcrossRuns(b *testing.B) {
-	for _, n := range []int{200, 1000} {
+	for _, f := range strings.Split(*heapClusters, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			b.Fatalf("-heap-clusters: %v", err)
+		}
 		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
 			for range b.N {
-				files := stagedFleet(n, `"25%"`)
-				r := newFleetRepo(b, files)
-				d := startDaemon(b, "file://"+r.remote, b.TempDir(), 0)
-				eventually(b, "the placement's bindings", func() bool {
-					bs, err := d.Hub.ListBindings(context.Background(), hub.Key{Name: "app"})
-					return err == nil && len(bs) == n
-				})
-				var heaps []float64
-				for i := range 10 {
-					name := fmt.Sprintf("run-%d", i)
-					workload := strings.Replace(string(files["workload.yaml"]), "key: value1", fmt.Sprintf("key: value-%d", i), 1)
-					r.commit("roll out "+name, map[string][]byte{"workload.yaml": []byte(workload), name + ".yaml": runFile(name)})
-					d.poke()
-					eventually(b, name+" to succeed", func() bool {
-						run, err := d.Hub.GetUpdateRun(context.Background(), hub.Key{Name: name})
-						return err == nil && run.Phase() == fleet.PhaseSucceeded
-					})
-					waitFlushed(b, d)
-					heaps = append(heaps, heapInUse())
-					b.Logf("after run %d: heap in use %.1f MiB", i+1, heaps[i])
-					writeHeapProfile(b, fmt.Sprintf("heap-%d-run%d.pprof", n, i+1))
-				}
-				b.ReportMetric(heaps[0], "heap-MiB-run1")
-				b.ReportMetric(heaps[len(heaps)-1], "heap-MiB-run10")
-				b.ReportMetric(heaps[len(heaps)-1]-heaps[0], "growth-MiB")
-				checkSnapshotHistory(b, d, "app")
-				d.stop(b)
+				heapAcrossRuns(b, n, *heapRuns)
 			}
 		})
 	}
+}
+
+func heapAcrossRuns(b *testing.B, n, runs int) {
+	if os.Getenv("GITFLEET_HEAP_PROFILE_DIR") != "" {
+		// Sample every 64 KiB, not 512 KiB: what one run leaves
+		// behind shows in the profiles' difference.
+		defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+		runtime.MemProfileRate = 64 << 10
+	}
+	files := stagedFleet(n, `"25%"`)
+	r := newFleetRepo(b, files)
+	d := startDaemon(b, "file://"+r.remote, b.TempDir(), 0)
+	eventually(b, "the placement's bindings", func() bool {
+		bs, err := d.Hub.ListBindings(context.Background(), hub.Key{Name: "app"})
+		return err == nil && len(bs) == n
+	})
+	heaps := make([]float64, runs)
+	latencies := make([]time.Duration, runs)
+	for i := range runs {
+		name := fmt.Sprintf("run-%d", i)
+		workload := strings.Replace(string(files["workload.yaml"]), "key: value1", fmt.Sprintf("key: value-%d", i), 1)
+		start := time.Now()
+		r.commit("roll out "+name, map[string][]byte{"workload.yaml": []byte(workload), name + ".yaml": runFile(name)})
+		d.poke()
+		eventually(b, name+" to succeed", func() bool {
+			run, err := d.Hub.GetUpdateRun(context.Background(), hub.Key{Name: name})
+			return err == nil && run.Phase() == fleet.PhaseSucceeded
+		})
+		latencies[i] = time.Since(start)
+		waitFlushed(b, d)
+		heaps[i] = heapInUse()
+		rss, peak := procStatusBytes(os.Getpid(), "VmRSS:"), procStatusBytes(os.Getpid(), "VmHWM:")
+		b.Logf("after run %d: %v, heap in use %.1f MiB, RSS %.1f MiB, peak RSS %.1f MiB",
+			i+1, latencies[i].Round(time.Millisecond), heaps[i], mib(rss), mib(peak))
+		if slices.Contains(heapRunPoints, i+1) {
+			b.ReportMetric(heaps[i], fmt.Sprintf("heap-MiB-run%d", i+1))
+			b.ReportMetric(mib(rss), fmt.Sprintf("rss-MiB-run%d", i+1))
+			b.ReportMetric(mib(peak), fmt.Sprintf("peak-rss-MiB-run%d", i+1))
+			window := slices.Clone(latencies[max(0, i+1-runLatencyWindow) : i+1])
+			slices.Sort(window)
+			b.ReportMetric(window[len(window)/2].Seconds(), fmt.Sprintf("latency-s-run%d", i+1))
+			writeHeapProfile(b, fmt.Sprintf("heap-%d-run%d.pprof", n, i+1))
+		}
+	}
+	if runs > 10 {
+		growth := heaps[runs-1] - heaps[9]
+		b.ReportMetric(growth, "growth-MiB-after-run10")
+		if growth > heaps[9]/10 {
+			b.Errorf("heap in use grew %.1f MiB from run 10 to run %d (%.1f MiB), more than 10%%", growth, runs, heaps[runs-1])
+		}
+	}
+	checkSnapshotHistory(b, d, "app")
+	d.stop(b)
 }
 
 // BenchmarkHeapAcrossCommits pushes fifteen commits, each changing one of

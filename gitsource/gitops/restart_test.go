@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/gitsource/gitops"
 	"github.com/gitfleet/gitfleet/internal/clock"
 	"github.com/gitfleet/gitfleet/reconciler/hub/embedded"
 	"github.com/gitfleet/gitfleet/status"
@@ -107,41 +108,24 @@ func TestRestartWithOnlyTheRemoteResumesTheRunWhereItWas(t *testing.T) {
 	want := uninterruptedRun(t)
 	r := newFleetRepo(t, timedFleet(t, restartAvailableAfter, restartSoak))
 	updates := r.refUpdates()
-	url := "file://" + r.remote
-	// The daemons run on a fake clock, so each step the test restarts in
-	// holds until the test steps the clock past it. Each gets a clock of
-	// its own, starting where the last one stopped: timers a stopped
-	// daemon armed die with it, as they would in a real restart.
-	clk := clock.NewFake(time.Now())
-	d := startDaemonWith(t, url, t.TempDir(), 50*time.Millisecond, onFakeClock(clk))
-
-	restart := func(when string) {
-		t.Helper()
-		d.stop(t)
-		t.Logf("restarted %s", when)
-		clk = clock.NewFake(clk.Now())
-		d = startDaemonWith(t, url, t.TempDir(), 50*time.Millisecond, onFakeClock(clk))
-	}
-	runIs := func(cond func(*fleet.UpdateRun) bool) func() bool {
-		return func() bool { return cond(r.run("example-run")) }
-	}
-	d.advanceUntil(t, clk, "member2 updating in staging", runIs(func(run *fleet.UpdateRun) bool {
+	d := startRestartingDaemon(t, r)
+	d.advanceUntil(t, "member2 updating in staging", d.runIs(func(run *fleet.UpdateRun) bool {
 		return clusterUpdating(run, "staging", "member2")
 	}))
-	restart("while member2 was updating")
-	d.advanceUntil(t, clk, "the staging soak", runIs(soaking))
-	restart("during the soak")
-	d.advanceUntil(t, clk, "member3 updating in canary", runIs(func(run *fleet.UpdateRun) bool {
+	d.restart(t, "while member2 was updating")
+	d.advanceUntil(t, "the staging soak", d.runIs(soaking))
+	d.restart(t, "during the soak")
+	d.advanceUntil(t, "member3 updating in canary", d.runIs(func(run *fleet.UpdateRun) bool {
 		return clusterUpdating(run, "canary", "member3")
 	}))
-	restart("while member3 was updating")
-	d.advanceUntil(t, clk, "the canary approval request", func() bool { return r.approval(approvalName) != nil })
+	d.restart(t, "while member3 was updating")
+	d.advanceUntil(t, "the canary approval request", func() bool { return r.approval(approvalName) != nil })
 	r.approve(approvalName)
-	restart("right after the approval was merged")
+	d.restart(t, "right after the approval was merged")
 
-	d.advanceUntil(t, clk, "the run to succeed", runIs(func(run *fleet.UpdateRun) bool { return run.Phase() == fleet.PhaseSucceeded }))
+	d.advanceUntil(t, "the run to succeed", d.runIs(func(run *fleet.UpdateRun) bool { return run.Phase() == fleet.PhaseSucceeded }))
 	got := r.run("example-run")
-	d.advanceUntil(t, clk, "every binding available on snapshot 0", func() bool {
+	d.advanceUntil(t, "every binding available on snapshot 0", func() bool {
 		return bindingsAvailable(r, "example-placement-0-snapshot", "member1", "member2", "member3")
 	})
 	d.stop(t)
@@ -154,6 +138,66 @@ func TestRestartWithOnlyTheRemoteResumesTheRunWhereItWas(t *testing.T) {
 	}
 	checkApprovalKept(t, r, approvalName)
 	checkFastForwardsOnly(t, r, updates())
+}
+
+// restartingDaemon is an in-process daemon on a fake clock that a restart
+// test stops and replaces by one with an empty cache: all the new one has
+// is the remote. Each step the test restarts in holds until the test steps
+// the clock past it; each daemon gets a clock of its own, starting where
+// the last one stopped, so timers a stopped daemon armed die with it, as
+// they would in a real restart.
+type restartingDaemon struct {
+	*daemon
+	clk       *clock.Fake
+	r         *fleetRepo
+	configure []func(*gitops.Config)
+}
+
+// startRestartingDaemon starts the first daemon on r's remote, configured
+// on its fake clock, then by configure.
+func startRestartingDaemon(t *testing.T, r *fleetRepo, configure ...func(*gitops.Config)) *restartingDaemon {
+	d := &restartingDaemon{clk: clock.NewFake(time.Now()), r: r, configure: configure}
+	d.start(t)
+	return d
+}
+
+func (d *restartingDaemon) start(t *testing.T) {
+	d.daemon = startDaemonWith(t, "file://"+d.r.remote, t.TempDir(), 50*time.Millisecond, func(c *gitops.Config) {
+		onFakeClock(d.clk)(c)
+		for _, f := range d.configure {
+			f(c)
+		}
+	})
+}
+
+// restart stops the daemon and starts another with an empty cache.
+func (d *restartingDaemon) restart(t *testing.T, when string) {
+	t.Helper()
+	d.daemon.stop(t)
+	t.Logf("restarted %s", when)
+	d.clk = clock.NewFake(d.clk.Now())
+	d.start(t)
+}
+
+// advanceUntil steps the current daemon's clock until cond holds.
+func (d *restartingDaemon) advanceUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	d.daemon.advanceUntil(t, d.clk, what, cond)
+}
+
+// runIs is a condition on example-run as Git has it.
+func (d *restartingDaemon) runIs(cond func(*fleet.UpdateRun) bool) func() bool {
+	return func() bool { return cond(d.r.run("example-run")) }
+}
+
+// restartableServe starts `gitfleet serve` on r's remote with a cache
+// directory of the caller's choice (the same one again, or an empty one),
+// for tests that kill it with SIGKILL and start it again.
+func restartableServe(t *testing.T, r *fleetRepo) func(cacheDir string) *serveProcess {
+	return func(cacheDir string) *serveProcess {
+		return startServe(t, "--repo", "file://"+r.remote, "--cache-dir", cacheDir, "--interval", "100ms",
+			"--status-interval", "50ms", "--metrics-addr", "127.0.0.1:0", "--log-level", "debug")
+	}
 }
 
 // checkApprovalKept fails if the approval request was created more than
@@ -236,10 +280,7 @@ func TestKilledServeProcessFinishesTheRunAfterRestart(t *testing.T) {
 	r := newFleetRepo(t, timedFleet(t, restartAvailableAfter, restartSoak))
 	updates := r.refUpdates()
 	cache := t.TempDir()
-	serve := func(cacheDir string) *serveProcess {
-		return startServe(t, "--repo", "file://"+r.remote, "--cache-dir", cacheDir, "--interval", "100ms",
-			"--status-interval", "50ms", "--metrics-addr", "127.0.0.1:0", "--log-level", "debug")
-	}
+	serve := restartableServe(t, r)
 	p := serve(cache)
 
 	eventually(t, "the first status commit", func() bool {
