@@ -149,3 +149,44 @@ func fsck(t *testing.T, dir string) {
 		t.Fatalf("git fsck of %s: %v\n%s", dir, err, out)
 	}
 }
+
+// The trees kept in memory from the commits pushed last (the bases of the
+// next commit's trees) stay within maxRecentBytes however many commits
+// are pushed, and commits built on the bases read back from the cache
+// instead are whole: git fsck finds nothing wrong and every file reads.
+func TestTreesKeptFromPushedCommitsStayWithinTheirBound(t *testing.T) {
+	ctx := ctxT(t)
+	n := maxRecentBytes
+	t.Cleanup(func() { maxRecentBytes = n })
+	maxRecentBytes = 4 << 10 // a few commits' trees: status/passes/ grows by an entry a commit
+	f := newFixture(t)
+	cfg := f.config(t)
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const commits = 60
+	for i := range commits {
+		res, err := s.Apply(ctx, Change{Message: "status", Writes: map[string][]byte{
+			"status/runs/r.yaml":                      fmt.Appendf(nil, "pass: %d\n", i),
+			fmt.Sprintf("status/passes/%04d.yaml", i): []byte("done\n"),
+		}})
+		if err != nil || !res.Created {
+			t.Fatalf("Apply %d: %+v, %v", i, res, err)
+		}
+		var size int64
+		for _, o := range s.built.recent {
+			size += o.Size()
+		}
+		if size != s.built.recentBytes || size > maxRecentBytes {
+			t.Fatalf("after commit %d: %d bytes of trees kept (counted %d), want at most %d", i+1, size, s.built.recentBytes, maxRecentBytes)
+		}
+	}
+	fsck(t, cfg.CacheDir)
+	tip := f.remoteTip(t, "main")
+	for i := range commits {
+		if data, err := s.ReadFile(ctx, tip, fmt.Sprintf("status/passes/%04d.yaml", i)); err != nil || string(data) != "done\n" {
+			t.Fatalf("ReadFile of pass %d: %q, %v", i, data, err)
+		}
+	}
+}
