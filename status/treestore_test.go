@@ -629,3 +629,90 @@ type commitFunc func(ctx context.Context, changes Changeset, message string, urg
 func (f commitFunc) Commit(ctx context.Context, changes Changeset, message string, urgent bool) error {
 	return f(ctx, changes, message, urgent)
 }
+
+// An ended run's parts are remembered by their digest once its end is
+// committed: the store keeps neither their content nor their encoding
+// (every run that ever ended would otherwise stay in memory, ~0.5 MB a run
+// at 1,000 clusters), on the store that committed the end as on one that
+// loaded it. Nothing else changes: writing the same run again commits
+// nothing, a change writes only the part that changed, a Load reads the
+// run whole, and its deletion removes every part.
+func TestTreeStoreKeepsOnlyDigestsOfAnEndedRunsParts(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	s, _ := newStore(r)
+	run := withKind([]runtime.Object{bigRun("", 0, 60, 60)})[0].(*fleet.UpdateRun)
+	ref := refOfObj(run)
+	flush := func(s *TreeStore) {
+		t.Helper()
+		if err := s.Flush(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Put(ref, run)
+	flush(s)
+	held := func(s *TreeStore) (content, digests int) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, p := range s.paths[ref][1:] {
+			if _, ok := s.stored[p]; ok {
+				content++
+			}
+			if _, ok := s.digests[p]; ok {
+				digests++
+			}
+		}
+		return content, digests
+	}
+	parts := len(s.paths[ref]) - 1
+	if c, _ := held(s); parts < 2 || c != parts {
+		t.Fatalf("a running run: content of %d of its %d parts kept, want all (it is written again soon)", c, parts)
+	}
+
+	ended := run.DeepCopy()
+	meta.SetStatusCondition(&ended.Status.Conditions, cond(fleet.StagedUpdateRunConditionSucceeded, metav1.ConditionTrue, "UpdateRunSucceeded", "ended", 3*time.Minute))
+	s.Put(ref, ended)
+	flush(s)
+	s2, _ := newStore(r)
+	loaded, err := s2.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, st := range map[string]*TreeStore{"after its end was committed": s, "after a Load": s2} {
+		if c, d := held(st); c != 0 || d != parts || st.cache[ref] != nil {
+			t.Errorf("%s: content of %d parts, digests of %d, encoding kept %v; want digests of all %d parts and nothing else",
+				name, c, d, st.cache[ref] != nil, parts)
+		}
+	}
+	if len(loaded) != 1 || !equality.Semantic.DeepEqual(loaded[0], ended) {
+		t.Fatalf("loaded %v, want the ended run", loaded)
+	}
+
+	base := r.count()
+	for _, st := range []*TreeStore{s, s2} {
+		st.Put(ref, ended.DeepCopy())
+		flush(st)
+	}
+	if r.count() != base {
+		t.Fatalf("writing the ended run again made %d commits, want none", r.count()-base)
+	}
+	changed := ended.DeepCopy()
+	changed.Status.StagesStatus[1].Clusters[25].Conditions[0].Message = "changed by hand"
+	s.Put(ref, changed)
+	flush(s)
+	if r.count() != base+1 {
+		t.Fatalf("a change of the ended run made %d commits, want 1", r.count()-base)
+	}
+	if w := r.lastCommit(t).changes.Writes; len(w) != 1 {
+		t.Errorf("a change of one cluster of the ended run wrote %d files, want its part only", len(w))
+	}
+	if loaded, err := NewTreeStore(r, r, clock.NewFake(t0)).Load(ctx); err != nil || len(loaded) != 1 || !equality.Semantic.DeepEqual(loaded[0], changed) {
+		t.Fatalf("loaded %v (%v), want the changed run", loaded, err)
+	}
+
+	s.Delete(ref)
+	flush(s)
+	if got := files(t, string(r.Dir)); len(got) != 0 {
+		t.Errorf("files left after the ended run's deletion: %v", got)
+	}
+}
