@@ -660,7 +660,8 @@ func refLess(a, b hub.ObjectRef) bool {
 
 // Stored returns what the store believes the file at p holds: what it
 // last loaded or committed there. A file in Git with exactly these bytes
-// says nothing new from people.
+// says nothing new from people. The part files of ended runs are not
+// known here: only their digest is kept (compactEndedLocked).
 func (s *TreeStore) Stored(p string) ([]byte, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
