@@ -77,6 +77,12 @@ type StageConfig struct {
 	// +kubebuilder:validation:XValidation:rule="type(self) != int || self >= 0",message="maxAllowedClusterFailures must be at least 0"
 	// +kubebuilder:validation:Optional
 	MaxAllowedClusterFailures *intstr.IntOrString `json:"maxAllowedClusterFailures,omitempty"`
+	// Windows names the RolloutWindows (gitfleet's, window.go) every
+	// cluster of the stage starts in: a cluster starts only while all of
+	// them, and those its MemberCluster names, are open.
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:Optional
+	Windows []string `json:"windows,omitempty"`
 }
 
 // StageTaskType is TimedWait or Approval.
@@ -192,6 +198,11 @@ type StageUpdatingStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// OverriddenFreezes are the freezes ("<window>/<freeze>", gitfleet's)
+	// a cluster of the stage started in because the run's
+	// gitfleet.io/override-freezes annotation named them.
+	// +kubebuilder:validation:Optional
+	OverriddenFreezes []string `json:"overriddenFreezes,omitempty"`
 }
 
 // ClusterUpdatingStatus is the progress of one cluster within a stage.
