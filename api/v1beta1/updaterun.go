@@ -199,8 +199,8 @@ type StageUpdatingStatus struct {
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// OverriddenFreezes are the freezes ("<window>/<freeze>", gitfleet's)
-	// a cluster of the stage started in because the run's
-	// gitfleet.io/override-freezes annotation named them.
+	// a cluster of the stage started in because the freeze's allowedRuns
+	// named the run.
 	// +kubebuilder:validation:Optional
 	OverriddenFreezes []string `json:"overriddenFreezes,omitempty"`
 }

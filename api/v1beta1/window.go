@@ -27,9 +27,6 @@ const (
 	// RolloutWindowsAnnotation on a MemberCluster names the RolloutWindows
 	// (comma-separated) the cluster may start an update in.
 	RolloutWindowsAnnotation = GitfleetGroup + "/rollout-windows"
-	// FreezeOverrideAnnotation on an update run names the freezes it may
-	// start clusters in despite them: "<window>/<freeze>", comma-separated.
-	FreezeOverrideAnnotation = GitfleetGroup + "/override-freezes"
 )
 
 // RolloutWindow is when updates may start: weekly windows in a time zone,
@@ -85,6 +82,12 @@ type Freeze struct {
 	Start  string `json:"start"`
 	End    string `json:"end"`
 	Reason string `json:"reason,omitempty"`
+	// AllowedRuns are the update runs the freeze lets through (the
+	// override: a reviewed change to this file), by name, or
+	// "namespace/name" for a StagedUpdateRun. Each stage records the
+	// freezes it crossed (status.stagesStatus[].overriddenFreezes).
+	// +kubebuilder:validation:Optional
+	AllowedRuns []string `json:"allowedRuns,omitempty"`
 }
 
 var weekdays = map[string]time.Weekday{"Sun": time.Sunday, "Mon": time.Monday, "Tue": time.Tuesday,
@@ -200,7 +203,13 @@ func WindowNames(list string) []string {
 type WindowWait struct {
 	Window string
 	Opens  time.Time
+	// Missing: no RolloutWindow has the name Window.
+	Missing bool
 }
+
+// WindowWaitPrefix starts the message of a stage that waits for a window
+// (WindowWait.String); `gitfleet get runs -o wide` shows it.
+const WindowWaitPrefix = "waiting for window "
 
 // WindowHorizon is how far ahead an opening is looked for.
 const WindowHorizon = 400 * 24 * time.Hour
@@ -209,18 +218,22 @@ const WindowHorizon = 400 * 24 * time.Hour
 // "waiting for window <name> (opens <RFC 3339>)".
 func (w WindowWait) String() string {
 	opens := "not within 400 days"
-	if !w.Opens.IsZero() {
+	switch {
+	case w.Missing:
+		return fmt.Sprintf("%s%s (no RolloutWindow of that name)", WindowWaitPrefix, w.Window)
+	case !w.Opens.IsZero():
 		opens = w.Opens.UTC().Format(time.RFC3339)
 	}
-	return fmt.Sprintf("waiting for window %s (opens %s)", w.Window, opens)
+	return fmt.Sprintf("%s%s (opens %s)", WindowWaitPrefix, w.Window, opens)
 }
 
-// WaitForWindows reports whether an update may not start at t under every
-// window of ws, and if so what holds it and when all of them next open.
-// overridden says whether a run may cross a freeze ("<window>/<freeze>");
-// it may be nil. A window whose spec does not parse is never open (its
-// validation refuses it in Git before it gets here).
-func WaitForWindows(ws []*RolloutWindow, t time.Time, overridden func(string) bool) (WindowWait, bool) {
+// WaitForWindows reports whether an update of run ("name" or
+// "namespace/name"; "" for none) may not start at t under every window of
+// ws, and if so what holds it and when all of them next open. A window
+// whose spec does not parse is never open (its validation refuses it in
+// Git before it gets here).
+func WaitForWindows(ws []*RolloutWindow, t time.Time, run string) (WindowWait, bool) {
+	overridden := func(f *Freeze) bool { return run != "" && slices.Contains(f.AllowedRuns, run) }
 	by := blocking(ws, t, overridden)
 	if by == "" {
 		return WindowWait{}, false
@@ -241,9 +254,9 @@ func WaitForWindows(ws []*RolloutWindow, t time.Time, overridden func(string) bo
 }
 
 // blocking names the first window of ws closed at t, "" when all are open.
-func blocking(ws []*RolloutWindow, t time.Time, overridden func(string) bool) string {
+func blocking(ws []*RolloutWindow, t time.Time, overridden func(*Freeze) bool) string {
 	for _, w := range ws {
-		open, freeze := w.Spec.openAt(t, func(f string) bool { return overridden != nil && overridden(w.Name+"/"+f) })
+		open, freeze := w.Spec.openAt(t, overridden)
 		if !open {
 			if freeze != "" {
 				return w.Name + "/" + freeze
@@ -256,7 +269,7 @@ func blocking(ws []*RolloutWindow, t time.Time, overridden func(string) bool) st
 
 // openAt reports whether s is open at t; freeze names the freeze that
 // closes it, if one does.
-func (s *RolloutWindowSpec) openAt(t time.Time, overridden func(string) bool) (open bool, freeze string) {
+func (s *RolloutWindowSpec) openAt(t time.Time, overridden func(*Freeze) bool) (open bool, freeze string) {
 	loc, err := s.Location()
 	if err != nil {
 		return false, ""
@@ -267,7 +280,7 @@ func (s *RolloutWindowSpec) openAt(t time.Time, overridden func(string) bool) (o
 		if err != nil {
 			return false, f.Name
 		}
-		if !t.Before(start) && t.Before(end) && !overridden(f.Name) {
+		if !t.Before(start) && t.Before(end) && !overridden(f) {
 			return false, f.Name
 		}
 	}

@@ -49,7 +49,7 @@ func TestWindowsFollowDSTInTheirZone(t *testing.T) {
 		{"berlin monday after, 16:30 CET", berlin, "2026-10-26T15:30:00Z", true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wait, blocked := WaitForWindows([]*RolloutWindow{tc.w}, utc(tc.at), nil)
+			wait, blocked := WaitForWindows([]*RolloutWindow{tc.w}, utc(tc.at), "")
 			if blocked == tc.open {
 				t.Fatalf("blocked = %v, want open = %v (%v)", blocked, tc.open, wait)
 			}
@@ -65,11 +65,11 @@ func TestWindowsFollowDSTInTheirZone(t *testing.T) {
 func TestWindowAcrossMidnightAndInTheSkippedHour(t *testing.T) {
 	night := rolloutWindow("night", "America/New_York", []WeeklyWindow{{Days: []string{"Sat", "Sun"}, Start: "22:00", End: "03:00"}})
 	// Saturday 2026-03-07 22:00 EST = 03:00Z Sunday; 01:00 EST Sunday is 06:00Z.
-	if _, blocked := WaitForWindows([]*RolloutWindow{night}, utc("2026-03-08T06:00:00Z"), nil); blocked {
+	if _, blocked := WaitForWindows([]*RolloutWindow{night}, utc("2026-03-08T06:00:00Z"), ""); blocked {
 		t.Error("the night window is closed at 01:00 on Sunday, after opening on Saturday")
 	}
 	skipped := rolloutWindow("skipped", "America/New_York", []WeeklyWindow{{Days: []string{"Sun"}, Start: "02:30", End: "04:00"}})
-	wait, blocked := WaitForWindows([]*RolloutWindow{skipped}, utc("2026-03-08T05:00:00Z"), nil)
+	wait, blocked := WaitForWindows([]*RolloutWindow{skipped}, utc("2026-03-08T05:00:00Z"), "")
 	if !blocked || wait.Opens.IsZero() || wait.Opens.After(utc("2026-03-08T08:00:00Z")) {
 		t.Errorf("a window opening at 02:30 on the spring-forward night opens at %v (blocked %v), want by 04:00 EDT", wait.Opens, blocked)
 	}
@@ -79,7 +79,7 @@ func TestFreezeAcrossNewYearBlocksAndCanBeOverridden(t *testing.T) {
 	holiday := rolloutWindow("prod", "Europe/Berlin", officeHours,
 		Freeze{Name: "holidays", Start: "2026-12-20", End: "2027-01-04", Reason: "year end"})
 	at := utc("2026-12-31T10:00:00Z") // Thursday, office hours in Berlin
-	wait, blocked := WaitForWindows([]*RolloutWindow{holiday}, at, nil)
+	wait, blocked := WaitForWindows([]*RolloutWindow{holiday}, at, "")
 	if !blocked || wait.Window != "prod/holidays" {
 		t.Fatalf("New Year's Eve: blocked %v by %q, want prod/holidays", blocked, wait.Window)
 	}
@@ -91,13 +91,17 @@ func TestFreezeAcrossNewYearBlocksAndCanBeOverridden(t *testing.T) {
 	if got := wait.String(); got != "waiting for window prod/holidays (opens 2027-01-05T08:00:00Z)" {
 		t.Errorf("message %q", got)
 	}
-	if _, blocked := WaitForWindows([]*RolloutWindow{holiday}, at, func(f string) bool { return f == "prod/holidays" }); blocked {
-		t.Error("an overridden freeze still blocks")
+	holiday.Spec.Freezes[0].AllowedRuns = []string{"hotfix"}
+	if _, blocked := WaitForWindows([]*RolloutWindow{holiday}, at, "hotfix"); blocked {
+		t.Error("the freeze holds a run it allows")
 	}
-	if _, blocked := WaitForWindows([]*RolloutWindow{holiday}, utc("2026-12-19T10:00:00Z"), nil); !blocked {
+	if _, blocked := WaitForWindows([]*RolloutWindow{holiday}, at, "other"); !blocked {
+		t.Error("the freeze lets through a run it does not allow")
+	}
+	if _, blocked := WaitForWindows([]*RolloutWindow{holiday}, utc("2026-12-19T10:00:00Z"), ""); !blocked {
 		t.Error("Saturday before the freeze is outside the weekday window, yet open")
 	}
-	if _, blocked := WaitForWindows([]*RolloutWindow{holiday}, utc("2026-12-18T10:00:00Z"), nil); blocked {
+	if _, blocked := WaitForWindows([]*RolloutWindow{holiday}, utc("2026-12-18T10:00:00Z"), ""); blocked {
 		t.Error("Friday before the freeze is blocked")
 	}
 }
@@ -108,7 +112,7 @@ func TestAllNamedWindowsMustBeOpen(t *testing.T) {
 	ny := rolloutWindow("ny", "America/New_York", officeHours)
 	berlin := rolloutWindow("berlin", "Europe/Berlin", officeHours)
 	// Monday 2026-03-09: Berlin 09–17 CET is 08–16Z; New York 09–17 EDT is 13–21Z.
-	wait, blocked := WaitForWindows([]*RolloutWindow{berlin, ny}, utc("2026-03-09T09:00:00Z"), nil)
+	wait, blocked := WaitForWindows([]*RolloutWindow{berlin, ny}, utc("2026-03-09T09:00:00Z"), "")
 	if !blocked || wait.Window != "ny" || !wait.Opens.Equal(utc("2026-03-09T13:00:00Z")) {
 		t.Errorf("got %+v blocked %v, want ny opening at 13:00Z", wait, blocked)
 	}
