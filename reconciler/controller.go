@@ -162,8 +162,24 @@ func (c *Controller) onEvent(e hub.Event) {
 		c.schedule(e.Placement)
 	case hub.EventMemberCluster:
 		c.EnqueueAllPlacements()
+	case hub.EventRolloutWindow:
+		c.enqueueAllRuns()
 	case hub.EventPolicySnapshot, hub.EventResourceSnapshot:
 		c.q.addAfter(item{statusItem, e.Placement}, c.StatusDelay)
+	}
+}
+
+// enqueueAllRuns wakes every run, for a change that any of them may wait
+// on (a RolloutWindow).
+func (c *Controller) enqueueAllRuns() {
+	c.mu.Lock()
+	keys := make([]Key, 0, len(c.runs))
+	for run := range c.runs {
+		keys = append(keys, run)
+	}
+	c.mu.Unlock()
+	for _, k := range keys {
+		c.q.add(item{runItem, k})
 	}
 }
 

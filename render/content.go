@@ -26,6 +26,9 @@ type Content struct {
 	// DisruptionBudgets bound them (reconciler/eviction).
 	Evictions         []*fleet.ClusterResourcePlacementEviction
 	DisruptionBudgets []*fleet.ClusterResourcePlacementDisruptionBudget
+	// RolloutWindows say when a stage's or a member's clusters may start
+	// (gitfleet's; reconciler/updaterun).
+	RolloutWindows []*fleet.RolloutWindow
 	// Resources are the workload resources, in SortResources order.
 	Resources []*unstructured.Unstructured
 	// Sources says where each rendered object came from.

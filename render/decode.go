@@ -31,8 +31,10 @@ func supportedVersion(gvk schema.GroupVersionKind) bool {
 	return !known && (gvk.Version == fleet.Version || gvk.Version == fleet.StableVersion)
 }
 
+// isFleetGroup: the fleet's groups and gitfleet's own (RolloutWindow) hold
+// control objects, never workload resources.
 func isFleetGroup(group string) bool {
-	return group == fleet.PlacementGroup || group == fleet.ClusterGroup
+	return group == fleet.PlacementGroup || group == fleet.ClusterGroup || group == fleet.GitfleetGroup
 }
 
 // identify checks apiVersion, kind and metadata.name (which every manifest
@@ -88,6 +90,7 @@ type decoded struct {
 	ro       *fleet.ResourceOverride
 	eviction *fleet.ClusterResourcePlacementEviction
 	budget   *fleet.ClusterResourcePlacementDisruptionBudget
+	window   *fleet.RolloutWindow
 	// node is the document of an override, for the lines of the errors
 	// found when overrides are checked against each other.
 	node     *yaml.Node
@@ -310,6 +313,10 @@ func (out *decoded) keep(obj runtime.Object, node func() *yaml.Node) field.Error
 		clearServerMeta(&o.ObjectMeta)
 		out.budget = o
 		return fleet.ValidateDisruptionBudget(o)
+	case *fleet.RolloutWindow:
+		clearServerMeta(&o.ObjectMeta)
+		out.window = o
+		return fleet.ValidateRolloutWindow(o)
 	}
 	return field.ErrorList{field.InternalError(nil, fmt.Errorf("render keeps no %T", obj))}
 }

@@ -267,6 +267,8 @@ func assemble(docs []document, fileErrs []ManifestError, inApprovals bool, known
 			c.Evictions = append(c.Evictions, o.eviction)
 		case o.budget != nil:
 			c.DisruptionBudgets = append(c.DisruptionBudgets, o.budget)
+		case o.window != nil:
+			c.RolloutWindows = append(c.RolloutWindows, o.window)
 		}
 	}
 	c.sort()
@@ -321,6 +323,7 @@ func (c *Content) sort() {
 	})
 	sort.Slice(c.Evictions, func(i, j int) bool { return c.Evictions[i].Name < c.Evictions[j].Name })
 	sort.Slice(c.DisruptionBudgets, func(i, j int) bool { return c.DisruptionBudgets[i].Name < c.DisruptionBudgets[j].Name })
+	sort.Slice(c.RolloutWindows, func(i, j int) bool { return c.RolloutWindows[i].Name < c.RolloutWindows[j].Name })
 	SortResources(c.Resources)
 	sortErrors(c.Errors)
 }

@@ -135,6 +135,7 @@ var kinds = []KindInfo{
 	agent(fleetKind(PlacementGroup, KindAppliedWork, "appliedworks", false, &AppliedWork{})),
 	gitfleetKind(KindCommit, "commits", &Commit{}),
 	gitfleetKind(KindGitSource, "gitsources", &GitSource{}),
+	personal(gitfleetKind(KindRolloutWindow, "rolloutwindows", &RolloutWindow{})),
 }
 
 func fleetKind(group, kind, plural string, namespaced bool, proto runtime.Object, shortNames ...string) KindInfo {
@@ -149,6 +150,10 @@ func withAPIVersion(k KindInfo) KindInfo {
 }
 
 func hubOwned(k KindInfo) KindInfo { k.HubOwned = true; return k }
+
+// personal marks a gitfleet kind that people write in the repository
+// (RolloutWindow), unlike gitfleet's records.
+func personal(k KindInfo) KindInfo { k.HubOwned = false; return k }
 
 // agent marks a kind of the hub–agent protocol; no person writes one.
 func agent(k KindInfo) KindInfo { k.Agent, k.HubOwned = true, true; return k }

@@ -187,6 +187,13 @@ func (a *admitter) Admit(ctx context.Context, c *render.Content) ([]string, erro
 	}, withheld)); err != nil {
 		return nil, err
 	}
+	if wh, ok := h.(hub.RolloutWindows); ok {
+		if err := collect(admitKind(ctx, h, c, c.RolloutWindows, kind[*fleet.RolloutWindow]{
+			group: fleet.GitfleetGroup, list: wh.ListRolloutWindows,
+		}, withheld)); err != nil {
+			return nil, err
+		}
+	}
 	if err := collect(admitKind(ctx, h, c, c.Strategies, kind[*fleet.UpdateStrategy]{
 		group: fleet.PlacementGroup, get: h.GetUpdateStrategy, validate: update[*fleet.UpdateStrategy],
 		list: h.ListUpdateStrategies,

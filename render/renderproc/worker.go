@@ -155,6 +155,7 @@ type wireContent struct {
 	ResourceOverrides        []*fleet.ResourceOverride                         `json:"resourceOverrides"`
 	Evictions                []*fleet.ClusterResourcePlacementEviction         `json:"evictions"`
 	DisruptionBudgets        []*fleet.ClusterResourcePlacementDisruptionBudget `json:"disruptionBudgets"`
+	RolloutWindows           []*fleet.RolloutWindow                            `json:"rolloutWindows"`
 	Resources                []*unstructured.Unstructured                      `json:"resources"`
 	Sources                  []wireSource                                      `json:"sources"`
 	Errors                   []render.ManifestError                            `json:"errors"`
@@ -179,7 +180,7 @@ func toWire(c *render.Content, err error) wire {
 	}
 	w := &wireContent{Members: c.Members, Placements: c.Placements, Strategies: c.Strategies, Runs: c.Runs,
 		ClusterResourceOverrides: c.ClusterResourceOverrides, ResourceOverrides: c.ResourceOverrides,
-		Evictions: c.Evictions, DisruptionBudgets: c.DisruptionBudgets,
+		Evictions: c.Evictions, DisruptionBudgets: c.DisruptionBudgets, RolloutWindows: c.RolloutWindows,
 		Resources: c.Resources, Errors: c.Errors, Accepted: c.Accepted}
 	for ref, src := range c.Sources {
 		w.Sources = append(w.Sources, wireSource{ref, src})
@@ -202,7 +203,7 @@ func fromWire(w wire) (*render.Content, error) {
 	wc := w.Content
 	c := &render.Content{Members: wc.Members, Placements: wc.Placements, Strategies: wc.Strategies, Runs: wc.Runs,
 		ClusterResourceOverrides: wc.ClusterResourceOverrides, ResourceOverrides: wc.ResourceOverrides,
-		Evictions: wc.Evictions, DisruptionBudgets: wc.DisruptionBudgets,
+		Evictions: wc.Evictions, DisruptionBudgets: wc.DisruptionBudgets, RolloutWindows: wc.RolloutWindows,
 		Resources: wc.Resources, Errors: wc.Errors, Accepted: wc.Accepted, Sources: make(map[render.ObjectRef]render.Source, len(wc.Sources))}
 	for _, s := range wc.Sources {
 		c.Sources[s.Ref] = s.Source

@@ -32,6 +32,8 @@ func (h *Hub) Apply(_ context.Context, obj hub.Object) error {
 		h.applyEviction(o)
 	case *fleet.ClusterResourcePlacementDisruptionBudget:
 		h.applyDisruptionBudget(o)
+	case *fleet.RolloutWindow:
+		h.applyRolloutWindow(o)
 	default:
 		return fmt.Errorf("the hub takes no %T from people", obj)
 	}
@@ -58,6 +60,8 @@ func (h *Hub) Delete(_ context.Context, kind string, key hub.Key) error {
 		h.deleteEviction(key)
 	case fleet.KindClusterResourcePlacementDisruptionBudget:
 		deleteOverride(h, key, &h.budgets)
+	case fleet.KindRolloutWindow:
+		h.deleteRolloutWindow(key)
 	default:
 		return fmt.Errorf("the hub deletes no %s for people", kind)
 	}

@@ -48,6 +48,8 @@ type Hub struct {
 	// (evictions.go).
 	evictions table[*fleet.ClusterResourcePlacementEviction]
 	budgets   table[*fleet.ClusterResourcePlacementDisruptionBudget]
+	// windows are people's RolloutWindows (windows.go).
+	windows table[*fleet.RolloutWindow]
 	// resources are the hub's workload resources (the rendered commit).
 	resources []*unstructured.Unstructured
 	// selector picks a placement's resources out of resources.
@@ -106,6 +108,7 @@ func New(c clock.Clock, store Store) *Hub {
 		roSnapshots:  newTable[*fleet.ResourceOverrideSnapshot](),
 		evictions:    newTable[*fleet.ClusterResourcePlacementEviction](),
 		budgets:      newTable[*fleet.ClusterResourcePlacementDisruptionBudget](),
+		windows:      newTable[*fleet.RolloutWindow](),
 	}
 	h.initDelivery()
 	return h
