@@ -22,6 +22,8 @@ type plan struct {
 	toDelete         []*fleet.Binding
 	toDeleteClusters []string
 	cached           bool
+	// memberWindows are the RolloutWindows the members name (window.go).
+	memberWindows map[string][]string
 }
 
 func newPlan(p *pass, derived *fleet.UpdateRunStatus, selected, toDelete []*fleet.Binding) *plan {
@@ -31,7 +33,7 @@ func newPlan(p *pass, derived *fleet.UpdateRunStatus, selected, toDelete []*flee
 		l.objs[b.Spec.TargetCluster] = b
 		l.names[b.Spec.TargetCluster] = b.Name
 	}
-	pl := &plan{derived: derived, bindings: l, toDelete: toDelete}
+	pl := &plan{derived: derived, bindings: l, toDelete: toDelete, memberWindows: p.memberWindows}
 	for _, b := range toDelete {
 		pl.toDeleteClusters = append(pl.toDeleteClusters, b.Spec.TargetCluster)
 	}
@@ -110,6 +112,7 @@ func (c *planCache) store(p *pass, pl *plan) {
 		bindings:         &bindingLookup{h: pl.bindings.h, namespace: pl.bindings.namespace, names: names},
 		toDeleteClusters: pl.toDeleteClusters,
 		cached:           true,
+		memberWindows:    pl.memberWindows,
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -274,3 +274,8 @@ func (p *pass) markClusterFailed(stage string, c *fleet.ClusterUpdatingStatus, m
 		fleet.ClusterUpdatingFailedReason, msg)
 	p.log.Warn("cluster update failed", "stage", stage, "cluster", c.ClusterName, "err", msg)
 }
+
+func (p *pass) markRunWaitingForWindow(w fleet.WindowWait, stage string) {
+	p.set(&p.run.Status.Conditions, fleet.StagedUpdateRunConditionProgressing, metav1.ConditionFalse,
+		fleet.UpdateRunWaitingReason, fmt.Sprintf(RunWaitingForWindowMessageFmt, w.String(), stage))
+}

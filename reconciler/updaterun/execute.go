@@ -126,10 +126,13 @@ func (p *pass) executeStage(idx int, pl *plan, maxConc int, budget *stageBudget)
 	st := &p.run.Status
 	stage := &st.StagesStatus[idx]
 	snapshotName := p.resourceSnapshotName()
+	cfg := &st.StagedUpdateStrategySnapshot.Stages[idx]
+	gate := windowGate{p: p}
 	finished, inFlight := 0, 0
 	finishedNow := false
 	var stuck []string
 	var errs []error
+	var held []fleet.WindowWait
 	for i := 0; i < len(stage.Clusters) && inFlight < maxConc; i++ {
 		cs := &stage.Clusters[i]
 		succeeded := find(cs.Conditions, fleet.ClusterUpdatingConditionSucceeded)
@@ -140,6 +143,18 @@ func (p *pass) executeStage(idx int, pl *plan, maxConc int, budget *stageBudget)
 		started := find(cs.Conditions, fleet.ClusterUpdatingConditionStarted)
 		if !isTrue(started, p.gen) && budget.exceeded() {
 			continue // over budget: no cluster starts any more
+		}
+		if !isTrue(started, p.gen) && !isFalse(succeeded, p.gen) {
+			wait, isHeld, overridden, err := gate.hold(cfg, pl.memberWindows[cs.ClusterName])
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if isHeld {
+				held = append(held, wait)
+				continue // outside its windows: takes no slot (window.go)
+			}
+			recordOverriddenFreeze(stage, overridden)
 		}
 		inFlight++
 		if isFalse(succeeded, p.gen) {
@@ -195,6 +210,12 @@ func (p *pass) executeStage(idx int, pl *plan, maxConc int, budget *stageBudget)
 	}
 	if budget.exceeded() && inFlight == 0 && len(errs) == 0 {
 		return outcome{err: budget.exceededErr()}
+	}
+	// Nothing in flight and the rest outside their windows: the stage
+	// waits (marked before the run could be marked Progressing, which
+	// would move the condition's transition time at every pass).
+	if inFlight == 0 && len(held) > 0 && len(errs) == 0 && !finishedNow {
+		return p.waitForWindow(stage, held)
 	}
 	// Upstream marks the run Progressing here even when every cluster is
 	// done and completeStage is about to mark it Waiting again; the flip

@@ -161,6 +161,7 @@ func (p *pass) computeStages(selected []*fleet.Binding, st *fleet.UpdateRunStatu
 	if err != nil {
 		return fmt.Errorf("listing member clusters: %w", err)
 	}
+	p.memberWindows = memberWindows(members)
 	scheduled := make(map[string]bool, len(selected))
 	for _, b := range selected {
 		scheduled[b.Spec.TargetCluster] = true

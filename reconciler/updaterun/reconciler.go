@@ -91,6 +91,8 @@ type pass struct {
 	revisioner         bool
 	bindingStateWrites uint64
 	invalidatePlan     bool
+	// memberWindows are read with the members when the plan is derived.
+	memberWindows map[string][]string
 }
 
 // Reconcile runs one pass for the run at key (spec §2.1). A run that no longer exists → (Result{}, nil).

@@ -72,6 +72,11 @@ func (p *pass) derivePlan() (*plan, error) {
 		// The stages are what initialization recorded; only which of
 		// their clusters are still picked matters (freezeClusterSet).
 		toDelete = frozenDeletions(toDelete, rec.DeletionStageStatus)
+		members, err := p.r.Hub.ListMemberClusters(p.ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing member clusters: %w", err)
+		}
+		p.memberWindows = memberWindows(members)
 	} else if err := p.computeStages(selected, scratch); err != nil {
 		return nil, err
 	}
