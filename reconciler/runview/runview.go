@@ -149,6 +149,8 @@ const (
 	WaitClusters Reason = "Clusters"
 	// WaitStuck: clusters updating for longer than the stuck threshold.
 	WaitStuck Reason = "Stuck"
+	// WaitWindow: a RolloutWindow to open or a freeze to end (gitfleet's).
+	WaitWindow Reason = "Window"
 	// WaitEngine: the status was written for an older generation of the
 	// spec (spec.state changed since); gitfleet has not acted on the
 	// change yet.
@@ -173,13 +175,19 @@ type Waiting struct {
 	Clusters []string
 	// Generation is the spec's generation not yet acted on (WaitEngine).
 	Generation int64
+	// Window is the stage's wait, "waiting for window <name> (opens
+	// <time>)" (WaitWindow).
+	Window string
 }
 
 // String is the WAITING-FOR column of `gitfleet get runs -o wide`:
 // "approval <request>", "wait until <time>", "clusters <names>",
-// "spec.state: Run" or "gitfleet to act on generation <n>".
+// "waiting for window <name> (opens <time>)", "spec.state: Run" or
+// "gitfleet to act on generation <n>".
 func (w Waiting) String() string {
 	switch w.For {
+	case WaitWindow:
+		return w.Window
 	case WaitState:
 		return "spec.state: Run"
 	case WaitClusters, WaitStuck:
@@ -360,6 +368,10 @@ func waiting(r *fleet.UpdateRun, v *View) Waiting {
 // after-stage approval and timed wait run side by side (spec §3.9).
 func gate(s *fleet.StageUpdatingStatus, view Stage) Waiting {
 	var w Waiting
+	if c := meta.FindStatusCondition(s.Conditions, fleet.StageUpdatingConditionProgressing); c != nil &&
+		c.Reason == fleet.StageUpdatingWaitingReason && strings.HasPrefix(c.Message, fleet.WindowWaitPrefix) {
+		return Waiting{For: WaitWindow, Window: c.Message}
+	}
 	if view.Done == 0 && len(view.InFlight) == 0 {
 		for _, t := range s.BeforeStageTaskStatus {
 			if t.Type == fleet.StageTaskTypeApproval && !approved(t) {

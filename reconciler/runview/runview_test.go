@@ -346,3 +346,30 @@ func TestClustersSayWhereEachStands(t *testing.T) {
 		t.Errorf("clusters\n got %q\nwant %q", got, want)
 	}
 }
+
+// A stage waiting for a RolloutWindow says which one and when it opens,
+// whether it has not started (its approval given) or stopped mid-way.
+func TestWaitingForAWindowSaysWhichAndWhenItOpens(t *testing.T) {
+	const msg = "waiting for window prod/holidays (opens 2027-01-04T23:00:00Z)"
+	windowWait := stageWait
+	windowWait.Message = msg
+	for name, stage := range map[string]fleet.StageUpdatingStatus{
+		"approved, not started": {StageName: "canary", Clusters: []fleet.ClusterUpdatingStatus{{ClusterName: "member3"}},
+			BeforeStageTaskStatus: []fleet.StageTaskStatus{approval("web-before-canary", created, approvedC)},
+			Conditions:            []metav1.Condition{windowWait}},
+		"mid-stage": {StageName: "canary", Clusters: []fleet.ClusterUpdatingStatus{done("member3"), {ClusterName: "member1"}},
+			Conditions: []metav1.Condition{windowWait}},
+	} {
+		r := &fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 1},
+			Spec: fleet.UpdateRunSpec{State: fleet.StateRun},
+			Status: fleet.UpdateRunStatus{StagesStatus: []fleet.StageUpdatingStatus{stage},
+				Conditions: []metav1.Condition{initialized, progressing(metav1.ConditionFalse, fleet.UpdateRunWaitingReason)}}}
+		v := Of(r)
+		if v.Waiting.For != WaitWindow || v.Waiting.String() != msg {
+			t.Errorf("%s: waiting %+v, %q; want %q", name, v.Waiting, v.Waiting.String(), msg)
+		}
+		if got := v.Stage().State; got != StageWaiting {
+			t.Errorf("%s: stage state %s, want %s", name, got, StageWaiting)
+		}
+	}
+}
