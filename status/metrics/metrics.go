@@ -38,6 +38,7 @@ type Metrics struct {
 	commitInfo    *prometheus.GaugeVec
 	snapshots     prometheus.Counter
 	sourceReady   *prometheus.GaugeVec
+	windowWaits   *windowWaits
 
 	mu     sync.Mutex
 	phases map[runKey]string // current phase of every observed run
@@ -137,8 +138,9 @@ func New(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 			Name: SourceReady,
 			Help: "Ready condition of the source (gitfleet get sources): 1 while the tracked branch is fetched and its newest hub content renders, 0 while a fetch fails or that commit is refused.",
 		}, []string{LabelName}),
-		phases:     map[runKey]string{},
-		failedSeen: map[runKey]map[stageCluster]bool{},
+		windowWaits: newWindowWaits(),
+		phases:      map[runKey]string{},
+		failedSeen:  map[runKey]map[stageCluster]bool{},
 	}
 	// Series that exist from the start, so dashboards show 0, not "no
 	// data": every counter, with each label set known in advance.
@@ -165,7 +167,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.runStatus, m.approvalLatency, m.stageDuration,
 		m.stageClusters, m.runs, m.failed, m.pending, m.snapshotIndex,
 		m.fetchDuration, m.fetchErrors, m.renderDur, m.renderFails, m.pushes, m.writebackLag,
-		m.reconcileErrs, m.commitTime, m.commitInfo, m.snapshots, m.sourceReady,
+		m.reconcileErrs, m.commitTime, m.commitInfo, m.snapshots, m.sourceReady, m.windowWaits.total,
 	}
 }
 
@@ -219,5 +221,6 @@ func (m *Metrics) DeleteRun(namespace, name string) {
 	defer m.mu.Unlock()
 	delete(m.phases, runKey{namespace, name})
 	delete(m.failedSeen, runKey{namespace, name})
+	m.windowWaits.deleteRunLocked(namespace, name)
 	m.publishPhasesLocked()
 }

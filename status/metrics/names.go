@@ -107,4 +107,5 @@ var Names = []string{
 	LastProcessedCommitInfo,
 	ResourceSnapshotsTotal,
 	SourceReady,
+	WindowWaitSecondsTotal,
 }

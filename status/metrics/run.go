@@ -37,6 +37,7 @@ func (m *Metrics) ObserveRun(run *fleet.UpdateRun) {
 	m.phases[runKey{run.Namespace, run.Name}] = phase
 	m.publishPhasesLocked()
 	m.countFailedLocked(run)
+	m.windowWaits.observeLocked(run, v.Waiting.For == runview.WaitWindow, m.clock.Now())
 }
 
 // countFailedLocked adds the run's newly failed clusters to
