@@ -30,7 +30,7 @@ func TestConformance(t *testing.T) {
 					h.ApplyUpdateStrategy(o.DeepCopy())
 				case *fleet.UpdateRun:
 					h.ApplyUpdateRun(o.DeepCopy())
-				case *fleet.ClusterResourcePlacementEviction, *fleet.ClusterResourcePlacementDisruptionBudget:
+				case *fleet.ClusterResourcePlacementEviction, *fleet.ClusterResourcePlacementDisruptionBudget, *fleet.RolloutWindow:
 					if err := h.Apply(context.Background(), obj.DeepCopyObject().(hubtest.Object)); err != nil {
 						t.Fatal(err)
 					}

@@ -114,6 +114,7 @@ var behaviours = []struct {
 	{"member properties are stored in the member's status", (*suite).memberPropertiesAreStored},
 	{"evictions and budgets read back; eviction status writes keep the spec", (*suite).evictionsAndBudgets},
 	{"bindings are delivered and removed through the hub's storage", (*suite).bindingsAreDeliveredAndRemoved},
+	{"rollout windows are kept; a change is an event", (*suite).rolloutWindowsAreKept},
 }
 
 // ---- fixtures ----

@@ -143,6 +143,9 @@ type Hub struct {
 	chainMu sync.Mutex
 	chains  map[hub.Key]*statusChain
 	tokens  uint64
+
+	// windows are people's RolloutWindows (windows.go).
+	windows windowStore
 	// beforeStatusWrite, when set, runs before each write of a chain
 	// (tests provoke a race with it).
 	beforeStatusWrite func(run hub.Key)

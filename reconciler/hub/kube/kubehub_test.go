@@ -136,6 +136,13 @@ func kindOf(t testing.TB, obj hubtest.Object) string {
 // returns once h shows it.
 func (th *testHub) apply(t testing.TB, h *Hub, obj hubtest.Object) {
 	t.Helper()
+	if w, ok := obj.(*fleet.RolloutWindow); ok {
+		// No CRD: the hub keeps what the Git loop applies (windows.go).
+		if err := h.Apply(await.Context(t), w.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
 	kind := kindOf(t, obj)
 	u, err := toUnstructured(kind, obj)
 	if err != nil {
