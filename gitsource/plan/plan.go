@@ -47,6 +47,9 @@ type Options struct {
 	Path string
 	// Until bounds the virtual time (default 24h).
 	Until time.Duration
+	// At is the instant the merge is assumed at, from which RolloutWindows
+	// and freezes are evaluated (zero: the recorded status commit's time).
+	At time.Time
 	// StuckThreshold is the engine's stuck threshold (default 5m).
 	StuckThreshold time.Duration
 	// Limits, MaxFileSize and MaxTotalSize bound each commit's render, as
@@ -184,15 +187,23 @@ type Stage struct {
 	FailureBudget *FailureBudget `json:"failureBudget,omitempty"`
 }
 
-// Gate is a before- or after-stage task.
+// Gate is a before- or after-stage task, or a RolloutWindow the stage's
+// clusters start in.
 type Gate struct {
-	// Type is Approval or TimedWait.
+	// Type is Approval, TimedWait or Window.
 	Type string `json:"type"`
+	// Window names the RolloutWindow (Type Window).
+	Window string `json:"window,omitempty"`
 	// ApprovalRequest names the request a person approves.
 	ApprovalRequest string `json:"approvalRequest,omitempty"`
 	// Wait is a TimedWait's duration.
 	Wait *metav1.Duration `json:"wait,omitempty"`
 }
+
+// GateWindow is the Type of a stage's RolloutWindow in its Before gates:
+// its clusters start only while the window is open, so the stage's Start
+// is when it opens (the timeline says "waiting for window …").
+const GateWindow = "Window"
 
 // Event is one step of a run, at a virtual offset from the merge.
 type Event struct {
@@ -247,7 +258,7 @@ func Compute(ctx context.Context, opts Options) (*Plan, error) {
 	var start state
 	res, err := simulate.Run(ctx, simulate.Options{
 		Repo: m.repo, Branch: mergeBranch, Path: opts.Path, FromStatus: from,
-		Approve: true, KeepPending: true, ApprovedBy: "assumed at once", Until: opts.Until, StuckThreshold: opts.StuckThreshold, Log: opts.Log,
+		Approve: true, KeepPending: true, ApprovedBy: "assumed at once", Until: opts.Until, Start: opts.At, StuckThreshold: opts.StuckThreshold, Log: opts.Log,
 		Limits: opts.Limits, MaxFileSize: opts.MaxFileSize, MaxTotalSize: opts.MaxTotalSize,
 		Prepared: func(ctx context.Context, h *embedded.Hub) error {
 			var err error
@@ -466,7 +477,10 @@ func stages(r *fleet.UpdateRun, t0 time.Time) []Stage {
 			spec = &specs[i]
 		}
 		if spec != nil {
-			s.Before = gates(spec.BeforeStageTasks, st.BeforeStageTaskStatus)
+			for _, w := range spec.Windows {
+				s.Before = append(s.Before, Gate{Type: GateWindow, Window: w})
+			}
+			s.Before = append(s.Before, gates(spec.BeforeStageTasks, st.BeforeStageTaskStatus)...)
 			s.After = gates(spec.AfterStageTasks, st.AfterStageTaskStatus)
 		}
 		s.FailureBudget = failureBudget(r, spec, &st)

@@ -160,6 +160,8 @@ func gateList(gs []Gate) string {
 	var out []string
 	for _, g := range gs {
 		switch {
+		case g.Window != "":
+			out = append(out, fmt.Sprintf("%s %s", g.Type, g.Window))
 		case g.Wait != nil:
 			out = append(out, fmt.Sprintf("%s %s", g.Type, g.Wait.Duration))
 		case g.ApprovalRequest != "":

@@ -126,7 +126,7 @@ func diffStage(b, a *fleet.StageUpdatingStatus, deletion bool) []string {
 			}
 		}
 	}
-	if changed(bconds, a.Conditions, fleet.StageUpdatingConditionProgressing) {
+	if changed(bconds, a.Conditions, fleet.StageUpdatingConditionProgressing) || windowWaitChanged(bconds, a.Conditions) {
 		c := meta.FindStatusCondition(a.Conditions, fleet.StageUpdatingConditionProgressing)
 		switch c.Reason {
 		case fleet.StageUpdatingWaitingReason, fleet.StageUpdatingStoppedReason, fleet.StageUpdatingStoppingReason:
@@ -173,6 +173,18 @@ func diffTasks(stage, when string, b, a []fleet.StageTaskStatus) []string {
 		}
 	}
 	return out
+}
+
+// windowWaitChanged: the stage waits for a window other than it did (an
+// approval given during a freeze keeps the stage Waiting, now for the
+// freeze).
+func windowWaitChanged(before, after []metav1.Condition) bool {
+	a := meta.FindStatusCondition(after, fleet.StageUpdatingConditionProgressing)
+	if a == nil || a.Reason != fleet.StageUpdatingWaitingReason || !strings.HasPrefix(a.Message, fleet.WindowWaitPrefix) {
+		return false
+	}
+	b := meta.FindStatusCondition(before, fleet.StageUpdatingConditionProgressing)
+	return b == nil || b.Message != a.Message
 }
 
 // changed reports whether condition typ appeared or changed status/reason.
