@@ -108,6 +108,7 @@ too.`,
 	f.StringVar(&opts.Status, "status", "", "revision whose status/ tree holds gitfleet's recorded state (default: --base)")
 	f.StringVar(&opts.Path, "path", ".", "folder of the hub content inside the repository")
 	f.DurationVar(&opts.Until, "until", 24*time.Hour, "preview at most this much virtual time")
+	f.Var(instantFlag{&opts.At}, "at", "when the merge is assumed (now or an RFC 3339 time; default: the recorded status commit's time): rollout windows and freezes are evaluated from it")
 	f.DurationVar(&opts.StuckThreshold, "stuck-threshold", 5*time.Minute, "report a run stuck when a cluster has been updating this long")
 	f.StringVarP(&output, "output", "o", "", "output format: empty for tables, yaml or json")
 	limits.addFlags(f)

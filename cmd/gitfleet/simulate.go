@@ -85,6 +85,7 @@ too.`,
 	f.StringVar(&opts.Path, "path", ".", "folder of the hub content inside the repository")
 	f.BoolVar(&opts.Approve, "approve", false, "approve every approval request the instant it appears")
 	f.DurationVar(&opts.Until, "until", 24*time.Hour, "stop after this much virtual time")
+	f.Var(instantFlag{&opts.Start}, "start", "virtual start time (now or an RFC 3339 time; default: the recorded status commit's time, or 2026-01-01T00:00:00Z): rollout windows and freezes are evaluated from it")
 	f.DurationVar(&opts.StuckThreshold, "stuck-threshold", 5*time.Minute, "report a run stuck when a cluster has been updating this long")
 	f.StringVar(&opts.FromStatus, "from-status", simulate.FromTip, "revision whose status/ tree to start from (default: the tip's, if it has one; none: replay from scratch)")
 	f.StringVarP(&output, "output", "o", "", "output format: empty for a timeline and summary, or yaml")
