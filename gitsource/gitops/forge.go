@@ -113,7 +113,7 @@ func (d *Daemon) openApprovalPR(key hub.Key, branch string, resumed bool) {
 	}
 	base := d.src.Branch()
 	d.forge.calls.Do("pull-request/"+branch, ForgeOpPullRequest, func(ctx context.Context, f forge.Forge) error {
-		info, err := approvalInfoFor(ctx, d.forge.hub, key)
+		info, err := approvalInfoFor(ctx, d.forge.hub, key, d.clock.Now())
 		if hub.IsNotFound(err) {
 			return nil // settled and gone before its pull request was opened
 		}

@@ -36,6 +36,9 @@ type approvalInfo struct {
 	// Budget: the run's failure budget and what is used (nil without a
 	// failure policy; forge_budget.go).
 	Budget *failureBudget
+	// Windows: the RolloutWindows of the released stage (nil: none;
+	// forge_window.go).
+	Windows *stageWindows
 }
 
 type stageClusters struct {
@@ -67,7 +70,7 @@ type resourceChange = resourcesnapshot.Change
 
 // approvalInfoFor reads what the approval request key releases from the
 // hub.
-func approvalInfoFor(ctx context.Context, h hub.Hub, key hub.Key) (*approvalInfo, error) {
+func approvalInfoFor(ctx context.Context, h hub.Hub, key hub.Key, now time.Time) (*approvalInfo, error) {
 	ar, err := h.GetApprovalRequest(ctx, key)
 	if err != nil {
 		return nil, err
@@ -125,6 +128,9 @@ func approvalInfoFor(ctx context.Context, h hub.Hub, key hub.Key) (*approvalInfo
 	}
 	s := stages[released]
 	info.Released = &stageClusters{Name: s.StageName, Index: released + 1, Of: len(stages), Clusters: clusterNames(s)}
+	if info.Windows, err = windowsOf(ctx, h, run, released, info.Released.Clusters, now); err != nil {
+		return nil, err
+	}
 	bindings, err := h.ListBindings(ctx, placement)
 	if err != nil {
 		return nil, err
@@ -220,6 +226,7 @@ func (a *approvalInfo) body() string {
 	}
 
 	a.Budget.write(w)
+	a.Windows.write(w)
 
 	w("\n### Stages done\n\n")
 	if len(a.Done) == 0 {

@@ -110,8 +110,14 @@ func TestApprovalPullRequestSaysWhatApprovingReleases(t *testing.T) {
 	budgeted.Budget = &failureBudget{MaxWaitMinutes: 10, Stages: []stageBudget{
 		{Name: "staging", Budget: "0"}, {Name: "canary", Budget: "1", Failed: []string{"canary-2"}},
 		{Name: "prod", Budget: "1 (10% of 3 clusters)"}}}
+	// A stage in a window, approved during a freeze (README "Rollout
+	// windows and freezes"): merging approves, the stage still waits.
+	windowed := *before
+	windowed.Request, windowed.Run = "web-frozen-before-prod", "web-frozen"
+	windowed.Windows = &stageWindows{Stage: []string{"prod"}, Members: []string{"tokyo-night"},
+		Wait: "waiting for window prod/holidays (opens 2027-01-04T23:00:00Z)", At: time.Date(2026, 12, 31, 10, 0, 0, 0, time.UTC)}
 	for name, info := range map[string]*approvalInfo{"before-stage": before, "after-last-stage": after, "deletion-stage": deletion,
-		"before-stage-with-failure-budget": &budgeted} {
+		"before-stage-with-failure-budget": &budgeted, "before-stage-in-a-freeze": &windowed} {
 		golden.Assert(t, "approval-pr/"+name+".md", []byte("# "+info.title()+"\n\n"+info.body()))
 	}
 }
