@@ -1,0 +1,74 @@
+package kube
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/testing/await"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
+)
+
+// A freeze holds a run's stage on a real API server, as on the embedded
+// hub; the override merged in Git (the freeze's allowedRuns naming the run,
+// which the Git loop applies) wakes the run at once — its requeue is at the
+// freeze's end, a day away — and the stage records the freeze it crossed.
+func TestFreezeHoldsARunOnKubeHubUntilItAllowsIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a kube-apiserver")
+	}
+	th := startHub(t)
+	h := th.newHub(t, Config{Resources: selectWorkload})
+	ctx := await.Context(t)
+	now := time.Now().UTC()
+	freeze := func(allowed ...string) {
+		t.Helper()
+		if err := h.Apply(ctx, &fleet.RolloutWindow{ObjectMeta: metav1.ObjectMeta{Name: "prod"}, Spec: fleet.RolloutWindowSpec{
+			Freezes: []fleet.Freeze{{Name: "incident", Start: now.AddDate(0, 0, -1).Format("2006-01-02"),
+				End: now.AddDate(0, 0, 1).Format("2006-01-02"), AllowedRuns: allowed}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	freeze()
+	strategy := &fleet.UpdateStrategy{ObjectMeta: metav1.ObjectMeta{Name: "frozen"}, Spec: fleet.UpdateStrategySpec{
+		Stages: []fleet.StageConfig{{Name: "prod", LabelSelector: &metav1.LabelSelector{}, Windows: []string{"prod"}}}}}
+	f := newEngineFleet(t, th, h, map[string]map[string]string{"member1": {}, "member2": {}}, strategy)
+	simulateMembers(t, th.rest, nil)
+	f.start(t)
+
+	run := hub.Key{Name: "hotfix"}
+	th.apply(t, h, &fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: run.Name}, Spec: fleet.UpdateRunSpec{
+		PlacementName: "app", StagedUpdateStrategyName: strategy.Name, State: fleet.StateRun}})
+	await.Until(t, "the stage to wait for the freeze", func() bool {
+		r, err := h.GetUpdateRun(ctx, run)
+		if err != nil || len(r.Status.StagesStatus) == 0 {
+			return false
+		}
+		c := meta.FindStatusCondition(r.Status.StagesStatus[0].Conditions, fleet.StageUpdatingConditionProgressing)
+		return c != nil && strings.HasPrefix(c.Message, "waiting for window prod/incident (opens ")
+	})
+	r, err := h.GetUpdateRun(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range r.Status.StagesStatus[0].Clusters {
+		if meta.IsStatusConditionTrue(c.Conditions, fleet.ClusterUpdatingConditionStarted) {
+			t.Fatalf("cluster %s started in the freeze", c.ClusterName)
+		}
+	}
+
+	freeze("hotfix")
+	awaitSucceeded(t, h, run)
+	r, err = h.GetUpdateRun(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Status.StagesStatus[0].OverriddenFreezes; !slices.Equal(got, []string{"prod/incident"}) {
+		t.Errorf("overriddenFreezes %v, want [prod/incident]", got)
+	}
+}
