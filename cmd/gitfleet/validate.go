@@ -147,6 +147,7 @@ func validate(ctx context.Context, out io.Writer, repo, hubPath, kubeconfig stri
 		warnings = append(warnings, refWarnings...)
 		warnings = append(warnings, runSnapshotIndexes(fsys, c, recorded)...)
 		warnings = append(warnings, overridePlacements(fsys, c)...)
+		warnings = append(warnings, windowReferences(fsys, c)...)
 	}
 	if kubeconfig != "" && c != nil {
 		missing, err := missingContexts(fsys, c, kubeconfig)
