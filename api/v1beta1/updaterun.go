@@ -85,7 +85,7 @@ type StageConfig struct {
 	Windows []string `json:"windows,omitempty"`
 }
 
-// StageTaskType is TimedWait or Approval.
+// StageTaskType is TimedWait, Approval or Metric (gitfleet's, metricgate.go).
 type StageTaskType string
 
 const (
@@ -94,14 +94,18 @@ const (
 )
 
 // StageTask is a gate before or after a stage.
+// +kubebuilder:validation:XValidation:rule="self.type == 'Metric' ? has(self.metric) : !has(self.metric)",message="a task of type Metric needs a metric block, and only it"
 type StageTask struct {
-	// +kubebuilder:validation:Enum=TimedWait;Approval
+	// +kubebuilder:validation:Enum=TimedWait;Approval;Metric
 	// +kubebuilder:validation:Required
 	Type StageTaskType `json:"type"`
 	// +kubebuilder:validation:Pattern="^(?:(?:0|[1-9][0-9]*)(\\.[0-9]+)?(?:s|m|h))+$"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Optional
 	WaitTime *metav1.Duration `json:"waitTime,omitempty"`
+	// Metric is the query of a Metric task (gitfleet's, metricgate.go).
+	// +kubebuilder:validation:Optional
+	Metric *MetricGate `json:"metric,omitempty"`
 }
 
 // State is the only mutable field of a run.
@@ -217,7 +221,7 @@ type ClusterUpdatingStatus struct {
 
 // StageTaskStatus is the progress of one before/after-stage task.
 type StageTaskStatus struct {
-	// +kubebuilder:validation:Enum=TimedWait;Approval
+	// +kubebuilder:validation:Enum=TimedWait;Approval;Metric
 	Type                StageTaskType `json:"type"`
 	ApprovalRequestName string        `json:"approvalRequestName,omitempty"`
 	// +listType=map
@@ -248,4 +252,7 @@ type ApprovalRequestStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// MetricGate is the evidence of a Metric task's gate (gitfleet's,
+	// metricgate.go).
+	MetricGate *MetricGateRecord `json:"metricGate,omitempty"`
 }

@@ -113,6 +113,13 @@ func ValidateUpdateStrategySpec(spec *UpdateStrategySpec, p *field.Path) field.E
 			seen[stage.Name] = true
 		}
 	}
+	if spec.DeleteStage != nil {
+		for i, t := range spec.DeleteStage.BeforeStageTasks {
+			if t.Type == StageTaskTypeMetric || t.Metric != nil {
+				errs = append(errs, field.NotSupported(p.Child("deleteStage", "beforeStageTasks").Index(i).Child("type"), t.Type, []string{string(StageTaskTypeApproval)}))
+			}
+		}
+	}
 	return errs
 }
 
@@ -129,7 +136,8 @@ func validateStage(stage *StageConfig, p *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("sortingLabelKey"), *stage.SortingLabelKey, msg))
 		}
 	}
-	return errs
+	errs = append(errs, validateStageTasks(stage.BeforeStageTasks, p.Child("beforeStageTasks"))...)
+	return append(errs, validateStageTasks(stage.AfterStageTasks, p.Child("afterStageTasks"))...)
 }
 
 // ---- placements ----
