@@ -2,6 +2,7 @@ package updaterun
 
 import (
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -65,9 +66,15 @@ func IsApprovalAccepted(ar *fleet.ApprovalRequest) bool {
 // the request is created when missing (also when a person deleted it before
 // approving), its approval accepted and recorded on the task. Once the task
 // is approved it is never looked at again.
-func (p *pass) approvalTask(task *fleet.StageTaskStatus, stage, taskType string) (bool, error) {
+//
+// A Metric task (gate non-nil) is decided the same way, on the same
+// request, except that until a person approves or rejects the request its
+// gate decides it (metricgate.go); after says when the gate wants the next
+// look (0 when nothing but a person or an event moves it).
+func (p *pass) approvalTask(task *fleet.StageTaskStatus, stageStatus *fleet.StageUpdatingStatus, taskType string, gate *fleet.MetricGate) (approvedTask bool, after time.Duration, err error) {
+	stage := stageStatus.StageName
 	if isTrue(find(task.Conditions, fleet.StageTaskConditionApprovalRequestApproved), p.gen) {
-		return true, nil
+		return true, 0, nil
 	}
 	h := p.r.Hub
 	key := hub.Key{Namespace: p.run.Namespace, Name: task.ApprovalRequestName}
@@ -75,25 +82,48 @@ func (p *pass) approvalTask(task *fleet.StageTaskStatus, stage, taskType string)
 	if hub.IsNotFound(err) {
 		ar = NewApprovalRequest(p.run.Namespace, task.ApprovalRequestName, p.run.Name, stage, taskType)
 		if err := h.CreateApprovalRequest(p.ctx, ar); err != nil {
-			return false, fmt.Errorf("creating approval request %s: %w", task.ApprovalRequestName, err)
+			return false, 0, fmt.Errorf("creating approval request %s: %w", task.ApprovalRequestName, err)
 		}
 		p.log.Info("created approval request", "approval_request", task.ApprovalRequestName)
 		p.markTaskCreated(task)
-		return false, nil
+		if gate == nil {
+			return false, 0, nil
+		}
+		// A gate evaluates at once, on the request as the hub created it.
+		ar, err = h.GetApprovalRequest(p.ctx, key)
 	}
 	if err != nil {
-		return false, fmt.Errorf("reading approval request %s: %w", task.ApprovalRequestName, err)
+		return false, 0, fmt.Errorf("reading approval request %s: %w", task.ApprovalRequestName, err)
 	}
 	p.markTaskCreated(task)
 	if ar.Spec.TargetStage != stage || ar.Spec.TargetUpdateRun != p.run.Name {
 		ns := p.run.Namespace
-		return false, abortf("%s", unexpectedErr("the approval request task `%s/%s` is targeting update run `%s/%s` and stage `%s`, want target update run `%s/%s and stage `%s`",
+		return false, 0, abortf("%s", unexpectedErr("the approval request task `%s/%s` is targeting update run `%s/%s` and stage `%s`, want target update run `%s/%s and stage `%s`",
 			ns, ar.Name, ns, ar.Spec.TargetUpdateRun, ar.Spec.TargetStage, ns, p.run.Name, stage))
 	}
 	accepted, approved := IsApprovalAccepted(ar), IsApproved(ar)
+	reason, message := fleet.StageTaskApprovalRequestApprovedReason, TaskApprovalRequestApprovedMessage
+	if gate != nil && !accepted {
+		if c, rejected := isRejected(ar); rejected {
+			return false, 0, p.rejectedByPerson(task, ar, c)
+		}
+		if approved && find(ar.Status.Conditions, fleet.ApprovalRequestConditionApproved).Reason != fleet.MetricGatePassedReason {
+			personDecided(ar, "approved")
+			reason = fleet.MetricGateOverriddenReason
+		} else {
+			passed, after, err := p.metricGate(task, ar, gate, stageStatus)
+			if err != nil || !passed {
+				return false, after, err
+			}
+			approved, reason = true, fleet.MetricGatePassedReason
+		}
+		if rec := ar.Status.MetricGate; rec != nil {
+			message = rec.Message
+		}
+	}
 	if !accepted && !approved {
 		p.explainIgnoredApproval(task, ar)
-		return false, nil
+		return false, 0, nil
 	}
 	if approved && !accepted {
 		p.set(&ar.Status.Conditions, fleet.ApprovalRequestConditionApprovalAccepted, metav1.ConditionTrue,
@@ -101,14 +131,29 @@ func (p *pass) approvalTask(task *fleet.StageTaskStatus, stage, taskType string)
 		// The request's own generation, not the run's.
 		find(ar.Status.Conditions, fleet.ApprovalRequestConditionApprovalAccepted).ObservedGeneration = ar.Generation
 		if err := h.UpdateApprovalRequestStatus(p.ctx, ar); err != nil {
-			return false, fmt.Errorf("accepting approval request %s: %w", ar.Name, err)
+			return false, 0, fmt.Errorf("accepting approval request %s: %w", ar.Name, err)
 		}
 		p.log.Info("accepted approval request", "approval_request", ar.Name)
 	}
-	p.set(&task.Conditions, fleet.StageTaskConditionApprovalRequestApproved, metav1.ConditionTrue,
-		fleet.StageTaskApprovalRequestApprovedReason, TaskApprovalRequestApprovedMessage)
+	p.set(&task.Conditions, fleet.StageTaskConditionApprovalRequestApproved, metav1.ConditionTrue, reason, message)
 	p.observeApprovalLatency(task, taskType)
-	return true, nil
+	return true, 0, nil
+}
+
+// rejectedByPerson fails the stage of a Metric task whose request a person
+// rejected before its gate decided, recording the rejection on the
+// evidence.
+func (p *pass) rejectedByPerson(task *fleet.StageTaskStatus, ar *fleet.ApprovalRequest, c *metav1.Condition) error {
+	if rec := ar.Status.MetricGate; rec != nil && rec.Verdict != fleet.MetricGateOverridden {
+		personDecided(ar, "rejected")
+		if err := p.r.Hub.UpdateApprovalRequestStatus(p.ctx, ar); err != nil {
+			return fmt.Errorf("recording the rejection of approval request %s: %w", ar.Name, err)
+		}
+	}
+	msg := fmt.Sprintf(RequestRejectedMessageFmt, ar.Name, c.Reason, c.Message)
+	p.set(&task.Conditions, fleet.StageTaskConditionApprovalRequestApproved, metav1.ConditionFalse, fleet.MetricGateOverriddenReason, msg)
+	p.log.Info("approval request rejected", "approval_request", ar.Name)
+	return abortf("%s", msg)
 }
 
 func (p *pass) markTaskCreated(task *fleet.StageTaskStatus) {

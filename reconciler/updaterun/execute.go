@@ -60,13 +60,16 @@ func (p *pass) execute(idx int, pl *plan) (out outcome) {
 		p.log.Info("skipped a stage without clusters", "stage", stage.StageName)
 		return outcome{after: 0}
 	}
-	approved, err := p.beforeStageTasks(idx)
+	approved, gateAfter, err := p.beforeStageTasks(idx)
 	if err != nil {
 		return outcome{err: err}
 	}
 	if !approved {
 		p.markStageWaiting(stage, StageWaitingBeforeMessage)
 		p.markRunWaiting("before-stage", stage.StageName)
+		if gateAfter > 0 {
+			return outcome{after: gateAfter}
+		}
 		return outcome{after: ApprovalPollInterval, blocked: true}
 	}
 	maxConc, err := stageMaxConcurrency(st, idx)
@@ -81,20 +84,21 @@ func (p *pass) execute(idx int, pl *plan) (out outcome) {
 }
 
 // beforeStageTasks evaluates the single Approval task a stage may have
-// before it starts (spec §3.8).
-func (p *pass) beforeStageTasks(idx int) (bool, error) {
+// before it starts (spec §3.8), or gitfleet's Metric task; gateAfter is
+// when a pending gate wants the next look.
+func (p *pass) beforeStageTasks(idx int) (approved bool, gateAfter time.Duration, err error) {
 	cfg := &p.run.Status.StagedUpdateStrategySnapshot.Stages[idx]
 	stage := &p.run.Status.StagesStatus[idx]
 	for i, t := range cfg.BeforeStageTasks {
-		if t.Type != fleet.StageTaskTypeApproval {
-			return false, abortf("%s", unexpectedErr("found unsupported task type in before stage tasks: %s", t.Type))
+		if !opensRequest(t.Type) {
+			return false, 0, abortf("%s", unexpectedErr("found unsupported task type in before stage tasks: %s", t.Type))
 		}
 		if i >= len(stage.BeforeStageTaskStatus) {
-			return false, abortf("%s", unexpectedErr("the before stage task %d of stage `%s` has no status", i, stage.StageName))
+			return false, 0, abortf("%s", unexpectedErr("the before stage task %d of stage `%s` has no status", i, stage.StageName))
 		}
-		return p.approvalTask(&stage.BeforeStageTaskStatus[i], stage.StageName, fleet.BeforeStageTaskLabelValue)
+		return p.approvalTask(&stage.BeforeStageTaskStatus[i], stage, fleet.BeforeStageTaskLabelValue, t.Metric)
 	}
-	return true, nil
+	return true, 0, nil
 }
 
 // deleteStageTasks evaluates the Approval task the strategy's deleteStage
@@ -112,7 +116,8 @@ func (p *pass) deleteStageTasks() (bool, error) {
 		if i >= len(del.BeforeStageTaskStatus) {
 			return false, abortf("%s", unexpectedErr("the before stage task %d of stage `%s` has no status", i, del.StageName))
 		}
-		return p.approvalTask(&del.BeforeStageTaskStatus[i], del.StageName, fleet.BeforeStageTaskLabelValue)
+		approved, _, err := p.approvalTask(&del.BeforeStageTaskStatus[i], del, fleet.BeforeStageTaskLabelValue, nil)
+		return approved, err
 	}
 	return true, nil
 }
@@ -420,7 +425,9 @@ func (p *pass) afterStageTasks(idx int) (done bool, wait time.Duration, approval
 			end := start.Add(t.WaitTime.Duration)
 			if remaining := end.Sub(p.now); remaining > 0 {
 				done = false
-				wait = remaining
+				if wait == 0 || remaining < wait {
+					wait = remaining
+				}
 				// Deliberate difference 6: say when the wait ends.
 				p.set(&task.Conditions, fleet.StageTaskConditionWaitTimeElapsed, metav1.ConditionFalse,
 					fleet.AfterStageTaskWaitTimeNotElapsedReason, fmt.Sprintf(TaskWaitTimeNotElapsedMessageFmt, end.UTC().Format(time.RFC3339)))
@@ -428,12 +435,20 @@ func (p *pass) afterStageTasks(idx int) (done bool, wait time.Duration, approval
 				p.set(&task.Conditions, fleet.StageTaskConditionWaitTimeElapsed, metav1.ConditionTrue,
 					fleet.AfterStageTaskWaitTimeElapsedReason, TaskWaitTimeElapsedMessage)
 			}
-		case fleet.StageTaskTypeApproval:
-			approved, err := p.approvalTask(task, stage.StageName, fleet.AfterStageTaskLabelValue)
+		case fleet.StageTaskTypeApproval, fleet.StageTaskTypeMetric:
+			approved, gateAfter, err := p.approvalTask(task, stage, fleet.AfterStageTaskLabelValue, t.Metric)
 			if err != nil {
 				return false, 0, false, err
 			}
-			if !approved {
+			switch {
+			case approved:
+			case gateAfter > 0:
+				// A pending gate moves on its own, like a TimedWait.
+				done = false
+				if wait == 0 || gateAfter < wait {
+					wait = gateAfter
+				}
+			default:
 				done, approvalPending = false, true
 			}
 		}

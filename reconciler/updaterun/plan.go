@@ -220,14 +220,14 @@ func (p *pass) computeStages(selected []*fleet.Binding, st *fleet.UpdateRunStatu
 		}
 		for _, t := range cfg.BeforeStageTasks {
 			ts := fleet.StageTaskStatus{Type: t.Type}
-			if t.Type == fleet.StageTaskTypeApproval {
+			if opensRequest(t.Type) {
 				ts.ApprovalRequestName = fmt.Sprintf(fleet.BeforeStageApprovalTaskNameFmt, p.run.Name, cfg.Name)
 			}
 			s.BeforeStageTaskStatus = append(s.BeforeStageTaskStatus, ts)
 		}
 		for _, t := range cfg.AfterStageTasks {
 			ts := fleet.StageTaskStatus{Type: t.Type}
-			if t.Type == fleet.StageTaskTypeApproval {
+			if opensRequest(t.Type) {
 				ts.ApprovalRequestName = fmt.Sprintf(fleet.AfterStageApprovalTaskNameFmt, p.run.Name, cfg.Name)
 			}
 			s.AfterStageTaskStatus = append(s.AfterStageTaskStatus, ts)
@@ -235,7 +235,7 @@ func (p *pass) computeStages(selected []*fleet.Binding, st *fleet.UpdateRunStatu
 		stages[i] = s
 	}
 	if del := strategy.DeleteStage; del != nil {
-		if err := validateBeforeStageTasks(del.BeforeStageTasks); err != nil {
+		if err := validateDeleteStageTasks(del.BeforeStageTasks); err != nil {
 			return validationAbort(userErr("the before stage tasks are invalid, updateStrategy: `%s`, stage: %s, err: %s", strategyKey, fleet.UpdateRunDeleteStageName, err))
 		}
 	}
@@ -271,11 +271,33 @@ func (p *pass) deletionStage(toDelete []*fleet.Binding, strategy *fleet.UpdateSt
 	return s
 }
 
+// opensRequest reports whether a task of type t is decided on an approval
+// request: Approval, and gitfleet's Metric (a gate that approves it).
+func opensRequest(t fleet.StageTaskType) bool {
+	return t == fleet.StageTaskTypeApproval || t == fleet.StageTaskTypeMetric
+}
+
+// validateDeleteStageTasks: the deletion stage's gate is a person's.
+func validateDeleteStageTasks(tasks []fleet.StageTask) error {
+	for i, t := range tasks {
+		if t.Type == fleet.StageTaskTypeMetric {
+			return fmt.Errorf("task %d of type Metric is not allowed in the delete stage's beforeStageTasks, allowed type: Approval", i)
+		}
+	}
+	return validateBeforeStageTasks(tasks)
+}
+
 func validateBeforeStageTasks(tasks []fleet.StageTask) error {
 	if len(tasks) > 1 {
 		return fmt.Errorf("beforeStageTasks can have at most one task")
 	}
 	for i, t := range tasks {
+		if t.Type == fleet.StageTaskTypeMetric {
+			if t.Metric == nil {
+				return fmt.Errorf("task %d of type Metric has no metric block", i)
+			}
+			continue
+		}
 		if t.Type != fleet.StageTaskTypeApproval {
 			return fmt.Errorf("task %d of type %s is not allowed in beforeStageTasks, allowed type: Approval", i, t.Type)
 		}
@@ -290,7 +312,13 @@ func validateAfterStageTasks(tasks []fleet.StageTask) error {
 	if len(tasks) == 2 && tasks[0].Type == tasks[1].Type {
 		return fmt.Errorf("afterStageTasks cannot have two tasks of the same type: %s", tasks[0].Type)
 	}
+	if len(tasks) == 2 && opensRequest(tasks[0].Type) && opensRequest(tasks[1].Type) {
+		return fmt.Errorf("afterStageTasks cannot have both an Approval and a Metric task: they would share one approval request")
+	}
 	for i, t := range tasks {
+		if t.Type == fleet.StageTaskTypeMetric && t.Metric == nil {
+			return fmt.Errorf("task %d of type Metric has no metric block", i)
+		}
 		if t.Type != fleet.StageTaskTypeTimedWait {
 			continue
 		}

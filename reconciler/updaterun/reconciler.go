@@ -48,6 +48,9 @@ type Reconciler struct {
 	// refused in Git ("" when it was not), so that a run naming it fails
 	// as invalid rather than not found. May be nil.
 	RefusedStrategy func(hub.Key) string
+	// Gates evaluates the queries of Metric tasks (nil: every gate waits
+	// for a Prometheus until it times out).
+	Gates MetricEvaluator
 
 	cache planCache
 }
