@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,6 +40,7 @@ type Metrics struct {
 	snapshots     prometheus.Counter
 	sourceReady   *prometheus.GaugeVec
 	windowWaits   *windowWaits
+	gates         *prometheus.CounterVec
 
 	mu     sync.Mutex
 	phases map[runKey]string // current phase of every observed run
@@ -139,8 +141,12 @@ func New(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 			Help: "Ready condition of the source (gitfleet get sources): 1 while the tracked branch is fetched and its newest hub content renders, 0 while a fetch fails or that commit is refused.",
 		}, []string{LabelName}),
 		windowWaits: newWindowWaits(),
-		phases:      map[runKey]string{},
-		failedSeen:  map[runKey]map[stageCluster]bool{},
+		gates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: GateEvaluationsTotal,
+			Help: "Evaluations of metric gates by result: pass, fail, or error (Prometheus unreachable or no data).",
+		}, []string{LabelResult}),
+		phases:     map[runKey]string{},
+		failedSeen: map[runKey]map[stageCluster]bool{},
 	}
 	// Series that exist from the start, so dashboards show 0, not "no
 	// data": every counter, with each label set known in advance.
@@ -156,6 +162,9 @@ func New(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 	for _, p := range Phases {
 		m.runs.WithLabelValues(p).Set(0)
 	}
+	for _, r := range GateResults {
+		m.gates.WithLabelValues(r)
+	}
 	if reg != nil {
 		reg.MustRegister(m.collectors()...)
 	}
@@ -167,7 +176,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.runStatus, m.approvalLatency, m.stageDuration,
 		m.stageClusters, m.runs, m.failed, m.pending, m.snapshotIndex,
 		m.fetchDuration, m.fetchErrors, m.renderDur, m.renderFails, m.pushes, m.writebackLag,
-		m.reconcileErrs, m.commitTime, m.commitInfo, m.snapshots, m.sourceReady, m.windowWaits.total,
+		m.reconcileErrs, m.commitTime, m.commitInfo, m.snapshots, m.sourceReady, m.windowWaits.total, m.gates,
 	}
 }
 
@@ -196,6 +205,15 @@ func runState(run *fleet.UpdateRun) string {
 
 // ObserveApprovalLatency records how long an approval took (spec §7);
 // taskType is beforeStage or afterStage.
+// CountGateEvaluation counts one evaluation of a metric gate (the
+// engine's updaterun.GateRecorder).
+func (m *Metrics) CountGateEvaluation(result fleet.MetricEvaluationResult) {
+	m.gates.WithLabelValues(strings.ToLower(string(result))).Inc()
+}
+
+// GateResults are the result label values of GateEvaluationsTotal.
+var GateResults = []string{"pass", "fail", "error"}
+
 func (m *Metrics) ObserveApprovalLatency(run *fleet.UpdateRun, taskType string, seconds float64) {
 	m.approvalLatency.WithLabelValues(run.Namespace, run.Name, taskType).Observe(seconds)
 }

@@ -25,6 +25,7 @@ const (
 	LastProcessedCommitInfo                      = "gitfleet_last_processed_commit_info"
 	ResourceSnapshotsTotal                       = "gitfleet_resource_snapshots_total"
 	SourceReady                                  = "gitfleet_source_ready"
+	GateEvaluationsTotal                         = "gitfleet_gate_evaluations_total"
 )
 
 // Label names. KubeFleet's camelCase ones (failureType, taskType) are kept
@@ -108,4 +109,5 @@ var Names = []string{
 	ResourceSnapshotsTotal,
 	SourceReady,
 	WindowWaitSecondsTotal,
+	GateEvaluationsTotal,
 }

@@ -44,6 +44,7 @@ func TestEveryCounterIsExportedAtZeroFromTheStart(t *testing.T) {
 		{GitFetchErrorsTotal, []string{""}},
 		{ResourceSnapshotsTotal, []string{""}},
 		{StatusPushesTotal, []string{"conflict,", "error,", "success,"}},
+		{GateEvaluationsTotal, []string{"error,", "fail,", "pass,"}},
 		{RenderFailuresTotal, []string{"RenderFailed,", "RenderMemoryExceeded,", "RenderTimedOut,"}},
 		{ReconcileErrorsTotal, func() []string {
 			var v []string
