@@ -1,0 +1,171 @@
+// Package metricgate evaluates the PromQL queries of metric gates against
+// Prometheus's HTTP API (client_golang's api/prometheus/v1) for the
+// update-run engine, which never does HTTP itself: the Evaluator answers
+// updaterun.MetricEvaluator, running each evaluation in the background and
+// asking for a pass of its run when it is done.
+package metricgate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+
+	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/updaterun"
+)
+
+// DefaultQueryTimeout bounds one evaluation (all its queries).
+const DefaultQueryTimeout = 30 * time.Second
+
+// Evaluator is an updaterun.MetricEvaluator on Prometheus.
+type Evaluator struct {
+	// URL is the Prometheus of gates that name none (serve's
+	// --prometheus-url); "" leaves those gates without one.
+	URL string
+	// QueryTimeout bounds one evaluation (default DefaultQueryTimeout).
+	QueryTimeout time.Duration
+
+	mu      sync.Mutex
+	wake    func(hub.Key)
+	running map[evaluation]*result
+	clients map[string]promv1.API
+}
+
+type evaluation struct {
+	run     hub.Key
+	request string
+	seq     int32
+}
+
+type result struct {
+	done bool
+	res  updaterun.MetricResult
+}
+
+// SetWake names who is told that an evaluation of a run finished (the
+// controller's EnqueueRun); nil tells no one.
+func (e *Evaluator) SetWake(wake func(hub.Key)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.wake = wake
+}
+
+// Evaluate implements updaterun.MetricEvaluator.
+func (e *Evaluator) Evaluate(q updaterun.MetricQuery) (updaterun.MetricResult, bool) {
+	k := evaluation{run: q.Run, request: q.Request, seq: q.Seq}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r, ok := e.running[k]; ok {
+		if !r.done {
+			return updaterun.MetricResult{}, false
+		}
+		delete(e.running, k)
+		return r.res, true
+	}
+	// An evaluation of the same gate the engine no longer waits for (its
+	// result was lost with a failed write) is forgotten.
+	for old := range e.running {
+		if old.run == k.run && old.request == k.request && old.seq != k.seq && e.running[old].done {
+			delete(e.running, old)
+		}
+	}
+	url := q.PrometheusURL
+	if url == "" {
+		url = e.URL
+	}
+	if url == "" {
+		return updaterun.MetricResult{Err: errors.New(updaterun.MetricGateNoPrometheusMessage)}, true
+	}
+	client, err := e.client(url)
+	if err != nil {
+		return updaterun.MetricResult{Err: err}, true
+	}
+	if e.running == nil {
+		e.running = map[evaluation]*result{}
+	}
+	r := &result{}
+	e.running[k] = r
+	go func() {
+		res := e.run(client, q.Queries)
+		e.mu.Lock()
+		r.done, r.res = true, res
+		wake := e.wake
+		e.mu.Unlock()
+		if wake != nil {
+			wake(q.Run)
+		}
+	}()
+	return updaterun.MetricResult{}, false
+}
+
+// client is the API client of one Prometheus, made once. Called with mu
+// held.
+func (e *Evaluator) client(url string) (promv1.API, error) {
+	if c, ok := e.clients[url]; ok {
+		return c, nil
+	}
+	c, err := api.NewClient(api.Config{Address: url})
+	if err != nil {
+		return nil, fmt.Errorf("prometheus %s: %w", url, err)
+	}
+	if e.clients == nil {
+		e.clients = map[string]promv1.API{}
+	}
+	e.clients[url] = promv1.NewAPI(c)
+	return e.clients[url], nil
+}
+
+// run asks every query now and gathers their samples.
+func (e *Evaluator) run(client promv1.API, queries []updaterun.ClusterQuery) updaterun.MetricResult {
+	timeout := e.QueryTimeout
+	if timeout <= 0 {
+		timeout = DefaultQueryTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var out updaterun.MetricResult
+	for _, q := range queries {
+		v, _, _, err := client.Query(ctx, q.Expr, time.Time{})
+		if err != nil {
+			return updaterun.MetricResult{Err: fmt.Errorf("query `%s`: %w", q.Expr, err)}
+		}
+		samples, err := Samples(v, q.Cluster)
+		if err != nil {
+			return updaterun.MetricResult{Err: fmt.Errorf("query `%s`: %w", q.Expr, err)}
+		}
+		out.Samples = append(out.Samples, samples...)
+	}
+	return out
+}
+
+// Samples turns an instant query's result into the gate's values: a scalar
+// or every series of a vector. cluster names the cluster of a $cluster
+// query; otherwise a series' cluster label does, or its labels.
+func Samples(v model.Value, cluster string) ([]updaterun.MetricValue, error) {
+	switch v := v.(type) {
+	case *model.Scalar:
+		return []updaterun.MetricValue{{Cluster: cluster, Value: float64(v.Value)}}, nil
+	case model.Vector:
+		out := make([]updaterun.MetricValue, 0, len(v))
+		for _, s := range v {
+			mv := updaterun.MetricValue{Cluster: cluster, Value: float64(s.Value)}
+			if mv.Cluster == "" {
+				mv.Cluster = string(s.Metric["cluster"])
+			}
+			if mv.Cluster == "" && len(s.Metric) > 0 {
+				mv.Series = s.Metric.String()
+			}
+			out = append(out, mv)
+		}
+		return out, nil
+	case nil:
+		return nil, nil
+	}
+	return nil, fmt.Errorf("a %s result, want an instant vector or a scalar", v.Type())
+}
