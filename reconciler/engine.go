@@ -35,6 +35,10 @@ type EngineOptions struct {
 	Observer PassObserver
 	// RefusedStrategy is updaterun.Reconciler's (optional).
 	RefusedStrategy func(hub.Key) string
+	// Gates evaluates metric gates (optional: without it every gate waits
+	// for a Prometheus until it times out). One that can be told whom to
+	// wake (SetWake) gets the Controller's EnqueueRun.
+	Gates updaterun.MetricEvaluator
 	// Workers is the Controller's Workers (default 1); more than one needs
 	// a hub safe for concurrent use (the kube hub).
 	Workers int
@@ -64,11 +68,11 @@ func NewEngine(h hub.Hub, clk clock.Clock, opts EngineOptions) *Controller {
 		opts.OnBindings(key, bindings)
 		return nil
 	}
-	return &Controller{
+	c := &Controller{
 		Hub:   h,
 		Clock: clk,
 		Runs: &updaterun.Reconciler{Hub: h, Clock: clk, StuckThreshold: opts.StuckThreshold, Metrics: opts.Metrics,
-			RefusedStrategy: opts.RefusedStrategy, Log: log.With("controller", "updaterun")},
+			RefusedStrategy: opts.RefusedStrategy, Gates: opts.Gates, Log: log.With("controller", "updaterun")},
 		Scheduler: &scheduler.Scheduler{Hub: h, Clock: clk, Log: log.With("controller", "scheduler")},
 		Status:    status,
 		Evictions: &eviction.Reconciler{Hub: h, Clock: clk, Log: log.With("controller", "eviction")},
@@ -78,4 +82,8 @@ func NewEngine(h hub.Hub, clk clock.Clock, opts EngineOptions) *Controller {
 		Workers:   opts.Workers,
 		Log:       log.With("controller", "reconciler"),
 	}
+	if w, ok := opts.Gates.(interface{ SetWake(func(hub.Key)) }); ok {
+		w.SetWake(c.EnqueueRun)
+	}
+	return c
 }

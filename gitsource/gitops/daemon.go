@@ -82,6 +82,9 @@ type Config struct {
 	RetryClock clock.Clock
 	// StuckThreshold is the engine's stuck threshold (default 5m).
 	StuckThreshold time.Duration
+	// Gates evaluates the engine's metric gates (optional; serve's is
+	// metricgate.Evaluator with --prometheus-url).
+	Gates updaterun.MetricEvaluator
 	// GroupCommit is how long a guarded write (a binding and run status
 	// that must be in Git before its side effect) waits, at most, for the
 	// writes of other passes to join its commit and push (groupcommit.go;
@@ -288,7 +291,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		workers = w.EngineWorkers()
 	}
 	d.Controller = reconciler.NewEngine(d.Hub, d.clock, reconciler.EngineOptions{
-		StuckThreshold: cfg.StuckThreshold, Metrics: cfg.Metrics, Workers: workers,
+		StuckThreshold: cfg.StuckThreshold, Metrics: cfg.Metrics, Workers: workers, Gates: cfg.Gates,
 		OnError: cfg.OnReconcileError, OnBindings: cfg.OnBindings, RefusedStrategy: d.ingest.RefusedStrategy, Log: d.log,
 	})
 
