@@ -190,14 +190,29 @@ type Stage struct {
 // Gate is a before- or after-stage task, or a RolloutWindow the stage's
 // clusters start in.
 type Gate struct {
-	// Type is Approval, TimedWait or Window.
+	// Type is Approval, TimedWait, Metric or Window.
 	Type string `json:"type"`
 	// Window names the RolloutWindow (Type Window).
 	Window string `json:"window,omitempty"`
-	// ApprovalRequest names the request a person approves.
+	// ApprovalRequest names the request a person approves (or, for a
+	// Metric task, its gate).
 	ApprovalRequest string `json:"approvalRequest,omitempty"`
 	// Wait is a TimedWait's duration.
 	Wait *metav1.Duration `json:"wait,omitempty"`
+	// Metric is what a Metric task's gate decides on.
+	Metric *MetricGate `json:"metric,omitempty"`
+}
+
+// MetricGate is a metric gate as the plan shows it: the query, the
+// threshold every value must hold, and its timing with defaults applied.
+type MetricGate struct {
+	Query             string          `json:"query"`
+	Threshold         string          `json:"threshold"`
+	SuccessesRequired int32           `json:"successesRequired"`
+	FailureLimit      int32           `json:"failureLimit"`
+	Interval          metav1.Duration `json:"interval"`
+	Timeout           metav1.Duration `json:"timeout"`
+	PrometheusURL     string          `json:"prometheusURL,omitempty"`
 }
 
 // GateWindow is the Type of a stage's RolloutWindow in its Before gates:
@@ -495,6 +510,11 @@ func gates(tasks []fleet.StageTask, status []fleet.StageTaskStatus) []Gate {
 		g := Gate{Type: string(t.Type)}
 		if t.WaitTime != nil {
 			g.Wait = &metav1.Duration{Duration: t.WaitTime.Duration}
+		}
+		if m := t.Metric; m != nil {
+			g.Metric = &MetricGate{Query: m.Query, Threshold: m.Threshold.String(), SuccessesRequired: m.SuccessesOrDefault(),
+				FailureLimit: m.FailureLimit, Interval: metav1.Duration{Duration: m.IntervalOrDefault()},
+				Timeout: metav1.Duration{Duration: m.TimeoutOrDefault()}, PrometheusURL: m.PrometheusURL}
 		}
 		if i < len(status) {
 			g.ApprovalRequest = status[i].ApprovalRequestName

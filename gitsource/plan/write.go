@@ -162,6 +162,8 @@ func gateList(gs []Gate) string {
 		switch {
 		case g.Window != "":
 			out = append(out, fmt.Sprintf("%s %s", g.Type, g.Window))
+		case g.Metric != nil:
+			out = append(out, metricGateText(g.Metric))
 		case g.Wait != nil:
 			out = append(out, fmt.Sprintf("%s %s", g.Type, g.Wait.Duration))
 		case g.ApprovalRequest != "":
@@ -171,6 +173,25 @@ func gateList(gs []Gate) string {
 		}
 	}
 	return orDash(strings.Join(out, ", "))
+}
+
+// metricGateText is a metric gate in a plan's stage table: "Metric
+// `<query>` < 0.05 (3 in a row every 1m, 0 failures allowed, timeout 30m)".
+func metricGateText(m *MetricGate) string {
+	return fmt.Sprintf("Metric `%s` %s (%d in a row every %s, %d failure(s) allowed, timeout %s)",
+		m.Query, m.Threshold, m.SuccessesRequired, shortDuration(m.Interval.Duration), m.FailureLimit, shortDuration(m.Timeout.Duration))
+}
+
+// shortDuration drops a duration's zero tail: 1m, not 1m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func changeList(cs []ResourceChange) string {
