@@ -374,7 +374,7 @@ func gate(s *fleet.StageUpdatingStatus, view Stage) Waiting {
 	}
 	if view.Done == 0 && len(view.InFlight) == 0 {
 		for _, t := range s.BeforeStageTaskStatus {
-			if t.Type == fleet.StageTaskTypeApproval && !approved(t) {
+			if opensRequest(t) && !approved(t) {
 				w.addApproval(t)
 			}
 		}
@@ -388,7 +388,7 @@ func gate(s *fleet.StageUpdatingStatus, view Stage) Waiting {
 	}
 	for _, t := range s.AfterStageTaskStatus {
 		switch t.Type {
-		case fleet.StageTaskTypeApproval:
+		case fleet.StageTaskTypeApproval, fleet.StageTaskTypeMetric:
 			if !approved(t) {
 				w.addApproval(t)
 			}
@@ -442,6 +442,12 @@ func waitEnd(c *metav1.Condition) time.Time {
 	return t
 }
 
+// opensRequest: an Approval task, or a Metric task (gitfleet's), whose
+// request a person may approve until its gate does.
+func opensRequest(t fleet.StageTaskStatus) bool {
+	return t.Type == fleet.StageTaskTypeApproval || t.Type == fleet.StageTaskTypeMetric
+}
+
 func approved(t fleet.StageTaskStatus) bool {
 	return meta.IsStatusConditionTrue(t.Conditions, fleet.StageTaskConditionApprovalRequestApproved)
 }
@@ -475,7 +481,7 @@ func pending(r *fleet.UpdateRun) []Approval {
 	var out []Approval
 	add := func(stage, taskType string, tasks []fleet.StageTaskStatus) {
 		for _, t := range tasks {
-			if t.Type != fleet.StageTaskTypeApproval || approved(t) {
+			if !opensRequest(t) || approved(t) {
 				continue
 			}
 			created := meta.FindStatusCondition(t.Conditions, fleet.StageTaskConditionApprovalRequestCreated)
