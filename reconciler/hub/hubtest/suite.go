@@ -106,6 +106,7 @@ var behaviours = []struct {
 	{"a handed-over status is written as a status write", (*suite).handedOverStatusIsAStatusWrite},
 	{"a removed run is gone", (*suite).removedRunIsGone},
 	{"approval requests are listed by labels", (*suite).approvalRequestsListedByLabels},
+	{"a metric gate's evidence is stored with its request", (*suite).metricGateEvidenceIsStored},
 	{"lists hold the placement's objects sorted by name", (*suite).listsArePerPlacementAndSorted},
 	{"events name the placement or the run", (*suite).eventsNamePlacementOrRun},
 	{"override snapshots are put, listed and deleted", (*suite).overrideSnapshotsPutListDelete},
