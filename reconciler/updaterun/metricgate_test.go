@@ -264,3 +264,25 @@ func TestMetricQueriesExpandOverTheStagesClusters(t *testing.T) {
 		}
 	}
 }
+
+func TestAMetricGateBeforeAStageHoldsItsClustersUntilItPasses(t *testing.T) {
+	e := newEnv(t, "").fixture()
+	gates := &fakeGates{values: []*float64{v(0)}}
+	e.r.Gates = gates
+	spec := gated(0)
+	spec.Stages[0].BeforeStageTasks, spec.Stages[0].AfterStageTasks = spec.Stages[0].AfterStageTasks, nil
+	spec.Stages[0].BeforeStageTasks[0].Metric.SuccessesRequired = 1
+	spec.Stages[0].BeforeStageTasks[0].Metric.Query = `up{cluster="$cluster"}`
+	e.strategy(spec)
+	e.create()
+	wantResult(t, "passed before the stage", e.ok(), Result{RequeueAfter: ClusterPollInterval})
+	const name = runName + "-before-all"
+	a, ok := e.ar(name)
+	if !ok || !IsApprovalAccepted(a) || a.Status.MetricGate == nil || a.Status.MetricGate.Verdict != fleet.MetricGatePassed {
+		t.Fatalf("request %s: %+v, want passed and accepted", name, a)
+	}
+	if q := gates.asked[0].Queries; len(q) != 10 || q[0].Expr != `up{cluster="cluster-0"}` || q[0].Cluster != "cluster-0" {
+		t.Errorf("asked %+v, want one query per cluster of the stage", q)
+	}
+	wantConds(t, "stage", e.get().Status.StagesStatus[0].Conditions, stageStarted)
+}
