@@ -185,7 +185,8 @@ func benchmarkConcurrentRuns(b *testing.B, th *testHub, shape fleettest.Scale) {
 	}
 	slices.Sort(took)
 	n := writes.total()
-	b.Logf("gitfleet's writes by resource: %s", writes)
+	b.Logf("gitfleet's writes by resource: %s; %d conflicts", writes, writes.conflicts)
+	b.ReportMetric(writes.took.Seconds()*1000/float64(n), "ms/write")
 	b.ReportMetric(percentileOf(took, 50).Seconds(), "p50-s")
 	b.ReportMetric(percentileOf(took, 90).Seconds(), "p90-s")
 	b.ReportMetric(took[len(took)-1].Seconds(), "max-s")
@@ -281,18 +282,29 @@ func (s *succeededRuns) count(names []string) int {
 type writeCounter struct {
 	mu    sync.Mutex
 	count map[string]int
+	// conflicts are the writes the API server refused with a Conflict;
+	// took is the time all writes took, round trip.
+	conflicts int
+	took      time.Duration
 }
 
 func newWriteCounter() *writeCounter { return &writeCounter{count: map[string]int{}} }
 
 func (c *writeCounter) wrap(next http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		if r.Method != http.MethodGet {
-			c.mu.Lock()
-			c.count[r.Method+" "+resourceOfPath(r.URL.Path)]++
-			c.mu.Unlock()
+		if r.Method == http.MethodGet {
+			return next.RoundTrip(r)
 		}
-		return next.RoundTrip(r)
+		start := time.Now()
+		resp, err := next.RoundTrip(r)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.count[r.Method+" "+resourceOfPath(r.URL.Path)]++
+		c.took += time.Since(start)
+		if err == nil && resp.StatusCode == http.StatusConflict {
+			c.conflicts++
+		}
+		return resp, err
 	})
 }
 
@@ -321,6 +333,7 @@ func (c *writeCounter) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.count)
+	c.conflicts, c.took = 0, 0
 }
 
 func (c *writeCounter) total() int {
