@@ -67,7 +67,7 @@ var (
 // write times the writes bounds them, not the engine. At 7.7-13 ms of hub
 // CPU a write and three unavoidable writes a cluster (the binding's spec
 // and status are separate requests of a CRD with a status subresource,
-// and the member's report comes after RolloutStarted), 100 runs of 100
+// and the member's report is a write of its own), 100 runs of 100
 // clusters need 230-390 s of hub CPU: on 2 cores p90 ≤ 8 s is out of
 // reach of any design that keeps the state on a kube-apiserver.
 //
