@@ -148,6 +148,7 @@ func validateStage(stage *StageConfig, p *field.Path) field.ErrorList {
 // each placement type), which refuses first and is not repeated here.
 func ValidatePlacement(pl *Placement) field.ErrorList {
 	errs := ValidateObjectMeta(pl.Kind, &pl.ObjectMeta)
+	errs = append(errs, validateRejectedSnapshots(pl.Annotations)...)
 	if len(pl.Name) > maxPlacementObjectNameSize {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), pl.Name,
 			fmt.Sprintf("the name field cannot have length exceeding %d", maxPlacementObjectNameSize)))

@@ -79,6 +79,8 @@ func FailureType(cond metav1.Condition) string {
 	switch cond.Reason {
 	case fleet.UpdateRunStuckReason:
 		return FailureTypeInternalError
+	case fleet.UpdateRunResourceSnapshotRejectedReason:
+		return FailureTypeUserError
 	case fleet.UpdateRunFailedReason, fleet.UpdateRunInitializeFailedReason:
 		if strings.Contains(cond.Message, budgetExceededMsg) {
 			return FailureTypeClusterFailure

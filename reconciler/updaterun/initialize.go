@@ -53,6 +53,9 @@ func (p *pass) initialize() (*plan, error) {
 	if err := p.recordResourceSnapshotOf(retried, placement, st); err != nil {
 		return nil, err
 	}
+	if err := p.checkRejected(placement, st); err != nil {
+		return nil, err
+	}
 	if err := p.recordOverrideSnapshots(st); err != nil {
 		return nil, err
 	}

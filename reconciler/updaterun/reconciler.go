@@ -186,7 +186,7 @@ func (p *pass) reconcile() (Result, error) {
 		if pl, err = p.initialize(); err != nil {
 			if isAborted(err) {
 				p.log.Info("initialization failed", "err", err)
-				return blocked, p.recordInitFailed(err.Error())
+				return blocked, p.recordInitFailed(abortReason(err, fleet.UpdateRunInitializeFailedReason), err.Error())
 			}
 			return Result{}, err
 		}
@@ -261,9 +261,8 @@ func (p *pass) incomplete(out outcome) (Result, error) {
 	return res, nil
 }
 
-func (p *pass) recordInitFailed(msg string) error {
-	p.set(&p.run.Status.Conditions, fleet.StagedUpdateRunConditionInitialized, metav1.ConditionFalse,
-		fleet.UpdateRunInitializeFailedReason, msg)
+func (p *pass) recordInitFailed(reason, msg string) error {
+	p.set(&p.run.Status.Conditions, fleet.StagedUpdateRunConditionInitialized, metav1.ConditionFalse, reason, msg)
 	return p.writeStatus()
 }
 
