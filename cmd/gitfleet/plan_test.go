@@ -190,6 +190,8 @@ func TestPlan(t *testing.T) {
 		golden.Assert(t, "plan-deletion-comment.md", []byte(hashes(plan.Comment(p), p, false)))
 	})
 
+	t.Run("rollback command", func(t *testing.T) { testRollbackCommand(t, work, planOf) })
+
 	// The rollback that a replay from scratch gets wrong: there every run
 	// of the history starts at once on the same clusters and the rollback
 	// loses the race for member2. From the recorded state the other runs

@@ -68,6 +68,6 @@ approves a request is the approval.`,
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	root.PersistentFlags().StringVar(&logFormat, "log-format", "", "log format: text or json (default: text on a terminal, json otherwise)")
 	root.AddCommand(newVersionCommand(), newSimulateCommand(), newPlanCommand(), newServeCommand(), newAgentCommand())
-	root.AddCommand(newGetCommand(), newDescribeCommand(), newApproveCommand(), newValidateCommand(), newUICommand())
+	root.AddCommand(newGetCommand(), newDescribeCommand(), newApproveCommand(), newRollbackCommand(), newValidateCommand(), newUICommand())
 	return root
 }

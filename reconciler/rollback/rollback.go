@@ -195,3 +195,24 @@ func Manifest(failed *fleet.UpdateRun, t Target, why string) []byte {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// SupersededBy names a run of the failed run's placement initialized after
+// it ("" when none): the fleet moved on, and a rollback proposed now would
+// undo that run too.
+func SupersededBy(failed *fleet.UpdateRun, runs []*fleet.UpdateRun) string {
+	at := initializedAt(failed)
+	for _, r := range runs {
+		if r.Namespace == failed.Namespace && r.Name != failed.Name && r.Spec.PlacementName == failed.Spec.PlacementName &&
+			r.Annotations[fleet.RollbackOfAnnotation] != failed.Name && initializedAt(r).After(at.Time) {
+			return r.Name
+		}
+	}
+	return ""
+}
+
+func initializedAt(r *fleet.UpdateRun) metav1.Time {
+	if c := meta.FindStatusCondition(r.Status.Conditions, fleet.StagedUpdateRunConditionInitialized); c != nil && c.Status == metav1.ConditionTrue {
+		return c.LastTransitionTime
+	}
+	return metav1.Time{}
+}

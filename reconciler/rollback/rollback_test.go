@@ -136,3 +136,15 @@ spec:
 		t.Errorf("file %s branch %s", File(failed), Branch(failed))
 	}
 }
+
+func TestSupersededBy(t *testing.T) {
+	failed := run("r3", "3", "False", 30, "m1=ok")
+	rb := run("r3-rollback", "1", "", 40, "m1=ok")
+	rb.Annotations = map[string]string{fleet.RollbackOfAnnotation: "r3"}
+	if got := SupersededBy(failed, []*fleet.UpdateRun{run("r1", "1", "True", 10), failed, rb}); got != "" {
+		t.Errorf("an older run and its own rollback supersede it: %s", got)
+	}
+	if got := SupersededBy(failed, []*fleet.UpdateRun{failed, run("r4", "4", "", 35)}); got != "r4" {
+		t.Errorf("superseded by %q, want r4", got)
+	}
+}
