@@ -17,6 +17,9 @@ const OwnCommitTrailer = "Gitfleet-Commit: true"
 // ApproveBranchPrefix prefixes the branches PushBranch creates.
 const ApproveBranchPrefix = "gitfleet/approve/"
 
+// RollbackBranchPrefix prefixes the branches PushRollbackBranch creates.
+const RollbackBranchPrefix = "gitfleet/rollback/"
+
 // Change is a set of file writes and deletions to commit as one commit.
 // Every path must lie under one of Config.AllowedPrefixes.
 type Change struct {
@@ -60,7 +63,7 @@ func (s *Source) Apply(ctx context.Context, ch Change) (Result, error) {
 	if branch != s.cfg.Branch && branch != s.cfg.StatusBranch {
 		return Result{}, errorf("apply", ErrInvalid, fmt.Sprintf("branch %q is neither the tracked nor the status branch", branch))
 	}
-	ops, err := s.validate(ch)
+	ops, err := s.validate(ch, s.cfg.AllowedPrefixes)
 	if err != nil {
 		return Result{}, err
 	}
@@ -79,10 +82,22 @@ func (s *Source) Apply(ctx context.Context, ch Change) (Result, error) {
 // (or none, if it already holds the change); it is never rewritten. If the
 // tracked tip already holds the change no branch is created.
 func (s *Source) PushBranch(ctx context.Context, name string, ch Change) (Result, error) {
+	return s.pushBranch(ctx, ApproveBranchPrefix, name, ch, s.cfg.AllowedPrefixes)
+}
+
+// PushRollbackBranch pushes ch as one commit on RollbackBranchPrefix+name,
+// created from the tracked tip, as PushBranch does; its files must lie
+// below dir (the hub content's rollbacks/ folder), where gitfleet writes
+// nothing else: merging the branch adds a rollback run.
+func (s *Source) PushRollbackBranch(ctx context.Context, name, dir string, ch Change) (Result, error) {
+	return s.pushBranch(ctx, RollbackBranchPrefix, name, ch, []string{dir})
+}
+
+func (s *Source) pushBranch(ctx context.Context, prefix, name string, ch Change, allowed []string) (Result, error) {
 	if !branchName.MatchString(name) {
 		return Result{}, errorf("push-branch", ErrInvalid, fmt.Sprintf("branch name %q: want letters, digits, '.', '_' or '-'", name))
 	}
-	ops, err := s.validate(ch)
+	ops, err := s.validate(ch, allowed)
 	if err != nil {
 		return Result{}, err
 	}
@@ -93,7 +108,7 @@ func (s *Source) PushBranch(ctx context.Context, name string, ch Change) (Result
 		}
 		return h, nil
 	}
-	return s.commitAndPush(ctx, "push-branch", ApproveBranchPrefix+name, ops, ch.Message, fromTracked, true)
+	return s.commitAndPush(ctx, "push-branch", prefix+name, ops, ch.Message, fromTracked, true)
 }
 
 // emptyTree is the hash of the tree with no entries.
@@ -101,17 +116,17 @@ var emptyTree = plumbing.NewHash("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
 
 var branchName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$`)
 
-// validate checks ch against the allow-list. No size limit applies: what
+// validate checks ch against the allow-list of prefixes. No size limit applies: what
 // gitfleet writes follows the fleet (a placement of 10,000 clusters is
 // several MiB), and a limit here would stop every status push for good.
-func (s *Source) validate(ch Change) (map[string]fileOp, error) {
+func (s *Source) validate(ch Change, allowed []string) (map[string]fileOp, error) {
 	ops := make(map[string]fileOp, len(ch.Writes)+len(ch.Deletes))
 	check := func(p string) error {
 		if _, err := cleanPath(p); err != nil {
 			return errorf("apply", ErrInvalid, fmt.Sprintf("path %q: %v", p, err))
 		}
-		if !underAny(p, s.cfg.AllowedPrefixes) {
-			return errorf("apply", ErrPathNotAllowed, fmt.Sprintf("path %q is outside the allowed prefixes %v", p, s.cfg.AllowedPrefixes))
+		if !underAny(p, allowed) {
+			return errorf("apply", ErrPathNotAllowed, fmt.Sprintf("path %q is outside the allowed prefixes %v", p, allowed))
 		}
 		return nil
 	}

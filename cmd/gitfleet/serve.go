@@ -180,7 +180,8 @@ func runServe(ctx context.Context, o serveOptions) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.New(reg, nil)
 	if forgeCfg != nil {
-		forgeCfg.OnError = metrics.NewForge(reg, gitops.ForgeOps, forge.Classes).ObserveError
+		fm := metrics.NewForge(reg, gitops.ForgeOps, forge.Classes)
+		forgeCfg.OnError, forgeCfg.OnRollback = fm.ObserveError, fm.ObserveRollback
 	}
 	endpoints := metrics.Handler(reg)
 	if o.metricsAddr != "" {
@@ -239,6 +240,9 @@ func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metric
 			MaxFileSize: int64(o.render.maxFileSize), MaxTotalSize: int64(o.render.maxTotal)})
 		if err != nil {
 			return err
+		}
+		if forgeCfg != nil {
+			forgeCfg.Plan = rollbackPlan(src, o.path)
 		}
 		d, err = gitops.Open(ctx, gitops.Config{
 			Source: src, Path: o.path, StatusInterval: o.statusInterval, StuckThreshold: o.stuckThreshold,

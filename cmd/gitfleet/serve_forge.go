@@ -1,21 +1,25 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/spf13/pflag"
 
+	"github.com/gitfleet/gitfleet/gitsource"
 	"github.com/gitfleet/gitfleet/gitsource/forge"
 	"github.com/gitfleet/gitfleet/gitsource/gitops"
+	"github.com/gitfleet/gitfleet/gitsource/plan"
 )
 
 // forgeOptions are serve's --forge flags.
 type forgeOptions struct {
 	kind, url, tokenFile, tokenEnv string
-	clusterStatuses                bool
+	clusterStatuses, noRollbacks   bool
 	retryMax                       time.Duration
 }
 
@@ -25,6 +29,7 @@ func (o *forgeOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.tokenFile, "forge-token-file", "", "file holding the forge API token (needs pull request, comment and commit status access)")
 	f.StringVar(&o.tokenEnv, "forge-token-env", "", "environment variable holding the forge API token")
 	f.BoolVar(&o.clusterStatuses, "forge-cluster-statuses", false, "also set one commit status per cluster of each run (gitfleet/<run>/<cluster>)")
+	f.BoolVar(&o.noRollbacks, "no-rollback-pull-requests", false, "do not open a pull request that rolls a failed run back (branch gitfleet/rollback/<run>)")
 	f.DurationVar(&o.retryMax, "forge-retry-max", 5*time.Minute, "a failed forge call is retried after 1s, doubling up to this wait; the rollout never waits for it")
 }
 
@@ -54,5 +59,22 @@ func (o *forgeOptions) config(repo string) (*gitops.ForgeConfig, error) {
 	if o.retryMax < time.Second {
 		return nil, fmt.Errorf("--forge-retry-max %s: want at least 1s", o.retryMax)
 	}
-	return &gitops.ForgeConfig{Forge: f, ClusterStatuses: o.clusterStatuses, RetryMax: o.retryMax}, nil
+	return &gitops.ForgeConfig{Forge: f, ClusterStatuses: o.clusterStatuses, RetryMax: o.retryMax, NoRollbacks: o.noRollbacks}, nil
+}
+
+// rollbackPlan is the plan of merging a rollback branch's tip head into
+// the tracked branch at base, from the state recorded in status/ there:
+// the body of the rollback pull request (gitops.ForgeConfig.Plan).
+func rollbackPlan(src *gitsource.Source, hubPath string) func(ctx context.Context, base gitsource.Head, head plumbing.Hash) (string, error) {
+	return func(ctx context.Context, base gitsource.Head, head plumbing.Hash) (string, error) {
+		statusTip := base.Status
+		if statusTip.IsZero() {
+			statusTip = base.Commit
+		}
+		p, err := plan.Compute(ctx, plan.Options{Repo: src.GitDir(), Base: base.Commit.String(), Head: head.String(), Status: statusTip.String(), Path: hubPath})
+		if err != nil {
+			return "", err
+		}
+		return plan.Comment(p), nil
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"k8s.io/apimachinery/pkg/api/meta"
 
@@ -35,11 +36,22 @@ type forgeSync struct {
 	// sent is the last status set per commit and context: a status commit
 	// that changes nothing a status shows costs no API call.
 	sent map[string]forge.Status
+
+	// Rollback pull requests (forge_rollback.go): on unless
+	// ForgeConfig.NoRollbacks; proposed are the runs done with in this
+	// process.
+	rollbacks  bool
+	plan       func(ctx context.Context, base gitsource.Head, head plumbing.Hash) (string, error)
+	onRollback func(outcome string)
+	proposed   map[hub.Key]bool
+	// notes are the gitfleet.io/rollback annotations the next sync sets.
+	notes map[hub.Key]string
 }
 
 func newForgeSync(d *Daemon, cfg *ForgeConfig) *forgeSync {
 	return &forgeSync{calls: newForgeCalls(cfg, d.log.With("component", "forge")), hub: d.Hub, src: d.src,
-		clusterStatuses: cfg.ClusterStatuses, approvedBy: map[string]string{}, sent: map[string]forge.Status{}}
+		clusterStatuses: cfg.ClusterStatuses, approvedBy: map[string]string{}, sent: map[string]forge.Status{},
+		rollbacks: !cfg.NoRollbacks, plan: cfg.Plan, onRollback: cfg.OnRollback, proposed: map[hub.Key]bool{}, notes: map[hub.Key]string{}}
 }
 
 // ForgeCalls is how the daemon calls the forge, for other posters (the
@@ -71,13 +83,23 @@ func (d *Daemon) forgeApprovalBranchPushed(key hub.Key, branch string) {
 
 // forgeResume opens the pull requests of the approval requests that wait
 // at start (after a restart, or when --forge is turned on while a run
-// waits): their branches were pushed by an earlier serve.
+// waits): their branches were pushed by an earlier serve; and proposes
+// the rollback of every failed run (ProposeRollback finds its pull
+// request again).
 func (d *Daemon) forgeResume(ctx context.Context) {
-	if d.forge == nil || !d.cfg.PushApprovalBranches {
+	if d.forge == nil {
 		return
 	}
 	runs, err := d.Hub.ListUpdateRuns(ctx)
 	if err != nil {
+		return
+	}
+	for _, r := range runs {
+		if r.Phase() == fleet.PhaseFailed {
+			d.ProposeRollback(hub.Key{Namespace: r.Namespace, Name: r.Name}, "") // found again if an earlier serve opened it
+		}
+	}
+	if !d.cfg.PushApprovalBranches {
 		return
 	}
 	namespaces := map[string]bool{"": true}
@@ -227,7 +249,11 @@ func (d *Daemon) forgeStatusesChanged(ch status.Changeset) {
 	}
 	for key := range runs {
 		d.forge.calls.Do("commit-status/"+key.String(), ForgeOpStatus, func(ctx context.Context, f forge.Forge) error {
-			return d.forge.setStatuses(ctx, f, key)
+			run, err := d.forge.setStatuses(ctx, f, key)
+			if run != nil && run.Phase() == fleet.PhaseFailed {
+				d.ProposeRollback(key, "")
+			}
+			return err
 		})
 	}
 }
@@ -262,18 +288,19 @@ func RefusedStatus(rec *fleet.Commit) forge.Status {
 }
 
 // setStatuses sets the run's statuses on the commit its snapshot came
-// from, skipping the ones the forge already shows.
-func (s *forgeSync) setStatuses(ctx context.Context, f forge.Forge, key hub.Key) error {
+// from, skipping the ones the forge already shows. It returns the run it
+// read (nil when it is gone).
+func (s *forgeSync) setStatuses(ctx context.Context, f forge.Forge, key hub.Key) (*fleet.UpdateRun, error) {
 	run, err := s.hub.GetUpdateRun(ctx, key)
 	if hub.IsNotFound(err) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sha, err := snapshotCommit(ctx, s.hub, run)
 	if err != nil || sha == "" {
-		return err // a snapshot without a commit: nothing to put it on
+		return run, err // a snapshot without a commit: nothing to put it on
 	}
 	statuses := []forge.Status{RunStatus(run)}
 	if s.clusterStatuses {
@@ -288,13 +315,13 @@ func (s *forgeSync) setStatuses(ctx context.Context, f forge.Forge, key hub.Key)
 			continue
 		}
 		if err := f.SetStatus(ctx, sha, st); err != nil {
-			return err
+			return run, err
 		}
 		s.mu.Lock()
 		s.sent[k] = st
 		s.mu.Unlock()
 	}
-	return nil
+	return run, nil
 }
 
 // snapshotCommit is the commit the run's resource snapshot was recorded

@@ -7,8 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/gitfleet/gitfleet/gitsource"
 	"github.com/gitfleet/gitfleet/gitsource/forge"
 )
 
@@ -26,6 +28,17 @@ type ForgeConfig struct {
 	RetryBase, RetryMax time.Duration
 	// OnError hears about every failed call (the error metric).
 	OnError func(operation, class string)
+	// NoRollbacks turns off the rollback pull request of a failed run
+	// (ProposeRollback).
+	NoRollbacks bool
+	// Plan is the rollout preview of merging the commit head into the
+	// tracked branch at base (plan.Comment's Markdown), for the rollback
+	// pull request's body (optional: gitops cannot import plan, which
+	// simulates with it).
+	Plan func(ctx context.Context, base gitsource.Head, head plumbing.Hash) (string, error)
+	// OnRollback hears what each rollback proposal did (RollbackOpened,
+	// RollbackNoTarget; the rollback metric).
+	OnRollback func(outcome string)
 }
 
 // Operations, as the error metric and the log name them.
@@ -34,10 +47,11 @@ const (
 	ForgeOpWithdraw    = "withdraw"      // close a pull request no longer needed
 	ForgeOpStatus      = "commit_status" // set a run's commit statuses
 	ForgeOpComment     = "comment"       // post or update a comment
+	ForgeOpRollback    = "rollback"      // open a failed run's rollback pull request
 )
 
 // ForgeOps lists every operation ForgeCalls names.
-var ForgeOps = []string{ForgeOpPullRequest, ForgeOpWithdraw, ForgeOpStatus, ForgeOpComment}
+var ForgeOps = []string{ForgeOpPullRequest, ForgeOpWithdraw, ForgeOpStatus, ForgeOpComment, ForgeOpRollback}
 
 // forgeCallTimeout bounds one call (all its requests): a forge that hangs
 // is a failure like any other, retried later.

@@ -34,6 +34,9 @@ func (d *Daemon) sync(ctx context.Context, head gitsource.Head) error {
 	defer d.mu.Unlock()
 	d.group.begin()
 	pass, err := d.syncSteps(ctx, head)
+	if err == nil && d.applyRollbackNotes(ctx) {
+		pass = true
+	}
 	if cerr := d.group.end(ctx, pass); err == nil {
 		err = cerr
 	}

@@ -55,6 +55,7 @@ func TestEveryCounterIsExportedAtZeroFromTheStart(t *testing.T) {
 			return v
 		}()},
 		{ForgeAPIErrorsTotal, []string{"other,comment,", "other,pull_request,", "unreachable,comment,", "unreachable,pull_request,"}},
+		{RollbackPullRequestsTotal, []string{"no_target,", "opened,"}},
 	} {
 		got := series[tc.counter]
 		slices.Sort(got)
