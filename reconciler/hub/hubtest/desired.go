@@ -28,6 +28,7 @@ var desiredBehaviours = []struct {
 	{"a merged approval reaches the request's status", (*suite).approvalFromGit},
 	{"overrides are applied, listed and deleted", (*suite).overridesApplied},
 	{"a run's failure policy and a stage's budget read back as written", (*suite).failurePolicyIsKept},
+	{"a placement's rejected snapshots and a run's rollback note read back as written", (*suite).rejectionsAndRollbackNotesAreKept},
 }
 
 func (s *suite) desired() hub.Desired {
