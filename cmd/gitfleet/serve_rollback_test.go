@@ -197,3 +197,25 @@ func TestServeOpensARollbackPullRequestForAFailedRunOnGitea(t *testing.T) {
 		t.Errorf("rollbacks/example-run-2.yaml on main: %v\n%s", err, data)
 	}
 }
+
+// A run that fails with nothing before it to roll back to gets no pull
+// request: the run's gitfleet.io/rollback annotation says why.
+func TestServeOpensNoRollbackPullRequestWithNothingToRollBackTo(t *testing.T) {
+	g := newGiteaFleet(t)
+	g.start(t)
+	g.approvalPR(t) // staging is done: member2 has snapshot 0, the first
+	g.push(t, func(clone string) {
+		edit(t, clone, "placement.yaml", "    type: External\n", "    type: External\n    applyStrategy:\n      whenToApply: IfNotDrifted\n")
+		commitAll(t, clone, "apply only where nothing drifted")
+	})
+	g.awaitPhase(t, forgeRun, fleet.PhaseFailed)
+	want := "none: no run of placement `example-placement` succeeded with another resource snapshot than `0` " +
+		"(not a rejected one, still recorded) on every cluster run `example-run` changed (member2)"
+	await.Until(t, "the failed run to say why it gets no rollback", func() bool {
+		r := g.run(forgeRun)
+		return r != nil && r.Annotations[fleet.RollbackAnnotation] == want
+	})
+	if prs := g.pullRequests(t, "gitfleet/rollback/"+forgeRun); len(prs) != 0 {
+		t.Errorf("%d rollback pull requests, want none", len(prs))
+	}
+}

@@ -34,11 +34,13 @@ const (
 // plan of merging it in its body. why says what failed (a metric gate);
 // "" is the run's own failure. It is called for every run that ends
 // Failed, and may be called for a run a gate failed. Found again, not
-// duplicated: the open pull request of the branch is kept, and once the
-// rollback run exists (merged) nothing more is done. With nothing to roll
-// back to, no pull request is opened: the log and the run's
-// gitfleet.io/rollback annotation say why. Without a forge it does
-// nothing.
+// duplicated: a branch an earlier serve pushed keeps its open pull
+// request as it is, and gets none once that was closed (declined) or
+// merged; once the rollback run or its file is on the tracked branch
+// nothing more is done, nor for a run a later run of its placement
+// superseded. With nothing to roll back to, no pull request is opened: the
+// log and the run's gitfleet.io/rollback annotation say why. Without a
+// forge (or with ForgeConfig.NoRollbacks) it does nothing.
 func (d *Daemon) ProposeRollback(key hub.Key, why string) {
 	if d.forge == nil || !d.forge.rollbacks {
 		return
@@ -129,14 +131,14 @@ func (d *Daemon) proposeRollback(ctx context.Context, f forge.Forge, key hub.Key
 	}
 	prBranch := gitsource.RollbackBranchPrefix + branch
 	if !res.Created && !*pushed {
-		// An earlier serve pushed the branch: its pull request is open
-		// (found again below) or was closed, which declines the rollback.
-		if _, open, err := forge.FindPR(ctx, f, prBranch, d.src.Branch()); err != nil {
+		// An earlier serve pushed the branch: its pull request is open,
+		// and left as it is (it may be merged any moment), or it was
+		// closed, which declines the rollback, or merged.
+		if _, open, err := forge.FindPR(ctx, f, prBranch, d.src.Branch()); err != nil || open {
 			return "", err
-		} else if !open {
-			d.log.Info("rollback declined: its pull request was closed (delete the branch to have it proposed again)", "run", run.Name, "branch", prBranch)
-			return "", nil
 		}
+		d.log.Info("no rollback pull request: the branch's was closed or merged (delete the branch to have it proposed again)", "run", run.Name, "branch", prBranch)
+		return "", nil
 	}
 	*pushed = true
 	preview := ""
