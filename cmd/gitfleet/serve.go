@@ -72,10 +72,13 @@ approves it: open a pull request from it, and merging it is the approval.
 With --forge github|gitlab|gitea and a forge token gitfleet opens that pull
 request itself (its body says what approving releases), closes it when the
 request is approved another way, and sets a commit status gitfleet/<run> on
-the commit each run rolls out. A forge that fails never holds up a rollout:
-its calls are retried in the background.
+the commit each run rolls out. When a run fails it opens one pull request,
+branch gitfleet/rollback/<run>, whose run rolls the placement back to the last
+snapshot that succeeded on its clusters: merging it rolls back. A forge that
+fails never holds up a rollout: its calls are retried in the background.
 
-gitfleet never force-pushes and never writes outside status/ and approvals/;
+gitfleet never force-pushes and never writes outside status/ and approvals/
+(and rollbacks/, on its gitfleet/rollback/ branches only);
 a human commit that races a status push is kept (gitfleet re-applies its own
 change on top). State is persisted in the status tree before any side effect,
 so a restart — even in an empty --cache-dir — resumes every run where it was.

@@ -38,7 +38,7 @@ type Forge struct {
 func NewForge(reg prometheus.Registerer, operations, classes []string) *Forge {
 	f := &Forge{errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: ForgeAPIErrorsTotal,
-		Help: "Forge API calls that failed and will be retried, by operation (pull_request, withdraw, commit_status, comment) and class (unreachable, unauthorized, forbidden, not_found, rate_limited, rejected, server_error, other).",
+		Help: "Forge API calls that failed and will be retried, by operation (pull_request, withdraw, commit_status, comment, rollback) and class (unreachable, unauthorized, forbidden, not_found, rate_limited, rejected, server_error, other).",
 	}, []string{LabelOperation, LabelClass}),
 		rollbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: RollbackPullRequestsTotal,
