@@ -301,6 +301,9 @@ func (s *Source) pushed(op, branch string, commit, parent plumbing.Hash, sent se
 		s.log.Warn("cannot write a pushed commit to the cache; the next fetch will bring it", "branch", branch, "commit", commit.String(), "err", s.red.scrub(err.Error()))
 	} else {
 		s.setTip(branch, commit)
+		if branch == s.cfg.Branch {
+			s.ownTip.set(commit)
+		}
 	}
 	if op == "apply" && branch == s.cfg.Branch && !parent.IsZero() {
 		s.own.add(commit, parent)

@@ -2,6 +2,7 @@ package gitsource
 
 import (
 	"context"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -45,4 +46,45 @@ func (s *Source) PushedItself(ctx context.Context, from, to plumbing.Hash) (bool
 		h = parent
 	}
 	return true, nil
+}
+
+// ownTip is the tracked branch's tip as this Source last pushed it, while no
+// fetch has seen another: what a forge's push webhook for that push
+// announces. It has its own lock so that a webhook handler never waits for
+// a push or fetch holding the Source's.
+type ownTip struct {
+	mu   sync.Mutex
+	hash plumbing.Hash
+}
+
+func (o *ownTip) set(h plumbing.Hash) {
+	o.mu.Lock()
+	o.hash = h
+	o.mu.Unlock()
+}
+
+// seen forgets the record when the branch's cached tip is another commit.
+func (o *ownTip) seen(tip plumbing.Hash) {
+	o.mu.Lock()
+	if o.hash != tip {
+		o.hash = plumbing.ZeroHash
+	}
+	o.mu.Unlock()
+}
+
+// IsOwnTip reports whether commit (hex) is the tracked branch's tip as this
+// Source pushed it, with no other tip fetched since: the cache already
+// holds it, so a webhook announcing it has nothing to fetch. It is false
+// for anything else, a malformed or zero hash included.
+func (s *Source) IsOwnTip(commit string) bool {
+	if !plumbing.IsHash(commit) {
+		return false
+	}
+	h := plumbing.NewHash(commit)
+	if h.IsZero() {
+		return false
+	}
+	s.ownTip.mu.Lock()
+	defer s.ownTip.mu.Unlock()
+	return s.ownTip.hash == h
 }

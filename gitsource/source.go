@@ -121,6 +121,7 @@ type Source struct {
 	objects *lockedObjects
 	built   layer // what commits read and write, over store
 	own     ownPushes
+	ownTip  ownTip
 	// repacked is the size of the packs the last full repack left, zero
 	// before the first (Maintain).
 	repacked int64
@@ -352,6 +353,10 @@ func (s *Source) fetchLocked(ctx context.Context) error {
 	}
 	if errors.Is(err, errNoSuchBranch) {
 		return errorf("fetch", ErrNotFound, fmt.Sprintf("%s: branch %q not found", s.safeURL, s.cfg.Branch))
+	}
+	if err == nil {
+		tip, _ := s.tip(s.cfg.Branch)
+		s.ownTip.seen(tip)
 	}
 	return err
 }

@@ -47,6 +47,13 @@ type Webhook struct {
 	// ("ref" of a GitHub, GitLab or Gitea payload) is acknowledged and
 	// ignored. Events without a ref (a ping, a merge request) still fetch.
 	Branch string
+	// Known, if set, reports whether a commit is already in the cache as
+	// the branch's tip serve pushed itself (Source.IsOwnTip): a push event
+	// whose "after" is such a commit is acknowledged and ignored. When
+	// status goes to the tracked branch, the forge sends a webhook for
+	// every one of gitfleet's own pushes, and the fetch it asked for held
+	// the next push up.
+	Known func(commit string) bool
 	// ReplayWindow is how long a delivery id (X-GitHub-Delivery,
 	// X-Gitea-Delivery, X-Gitlab-Event-UUID) is remembered: a genuine
 	// delivery sent again within it is acknowledged and dropped (default
@@ -111,6 +118,11 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
+	if after := pushAfter(payload); after != "" && h.Known != nil && h.Known(after) {
+		log.Debug("webhook ignored: announces gitfleet's own push", "commit", after)
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
 	log.Info("webhook accepted", "scheme", scheme, "event", eventName(r.Header))
 	if h.Notify != nil {
 		h.Notify()
@@ -172,6 +184,19 @@ func PushRef(body []byte) (ref string, ok bool) {
 	}
 	ref, _ = p.Ref.(string)
 	return ref, true
+}
+
+// pushAfter is the "after" of a push payload (GitHub, GitLab and Gitea
+// send the branch's new tip there), or "".
+func pushAfter(body []byte) string {
+	var p struct {
+		After any `json:"after"`
+	}
+	if json.Unmarshal(body, &p) != nil {
+		return ""
+	}
+	after, _ := p.After.(string)
+	return after
 }
 
 // deliveryID is the forge's id of a delivery; a redelivery a person asks

@@ -170,7 +170,9 @@ func TestWebhookTriggersWatcher(t *testing.T) {
 func TestWebhookDropsReplaysAndOtherBranches(t *testing.T) {
 	secret := []byte("webhook-s3cret")
 	var triggered atomic.Int32
-	h := &Webhook{Secret: secret, Branch: "main", Notify: func() { triggered.Add(1) }}
+	own := strings.Repeat("ab", 20)
+	h := &Webhook{Secret: secret, Branch: "main", Notify: func() { triggered.Add(1) },
+		Known: func(commit string) bool { return commit == own }}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	post := func(body string, headers map[string]string) int {
@@ -201,6 +203,9 @@ func TestWebhookDropsReplaysAndOtherBranches(t *testing.T) {
 		{"gitea replayed", `{"ref":"refs/heads/main"}`, map[string]string{"X-Gitea-Delivery": "g1"}, false},
 		{"push to another branch", `{"ref":"refs/heads/feature"}`, nil, false},
 		{"a tag", `{"ref":"refs/tags/v1"}`, nil, false},
+		{"gitfleet's own push to main", `{"ref":"refs/heads/main","after":"` + own + `"}`, nil, false},
+		{"a person's push to main", `{"ref":"refs/heads/main","after":"` + strings.Repeat("cd", 20) + `"}`, nil, true},
+		{"an after that is not a string", `{"ref":"refs/heads/main","after":7}`, nil, true},
 		{"ping without a ref", `{"zen":"hi"}`, nil, true},
 		{"not JSON", `payload=x`, nil, true},
 		// A form-encoded GitHub delivery carries its JSON in "payload".

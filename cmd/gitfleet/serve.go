@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -200,6 +201,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 	// Every replica takes webhooks: a standby's wakes it, so that right
 	// after a takeover it fetches at once.
 	watcher := gitsource.NewWatcher(log.With("component", "watcher"))
+	var opened openedSource
 	if o.webhookAddr != "" {
 		secret, err := os.ReadFile(o.webhookSecretFile)
 		if err != nil {
@@ -211,22 +213,34 @@ func runServe(ctx context.Context, o serveOptions) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/webhook", &gitsource.Webhook{Secret: secret, Notify: func() { watcher.Trigger("webhook") },
-			Branch: o.branch, Logger: log.With("server", "webhook")})
+			Branch: o.branch, Known: opened.isOwnTip, Logger: log.With("server", "webhook")})
 		if err := listen(ctx, o.webhookAddr, mux, log.With("server", "webhook")); err != nil {
 			return err
 		}
 	}
 	if o.leaderElection.Enabled {
 		return runElected(ctx, o, log, endpoints, func(ctx context.Context) error {
-			return serveFleet(ctx, o, log, m, endpoints, clusters, watcher, forgeCfg)
+			return serveFleet(ctx, o, log, m, endpoints, clusters, watcher, &opened, forgeCfg)
 		})
 	}
-	return serveFleet(ctx, o, log, m, endpoints, clusters, watcher, forgeCfg)
+	return serveFleet(ctx, o, log, m, endpoints, clusters, watcher, &opened, forgeCfg)
+}
+
+// openedSource is the Source serveFleet opens, for the webhook receiver,
+// which listens before it does (and on a standby replica, which opens none).
+type openedSource struct {
+	atomic.Pointer[gitsource.Source]
+}
+
+// isOwnTip is Source.IsOwnTip, false before a Source is open.
+func (o *openedSource) isOwnTip(commit string) bool {
+	s := o.Load()
+	return s != nil && s.IsOwnTip(commit)
 }
 
 // serveFleet runs the Git loop: the whole of serve once its endpoints
 // listen, and what only the leader does among several replicas.
-func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metrics.Metrics, endpoints *metrics.Endpoints, clusters *kube.Clusters, watcher *gitsource.Watcher, forgeCfg *gitops.ForgeConfig) error {
+func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metrics.Metrics, endpoints *metrics.Endpoints, clusters *kube.Clusters, watcher *gitsource.Watcher, opened *openedSource, forgeCfg *gitops.ForgeConfig) error {
 	var members member.Clusters // never a typed nil
 	if clusters != nil {
 		members = clusters
@@ -273,6 +287,7 @@ func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metric
 	if err != nil {
 		return err
 	}
+	opened.Store(src)
 	if clusters != nil {
 		clusters.Start(ctx, d.Hub.Delivery())
 	}
