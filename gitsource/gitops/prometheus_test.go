@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -22,6 +19,7 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/gitsource/gitops"
 	"github.com/gitfleet/gitfleet/internal/clock"
+	"github.com/gitfleet/gitfleet/internal/testing/promtest"
 	"github.com/gitfleet/gitfleet/status/metrics"
 )
 
@@ -34,55 +32,15 @@ type prometheusServer struct {
 	url string
 }
 
-// startPrometheus runs /usr/bin/prometheus scraping target every second,
-// on a free loopback port with its storage in a temporary folder. Without
-// the binary the test skips — unless CI=true, where it fails.
+// startPrometheus runs Debian's prometheus scraping target every second
+// (promtest.Command), as a watched server of the test.
 func startPrometheus(t *testing.T, target string) *prometheusServer {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		const how = "prometheus is not installed: apt-get install prometheus (Debian's package, 2.42; the test runs its own instance, not the service)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(how)
-		}
-		t.Skip(how)
-	}
-	dir := t.TempDir()
-	config := fmt.Sprintf(`global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-scrape_configs:
-  - job_name: gitfleet
-    static_configs:
-      - targets: [%q]
-`, target)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr := freeLoopbackAddr(t)
-	p := &prometheusServer{url: "http://" + addr}
-	startWatched(t, "prometheus", exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr))
-	eventually(t, "prometheus to be ready", func() bool {
-		resp, err := http.Get(p.url + "/-/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	cmd, url := promtest.Command(t, target)
+	p := &prometheusServer{url: url}
+	startWatched(t, "prometheus", cmd)
+	eventually(t, "prometheus to be ready", func() bool { return promtest.Ready(t.Context(), p.url) })
 	return p
-}
-
-// freeLoopbackAddr is a loopback address no one listens on right now.
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // promSeries is one series of an instant query's result.

@@ -3,11 +3,7 @@ package metricgate
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,6 +18,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
+	"github.com/gitfleet/gitfleet/internal/testing/promtest"
 	"github.com/gitfleet/gitfleet/internal/testing/testproc"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/updaterun"
@@ -57,26 +54,12 @@ type promServer struct {
 	api  promv1.API
 }
 
-// startPrometheus runs /usr/bin/prometheus scraping target every second on
-// a free loopback port. Without the binary the test skips, unless CI=true.
+// startPrometheus runs Debian's prometheus scraping target every second
+// (promtest.Command) and waits until it is ready.
 func startPrometheus(t *testing.T, target string) *promServer {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		const how = "prometheus is not installed: apt-get install prometheus (Debian's package; the test runs its own instance, not the service)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(how)
-		}
-		t.Skip(how)
-	}
-	dir := t.TempDir()
-	config := fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: app\n    static_configs:\n      - targets: [%q]\n", target)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr := freeAddr(t)
-	proc, err := testproc.Start("prometheus", exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr), filepath.Join(dir, "prometheus.log"))
+	cmd, url := promtest.Command(t, target)
+	proc, err := testproc.Start("prometheus", cmd, filepath.Join(t.TempDir(), "prometheus.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,34 +69,16 @@ func startPrometheus(t *testing.T, target string) *promServer {
 			t.Logf("prometheus log:\n%s", proc.Tail())
 		}
 	})
-	p := &promServer{url: "http://" + addr, proc: proc}
+	p := &promServer{url: url, proc: proc}
 	c, err := api.NewClient(api.Config{Address: p.url})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.api = promv1.NewAPI(c)
-	if err := testproc.Wait(t, "prometheus to be ready", func(ctx context.Context) bool {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/-/ready", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, proc); err != nil {
+	if err := testproc.Wait(t, "prometheus to be ready", func(ctx context.Context) bool { return promtest.Ready(ctx, p.url) }, proc); err != nil {
 		t.Fatal(err)
 	}
 	return p
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // set gives the clusters' ratios and waits until Prometheus has them.
