@@ -151,6 +151,10 @@ func TestAPulledMemberGetsItsNamespaceRBACAndInternalMemberCluster(t *testing.T)
 		c.Message != "Member cluster m1 has not reported all the expected agents, expected 1, got 0" {
 		t.Errorf("Joined = %+v before the agent reported", c)
 	}
+	if c := condition(m, membercluster.ConditionHealthy); c.Status != metav1.ConditionUnknown || c.Reason != "MemberAgentReportedNoStatus" ||
+		c.Message != "The Fleet member agent has not reported its status yet" {
+		t.Errorf("Healthy = %+v before the agent reported", c)
+	}
 	var ns corev1.Namespace
 	if err := h.admin.Get(ctx, client.ObjectKey{Name: "fleet-member-m1"}, &ns); err != nil {
 		t.Fatal(err)
@@ -270,6 +274,11 @@ func TestAMemberWhoseHeartbeatStopsIsMarked(t *testing.T) {
 	c := condition(h.member(t, "m1"), membercluster.ConditionHealthy)
 	if c.Reason != membercluster.ReasonHeartbeatLost || c.Message != membercluster.MessageHeartbeatLost {
 		t.Errorf("Healthy = %+v", c)
+	}
+	// Joined is the agent's last word, as on KubeFleet: a lost heartbeat
+	// does not make the member leave.
+	if c := condition(h.member(t, "m1"), membercluster.ConditionJoined); c.Status != metav1.ConditionTrue {
+		t.Errorf("Joined = %+v after the heartbeat was lost, want True", c)
 	}
 	h.heartbeat(t, h.admin, "m1", metav1.ConditionTrue)
 	await.Until(t, "member m1 to be healthy again", func() bool {

@@ -28,6 +28,7 @@ const (
 	// (ControlPlaneHealthy of a ClusterProfile), with their messages.
 	ReasonHeartbeatLost  = "MemberAgentHeartbeatLost"
 	MessageHeartbeatLost = "The Fleet member agent has lost its heartbeat connection to the Fleet hub cluster"
+	reasonNoStatus       = "MemberAgentReportedNoStatus"
 	reasonNoHealthInfo   = "MemberAgentReportedNoHealthInfo"
 	reasonUnhealthy      = "MemberClusterAPIServerUnhealthy"
 	reasonHealthy        = "MemberClusterAPIServerHealthy"
@@ -97,31 +98,36 @@ func agentStatus(m *fleet.MemberCluster) *fleet.AgentStatus {
 }
 
 // markHealth sets the member's Healthy condition from its agent's last
-// heartbeat and health report, and returns when the heartbeat will count
-// as lost (0 when it already does, or there is none yet).
+// heartbeat and health report, in the order and with the reasons of
+// KubeFleet's cluster inventory, and returns when the heartbeat will count
+// as lost (0 when it already does, or there is no heartbeat to lose).
 func (c *Controller) markHealth(m *fleet.MemberCluster) time.Duration {
-	agent := agentStatus(m)
-	if agent == nil {
-		return 0 // Joined says the agent has not reported yet
-	}
 	set := func(status metav1.ConditionStatus, reason, message string) {
 		meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: ConditionHealthy, Status: status,
 			Reason: reason, Message: message, ObservedGeneration: m.Generation})
 	}
+	agent := agentStatus(m)
+	if agent == nil {
+		set(metav1.ConditionUnknown, reasonNoStatus, "The Fleet member agent has not reported its status yet")
+		return 0
+	}
 	since := c.cfg.Clock.Now().Sub(agent.LastReceivedHeartbeat.Time)
 	healthy := meta.FindStatusCondition(agent.Conditions, fleet.AgentHealthy)
+	lost := agent.LastReceivedHeartbeat.IsZero() || since > c.cfg.UnhealthyThreshold
 	switch {
-	case agent.LastReceivedHeartbeat.IsZero() || since > c.cfg.UnhealthyThreshold:
-		set(metav1.ConditionFalse, ReasonHeartbeatLost, MessageHeartbeatLost)
-		return 0
 	case healthy == nil:
 		set(metav1.ConditionUnknown, reasonNoHealthInfo, "The Fleet member agent has reported its status, but the health condition is missing")
+	case lost:
+		set(metav1.ConditionFalse, ReasonHeartbeatLost, MessageHeartbeatLost)
 	case healthy.Status == metav1.ConditionUnknown:
 		set(metav1.ConditionUnknown, reasonNoHealthInfo, "The Fleet member agent health check result is out of date or unknown")
 	case healthy.Status == metav1.ConditionFalse:
 		set(metav1.ConditionFalse, reasonUnhealthy, "The Fleet member agent reports that the API server is unhealthy")
 	default:
 		set(metav1.ConditionTrue, reasonHealthy, "The Fleet member agent reports that the API server is healthy")
+	}
+	if lost {
+		return 0
 	}
 	return c.cfg.UnhealthyThreshold - since + time.Nanosecond
 }
