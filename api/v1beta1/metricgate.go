@@ -226,6 +226,10 @@ const (
 	MetricGatePendingReason  = "MetricGatePending"
 	MetricGateFailedReason   = "MetricGateFailed"
 	MetricGateTimedOutReason = "MetricGateTimedOut"
+	// MetricGateFailedWithinBudgetReason is the task's: a per-cluster gate
+	// failed on clusters the stage's failure budget can lose, so it counted
+	// them as failed clusters and the stage goes on.
+	MetricGateFailedWithinBudgetReason = "MetricGateFailedWithinBudget"
 	// MetricGateOverriddenReason is the task's: a person decided.
 	MetricGateOverriddenReason = "MetricGateOverriddenByPerson"
 )

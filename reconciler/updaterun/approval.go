@@ -113,7 +113,8 @@ func (p *pass) approvalTask(task *fleet.StageTaskStatus, stageStatus *fleet.Stag
 		} else {
 			passed, after, err := p.metricGate(task, ar, gate, stageStatus)
 			if err != nil || !passed {
-				return false, after, err
+				// A gate that failed within the failure budget is done.
+				return err == nil && isTrue(find(task.Conditions, fleet.StageTaskConditionApprovalRequestApproved), p.gen), after, err
 			}
 			approved, reason = true, fleet.MetricGatePassedReason
 		}

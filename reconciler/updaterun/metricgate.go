@@ -3,6 +3,7 @@ package updaterun
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,12 @@ const (
 	MetricGateRunFailedMessageFmt  = "the metric gate of approval request %s failed: %s"
 	MetricGateOverriddenMessageFmt = "%s by %s before the gate decided"
 	RequestRejectedMessageFmt      = "the approval request %s was rejected (%s: %s)"
+	// MetricGateClusterFailedMessageFmt takes the request, the query, the
+	// cluster's failing values and the threshold.
+	MetricGateClusterFailedMessageFmt = "the metric gate of approval request %s failed on this cluster: query `%s` returned %s, want %s"
+	// MetricGateWithinBudgetMessageFmt takes the gate's message, the count,
+	// the stage, the budget (BudgetString) and the clusters.
+	MetricGateWithinBudgetMessageFmt = "%s; %d cluster(s) counted as failed clusters of the stage `%s` within maxAllowedClusterFailures %s: %s"
 )
 
 // MetricEvaluator evaluates the queries of metric gates.
@@ -270,6 +277,9 @@ func (p *pass) metricGate(task *fleet.StageTaskStatus, ar *fleet.ApprovalRequest
 		}
 		p.set(&task.Conditions, fleet.StageTaskConditionApprovalRequestApproved, metav1.ConditionFalse, fleet.MetricGateFailedReason, rec.Message)
 		p.log.Info("metric gate failed", "approval_request", ar.Name, "message", rec.Message)
+		if counted, err := p.countGateFailures(task, ar, g, rec, stage); counted {
+			return false, 0, err
+		}
 		return false, 0, abortf("%s", fmt.Sprintf(MetricGateRunFailedMessageFmt, ar.Name, rec.Message))
 	}
 	if changed {
@@ -316,4 +326,56 @@ func isRejected(ar *fleet.ApprovalRequest) (*metav1.Condition, bool) {
 		return nil, false
 	}
 	return c, true
+}
+
+// countGateFailures lets the failure budget decide a failed per-cluster
+// ($cluster) gate of a run with a failure policy (issue 29): the clusters
+// whose values failed the last evaluation fail, as any failed cluster of
+// the stage; over the stage's budget the run fails as the budget rules
+// say, within it the task is done and the stage goes on. counted is false
+// when the gate fails the run as it always did: an aggregate query, no
+// failure policy, or no cluster of the stage to name.
+func (p *pass) countGateFailures(task *fleet.StageTaskStatus, ar *fleet.ApprovalRequest, g *fleet.MetricGate, rec *fleet.MetricGateRecord, stage *fleet.StageUpdatingStatus) (counted bool, err error) {
+	idx := slices.IndexFunc(p.run.Status.StagesStatus, func(s fleet.StageUpdatingStatus) bool { return s.StageName == stage.StageName })
+	if p.run.Spec.FailurePolicy == nil || !perClusterQuery(g) || idx < 0 || len(rec.Evaluations) == 0 {
+		return false, nil
+	}
+	values := map[string][]string{}
+	for _, s := range rec.Evaluations[len(rec.Evaluations)-1].Values {
+		if v, err := strconv.ParseFloat(s.Value, 64); err == nil && s.Cluster != "" && !g.Threshold.Holds(v) {
+			values[s.Cluster] = append(values[s.Cluster], s.Value)
+		}
+	}
+	var failed []string
+	for i := range stage.Clusters {
+		cs := &stage.Clusters[i]
+		vals, ok := values[cs.ClusterName]
+		if !ok || isFalse(find(cs.Conditions, fleet.ClusterUpdatingConditionSucceeded), p.gen) {
+			continue // already failed: it counts once, with its first cause
+		}
+		p.markClusterFailed(stage.StageName, cs, fmt.Sprintf(MetricGateClusterFailedMessageFmt, ar.Name, rec.Query, strings.Join(vals, ", "), rec.Threshold))
+		failed = append(failed, cs.ClusterName)
+	}
+	if len(failed) == 0 {
+		return false, nil
+	}
+	b, err := p.stageBudget(idx)
+	if err != nil {
+		return true, abortf("%s", err)
+	}
+	for i := range stage.Clusters {
+		b.failedCluster(&stage.Clusters[i], p.gen)
+	}
+	if b.exceeded() {
+		return true, b.exceededErr()
+	}
+	p.set(&task.Conditions, fleet.StageTaskConditionApprovalRequestApproved, metav1.ConditionTrue, fleet.MetricGateFailedWithinBudgetReason,
+		fmt.Sprintf(MetricGateWithinBudgetMessageFmt, rec.Message, len(failed), stage.StageName, BudgetString(b.value, b.budget, b.n), strings.Join(failed, ", ")))
+	p.log.Info("metric gate failed within the failure budget", "approval_request", ar.Name, "clusters", failed)
+	return true, nil
+}
+
+// perClusterQuery reports whether a gate runs one query per cluster.
+func perClusterQuery(g *fleet.MetricGate) bool {
+	return !strings.Contains(g.Query, fleet.MetricQueryClustersPlaceholder) && strings.Contains(g.Query, fleet.MetricQueryClusterPlaceholder)
 }
