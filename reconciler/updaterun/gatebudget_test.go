@@ -129,3 +129,38 @@ func TestAFailedGateFailsTheRunWithoutCountingClusters(t *testing.T) {
 		})
 	}
 }
+
+// TestAPerClusterGateBeforeAStageFailsItsClustersBeforeTheyStart: a
+// $cluster gate before the stage that fails within the budget fails its
+// clusters before they start: they are never updated, the others are.
+func TestAPerClusterGateBeforeAStageFailsItsClustersBeforeTheyStart(t *testing.T) {
+	e := newEnv(t, "").fixture()
+	e.r.Gates = &clusterGates{bad: map[string]float64{"cluster-3": 5}}
+	spec := gated(0)
+	spec.Stages[0].BeforeStageTasks, spec.Stages[0].AfterStageTasks = spec.Stages[0].AfterStageTasks, nil
+	spec.Stages[0].BeforeStageTasks[0].Metric.Query = clusterGateQuery
+	e.strategy(spec)
+	e.run.Spec.FailurePolicy = &fleet.FailurePolicy{}
+	e.create()
+	e.ok()
+	stage := e.get().Status.StagesStatus[0]
+	wantConds(t, "task", stage.BeforeStageTaskStatus[0].Conditions, taskCreated,
+		cond{fleet.StageTaskConditionApprovalRequestApproved, "True", fleet.MetricGateFailedWithinBudgetReason,
+			"~; 1 cluster(s) counted as failed clusters of the stage `all` within maxAllowedClusterFailures 1: cluster-3"})
+	var others []string
+	for _, c := range stage.Clusters {
+		if c.ClusterName == "cluster-3" {
+			wantConds(t, c.ClusterName, c.Conditions, cond{fleet.ClusterUpdatingConditionSucceeded, "False", fleet.ClusterUpdatingFailedReason,
+				fmt.Sprintf(MetricGateClusterFailedMessageFmt, runName+"-before-all", clusterGateQuery, "5", "< 1")})
+			continue
+		}
+		others = append(others, c.ClusterName)
+		wantConds(t, c.ClusterName, c.Conditions, clusterStarted)
+	}
+	wantNotBound(t, e, "cluster-3")
+	e.available(others...)
+	e.passes(5)
+	wantConds(t, "run", e.get().Status.Conditions, partiallySucceeded(
+		"All stages are completed, 1 cluster(s) failed within the failure budget: cluster-3 (stage all)")...)
+	wantNotBound(t, e, "cluster-3")
+}
