@@ -248,7 +248,8 @@ func minDuration(a, b time.Duration) time.Duration {
 // steps the gate, writes the evidence to the request, and reports the
 // request approved (by the gate), still pending (after: when to look
 // again; 0 once it timed out and waits for a person), or an error that
-// fails the stage.
+// fails the stage; a failed per-cluster gate the failure budget absorbs
+// instead marks the task done (countGateFailures).
 func (p *pass) metricGate(task *fleet.StageTaskStatus, ar *fleet.ApprovalRequest, g *fleet.MetricGate, stage *fleet.StageUpdatingStatus) (approved bool, after time.Duration, err error) {
 	rec := ar.Status.MetricGate
 	changed := false
