@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/gitfleet/gitfleet/internal/testing/await"
-	"github.com/gitfleet/gitfleet/internal/testing/gittest"
 	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
 	"github.com/gitfleet/gitfleet/internal/testing/testproc"
 )
@@ -22,9 +21,11 @@ import (
 // kube` reaching it as deploy/components/kube-hub's service account; the
 // quickstart's three members pulled, each a real API server running
 // `gitfleet agent` as its MemberCluster's spec.identity (what the hub
-// grants it: its namespace). Every member joins, applies its Work,
-// records its AppliedWork and reports back; the run, approved on the
-// hub, succeeds. A later commit adds a ConfigMap whose value is not a
+// grants it: its namespace). Every member joins; the run, committed
+// then (a run committed before its pulled members joined finds no
+// binding and fails, as on KubeFleet: see quickstartRun), has all three:
+// each member applies its Work, records its AppliedWork and reports back,
+// and the run, approved on the hub, succeeds. A later commit adds a ConfigMap whose value is not a
 // string: member2's API server refuses it, and its binding names it as a
 // failed placement with the API server's message.
 func TestGitfleetAgentsPullTheQuickstart(t *testing.T) {
@@ -67,6 +68,7 @@ func TestGitfleetAgentsPullTheQuickstart(t *testing.T) {
 		}
 		return true
 	})
+	pushRun(t, remote)
 	all("the run to wait for the canary approval on the hub", func() bool {
 		return get(ctx, hubClient, "placement.kubernetes-fleet.io/v1beta1", "ClusterApprovalRequest", "", "example-run-after-canary") != nil
 	})
@@ -106,30 +108,15 @@ func TestGitfleetAgentsPullTheQuickstart(t *testing.T) {
 	// A ConfigMap whose value is a number: gitfleet takes it (validate
 	// does too), the first member of the next run (member2, staging)
 	// refuses it.
-	work := filepath.Join(t.TempDir(), "work")
-	gittest.Must(t, filepath.Dir(work), "clone", "-q", remote, work)
-	appendFile(t, filepath.Join(work, "workload.yaml"), "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stray\n  namespace: test-namespace\ndata:\n  key: 1\n")
-	run, err := os.ReadFile(filepath.Join(work, "run.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(work, "run-2.yaml"), []byte(strings.ReplaceAll(string(run), "name: example-run", "name: run-2")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gittest.Must(t, work, "add", ".")
-	gittest.Must(t, work, "config", "user.name", "test")
-	gittest.Must(t, work, "config", "user.email", "test@example.com")
-	gittest.Must(t, work, "commit", "-q", "-m", "a ConfigMap the members refuse")
-	// serve pushes status commits to main meanwhile: rebase onto them.
-	await.Until(t, "the commit to reach main", func() bool {
-		for _, args := range [][]string{{"pull", "-q", "--rebase", "origin", "main"}, {"push", "-q", "origin", "HEAD:main"}} {
-			cmd := exec.Command("git", args...)
-			cmd.Dir = work
-			if cmd.Run() != nil {
-				return false
-			}
+	commitToMain(t, remote, "a ConfigMap the members refuse", func(work string) {
+		appendFile(t, filepath.Join(work, "workload.yaml"), "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stray\n  namespace: test-namespace\ndata:\n  key: 1\n")
+		run, err := os.ReadFile(filepath.Join(work, quickstartRun))
+		if err != nil {
+			t.Fatal(err)
 		}
-		return true
+		if err := os.WriteFile(filepath.Join(work, "run-2.yaml"), []byte(strings.ReplaceAll(string(run), "name: example-run", "name: run-2")), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	})
 	var message string
 	all("member2's binding to name the refused ConfigMap with the API server's message", func() bool {

@@ -24,9 +24,10 @@ import (
 // and running KubeFleet's own member agent, not gitfleet's; member2 and
 // member3 stay simulated. gitfleet's hub side creates member1's namespace,
 // RBAC and InternalMemberCluster, and the Work of its binding; KubeFleet's
-// agent joins with the member's identity, applies the Work and reports
-// back; the binding turns Applied and Available, and the run, approved on
-// the hub, succeeds.
+// agent joins with the member's identity; the run, committed then, has
+// member1's binding: the agent applies its Work and reports back, the
+// binding turns Applied and Available, and the run, approved on the hub,
+// succeeds.
 func TestKubeFleetMemberAgentJoinsAGitfleetHub(t *testing.T) {
 	src := kubefleetSource(t)
 	bin := memberAgentBinary(t, src)
@@ -63,6 +64,7 @@ func TestKubeFleetMemberAgentJoinsAGitfleetHub(t *testing.T) {
 		conds := agentConditions(get(ctx, hubClient, "cluster.kubernetes-fleet.io/v1beta1", "InternalMemberCluster", "fleet-member-member1", "member1"))
 		return condition(conds, "Joined") == "True" && condition(conds, "Healthy") == "True"
 	})
+	pushRun(t, remote)
 	both("the run to wait for the canary approval on the hub", func() bool {
 		return get(ctx, hubClient, "placement.kubernetes-fleet.io/v1beta1", "ClusterApprovalRequest", "", "example-run-after-canary") != nil
 	})
@@ -121,9 +123,18 @@ func deployedServeKubeconfig(t *testing.T, hub *kubetest.Cluster) string {
 	return kubetest.Kubeconfig(t, []*kubetest.Cluster{hub}, map[string][2]string{"gitfleet": {"hub", token}})
 }
 
+// quickstartRun is the quickstart's run file. quickstartRepo holds it back:
+// a run initialized before its placement picked the pulled members (they
+// are not eligible before their agents join, as with KubeFleet's
+// scheduler) fails for good, "no scheduled or to-be-deleted bindings
+// found", so a test commits it with pushRun once they joined, as a person
+// creates a run once the members are in the fleet.
+const quickstartRun = "run.yaml"
+
 // quickstartRepo is a bare repository whose main holds examples/quickstart
-// with the members named pulled (gitfleet.io/driver: work), the others
-// simulated and available at once, and a 1s soak instead of a minute.
+// but its run, with the members named pulled (gitfleet.io/driver: work),
+// the others simulated and available at once, and a 1s soak instead of a
+// minute.
 func quickstartRepo(t *testing.T, pulled ...string) string {
 	t.Helper()
 	gittest.Require(t, "git")
@@ -138,6 +149,9 @@ func quickstartRepo(t *testing.T, pulled ...string) string {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
+		if e.Name() == quickstartRun {
+			continue
+		}
 		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			t.Fatal(err)
@@ -157,6 +171,43 @@ func quickstartRepo(t *testing.T, pulled ...string) string {
 	gittest.Must(t, work, "commit", "-q", "-m", "the quickstart, pulled: "+strings.Join(pulled, ", "))
 	gittest.Must(t, work, "push", "-q", "origin", "HEAD:main")
 	return remote
+}
+
+// pushRun commits the quickstart's run to remote's main.
+func pushRun(t *testing.T, remote string) {
+	t.Helper()
+	run, err := os.ReadFile(filepath.Join("..", "..", "examples", "quickstart", quickstartRun))
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitToMain(t, remote, "the quickstart's run", func(work string) {
+		if err := os.WriteFile(filepath.Join(work, quickstartRun), run, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// commitToMain commits what change does in a clone of remote and pushes
+// it to main, rebased onto the status commits serve pushes meanwhile.
+func commitToMain(t *testing.T, remote, message string, change func(work string)) {
+	t.Helper()
+	work := filepath.Join(t.TempDir(), "work")
+	gittest.Must(t, filepath.Dir(work), "clone", "-q", remote, work)
+	change(work)
+	gittest.Must(t, work, "add", ".")
+	gittest.Must(t, work, "config", "user.name", "test")
+	gittest.Must(t, work, "config", "user.email", "test@example.com")
+	gittest.Must(t, work, "commit", "-q", "-m", message)
+	await.Until(t, "the commit to reach main", func() bool {
+		for _, args := range [][]string{{"pull", "-q", "--rebase", "origin", "main"}, {"push", "-q", "origin", "HEAD:main"}} {
+			cmd := exec.Command("git", args...)
+			cmd.Dir = work
+			if cmd.Run() != nil {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // pull rewrites the MemberCluster name of members.yaml to be pulled: its
