@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 )
@@ -13,8 +14,9 @@ type pick struct {
 	// this snapshot gets.
 	picked map[string]fleet.ClusterDecision
 	// unselected explains clusters the policy wanted but did not get
-	// (PickFixed names that do not exist, PickN clusters that lost on
-	// score), for the snapshot's status.
+	// (PickFixed names that do not exist or are not eligible, PickN
+	// clusters that lost on score, clusters the eligibility check left
+	// out), for the snapshot's status.
 	unselected []fleet.ClusterDecision
 	// want is how many clusters the policy asks for.
 	want int
@@ -25,45 +27,64 @@ type pick struct {
 // that binding already points at the latest snapshot.
 type holding map[string]bool
 
-// decide applies the policy to the fleet.
-func decide(policy *fleet.PlacementPolicy, count int, members []*fleet.MemberCluster, held holding) (pick, error) {
+// decide applies the policy to the fleet at now.
+func decide(policy *fleet.PlacementPolicy, count int, members []*fleet.MemberCluster, held holding, now time.Time) (pick, error) {
 	pt := fleet.PickAllPlacementType
 	if policy != nil && policy.PlacementType != "" {
 		pt = policy.PlacementType
 	}
 	switch pt {
 	case fleet.PickAllPlacementType:
-		return pickAll(policy, members, held)
+		return pickAll(policy, members, held, now)
 	case fleet.PickFixedPlacementType:
-		return pickFixed(policy, members), nil
+		return pickFixed(policy, members, held, now), nil
 	case fleet.PickNPlacementType:
-		return pickN(policy, count, members, held)
+		return pickN(policy, count, members, held, now)
 	default:
 		return pick{}, fmt.Errorf("unknown placement type %q", pt)
 	}
 }
 
-func pickAll(policy *fleet.PlacementPolicy, members []*fleet.MemberCluster, held holding) (pick, error) {
+func pickAll(policy *fleet.PlacementPolicy, members []*fleet.MemberCluster, held holding, now time.Time) (pick, error) {
 	out := pick{picked: map[string]fleet.ClusterDecision{}}
+	var filtered []fleet.ClusterDecision
 	for _, m := range members {
-		ok, err := eligible(policy, m, held)
+		ok, why, err := eligible(policy, m, held, now)
 		if err != nil {
 			return pick{}, err
 		}
 		if ok {
 			out.picked[m.Name] = scoredDecision(m.Name, 0)
+		} else if why != "" {
+			filtered = append(filtered, filteredDecision(m.Name, why))
 		}
 	}
 	out.want = len(out.picked)
+	out.addFiltered(filtered)
 	return out, nil
 }
 
-// pickFixed picks the listed clusters that are in the fleet; taints and
-// affinity do not apply to a fixed list.
-func pickFixed(policy *fleet.PlacementPolicy, members []*fleet.MemberCluster) pick {
-	byName := map[string]bool{}
+// addFiltered records the clusters the eligibility check left out after
+// the other unselected decisions, by name, while fewer than
+// maxUnselectedDecisions are recorded (as KubeFleet fills the decisions).
+func (p *pick) addFiltered(filtered []fleet.ClusterDecision) {
+	sort.Slice(filtered, func(i, j int) bool { return filtered[i].ClusterName < filtered[j].ClusterName })
+	for _, d := range filtered {
+		if len(p.unselected) >= maxUnselectedDecisions {
+			return
+		}
+		p.unselected = append(p.unselected, d)
+	}
+}
+
+// pickFixed picks the listed clusters that are in the fleet and eligible;
+// taints and affinity do not apply to a fixed list. A listed cluster the
+// placement already holds stays picked while its agent is not connected
+// (its binding stays, as in KubeFleet); one that left the fleet does not.
+func pickFixed(policy *fleet.PlacementPolicy, members []*fleet.MemberCluster, held holding, now time.Time) pick {
+	byName := map[string]*fleet.MemberCluster{}
 	for _, m := range members {
-		byName[m.Name] = true
+		byName[m.Name] = m
 	}
 	out := pick{picked: map[string]fleet.ClusterDecision{}}
 	seen := map[string]bool{}
@@ -73,13 +94,19 @@ func pickFixed(policy *fleet.PlacementPolicy, members []*fleet.MemberCluster) pi
 		}
 		seen[name] = true
 		out.want++
-		if byName[name] {
-			out.picked[name] = fleet.ClusterDecision{ClusterName: name, Selected: true,
-				Reason: fmt.Sprintf(scheduledMessage, name)}
+		m, found := byName[name]
+		if !found {
+			out.unselected = append(out.unselected, fleet.ClusterDecision{ClusterName: name,
+				Reason: fmt.Sprintf(pickFixedNotFoundClusterReason, name)})
 			continue
 		}
-		out.unselected = append(out.unselected, fleet.ClusterDecision{ClusterName: name,
-			Reason: fmt.Sprintf(pickFixedNotFoundClusterReason, name)})
+		if why := ineligible(m, now); why != "" && (m.DeletionTimestamp != nil || !held[name]) {
+			out.unselected = append(out.unselected, fleet.ClusterDecision{ClusterName: name,
+				Reason: fmt.Sprintf(pickFixedInvalidClusterReason, name, why)})
+			continue
+		}
+		out.picked[name] = fleet.ClusterDecision{ClusterName: name, Selected: true,
+			Reason: fmt.Sprintf(scheduledMessage, name)}
 	}
 	return out
 }
@@ -88,22 +115,26 @@ func pickFixed(policy *fleet.PlacementPolicy, members []*fleet.MemberCluster) pi
 // snapshot while they stay eligible, trims the lowest-scored of them when
 // there are too many, and fills up with the best-scored others (score
 // descending, then name).
-func pickN(policy *fleet.PlacementPolicy, count int, members []*fleet.MemberCluster, held holding) (pick, error) {
+func pickN(policy *fleet.PlacementPolicy, count int, members []*fleet.MemberCluster, held holding, now time.Time) (pick, error) {
 	type scored struct {
 		name  string
 		score int32
 	}
 	var kept, candidates []scored
+	var filtered []fleet.ClusterDecision
 	ext, err := observeExtremes(policy, members)
 	if err != nil {
 		return pick{}, err
 	}
 	for _, m := range members {
-		ok, err := eligible(policy, m, held)
+		ok, why, err := eligible(policy, m, held, now)
 		if err != nil {
 			return pick{}, err
 		}
 		if !ok {
+			if why != "" {
+				filtered = append(filtered, filteredDecision(m.Name, why))
+			}
 			continue
 		}
 		score, err := affinityScore(policy, m, ext)
@@ -156,6 +187,7 @@ func pickN(policy *fleet.PlacementPolicy, count int, members []*fleet.MemberClus
 		}
 	}
 	sort.Slice(out.unselected, func(i, j int) bool { return out.unselected[i].ClusterName < out.unselected[j].ClusterName })
+	out.addFiltered(filtered)
 	return out, nil
 }
 
@@ -166,19 +198,24 @@ func scoredDecision(cluster string, affinity int32) fleet.ClusterDecision {
 		Reason:       fmt.Sprintf(scheduledWithScoreMessage, cluster, affinity, topology)}
 }
 
-// eligible reports whether m may be picked: it is not leaving, matches the
-// required affinity, and tolerates its NoSchedule taints — unless the
-// placement already holds it (taints do not evict, as in KubeFleet).
-func eligible(policy *fleet.PlacementPolicy, m *fleet.MemberCluster, held holding) (bool, error) {
-	if m.DeletionTimestamp != nil {
-		return false, nil
-	}
-	ok, err := matchesRequired(policy, m)
+// eligible reports whether m may be picked, in the order of KubeFleet's
+// filters: it matches the required affinity, is not leaving, its agent (if
+// it pulls) is connected, and it tolerates its NoSchedule taints. A
+// cluster the placement already holds on the latest snapshot stays while
+// its agent is not connected, and one it holds at all while it does not
+// tolerate a taint (neither evicts, as in KubeFleet). why is the
+// eligibility check's reason when that check left m out.
+func eligible(policy *fleet.PlacementPolicy, m *fleet.MemberCluster, held holding, now time.Time) (ok bool, why string, err error) {
+	ok, err = matchesRequired(policy, m)
 	if err != nil || !ok {
-		return false, err
+		return false, "", err
 	}
-	if _, holds := held[m.Name]; holds {
-		return true, nil
+	onLatest, holds := held[m.Name]
+	if why := ineligible(m, now); why != "" && (m.DeletionTimestamp != nil || !onLatest) {
+		return false, why, nil
+	}
+	if holds {
+		return true, "", nil
 	}
 	var tolerations []fleet.Toleration
 	if policy != nil {
@@ -186,10 +223,10 @@ func eligible(policy *fleet.PlacementPolicy, m *fleet.MemberCluster, held holdin
 	}
 	for _, taint := range m.Spec.Taints {
 		if taint.Effect == noScheduleEffect && !tolerated(taint, tolerations) {
-			return false, nil
+			return false, "", nil
 		}
 	}
-	return true, nil
+	return true, "", nil
 }
 
 // matchesRequired is the OR of the required cluster selector terms.

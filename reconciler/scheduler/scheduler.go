@@ -71,7 +71,7 @@ func (s *Scheduler) Schedule(ctx context.Context, key hub.Key) error {
 			return fmt.Errorf("policy snapshot %s: invalid %s %q", snap.Name, fleet.NumberOfClustersAnnotation, v)
 		}
 	}
-	verdict, err := decide(snap.Spec.Policy, count, members, held)
+	verdict, err := decide(snap.Spec.Policy, count, members, held, s.Clock.Now())
 	if err != nil {
 		return fmt.Errorf("schedule %s: %w", key, err)
 	}
