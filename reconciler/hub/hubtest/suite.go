@@ -116,6 +116,7 @@ var behaviours = []struct {
 	{"evictions and budgets read back; eviction status writes keep the spec", (*suite).evictionsAndBudgets},
 	{"bindings are delivered and removed through the hub's storage", (*suite).bindingsAreDeliveredAndRemoved},
 	{"rollout windows are kept; a change is an event", (*suite).rolloutWindowsAreKept},
+	{"a member whose agent's heartbeat is lost is left out of new placements", (*suite).aLostHeartbeatKeepsAMemberOutOfNewPlacements},
 }
 
 // ---- fixtures ----
