@@ -117,6 +117,7 @@ var behaviours = []struct {
 	{"bindings are delivered and removed through the hub's storage", (*suite).bindingsAreDeliveredAndRemoved},
 	{"rollout windows are kept; a change is an event", (*suite).rolloutWindowsAreKept},
 	{"a member whose agent's heartbeat is lost is left out of new placements", (*suite).aLostHeartbeatKeepsAMemberOutOfNewPlacements},
+	{"a placement picks a pulled member once its agent joins", (*suite).aPlacementPicksAPulledMemberOnceItJoins},
 }
 
 // ---- fixtures ----
