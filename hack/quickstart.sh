@@ -56,13 +56,17 @@ if [ "$mode" = "--clusters-pull" ]; then
   # Each member pulls: the hub writes its Works, its agent applies them.
   sed -i "s|gitfleet.io/driver: simulated|gitfleet.io/driver: work|" "$dir/fleet/members.yaml"
   sed -i '/gitfleet.io\/sim-available-after/d' "$dir/fleet/members.yaml"
+  # The run comes once the agents joined (below): a member is not picked
+  # before its agent joins, as with KubeFleet, and a run initialized
+  # before finds no member and fails for good.
+  mv "$dir/fleet/run.yaml" "$dir/run.yaml"
 fi
 (
   cd "$dir/fleet"
   git checkout -q -b main 2>/dev/null || true
   git add .
   git -c user.name="${GIT_AUTHOR_NAME:-quickstart}" -c user.email="${GIT_AUTHOR_EMAIL:-quickstart@example.com}" \
-    commit -q -m "Quickstart fleet: 3 members, example-placement, example-strategy, example-run"
+    commit -q -m "Quickstart fleet: 3 members, example-placement, example-strategy$([ -f run.yaml ] && echo ", example-run")"
   git push -q origin main
 )
 
@@ -122,7 +126,9 @@ The hub and the members are real API servers (kubeconfig: $kubeconfig); gitfleet
 holds no member credentials: each member's agent (logs in $dir/agent-<member>.log)
 pulls its Works from the hub as its MemberCluster's spec.identity
 ($dir/hub-<member>.kubeconfig), which the hub grants only its namespace
-fleet-member-<member>. Watch test-cm appear on member2 first:
+fleet-member-<member>. Once the three agents joined, the quickstart commits
+example-run (a run committed before its members joined would pick none of
+them and fail, as on KubeFleet). Watch test-cm appear on member2 first:
   $kubectl --kubeconfig $kubeconfig --context member2 get cm -n test-namespace
   $kubectl --kubeconfig $kubeconfig --context hub get works -A
   $kubectl --kubeconfig $kubeconfig --context hub get memberclusters
@@ -166,6 +172,24 @@ KUBECONFIG
     ) >"$dir/agent-$m.log" 2>&1 &
     agents+=($!)
   done
+  (
+    for m in member1 member2 member3; do
+      until "$kubectl" --kubeconfig "$kubeconfig" --context hub wait --for=condition=Joined --timeout 1h "membercluster/$m" >/dev/null 2>&1; do
+        sleep 1
+      done
+    done
+    cd "$dir/fleet"
+    mv "$dir/run.yaml" run.yaml
+    git add run.yaml
+    git -c user.name="${GIT_AUTHOR_NAME:-quickstart}" -c user.email="${GIT_AUTHOR_EMAIL:-quickstart@example.com}" \
+      commit -q -m "example-run, once member1, member2 and member3 joined"
+    # serve pushes status commits to main meanwhile.
+    until git pull -q --rebase origin main && git push -q origin main; do
+      sleep 1
+    done
+    echo "all three agents joined: pushed example-run" >&2
+  ) >"$dir/run-commit.log" 2>&1 &
+  agents+=($!)
   "$bin" serve --repo "file://$dir/fleet.git" --cache-dir "$dir/cache" --interval 5s \
     --metrics-addr "${METRICS_ADDR:-127.0.0.1:8080}" --hub kube --hub-kubeconfig "$kubeconfig" --hub-context hub "${status_args[@]}"
   exit
