@@ -600,18 +600,21 @@ func ensureNamespace(t *testing.T, c client.Client, name string) {
 }
 
 // waitServed waits until every CRD is Established and its resource is in
-// the API server's discovery, which is what kubectl looks kinds up in.
+// the API server's discovery at each version it serves, which is what
+// kubectl looks kinds up in (gitfleet.io serves v1alpha1 only, KubeFleet's
+// groups v1beta1 and more). Each wait names its CRD, so a hang says which.
 func waitServed(t *testing.T, hub *kubetest.Cluster, crds map[string]crd) {
 	t.Helper()
 	dc := discovery.NewDiscoveryClientForConfigOrDie(&rest.Config{Host: hub.Server, BearerToken: hub.AdminToken,
 		TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
 	c := hub.Client()
-	await.Until(t, "the CRDs to be established and discovered", func() bool {
-		for _, cr := range crds {
+	for _, cr := range crds {
+		name := cr.Spec.Names.Plural + "." + cr.Spec.Group
+		await.Until(t, "CRD "+name+" to be established and discovered", func() bool {
 			obj := &unstructured.Unstructured{}
 			obj.SetAPIVersion("apiextensions.k8s.io/v1")
 			obj.SetKind("CustomResourceDefinition")
-			if err := c.Get(context.Background(), client.ObjectKey{Name: cr.Spec.Names.Plural + "." + cr.Spec.Group}, obj); err != nil {
+			if err := c.Get(context.Background(), client.ObjectKey{Name: name}, obj); err != nil {
 				return false
 			}
 			conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
@@ -621,15 +624,20 @@ func waitServed(t *testing.T, hub *kubetest.Cluster, crds map[string]crd) {
 			}) {
 				return false
 			}
-			list, err := dc.ServerResourcesForGroupVersion(cr.Spec.Group + "/" + fleet.Version)
-			if err != nil || !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool {
-				return r.Name == cr.Spec.Names.Plural
-			}) {
-				return false
+			for _, v := range cr.Spec.Versions {
+				if !v.Served {
+					continue
+				}
+				list, err := dc.ServerResourcesForGroupVersion(cr.Spec.Group + "/" + v.Name)
+				if err != nil || !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool {
+					return r.Name == cr.Spec.Names.Plural
+				}) {
+					return false
+				}
 			}
-		}
-		return true
-	})
+			return true
+		})
+	}
 }
 
 // assertTable checks the header of kubectl get's table and that it has a
