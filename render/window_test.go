@@ -22,12 +22,20 @@ metadata:
   name: broken
 spec:
   timeZone: Europe/Atlantis
+---
+apiVersion: gitfleet.io/v1alpha1
+kind: RolloutWindow
+metadata:
+  name: early
+spec:
   windows:
   - {start: "9", end: "17:00"}
 `
 
 // A RolloutWindow in Git is read into the content; one that does not
-// validate is left out with an error naming its file, line and field.
+// validate is left out with an error naming its file, line and field: the
+// CRD's schema (config/crd) says what kube-apiserver would, then
+// ValidateRolloutWindow what the schema cannot.
 func TestRenderReadsRolloutWindows(t *testing.T) {
 	c := renderFS(t, map[string]string{"windows.yaml": rolloutWindows}, Options{})
 	if len(c.RolloutWindows) != 1 || c.RolloutWindows[0].Name != "prod" ||
@@ -40,7 +48,7 @@ func TestRenderReadsRolloutWindows(t *testing.T) {
 	}
 	want := []string{
 		"windows.yaml:17: RolloutWindow broken: spec.timeZone: Invalid value: \"Europe/Atlantis\": not an IANA time zone",
-		"windows.yaml:19: RolloutWindow broken: spec.windows[0].start: Invalid value: \"9\": not a time of day HH:MM",
+		"windows.yaml:25: RolloutWindow early: spec.windows[0].start: Invalid value: \"9\": spec.windows[0].start in body should match '^([01][0-9]|2[0-3]):[0-5][0-9]$'",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("errors\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

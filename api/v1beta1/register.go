@@ -135,7 +135,7 @@ var kinds = []KindInfo{
 	agent(fleetKind(PlacementGroup, KindAppliedWork, "appliedworks", false, &AppliedWork{})),
 	gitfleetKind(KindCommit, "commits", &Commit{}),
 	gitfleetKind(KindGitSource, "gitsources", &GitSource{}),
-	personal(gitfleetKind(KindRolloutWindow, "rolloutwindows", &RolloutWindow{})),
+	personal(gitfleetKind(KindRolloutWindow, "rolloutwindows", &RolloutWindow{}, "rw")),
 }
 
 func fleetKind(group, kind, plural string, namespaced bool, proto runtime.Object, shortNames ...string) KindInfo {
@@ -173,9 +173,9 @@ func alphaNotStable(k KindInfo) KindInfo {
 	return k
 }
 
-func gitfleetKind(kind, plural string, proto runtime.Object) KindInfo {
+func gitfleetKind(kind, plural string, proto runtime.Object, shortNames ...string) KindInfo {
 	return withAPIVersion(KindInfo{GroupVersionKind: GitfleetGroupVersion.WithKind(kind),
-		Plural: plural, Singular: strings.ToLower(kind), HubOwned: true, proto: proto})
+		Plural: plural, Singular: strings.ToLower(kind), ShortNames: shortNames, HubOwned: true, proto: proto})
 }
 
 var (

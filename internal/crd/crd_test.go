@@ -141,6 +141,10 @@ var servedVersions = map[string][]string{
 	fleet.KindAppliedWork:                              {"v1"},
 }
 
+// gitfleetKinds are gitfleet's own kinds (group gitfleet.io, stored at
+// v1alpha1, cluster-scoped) a Kubernetes hub keeps on its API server.
+var gitfleetKinds = map[string]bool{fleet.KindRolloutWindow: true}
+
 // TestEveryKindHasACRD: config/crd has one CRD per kind gitfleet serves, in
 // its group, with the scope api/v1beta1 picks the kind by (an empty
 // namespace is the cluster-scoped kind of a family), storing v1beta1 and
@@ -157,6 +161,9 @@ func TestEveryKindHasACRD(t *testing.T) {
 		scope[kindOf("")] = "Cluster"
 		scope[kindOf("ns")] = "Namespaced"
 	}
+	for kind := range gitfleetKinds {
+		scope[kind] = "Cluster"
+	}
 	crds := readCRDs(t)
 	for kind, wantScope := range scope {
 		c, ok := crds[kind]
@@ -164,19 +171,22 @@ func TestEveryKindHasACRD(t *testing.T) {
 			t.Errorf("no CRD for %s in config/crd", kind)
 			continue
 		}
-		wantGroup := fleet.PlacementGroup
-		if kind == fleet.KindMemberCluster || kind == fleet.KindInternalMemberCluster {
+		wantGroup, stored := fleet.PlacementGroup, fleet.Version
+		switch {
+		case kind == fleet.KindMemberCluster || kind == fleet.KindInternalMemberCluster:
 			wantGroup = fleet.ClusterGroup
+		case gitfleetKinds[kind]:
+			wantGroup, stored = fleet.GitfleetGroup, fleet.GitfleetGroupVersion.Version
 		}
 		if c.Spec.Group != wantGroup || c.Spec.Scope != wantScope {
 			t.Errorf("%s: group %s, scope %s; want %s, %s", kind, c.Spec.Group, c.Spec.Scope, wantGroup, wantScope)
 		}
-		want := append([]string{fleet.Version}, servedVersions[kind]...)
+		want := append([]string{stored}, servedVersions[kind]...)
 		var got []string
 		for _, v := range c.Spec.Versions {
 			got = append(got, v.Name)
-			if !v.Served || v.Storage != (v.Name == fleet.Version) {
-				t.Errorf("%s: version %s served %v, stored %v; want served, and stored only at %s", kind, v.Name, v.Served, v.Storage, fleet.Version)
+			if !v.Served || v.Storage != (v.Name == stored) {
+				t.Errorf("%s: version %s served %v, stored %v; want served, and stored only at %s", kind, v.Name, v.Served, v.Storage, stored)
 			}
 		}
 		slices.Sort(want)
