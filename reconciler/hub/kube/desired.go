@@ -29,10 +29,6 @@ const NoteManager = "gitfleet-notes"
 // Apply implements hub.Desired by a server-side apply of the object's
 // labels, annotations and spec.
 func (h *Hub) Apply(ctx context.Context, obj hub.Object) error {
-	if w, ok := obj.(*fleet.RolloutWindow); ok {
-		h.applyRolloutWindow(w)
-		return nil
-	}
 	kind := hub.KindOf(obj)
 	if _, ok := resources[kind]; !ok {
 		return fmt.Errorf("the hub takes no %T from people", obj)
@@ -123,10 +119,6 @@ func holds(m, want map[string]string) bool {
 // Delete implements hub.Desired; a finalizer may keep the object,
 // terminating (a run until the engine has finished its deletion).
 func (h *Hub) Delete(ctx context.Context, kind string, key hub.Key) error {
-	if kind == fleet.KindRolloutWindow {
-		h.deleteRolloutWindow(key)
-		return nil
-	}
 	if _, ok := resources[kind]; !ok {
 		return fmt.Errorf("the hub deletes no %s for people", kind)
 	}

@@ -144,8 +144,6 @@ type Hub struct {
 	chains  map[hub.Key]*statusChain
 	tokens  uint64
 
-	// windows are people's RolloutWindows (windows.go).
-	windows windowStore
 	// beforeStatusWrite, when set, runs before each write of a chain
 	// (tests provoke a race with it).
 	beforeStatusWrite func(run hub.Key)
@@ -281,7 +279,7 @@ func checkServed(rc *rest.Config) error {
 		return err
 	}
 	served := map[schema.GroupVersionResource]bool{}
-	for _, gv := range []string{fleet.PlacementAPIVersion, fleet.ClusterAPIVersion} {
+	for _, gv := range []string{fleet.PlacementAPIVersion, fleet.ClusterAPIVersion, fleet.GitfleetGroupVersion.String()} {
 		list, err := dc.ServerResourcesForGroupVersion(gv)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("discovering %s on the hub: %w", gv, err)
@@ -456,6 +454,8 @@ func eventOf(kind string, old, u *unstructured.Unstructured) (hub.Event, bool) {
 		}
 		name, _, _ := unstructured.NestedString(u.Object, "spec", "placementName")
 		return hub.Event{Kind: hub.EventEviction, Key: key, Placement: hub.Key{Name: name}}, true
+	case fleet.KindRolloutWindow:
+		return hub.Event{Kind: hub.EventRolloutWindow, Key: key}, true
 	case fleet.KindClusterApprovalRequest, fleet.KindApprovalRequest:
 		run, _, _ := unstructured.NestedString(u.Object, "spec", "parentStageRollout")
 		return hub.Event{Kind: hub.EventApprovalRequest, Key: key, Run: hub.Key{Namespace: u.GetNamespace(), Name: run}}, true

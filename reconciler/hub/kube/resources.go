@@ -17,7 +17,10 @@ import (
 var resources = func() map[string]schema.GroupVersionResource {
 	out := map[string]schema.GroupVersionResource{}
 	for _, k := range fleet.Kinds() {
-		if (k.Group == fleet.PlacementGroup || k.Group == fleet.ClusterGroup) && !k.Workload && !k.Agent && k.Kind != fleet.KindWork {
+		fleetKind := (k.Group == fleet.PlacementGroup || k.Group == fleet.ClusterGroup) && !k.Workload && !k.Agent && k.Kind != fleet.KindWork
+		// Of gitfleet's own group, people's kinds have a CRD; gitfleet's
+		// records (Commit, GitSource) live in Git only.
+		if fleetKind || (k.Group == fleet.GitfleetGroup && !k.HubOwned) {
 			out[k.Kind] = k.GroupVersionResource()
 		}
 	}
@@ -27,16 +30,18 @@ var resources = func() map[string]schema.GroupVersionResource {
 // unmirrored are the kinds the hub serves that the status tree does not
 // hold: people's overrides and disruption budgets are in Git as they wrote
 // them (override snapshots and evictions, whose status the engine writes,
-// are mirrored).
+// are mirrored), and so are their RolloutWindows.
 var unmirrored = map[string]bool{
+	fleet.KindRolloutWindow:                            true,
 	fleet.KindClusterResourceOverride:                  true,
 	fleet.KindResourceOverride:                         true,
 	fleet.KindClusterResourcePlacementDisruptionBudget: true,
 }
 
 // statusless are the kinds whose CRD has no status subresource: people's
-// overrides and their snapshots, disruption budgets.
+// overrides and their snapshots, disruption budgets, RolloutWindows.
 var statusless = map[string]bool{
+	fleet.KindRolloutWindow:                            true,
 	fleet.KindClusterResourcePlacementDisruptionBudget: true,
 	fleet.KindClusterResourceOverride:                  true,
 	fleet.KindResourceOverride:                         true,

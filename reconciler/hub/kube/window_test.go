@@ -3,11 +3,13 @@ package kube
 import (
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
@@ -70,5 +72,62 @@ func TestFreezeHoldsARunOnKubeHubUntilItAllowsIt(t *testing.T) {
 	}
 	if got := r.Status.StagesStatus[0].OverriddenFreezes; !slices.Equal(got, []string{"prod/incident"}) {
 		t.Errorf("overriddenFreezes %v, want [prod/incident]", got)
+	}
+}
+
+// RolloutWindows live on the API server (config/crd): kubectl reads the one
+// the Git loop applied, a restarted hub holds it before the loop applies
+// anything, and one a person creates with kubectl is an event that wakes
+// the runs.
+func TestRolloutWindowsAreStoredOnTheAPIServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a kube-apiserver")
+	}
+	th := startHub(t)
+	ctx := await.Context(t)
+	h := th.newHub(t, Config{})
+	if err := h.Apply(ctx, &fleet.RolloutWindow{ObjectMeta: metav1.ObjectMeta{Name: "prod"},
+		Spec: fleet.RolloutWindowSpec{TimeZone: "Europe/Berlin", Windows: []fleet.WeeklyWindow{{Start: "09:00", End: "17:00"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	gvr := fleet.GitfleetGroupVersion.WithResource("rolloutwindows")
+	u, err := th.client.Resource(gvr).Get(ctx, "prod", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the API server does not hold the applied window: %v", err)
+	}
+	if tz, _, _ := unstructured.NestedString(u.Object, "spec", "timeZone"); tz != "Europe/Berlin" {
+		t.Errorf("the API server holds timeZone %q; want Europe/Berlin", tz)
+	}
+
+	restarted := th.newHub(t, Config{})
+	ws, err := restarted.ListRolloutWindows(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ws) != 1 || ws[0].Name != "prod" || ws[0].Spec.Windows[0].End != "17:00" {
+		t.Fatalf("a restarted hub holds %v; want prod", ws)
+	}
+
+	var mu sync.Mutex
+	woken := false
+	restarted.Subscribe(func(e hub.Event) {
+		if e.Kind == hub.EventRolloutWindow && e.Key == (hub.Key{Name: "night"}) {
+			mu.Lock()
+			woken = true
+			mu.Unlock()
+		}
+	})
+	night := &unstructured.Unstructured{Object: map[string]any{"apiVersion": fleet.GitfleetGroupVersion.String(), "kind": fleet.KindRolloutWindow,
+		"metadata": map[string]any{"name": "night"}, "spec": map[string]any{"windows": []any{map[string]any{"start": "22:00", "end": "06:00"}}}}}
+	if _, err := th.client.Resource(gvr).Create(ctx, night, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	await.Until(t, "the window created with kubectl to be an event", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return woken
+	})
+	if ws, _ := restarted.ListRolloutWindows(ctx); len(ws) != 2 || ws[0].Name != "night" {
+		t.Errorf("the hub holds %v; want night and prod", ws)
 	}
 }
