@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
@@ -129,5 +130,17 @@ func TestRolloutWindowsAreStoredOnTheAPIServer(t *testing.T) {
 	})
 	if ws, _ := restarted.ListRolloutWindows(ctx); len(ws) != 2 || ws[0].Name != "night" {
 		t.Errorf("the hub holds %v; want night and prod", ws)
+	}
+
+	// Without the CRD a hub refuses to start, naming it and the fix,
+	// rather than waiting for an informer that can never list.
+	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	if err := th.client.Resource(crds).Delete(ctx, "rolloutwindows.gitfleet.io", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	await.Until(t, "the API server to stop serving rolloutwindows", func() bool { return checkServed(th.rest) != nil })
+	_, err = New(ctx, Config{Rest: th.rest})
+	if want := "the hub does not serve [rolloutwindows.gitfleet.io]; install gitfleet's CRDs: kubectl apply --server-side -R -f config/crd/"; err == nil || err.Error() != want {
+		t.Errorf("a hub without the RolloutWindow CRD started with %v; want it refused: %s", err, want)
 	}
 }
