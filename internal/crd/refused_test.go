@@ -447,6 +447,9 @@ func keptObject(c *render.Content) runtime.Object {
 	for _, o := range c.DisruptionBudgets {
 		all = append(all, o)
 	}
+	for _, o := range c.RolloutWindows {
+		all = append(all, o)
+	}
 	// An envelope is a workload resource to render (its contents are
 	// delivered), kept as written.
 	for _, r := range c.Resources {
