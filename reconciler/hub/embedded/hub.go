@@ -34,8 +34,9 @@ type Hub struct {
 	bindings   table[*fleet.Binding]
 	members    table[*fleet.MemberCluster]
 	strategies table[*fleet.UpdateStrategy]
-	runs       table[*fleet.UpdateRun]
-	approvals  table[*fleet.ApprovalRequest]
+	// runs keeps a finished run as a husk, its clusters packed (husk.go).
+	runs      runTable
+	approvals table[*fleet.ApprovalRequest]
 	// cros and ros are the overrides as people wrote them, kept as an API
 	// server keeps them (the status tree has no files for them: they are
 	// in Git, and the admitter applies them again after a restart).
@@ -99,7 +100,7 @@ func New(c clock.Clock, store Store) *Hub {
 		bindings:   newGroupedTable(placementOf[*fleet.Binding]),
 		members:    newTable[*fleet.MemberCluster](),
 		strategies: newTable[*fleet.UpdateStrategy](),
-		runs:       newTable[*fleet.UpdateRun](),
+		runs:       newRunTable(),
 		approvals:  newTable[*fleet.ApprovalRequest](),
 
 		cros:         newTable[*fleet.ClusterResourceOverride](),
@@ -681,15 +682,25 @@ func (h *Hub) GetUpdateRun(_ context.Context, key hub.Key) (*fleet.UpdateRun, er
 func (h *Hub) ListUpdateRuns(context.Context) ([]*fleet.UpdateRun, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.runs.list(nil), nil
+	return h.runs.list(), nil
 }
 
 // ListUpdateRunsReadOnly is ListUpdateRuns without the copies, on the
-// terms of ListPlacementsReadOnly.
+// terms of ListPlacementsReadOnly; a finished run, kept as a husk, is
+// unpacked into a new object all the same.
 func (h *Hub) ListUpdateRunsReadOnly(context.Context) ([]*fleet.UpdateRun, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.runs.listShared(nil), nil
+	return h.runs.listShared(), nil
+}
+
+// ListUnfinishedUpdateRunsReadOnly is ListUpdateRunsReadOnly of the runs
+// that have not finished (snapshothistory.Finished): the finished ones,
+// kept as husks, are not even unpacked.
+func (h *Hub) ListUnfinishedUpdateRunsReadOnly(context.Context) ([]*fleet.UpdateRun, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.runs.listUnfinishedShared(), nil
 }
 
 // UpdateUpdateRunStatus implements hub.UpdateRuns.

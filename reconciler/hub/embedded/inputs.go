@@ -198,7 +198,7 @@ func (h *Hub) ListUpdateStrategies(context.Context) ([]*fleet.UpdateStrategy, er
 func (h *Hub) AnnotateUpdateRun(key hub.Key, name, value string) {
 	h.mu.Lock()
 	defer h.unlock()
-	annotate(h, &h.runs, key, name, value)
+	annotate[*fleet.UpdateRun](h, &h.runs, key, name, value)
 }
 
 // AnnotatePlacement is AnnotateUpdateRun for placements.
@@ -220,8 +220,14 @@ func (h *Hub) AnnotateApprovalRequest(key hub.Key, name, value string) {
 	}
 }
 
+// annotated is a table annotate writes to.
+type annotated[T object] interface {
+	peek(hub.Key) (T, bool)
+	putOwned(T)
+}
+
 // annotate writes one annotation of a stored object; the lock is held.
-func annotate[T object](h *Hub, t *table[T], key hub.Key, name, value string) (changed bool) {
+func annotate[T object](h *Hub, t annotated[T], key hub.Key, name, value string) (changed bool) {
 	cur, ok := t.peek(key)
 	if !ok || cur.GetAnnotations()[name] == value {
 		return false
