@@ -89,10 +89,12 @@ func Of(ctx context.Context, h Hub) *Uses {
 	return &Uses{ctx: ctx, h: h, bindings: map[hub.Key][]*fleet.Binding{}}
 }
 
-// runsReadOnly is implemented by hubs that list runs without copying them
-// (the embedded hub); a run's status at 10,000 clusters is large.
-type runsReadOnly interface {
-	ListUpdateRunsReadOnly(ctx context.Context) ([]*fleet.UpdateRun, error)
+// unfinishedRunsReadOnly is implemented by hubs that list the runs that
+// have not finished without copying them, and without reading the
+// finished ones (the embedded hub, which keeps those packed); a run's
+// status at 10,000 clusters is large.
+type unfinishedRunsReadOnly interface {
+	ListUnfinishedUpdateRunsReadOnly(ctx context.Context) ([]*fleet.UpdateRun, error)
 }
 
 // activeRuns are the runs that have not finished.
@@ -102,8 +104,8 @@ func (u *Uses) activeRuns() ([]*fleet.UpdateRun, error) {
 	}
 	var all []*fleet.UpdateRun
 	var err error
-	if ro, ok := u.h.(runsReadOnly); ok {
-		all, err = ro.ListUpdateRunsReadOnly(u.ctx)
+	if ro, ok := u.h.(unfinishedRunsReadOnly); ok {
+		all, err = ro.ListUnfinishedUpdateRunsReadOnly(u.ctx)
 	} else {
 		all, err = u.h.ListUpdateRuns(u.ctx)
 	}
