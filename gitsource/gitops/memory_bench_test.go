@@ -101,8 +101,8 @@ const runLatencyWindow = 5
 // it (latency-s-runN); every run is logged with -v. What a finished run
 // leaves behind must not pile up: the heap after the last run should be
 // within 10% of the heap after run 10 (growth-MiB-after-run10; logged when
-// it is not: the finished runs the embedded hub keeps whole still grow
-// it), unused snapshots beyond the placement's revisionHistoryLimit are
+// it is not: finished runs are kept as husks, their clusters packed, but
+// Git's side still grows it a little), unused snapshots beyond the placement's revisionHistoryLimit are
 // deleted (checked), and caches are bounded.
 //
 //	go test ./gitsource/gitops/ -run '^$' -bench HeapAcrossRuns -benchtime 1x -timeout 45m -v
@@ -168,7 +168,8 @@ func heapAcrossRuns(b *testing.B, n, runs int) {
 		b.ReportMetric(growth, "growth-MiB-after-run10")
 		if growth > heaps[9]/10 {
 			// Logged, not failed, so that the metrics are still reported:
-			// the finished runs the embedded hub holds whole still grow it.
+			// the objects go-git keeps and the status tree's digests of
+			// finished runs still grow it a little.
 			b.Logf("heap in use grew %.1f MiB from run 10 to run %d (%.1f MiB), more than 10%%", growth, runs, heaps[runs-1])
 		}
 	}
