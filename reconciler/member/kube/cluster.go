@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/member"
 )
 
@@ -46,6 +48,12 @@ const (
 	// only objects that still carry them.
 	PlacementLabel          = fleet.GitfleetPrefix + "placement"
 	PlacementNamespaceLabel = fleet.GitfleetPrefix + "placement-namespace"
+	// RecordPlacementLabel and RecordPlacementNamespaceLabel mark an
+	// inventory ConfigMap with the placement whose objects it records:
+	// a placement has one record per Work of its binding, and prune finds
+	// the others by them (heldByOthers).
+	RecordPlacementLabel          = fleet.GitfleetPrefix + "inventory-placement"
+	RecordPlacementNamespaceLabel = fleet.GitfleetPrefix + "inventory-placement-namespace"
 	// inventoryKey is the ConfigMap key of the inventory: a JSON list of
 	// resource identifiers, as placement statuses write them.
 	inventoryKey = "resources"
@@ -72,6 +80,26 @@ type cluster struct {
 	client  client.Client
 	rm      *ssa.ResourceManager
 	timeout time.Duration
+
+	mu sync.Mutex
+	// placements serialize the applies and removals of one placement's
+	// Works, so no prune decides on another Work's record while that Work
+	// is being applied.
+	placements map[hub.Key]*sync.Mutex
+}
+
+// lockPlacement holds the lock of p's Works until the returned func is
+// called.
+func (cl *cluster) lockPlacement(p hub.Key) func() {
+	cl.mu.Lock()
+	l, ok := cl.placements[p]
+	if !ok {
+		l = &sync.Mutex{}
+		cl.placements[p] = l
+	}
+	cl.mu.Unlock()
+	l.Lock()
+	return l.Unlock
 }
 
 // cluster returns the client of a context, built on first use. Building it
@@ -115,7 +143,7 @@ func newCluster(name string, cfg *rest.Config, timeout time.Duration) (*cluster,
 	poller := polling.NewStatusPoller(cl, cl.RESTMapper(), polling.Options{})
 	rm := ssa.NewResourceManager(cl, poller, ssa.Owner{Field: FieldManager, Group: "gitfleet.io"})
 	rm.SetConcurrency(applyConcurrency)
-	out := &cluster{context: name, client: cl, rm: rm, timeout: timeout}
+	out := &cluster{context: name, client: cl, rm: rm, timeout: timeout, placements: map[hub.Key]*sync.Mutex{}}
 	if u, err := url.Parse(cfg.Host); err == nil && u.Host != "" {
 		out.address = u.Host
 	}
@@ -178,7 +206,14 @@ func (e *applyError) Unwrap() error { return e.err }
 // diffs. While anything is held, or drifts in fields others set are
 // reported (FullComparison), the record carries no digest, so every later
 // pass (the periodic drift check) compares again.
+//
+// An object the record holds that another record of the placement holds
+// too (another Work of its binding: it moved there) is not pruned, only
+// dropped from this record, as KubeFleet's work applier only drops its
+// ownership of an object another AppliedWork co-owns; nor is it named as
+// left.
 func (cl *cluster) apply(ctx context.Context, d member.Delivery) ([]*unstructured.Unstructured, map[string]*unstructured.Unstructured, inventory, outcome, error) {
+	defer cl.lockPlacement(d.Placement())()
 	strategy := fleet.DefaultApplyStrategy(d.Binding.Spec.ApplyStrategy)
 	labels := ownerLabels(d)
 	objs := make([]*unstructured.Unstructured, len(d.Resources))
@@ -208,7 +243,22 @@ func (cl *cluster) apply(ctx context.Context, d member.Delivery) ([]*unstructure
 		return nil, nil, nil, outcome{}, err
 	}
 	if old.digest == digest && old.ids.equal(desired) && unchanged(objs, live, old.versions) {
-		return objs, live, old.left, outcome{}, nil
+		if !old.labeled {
+			// A record written before records carried their placement:
+			// labelled once, so other Works' prunes see what it holds.
+			if err := cl.writeRecord(ctx, d, old); err != nil {
+				return nil, nil, nil, outcome{}, err
+			}
+		}
+		left := old.left
+		if len(left) > 0 {
+			others, err := cl.heldByOthers(ctx, d)
+			if err != nil {
+				return nil, nil, nil, outcome{}, err
+			}
+			left = left.minus(others)
+		}
+		return objs, live, left, outcome{}, nil
 	}
 	out, err := cl.gate(ctx, objs, live, old, strategy, d.Generation())
 	if err != nil {
@@ -234,14 +284,22 @@ func (cl *cluster) apply(ctx context.Context, d member.Delivery) ([]*unstructure
 	if err := cl.applyAll(ctx, toApply, live); err != nil {
 		return nil, nil, nil, outcome{}, err
 	}
-	// What was left before and is desired again is the placement's again;
-	// what was left and is gone from the member (a person deleted it) is
-	// no longer named.
-	left, err := cl.present(ctx, old.left.minus(desired), labels)
+	// What was left before and is desired again is the placement's again
+	// (also when another Work of it holds it now); what was left and is
+	// gone from the member (a person deleted it) is no longer named.
+	wasLeft, stale := old.left.minus(desired), old.ids.minus(desired)
+	if len(wasLeft) > 0 || len(stale) > 0 {
+		others, err := cl.heldByOthers(ctx, d)
+		if err != nil {
+			return nil, nil, nil, outcome{}, err
+		}
+		wasLeft, stale = wasLeft.minus(others), stale.minus(others)
+	}
+	left, err := cl.present(ctx, wasLeft, labels)
 	if err != nil {
 		return nil, nil, nil, outcome{}, err
 	}
-	if stale := old.ids.minus(desired); len(stale) > 0 {
+	if len(stale) > 0 {
 		kept, err := cl.prune(ctx, stale, labels)
 		if err != nil {
 			return nil, nil, nil, outcome{}, err
@@ -526,15 +584,24 @@ func carries(u *unstructured.Unstructured, labels map[string]string) bool {
 	return true
 }
 
-// remove deletes everything the binding's placement applied to the member,
-// except what is annotated prune: disabled, then its inventory. It returns
-// what it left, beside what earlier prunes left.
+// remove deletes everything the record applied to the member, except what
+// is annotated prune: disabled and what another record of the placement
+// holds (another Work of the binding), then the record. It returns what
+// it left, beside what earlier prunes left.
 func (cl *cluster) remove(ctx context.Context, d member.Delivery) (inventory, error) {
+	defer cl.lockPlacement(d.Placement())()
 	rec, err := cl.readRecord(ctx, d)
 	if err != nil {
 		return nil, err
 	}
 	left := rec.left
+	if len(rec.ids) > 0 || len(left) > 0 {
+		others, err := cl.heldByOthers(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		rec.ids, left = rec.ids.minus(others), left.minus(others)
+	}
 	if len(rec.ids) > 0 {
 		kept, err := cl.prune(ctx, rec.ids, ownerLabels(d))
 		if err != nil {
@@ -696,6 +763,9 @@ type record struct {
 	// (manifestHash): whenToApply: IfNotDrifted holds back an object
 	// changed on the member only while its manifest is the same.
 	hashes map[string]string
+	// labeled: the record carries its placement's labels
+	// (RecordPlacementLabel).
+	labeled bool
 }
 
 // readRecord returns the member's record of d's placement; empty when
@@ -704,13 +774,74 @@ func (cl *cluster) readRecord(ctx context.Context, d member.Delivery) (record, e
 	cm := &unstructured.Unstructured{}
 	cm.SetAPIVersion("v1")
 	cm.SetKind("ConfigMap")
-	name := InventoryNamespace + "/" + d.RecordName()
 	err := cl.client.Get(ctx, client.ObjectKey{Namespace: InventoryNamespace, Name: d.RecordName()}, cm)
 	if apierrors.IsNotFound(err) {
 		return record{ids: inventory{}, left: inventory{}}, nil
 	} else if err != nil {
-		return record{}, fmt.Errorf("read inventory %s: %w", name, err)
+		return record{}, fmt.Errorf("read inventory %s/%s: %w", InventoryNamespace, d.RecordName(), err)
 	}
+	rec, err := parseRecord(cm)
+	if err != nil {
+		return record{}, err
+	}
+	rec.labeled = reflect.DeepEqual(recordLabels(d), recordLabelsOf(cm))
+	return rec, nil
+}
+
+// recordLabels are the labels of d's record: its placement's.
+func recordLabels(d member.Delivery) map[string]string {
+	p := d.Placement()
+	l := map[string]string{RecordPlacementLabel: p.Name}
+	if p.Namespace != "" {
+		l[RecordPlacementNamespaceLabel] = p.Namespace
+	}
+	return l
+}
+
+// recordLabelsOf are the placement labels a record carries.
+func recordLabelsOf(cm *unstructured.Unstructured) map[string]string {
+	l := map[string]string{}
+	for _, k := range []string{RecordPlacementLabel, RecordPlacementNamespaceLabel} {
+		if v, ok := cm.GetLabels()[k]; ok {
+			l[k] = v
+		}
+	}
+	return l
+}
+
+// heldByOthers is what the other records of d's placement on the member
+// hold: KubeFleet splits a binding into Works (one per envelope, one per
+// part of a large snapshot), each applied and recorded on its own, and all
+// applying with the same owner labels; an object moving from one Work to
+// another stays held by the one it moved to.
+func (cl *cluster) heldByOthers(ctx context.Context, d member.Delivery) (inventory, error) {
+	want := recordLabels(d)
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("v1")
+	list.SetKind("ConfigMapList")
+	if err := cl.client.List(ctx, list, client.InNamespace(InventoryNamespace), client.MatchingLabels{RecordPlacementLabel: want[RecordPlacementLabel]}); err != nil {
+		return nil, fmt.Errorf("list the inventories of placement %s: %w", hub.KeyString(d.Placement()), err)
+	}
+	held := inventory{}
+	for i := range list.Items {
+		cm := &list.Items[i]
+		if cm.GetName() == d.RecordName() || !reflect.DeepEqual(want, recordLabelsOf(cm)) {
+			continue
+		}
+		rec, err := parseRecord(cm)
+		if err != nil {
+			return nil, err
+		}
+		for id := range rec.ids {
+			held[id] = true
+		}
+	}
+	return held, nil
+}
+
+// parseRecord reads an inventory ConfigMap.
+func parseRecord(cm *unstructured.Unstructured) (record, error) {
+	name := InventoryNamespace + "/" + cm.GetName()
 	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
 	var ids []fleet.ResourceIdentifier
 	if err := json.Unmarshal([]byte(data[inventoryKey]), &ids); err != nil {
@@ -771,6 +902,10 @@ func (cl *cluster) writeRecord(ctx context.Context, d member.Delivery, rec recor
 		}
 		data[digestKey], data[versionsKey] = rec.digest, string(versions)
 	}
+	labels := map[string]any{"app.kubernetes.io/managed-by": "gitfleet"}
+	for k, v := range recordLabels(d) {
+		labels[k] = v
+	}
 	ns := &unstructured.Unstructured{}
 	ns.SetAPIVersion("v1")
 	ns.SetKind("Namespace")
@@ -779,7 +914,7 @@ func (cl *cluster) writeRecord(ctx context.Context, d member.Delivery, rec recor
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{
 			"name": d.RecordName(), "namespace": InventoryNamespace,
-			"labels":      map[string]any{"app.kubernetes.io/managed-by": "gitfleet"},
+			"labels":      labels,
 			"annotations": map[string]any{fleet.GitfleetPrefix + "resource-snapshot": d.Binding.Spec.ResourceSnapshotName},
 		},
 		"data": data,

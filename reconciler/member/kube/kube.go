@@ -21,7 +21,11 @@
 // covers everything gitfleet may have applied, and it survives the loss of
 // gitfleet's cache. Applied objects carry gitfleet.io/placement labels, and
 // prune and removal delete only objects that still carry them: gitfleet
-// never deletes what it did not apply.
+// never deletes what it did not apply. A binding pulled as several Works
+// (WorkApplier: one per envelope, one per part of a large snapshot) has a
+// record per Work, all labelled with the placement; a Work's prune or
+// removal spares what another of them records, as KubeFleet's work applier
+// spares an object another AppliedWork co-owns.
 package kube
 
 import (

@@ -1,0 +1,173 @@
+package kube
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/testing/await"
+	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
+)
+
+// splitWork is Work name of placement's binding on member1 at gen,
+// holding the ConfigMaps named in namespace (and the namespace itself
+// when withNamespace), labelled as delivery labels the Works of one
+// binding.
+func splitWork(t *testing.T, placement, name string, gen int64, withNamespace bool, namespace string, configMaps []string) *fleet.Work {
+	t.Helper()
+	var docs []string
+	if withNamespace {
+		docs = append(docs, fmt.Sprintf("{apiVersion: v1, kind: Namespace, metadata: {name: %s}}", namespace))
+	}
+	for _, cm := range configMaps {
+		docs = append(docs, fmt.Sprintf("{apiVersion: v1, kind: ConfigMap, metadata: {name: %s, namespace: %s}, data: {k: v}}", cm, namespace))
+	}
+	w := testWork(t, gen, docs...)
+	w.Name = name
+	w.Labels = map[string]string{fleet.ParentBindingLabel: placement + "-member1", fleet.PlacementTrackingLabel: placement}
+	return w
+}
+
+// TestTheWorksOfABindingNeverPruneWhatAnotherOfThemHolds: a binding's
+// Works (its main Work and an envelope's, as KubeFleet splits them) apply
+// with the same owner labels, each recorded on its own. Objects move
+// between them, and leave both, and each step is applied in both orders
+// (the Work an object leaves first, or the one it moves to first), then
+// applied again in the other order (a drift check): an object a Work's
+// record holds is never deleted (its UID never changes) while that Work
+// holds it; one neither holds is deleted. In the order where the Work
+// an object leaves is applied before the one it moves to, no record holds
+// it in between, and it is deleted and made again, as with KubeFleet,
+// whose AppliedWork owns an object only once its Work applied it. The
+// envelope Work's removal (its Work deleted) spares what the main Work
+// holds too.
+func TestTheWorksOfABindingNeverPruneWhatAnotherOfThemHolds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a kube-apiserver")
+	}
+	c := kubetest.Start(t, "member1")[0]
+	a, err := NewWorkApplier(&rest.Config{Host: c.Server, BearerToken: c.AdminToken,
+		TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := await.Context(t)
+
+	// Each step is what the two Works hold; nil: the envelope Work is
+	// deleted (removed from the member).
+	type step struct{ main, envelope []string }
+	steps := []step{
+		{main: []string{"a", "b"}, envelope: []string{"c"}},
+		{main: []string{"a"}, envelope: []string{"b", "c"}},   // b moves into the envelope
+		{main: []string{"a", "c"}, envelope: []string{"b"}},   // c moves out of it
+		{main: []string{"a", "b", "c"}, envelope: nil},        // the envelope goes, b back in the main Work
+		{main: []string{"c"}, envelope: []string{"a"}},        // a new envelope takes a; b leaves both
+		{main: []string{}, envelope: []string{"a", "c", "d"}}, // everything in the envelope
+		{main: []string{"d"}, envelope: []string{}},           // a and c leave both, d moves
+		{main: []string{}, envelope: nil},                     // nothing left
+	}
+	for _, envelopeFirst := range []bool{false, true} {
+		name := "the-main-work-first"
+		if envelopeFirst {
+			name = "the-envelope-work-first"
+		}
+		t.Run(name, func(t *testing.T) {
+			placement, ns := "web-"+name, name
+			mainName, envName := placement+"-work", placement+"-work-envelope-0123456789abcdef"
+			held := map[string][]string{} // by Work: what its last apply holds
+			uids := map[string]types.UID{}
+			var gen int64
+			// check: what a Work holds is there, with the UID it had
+			// while some Work held it all along; the rest is gone.
+			check := func(what string) {
+				t.Helper()
+				for _, cm := range []string{"a", "b", "c", "d"} {
+					u := c.Get("v1", "ConfigMap", ns, cm)
+					holders := 0
+					for _, objs := range held {
+						if slices.Contains(objs, cm) {
+							holders++
+						}
+					}
+					switch {
+					case holders == 0 && u != nil:
+						t.Errorf("%s: ConfigMap %s, which no Work holds, is still on the member", what, cm)
+						delete(uids, cm)
+					case holders == 0:
+						delete(uids, cm)
+					case u == nil:
+						t.Fatalf("%s: ConfigMap %s, held by a Work, is gone from the member", what, cm)
+					case uids[cm] != "" && u.GetUID() != uids[cm]:
+						t.Fatalf("%s: ConfigMap %s, held by a Work all along, was deleted and made again", what, cm)
+					default:
+						uids[cm] = u.GetUID()
+					}
+				}
+			}
+			apply := func(work string, s step) {
+				t.Helper()
+				gen++
+				if work == mainName {
+					if _, err := a.Apply(ctx, splitWork(t, placement, mainName, gen, true, ns, s.main), time.Now()); err != nil {
+						t.Fatal(err)
+					}
+					held[mainName] = s.main
+					check(fmt.Sprintf("main Work %v applied", s.main))
+					return
+				}
+				if s.envelope == nil {
+					if err := a.Remove(ctx, splitWork(t, placement, envName, gen, false, ns, nil)); err != nil {
+						t.Fatal(err)
+					}
+					delete(held, envName)
+					check("envelope Work removed")
+					return
+				}
+				if _, err := a.Apply(ctx, splitWork(t, placement, envName, gen, false, ns, s.envelope), time.Now()); err != nil {
+					t.Fatal(err)
+				}
+				held[envName] = s.envelope
+				check(fmt.Sprintf("envelope Work %v applied", s.envelope))
+			}
+			// The namespace comes with the main Work: it goes first once.
+			apply(mainName, steps[0])
+			apply(envName, steps[0])
+			for _, s := range steps[1:] {
+				order := []string{mainName, envName}
+				if envelopeFirst {
+					order = []string{envName, mainName}
+				}
+				for _, w := range order {
+					apply(w, s)
+				}
+				slices.Reverse(order)
+				for _, w := range order {
+					apply(w, s)
+				}
+			}
+			var left []string
+			for _, cm := range []string{"a", "b", "c", "d"} {
+				if c.Get("v1", "ConfigMap", ns, cm) != nil {
+					left = append(left, cm)
+				}
+			}
+			sort.Strings(left)
+			if len(left) > 0 {
+				t.Errorf("ConfigMaps %v are still on the member, held by no Work", left)
+			}
+			if c.Get("v1", "ConfigMap", InventoryNamespace, envName) != nil {
+				t.Error("the removed envelope Work's record is still on the member")
+			}
+			rec := c.Get("v1", "ConfigMap", InventoryNamespace, mainName)
+			if rec == nil || rec.GetLabels()[RecordPlacementLabel] != placement {
+				t.Errorf("the main Work's record is not labelled with its placement: %v", rec)
+			}
+		})
+	}
+}
