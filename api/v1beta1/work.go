@@ -54,6 +54,11 @@ const (
 	WorkConditionTypeAvailable     = "Available"
 	WorkConditionTypeDiffReported  = "DiffReported"
 	WorkConditionTypeStatusTrimmed = "StatusTrimmed"
+	// WorkConditionTypePruneSkipped is gitfleet's own, as the binding's
+	// PruneSkipped (ResourceBindingPruneSkipped) it becomes: True while
+	// objects that left the Work stay on the member because they are
+	// annotated prune: disabled; its message names them.
+	WorkConditionTypePruneSkipped = "PruneSkipped"
 )
 
 // Work is the manifests of one binding (or one part of its resource
