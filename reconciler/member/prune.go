@@ -2,6 +2,7 @@ package member
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -43,26 +44,72 @@ func PruneExclusions() map[string]string {
 // are annotated prune: disabled (left). ok is false when nothing was left:
 // the condition is then not reported, and the hub drops it.
 func PruneSkipped(gen int64, left []fleet.ResourceIdentifier) (c metav1.Condition, ok bool) {
-	if len(left) == 0 {
-		return metav1.Condition{}, false
-	}
 	names := make([]string, 0, len(left))
 	for _, id := range left {
 		names = append(names, DescribeResource(id))
 	}
+	return pruneSkipped(gen, len(names), names)
+}
+
+// pruneSkippedNamed precedes the names in PruneSkipped's message.
+var pruneSkippedNamed = fmt.Sprintf("annotated %s: %s: ", fleet.PruneAnnotation, fleet.PruneDisabled)
+
+// pruneSkipped is PruneSkipped of n objects, of which names (sorted here)
+// are named, at most maxPruneSkippedNamed of them.
+func pruneSkipped(gen int64, n int, names []string) (metav1.Condition, bool) {
+	if n == 0 {
+		return metav1.Condition{}, false
+	}
+	names = slices.Clone(names)
 	sort.Strings(names)
 	more := ""
 	if len(names) > maxPruneSkippedNamed {
-		more = fmt.Sprintf(" and %d more", len(names)-maxPruneSkippedNamed)
 		names = names[:maxPruneSkippedNamed]
 	}
+	if n > len(names) {
+		more = fmt.Sprintf(" and %d more", n-len(names))
+	}
 	noun, verb := "resources", "stay"
-	if len(left) == 1 {
+	if n == 1 {
 		noun, verb = "resource", "stays"
 	}
-	msg := fmt.Sprintf("%d %s left the resource snapshot but %s on the member cluster, annotated %s: %s: %s%s",
-		len(left), noun, verb, fleet.PruneAnnotation, fleet.PruneDisabled, strings.Join(names, ", "), more)
+	msg := fmt.Sprintf("%d %s left the resource snapshot but %s on the member cluster, %s%s%s",
+		n, noun, verb, pruneSkippedNamed, strings.Join(names, ", "), more)
 	return condition(fleet.ResourceBindingPruneSkipped, metav1.ConditionTrue, PruneDisabledReason, msg, gen), true
+}
+
+// JoinPruneSkipped is the binding's PruneSkipped at gen from the
+// PruneSkipped conditions of its Works (conds, each made by PruneSkipped
+// for one Work): what the push transport reports for the same objects
+// from its one record, naming what every Work left. ok is false when no
+// condition is True.
+func JoinPruneSkipped(gen int64, conds []metav1.Condition) (metav1.Condition, bool) {
+	n, seen := 0, map[string]bool{}
+	var names []string
+	for _, c := range conds {
+		if c.Status != metav1.ConditionTrue {
+			continue
+		}
+		var k int
+		i := strings.Index(c.Message, pruneSkippedNamed)
+		if _, err := fmt.Sscanf(c.Message, "%d ", &k); err != nil || i < 0 {
+			continue // not PruneSkipped's: nothing to name
+		}
+		n += k
+		named := c.Message[i+len(pruneSkippedNamed):]
+		if j := strings.LastIndex(named, " and "); j >= 0 && strings.HasSuffix(named, " more") {
+			named = named[:j]
+		}
+		for _, name := range strings.Split(named, ", ") {
+			if seen[name] {
+				n-- // left by two Works: one object
+				continue
+			}
+			seen[name] = true
+			names = append(names, name)
+		}
+	}
+	return pruneSkipped(gen, n, names)
 }
 
 // WithPruneSkipped appends PruneSkipped to conds when anything was left.

@@ -129,6 +129,58 @@ func TestPruneSkippedNamesAtMostTwentyObjects(t *testing.T) {
 	}
 }
 
+// The binding of a member that pulls joins its Works' PruneSkipped into
+// the one condition the push transport reports from its one record of the
+// same objects, also past the twenty it names.
+func TestJoinPruneSkippedIsWhatOneRecordOfEverythingReports(t *testing.T) {
+	ids := func(from, to int) []fleet.ResourceIdentifier {
+		var out []fleet.ResourceIdentifier
+		for i := from; i < to; i++ {
+			out = append(out, fleet.ResourceIdentifier{Version: "v1", Kind: "ConfigMap", Namespace: "app", Name: fmt.Sprintf("cm-%02d", i)})
+		}
+		return out
+	}
+	of := func(gen int64, left []fleet.ResourceIdentifier) metav1.Condition {
+		c, ok := PruneSkipped(gen, left)
+		if !ok {
+			t.Fatalf("no PruneSkipped for %v", left)
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name  string
+		works [][]fleet.ResourceIdentifier
+	}{
+		{"one work", [][]fleet.ResourceIdentifier{ids(0, 3)}},
+		{"two works, interleaved names", [][]fleet.ResourceIdentifier{{ids(0, 4)[0], ids(0, 4)[2]}, {ids(0, 4)[1], ids(0, 4)[3]}}},
+		{"past twenty over two works", [][]fleet.ResourceIdentifier{ids(0, 13), ids(13, 25)}},
+		{"past twenty in each", [][]fleet.ResourceIdentifier{ids(0, 22), ids(22, 50)}},
+		{"one left by both", [][]fleet.ResourceIdentifier{ids(0, 2), ids(1, 3)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var conds []metav1.Condition
+			all := map[fleet.ResourceIdentifier]bool{}
+			for i, w := range tc.works {
+				conds = append(conds, of(int64(i+7), w)) // each at its Work's generation
+				for _, id := range w {
+					all[id] = true
+				}
+			}
+			var union []fleet.ResourceIdentifier
+			for id := range all {
+				union = append(union, id)
+			}
+			got, ok := JoinPruneSkipped(3, conds)
+			if want := of(3, union); !ok || got != want {
+				t.Errorf("JoinPruneSkipped = %+v, %t\nwant %+v", got, ok, want)
+			}
+		})
+	}
+	if c, ok := JoinPruneSkipped(3, nil); ok {
+		t.Errorf("JoinPruneSkipped of nothing = %+v", c)
+	}
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
