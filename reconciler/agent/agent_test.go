@@ -24,6 +24,8 @@ import (
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
 	"github.com/gitfleet/gitfleet/reconciler/agent"
+	"github.com/gitfleet/gitfleet/reconciler/delivery"
+	"github.com/gitfleet/gitfleet/reconciler/member"
 	"github.com/gitfleet/gitfleet/reconciler/membercluster"
 )
 
@@ -411,4 +413,49 @@ func TestManyAgentsWithSimulatedMembersInOneProcess(t *testing.T) {
 			t.Errorf("%s: applied work %+v, want the work's one manifest", name, aw)
 		}
 	}
+}
+
+// An object annotated prune: disabled that leaves a Work stays on the
+// member, and the Work says so in PruneSkipped (gitfleet's condition),
+// from which the hub makes the binding's PruneSkipped exactly as the push
+// transport reports it; once the object is back in the Work, the
+// condition goes.
+func TestAWorkNamesWhatItsPruneLeftOnTheMember(t *testing.T) {
+	f := start(t)
+	await.Until(t, "the member to be joined", func() bool { return joined(f.memberCluster(t)) == metav1.ConditionTrue })
+	ns := manifest(t, "v1", "Namespace", "", "app", nil)
+	kept := manifest(t, "v1", "ConfigMap", "app", "kept", map[string]string{"k": "1"})
+	kept["metadata"].(map[string]any)["annotations"] = map[string]any{fleet.PruneAnnotation: fleet.PruneDisabled}
+	f.putWork(t, "app-work", ns, kept, manifest(t, "v1", "ConfigMap", "app", "pruned", nil))
+	await.Until(t, "the work to be available", func() bool {
+		return workCondition(f.work(t, "app-work"), fleet.WorkConditionTypeAvailable).Status == metav1.ConditionTrue
+	})
+	if c := workCondition(f.work(t, "app-work"), fleet.WorkConditionTypePruneSkipped); c.Type != "" {
+		t.Errorf("PruneSkipped = %+v before anything left the work", c)
+	}
+
+	f.putWork(t, "app-work", ns)
+	await.Until(t, "the work to name what it left", func() bool {
+		return workCondition(f.work(t, "app-work"), fleet.WorkConditionTypePruneSkipped).Status == metav1.ConditionTrue
+	})
+	if f.member.Get("v1", "ConfigMap", "app", "kept") == nil || f.member.Get("v1", "ConfigMap", "app", "pruned") != nil {
+		t.Error("want ConfigMap kept on the member and ConfigMap pruned gone")
+	}
+	w := f.work(t, "app-work")
+	want, _ := member.PruneSkipped(5, []fleet.ResourceIdentifier{{Version: "v1", Kind: "ConfigMap", Namespace: "app", Name: "kept"}})
+	if c := workCondition(w, fleet.WorkConditionTypePruneSkipped); c.Reason != member.PruneDisabledReason || c.Message != want.Message {
+		t.Errorf("the work's PruneSkipped = %+v, want %s %q", c, member.PruneDisabledReason, want.Message)
+	}
+	b := &fleet.Binding{ObjectMeta: metav1.ObjectMeta{Name: "app-m1", Generation: 5}}
+	conds, _ := delivery.Status(b, []*fleet.Work{w})
+	if c := meta.FindStatusCondition(conds, fleet.ResourceBindingPruneSkipped); c == nil || *c != want {
+		t.Errorf("the binding's PruneSkipped = %+v, want the push transport's %+v", c, want)
+	}
+
+	f.putWork(t, "app-work", ns, kept)
+	await.Until(t, "the work to name nothing left", func() bool {
+		w := f.work(t, "app-work")
+		return workCondition(w, fleet.WorkConditionTypeApplied).Status == metav1.ConditionTrue &&
+			meta.FindStatusCondition(w.Status.Conditions, fleet.WorkConditionTypePruneSkipped) == nil
+	})
 }

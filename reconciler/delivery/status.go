@@ -60,7 +60,9 @@ const (
 // finished what the strategy asks, so stale ones never leak into a new
 // report. Works being deleted are not counted. Unlike KubeFleet's, a Work
 // whose manifests are only not available yet makes Available=False
-// ResourceNotAvailableYet, which the engine waits for (summarize).
+// ResourceNotAvailableYet, which the engine waits for (summarize), and
+// the Works' PruneSkipped (gitfleet's) makes the binding's, after
+// Applied, as the push transport reports it.
 func Status(b *fleet.Binding, works []*fleet.Work) ([]metav1.Condition, member.Placements) {
 	gen := b.Generation
 	live := make([]*fleet.Work, 0, len(works))
@@ -84,6 +86,9 @@ func Status(b *fleet.Binding, works []*fleet.Work) ([]metav1.Condition, member.P
 	}
 	applied, appliedState := summarize(live, fleet.WorkConditionTypeApplied, gen, appliedWords)
 	conds = append(conds, applied)
+	if c, ok := pruneSkipped(live, gen); ok {
+		conds = append(conds, c)
+	}
 	availableState := failedSome
 	if appliedState == succeeded {
 		var available metav1.Condition
@@ -270,4 +275,16 @@ func diffedOf(w *fleet.Work) []fleet.DiffedResourcePlacement {
 		}
 	}
 	return out
+}
+
+// pruneSkipped is the binding's PruneSkipped at gen from what its Works
+// report at their generation (member.JoinPruneSkipped).
+func pruneSkipped(works []*fleet.Work, gen int64) (metav1.Condition, bool) {
+	var conds []metav1.Condition
+	for _, w := range works {
+		if c := meta.FindStatusCondition(w.Status.Conditions, fleet.WorkConditionTypePruneSkipped); isTrue(c, w.Generation) {
+			conds = append(conds, *c)
+		}
+	}
+	return member.JoinPruneSkipped(gen, conds)
 }

@@ -165,3 +165,38 @@ func equalStrings(a, b []string) bool {
 	}
 	return len(a) == len(b)
 }
+
+// A pulled member's Works report PruneSkipped (member/kube.WorkApplier):
+// the binding reports it after Applied, joined over its Works at their
+// generation, as the push transport reports the same objects.
+func TestBindingPruneSkippedFromItsWorks(t *testing.T) {
+	cm := func(name string) fleet.ResourceIdentifier {
+		return fleet.ResourceIdentifier{Version: "v1", Kind: "ConfigMap", Namespace: "app", Name: name}
+	}
+	skipped := func(gen int64, left ...fleet.ResourceIdentifier) metav1.Condition {
+		c, _ := member.PruneSkipped(gen, left)
+		c.Type = fleet.WorkConditionTypePruneSkipped
+		return c
+	}
+	b := binding("")
+	main := work("app-work", []metav1.Condition{appliedTrue, skipped(2, cm("a"), cm("c")), availableTrue})
+	env := work("app-work-envelope-1", []metav1.Condition{appliedTrue, skipped(2, cm("b")), availableTrue})
+	stale := work("app-1", []metav1.Condition{appliedTrue, skipped(1, cm("old")), availableTrue})
+	conds, _ := Status(b, []*fleet.Work{stale, env, main})
+	want, _ := member.PruneSkipped(b.Generation, []fleet.ResourceIdentifier{cm("a"), cm("b"), cm("c")})
+	var types []string
+	for _, c := range conds {
+		types = append(types, c.Type)
+	}
+	if got := meta.FindStatusCondition(conds, fleet.ResourceBindingPruneSkipped); got == nil || *got != want {
+		t.Errorf("PruneSkipped = %+v, want %+v", got, want)
+	}
+	if !equalStrings(types, []string{fleet.ResourceBindingOverridden, fleet.ResourceBindingWorkSynchronized, fleet.ResourceBindingApplied,
+		fleet.ResourceBindingPruneSkipped, fleet.ResourceBindingAvailable}) {
+		t.Errorf("condition types %v, want PruneSkipped after Applied as the push transport reports it", types)
+	}
+	conds, _ = Status(b, []*fleet.Work{work("app-work", []metav1.Condition{appliedTrue, availableTrue}), stale})
+	if c := meta.FindStatusCondition(conds, fleet.ResourceBindingPruneSkipped); c != nil {
+		t.Errorf("PruneSkipped = %+v from a report on an older generation only", c)
+	}
+}

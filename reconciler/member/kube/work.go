@@ -96,11 +96,14 @@ func workDelivery(w *fleet.Work) (member.Delivery, error) {
 
 // Apply puts w's manifests on the member (or, under ReportDiff, only
 // compares them), prunes what w's last apply put there and w no longer
-// holds, and returns w's status as KubeFleet's work applier writes it:
-// Applied and Available (or DiffReported) at w's generation, and per
-// manifest its conditions with its drifts or diffs. Observation times are
-// now. The error is one the status could not say (the member unreachable):
-// try again.
+// holds (not what another Work of w's binding holds), and returns w's
+// status as KubeFleet's work applier writes it: Applied and Available (or
+// DiffReported) at w's generation, and per manifest its conditions with
+// its drifts or diffs. Beside them, as the push transport's binding does,
+// PruneSkipped (gitfleet's, a Work condition as KubeFleet's StatusTrimmed
+// is one) names what prunes of w left on the member because it is
+// annotated prune: disabled. Observation times are now. The error is one
+// the status could not say (the member unreachable): try again.
 func (a *WorkApplier) Apply(ctx context.Context, w *fleet.Work, now time.Time) (fleet.WorkStatus, error) {
 	d, err := workDelivery(w)
 	if err != nil {
@@ -118,7 +121,7 @@ func (a *WorkApplier) Apply(ctx context.Context, w *fleet.Work, now time.Time) (
 		SetWorkConditions(&st.WorkStatus, true, gen)
 		return st.WorkStatus, nil
 	}
-	objs, live, _, out, err := a.cl.apply(ctx, d)
+	objs, live, left, out, err := a.cl.apply(ctx, d)
 	if err != nil {
 		var ae *applyError
 		if !errors.As(err, &ae) {
@@ -136,6 +139,10 @@ func (a *WorkApplier) Apply(ctx context.Context, w *fleet.Work, now time.Time) (
 	}
 	st.applied(out, h, gen, at)
 	SetWorkConditions(&st.WorkStatus, false, gen)
+	if c, ok := member.PruneSkipped(gen, left.sorted()); ok {
+		c.Type = fleet.WorkConditionTypePruneSkipped
+		st.Conditions = append(st.Conditions, c)
+	}
 	st.observedIn(live)
 	return st.WorkStatus, nil
 }
