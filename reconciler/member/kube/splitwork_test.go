@@ -171,3 +171,49 @@ func TestTheWorksOfABindingNeverPruneWhatAnotherOfThemHolds(t *testing.T) {
 		})
 	}
 }
+
+// TestARecordWithoutItsPlacementIsLabelledOnItsNextPass: a record written
+// before records carried their placement (an older gitfleet) gets its
+// labels on the next pass of its Work, also one that applies nothing, and
+// from then on another Work's prune spares what it holds.
+func TestARecordWithoutItsPlacementIsLabelledOnItsNextPass(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a kube-apiserver")
+	}
+	c := kubetest.Start(t, "member1")[0]
+	a, err := NewWorkApplier(&rest.Config{Host: c.Server, BearerToken: c.AdminToken,
+		TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := await.Context(t)
+	const placement, ns = "web", "web"
+	mainName, envName := placement+"-work", placement+"-work-envelope-0123456789abcdef"
+	apply := func(w *fleet.Work) {
+		t.Helper()
+		if _, err := a.Apply(ctx, w, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(splitWork(t, placement, mainName, 1, true, ns, []string{"a", "b"}))
+	apply(splitWork(t, placement, envName, 1, false, ns, []string{"b"}))
+	uid := c.Get("v1", "ConfigMap", ns, "b").GetUID()
+
+	// As an older gitfleet wrote it: no placement labels.
+	rec := c.Get("v1", "ConfigMap", InventoryNamespace, envName)
+	labels := rec.GetLabels()
+	delete(labels, RecordPlacementLabel)
+	rec.SetLabels(labels)
+	if err := c.Client().Update(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	apply(splitWork(t, placement, envName, 1, false, ns, []string{"b"}))
+	if got := c.Get("v1", "ConfigMap", InventoryNamespace, envName).GetLabels()[RecordPlacementLabel]; got != placement {
+		t.Fatalf("the record's %s = %q after its Work's next pass, want %q", RecordPlacementLabel, got, placement)
+	}
+
+	apply(splitWork(t, placement, mainName, 2, true, ns, []string{"a"}))
+	if u := c.Get("v1", "ConfigMap", ns, "b"); u == nil || u.GetUID() != uid {
+		t.Errorf("ConfigMap b, which the envelope Work holds, was deleted by the main Work's prune: %v", u)
+	}
+}
