@@ -337,8 +337,15 @@ func (h *Hub) handle(in *informer, old, obj any, deleted bool) {
 	if !heartbeat && changesPlan(in.kind, prev, u, deleted) {
 		h.planRevision.Add(1)
 	}
-	if !heartbeat {
-		h.mirrorEvent(in.kind, u, deleted)
+	e, wakes := eventOf(in.kind, prev, u)
+	wakes = wakes && !heartbeat
+	if !heartbeat && h.mirrorEvent(in.kind, u, deleted) && !wakes {
+		// A change that wakes a pass reaches the status tree with the
+		// flush of that pass's Commit. One that wakes none asks for its
+		// flush itself: a run's status written behind the engine
+		// (runstatus.go) lands after its pass committed, maybe after the
+		// flush that Commit asked for, and a finished run has no later pass.
+		h.askFlush()
 	}
 	switch in.kind {
 	case fleet.KindClusterResourceBinding, fleet.KindResourceBinding:
@@ -350,7 +357,7 @@ func (h *Hub) handle(in *informer, old, obj any, deleted bool) {
 	if deleted && isRunKind(in.kind) {
 		h.forgetRun(hub.Key{Namespace: u.GetNamespace(), Name: u.GetName()})
 	}
-	if e, ok := eventOf(in.kind, prev, u); ok && !heartbeat {
+	if wakes {
 		h.notify(e)
 	}
 }

@@ -64,16 +64,18 @@ func (h *Hub) mirrorLocked(kind string, u *unstructured.Unstructured, deleted bo
 	h.cfg.Store.Put(ref, o)
 }
 
-// mirrorEvent mirrors an informer event once Start has loaded the store.
-func (h *Hub) mirrorEvent(kind string, u *unstructured.Unstructured, deleted bool) {
-	if h.cfg.Store == nil {
-		return
+// mirrorEvent mirrors an informer event once Start has loaded the store,
+// and reports whether it handed the store a change.
+func (h *Hub) mirrorEvent(kind string, u *unstructured.Unstructured, deleted bool) bool {
+	if h.cfg.Store == nil || unmirrored[kind] {
+		return false
 	}
 	h.mirrorMu.Lock()
 	defer h.mirrorMu.Unlock()
 	if h.mirroring {
 		h.mirrorLocked(kind, u, deleted)
 	}
+	return h.mirroring
 }
 
 // Start implements hub.Loop. The state is on the API server; the store
@@ -124,12 +126,7 @@ func (h *Hub) Start(ctx context.Context) (int, error) {
 // (batched, not urgent: no side effect waits for Git) and then performs the
 // deliveries and removals binding changes asked for.
 func (h *Hub) Commit(ctx context.Context) error {
-	if h.cfg.Store != nil {
-		select {
-		case h.flushes <- struct{}{}:
-		default: // a flush is asked for already; it takes this pass's changes too
-		}
-	}
+	h.askFlush()
 	var errs []error
 	if h.delivery != nil {
 		if err := h.delivery.Dispatch(ctx); err != nil {
@@ -137,6 +134,18 @@ func (h *Hub) Commit(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// askFlush asks flushLoop for a flush of the status tree: a flush asked
+// for already, and not begun, takes these changes too.
+func (h *Hub) askFlush() {
+	if h.cfg.Store == nil {
+		return
+	}
+	select {
+	case h.flushes <- struct{}{}:
+	default:
+	}
 }
 
 // flushLoop flushes the status tree whenever Commit asks, until New's

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"context"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -8,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/clock"
@@ -195,4 +198,176 @@ func TestRunStatusWritesAreSpaced(t *testing.T) {
 	if n := writes.Load(); n != 2 {
 		t.Errorf("%d status writes; want 2 (first, then third: second was replaced while it waited)", n)
 	}
+}
+
+// TestARunsLastStatusReachesTheStatusTreeAfterItsPassCommitted: a run's
+// status is written behind the engine, so its pass's Commit may flush the
+// status tree before the write lands (provoked: the write is held until
+// that flush began). A status-only change of a run wakes no pass, and so
+// no Commit: the write must ask for the flush that carries it itself, or
+// the status tree keeps the run's previous status until some unrelated
+// pass commits (a finished run: possibly never).
+func TestARunsLastStatusReachesTheStatusTreeAfterItsPassCommitted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a kube-apiserver")
+	}
+	th := startHub(t)
+	th.reset(t)
+	store := newFlushedStore()
+	h := th.newHub(t, Config{Store: store})
+	ctx := await.Context(t)
+	key := hub.Key{Name: "run"}
+	ref := hub.ObjectRef{Kind: fleet.KindClusterStagedUpdateRun, Key: key}
+	th.apply(t, h, &fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: key.Name},
+		Spec: fleet.UpdateRunSpec{PlacementName: "app", StagedUpdateStrategyName: "strategy", ResourceSnapshotIndex: "0", State: fleet.StateRun}})
+	if _, err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	condition := func(typ string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: metav1.ConditionTrue, ObservedGeneration: 1, Reason: "Test",
+			Message: "handed over by the test", LastTransitionTime: metav1.Now().Rfc3339Copy()}
+	}
+	r, err := h.GetUpdateRun(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A pass of the run under way: its status is written and flushed.
+	r.Status.Conditions = []metav1.Condition{condition(fleet.StagedUpdateRunConditionInitialized), condition(fleet.StagedUpdateRunConditionProgressing)}
+	if err := h.UpdateUpdateRunStatus(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	runStatusHandled(t, h, th, key)
+	if err := h.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	await.Until(t, "the Progressing status flushed", func() bool { return store.phase(ref, true) == fleet.PhaseProgressing })
+
+	// The run's last pass: it hands the Succeeded status over and commits.
+	release, held := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h.chainMu.Lock()
+	h.beforeStatusWrite = func(hub.Key) { once.Do(func() { close(held); <-release }) }
+	h.chainMu.Unlock()
+	r.Status.Conditions = append(r.Status.Conditions, condition(fleet.StagedUpdateRunConditionSucceeded))
+	if err := h.UpdateUpdateRunStatus(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	<-held
+	flushing := store.hold()
+	if err := h.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-flushing:
+	case <-ctx.Done():
+		t.Fatal("the pass's Commit asked for no flush of the status tree")
+	}
+	// The flush of the pass is under way (held): now the status is written
+	// and the hub's informer hands it to the store.
+	close(release)
+	runStatusHandled(t, h, th, key)
+	if got := store.phase(ref, false); got != fleet.PhaseSucceeded {
+		t.Fatalf("the store was handed the run %s; want %s", got, fleet.PhaseSucceeded)
+	}
+	if len(h.flushes) == 0 {
+		t.Fatalf("the run's Succeeded status reached the store after its pass's flush began, and no flush was asked for: "+
+			"the status tree would show the run %s until an unrelated pass commits", store.phase(ref, true))
+	}
+	store.unhold()
+	await.Until(t, "a flush carrying the Succeeded status", func() bool { return store.phase(ref, true) == fleet.PhaseSucceeded })
+}
+
+// runStatusHandled waits until the status writes of run key are done and the hub's
+// informer has handled the last of them.
+func runStatusHandled(t *testing.T, h *Hub, th *testHub, key hub.Key) {
+	t.Helper()
+	ctx := await.Context(t)
+	await.Until(t, "the run's status written", func() bool { return h.statusWritesPending() == 0 })
+	u, err := th.client.Resource(resources[fleet.KindClusterStagedUpdateRun]).Get(ctx, key.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.informers[fleet.KindClusterStagedUpdateRun].caughtUp(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// flushedStore is a hub.Store that keeps what was put and, apart, what the
+// last Flush carried: the status tree in Git as of its last commit. hold
+// makes the next Flush wait until unhold.
+type flushedStore struct {
+	mu               sync.Mutex
+	put, flushed     map[hub.ObjectRef]runtime.Object
+	entered, release chan struct{}
+}
+
+func newFlushedStore() *flushedStore {
+	return &flushedStore{put: map[hub.ObjectRef]runtime.Object{}, flushed: map[hub.ObjectRef]runtime.Object{}}
+}
+
+func (s *flushedStore) Load(context.Context) ([]runtime.Object, error) { return nil, nil }
+
+func (s *flushedStore) Put(ref hub.ObjectRef, obj runtime.Object) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.put[ref] = obj.DeepCopyObject()
+}
+
+func (s *flushedStore) Delete(ref hub.ObjectRef) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.put, ref)
+}
+
+// Flush carries what was put when it begins, as the status tree's flush
+// encodes the changes before it commits them.
+func (s *flushedStore) Flush(ctx context.Context, _ bool) error {
+	s.mu.Lock()
+	carried := maps.Clone(s.put)
+	entered, release := s.entered, s.release
+	s.entered = nil
+	s.mu.Unlock()
+	if entered != nil {
+		close(entered)
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushed = carried
+	return nil
+}
+
+// hold makes the next Flush wait, as a status commit under way, until
+// unhold; the channel it returns is closed once that Flush began.
+func (s *flushedStore) hold() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.entered, s.release = make(chan struct{}), make(chan struct{})
+	return s.entered
+}
+
+func (s *flushedStore) unhold() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.release)
+}
+
+// phase is the phase of the run ref as put (flushed false) or as flushed.
+func (s *flushedStore) phase(ref hub.ObjectRef, flushed bool) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	objs := s.put
+	if flushed {
+		objs = s.flushed
+	}
+	r, ok := objs[ref].(*fleet.UpdateRun)
+	if !ok {
+		return "absent"
+	}
+	return r.Phase()
 }
