@@ -375,6 +375,49 @@ func (r *fleetRepo) waitPhase(name, phase string) *fleet.UpdateRun {
 	return last
 }
 
+// waitPhaseWithin is waitPhase within a budget: a run not in phase in the
+// remote's status tree once budget passed fails the test at once, naming
+// the status the tree holds and, from onHub when given, what the hub
+// holds, rather than waiting until shortly before the binary's -timeout
+// and leaving the package's other tests no time. budget scales with the
+// work: callers derive it from what the test did before.
+func (r *fleetRepo) waitPhaseWithin(name, phase string, budget time.Duration, onHub func() string) *fleet.UpdateRun {
+	r.t.Helper()
+	var last *fleet.UpdateRun
+	late := false
+	deadline := time.Now().Add(budget)
+	eventually(r.t, fmt.Sprintf("run %s to be %s within %s", name, phase, budget.Round(time.Second)), func() bool {
+		last = r.run(name)
+		late = time.Now().After(deadline)
+		return last != nil && last.Phase() == phase || late
+	})
+	if last != nil && last.Phase() == phase {
+		return last
+	}
+	msg := fmt.Sprintf("run %s is not %s in the remote's status tree after %s; at %s %s", name, phase,
+		budget.Round(time.Second), strings.TrimSpace(r.git("rev-parse", "--short=12", "main")), describeRun(name, last))
+	if onHub != nil {
+		msg += "; on the hub: " + onHub()
+	}
+	r.t.Fatal(msg)
+	return nil
+}
+
+// describeRun says what a run's status shows: its phase and the
+// conditions of the run, its stages and their tasks (not each cluster's).
+func describeRun(name string, run *fleet.UpdateRun) string {
+	if run == nil {
+		return "status/runs/" + name + ".yaml is absent"
+	}
+	var conds []string
+	for _, c := range conditionOutline(run) {
+		if !strings.Contains(c, " cluster ") {
+			conds = append(conds, c)
+		}
+	}
+	return fmt.Sprintf("status/runs/%s.yaml shows it %s: %s", name, run.Phase(), strings.Join(conds, "; "))
+}
+
 // daemon is a gitfleet serve loop running in the test process.
 type daemon struct {
 	*gitops.Daemon
