@@ -73,8 +73,10 @@ type MetricGate struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
-	// PrometheusURL overrides `gitfleet serve --prometheus-url` for this
-	// gate.
+	// PrometheusURL names another Prometheus for this gate than
+	// `gitfleet serve --prometheus-url`. serve queries it only if it is one
+	// of its --prometheus-allowed-url (anyone who can push writes gates);
+	// any other URL is an error of every evaluation, and the gate times out.
 	// +kubebuilder:validation:Optional
 	PrometheusURL string `json:"prometheusURL,omitempty"`
 }

@@ -27,7 +27,6 @@ import (
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/member"
 	"github.com/gitfleet/gitfleet/reconciler/member/kube"
-	"github.com/gitfleet/gitfleet/reconciler/metricgate"
 	"github.com/gitfleet/gitfleet/status/metrics"
 )
 
@@ -41,6 +40,7 @@ type serveOptions struct {
 	webhookAddr, webhookSecretFile             string
 	metricsAddr                                string
 	prometheusURL                              string
+	prometheusAllowedURLs                      []string
 	uiAddr                                     string
 	noApprovalBranches, allowInsecureHTTP      bool
 	untilIdle                                  bool
@@ -127,7 +127,9 @@ repository, by filesystem notifications.`,
 	f.DurationVar(&o.cacheMaintenance, "cache-maintenance-interval", time.Hour, "pack the cache (as git gc would) this often, so it stays bounded; 0 never")
 	o.render.addFlags(f)
 	f.DurationVar(&o.stuckThreshold, "stuck-threshold", 5*time.Minute, "report a run stuck when a cluster has been updating this long")
-	f.StringVar(&o.prometheusURL, "prometheus-url", "", "the Prometheus metric gates query (a gate's metric.prometheusURL overrides it; empty: only gates that name one can pass)")
+	f.StringVar(&o.prometheusURL, "prometheus-url", "", "the Prometheus metric gates query (a gate's metric.prometheusURL may name another that --prometheus-allowed-url allows; empty: only gates that name one can pass)")
+	f.StringArrayVar(&o.prometheusAllowedURLs, "prometheus-allowed-url", nil, "a Prometheus a gate's metric.prometheusURL may name besides --prometheus-url (repeat for more; compared by scheme, host, port and path, e.g. http://prometheus.team-b:9090). "+
+		"Anyone who can push to the repository writes gates, so gitfleet queries no other URL: such a gate's evaluations are errors naming it, and it times out to a person without approving anything")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the member clusters named by gitfleet.io/driver: kubeconfig:<context> (default: KUBECONFIG, several files merged as kubectl does, else ~/.kube/config)")
 	f.DurationVar(&o.driftCheckInterval, "drift-check-interval", kube.DefaultDriftCheckInterval, "compare what kubeconfig: members hold with what was delivered this often, report drifts and diffs, and re-apply where the apply strategy says so (KubeFleet's member agent re-checks every 15 minutes once settled); 0 only on delivery")
 	f.StringVar(&o.webhookAddr, "webhook-addr", "", "listen for push webhooks on this address (e.g. :9090), path /webhook")
@@ -165,6 +167,9 @@ func runServe(ctx context.Context, o serveOptions) error {
 	}
 	forgeCfg, err := o.forge.config(o.repo)
 	if err != nil {
+		return err
+	}
+	if err := checkPrometheusAllowedURLs(o.prometheusAllowedURLs); err != nil {
 		return err
 	}
 	if o.timeout > 0 {
@@ -268,7 +273,7 @@ func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metric
 			MaxFileSize: int64(o.render.maxFileSize), MaxTotalSize: int64(o.render.maxTotal),
 			CacheMaintenance: maintenanceInterval(o.cacheMaintenance), RetryMax: retryMax(o.interval),
 			PushApprovalBranches: !o.noApprovalBranches, Metrics: m, Observer: gitops.MetricsObserver{M: m},
-			Gates:            &metricgate.Evaluator{URL: o.prometheusURL},
+			Gates:            o.metricGates(),
 			OnReconcileError: func(controller string, _ error) { m.ObserveReconcileError(controller) },
 			OnBindings: func(p hub.Key, bindings []*fleet.Binding) {
 				name := p.Name

@@ -3,12 +3,20 @@
 // update-run engine, which never does HTTP itself: the Evaluator answers
 // updaterun.MetricEvaluator, running each evaluation in the background and
 // asking for a pass of its run when it is done.
+//
+// A gate's own prometheusURL is written by whoever can push to the
+// repository, so the daemon asks only the Prometheus servers its operator
+// named (Allowed): any other URL is never requested, as the daemon must not
+// be made to send requests to internal services or cloud metadata (SSRF).
 package metricgate
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +36,9 @@ type Evaluator struct {
 	// URL is the Prometheus of gates that name none (serve's
 	// --prometheus-url); "" leaves those gates without one.
 	URL string
+	// Allowed are the other Prometheus servers a gate's prometheusURL may
+	// name (serve's --prometheus-allowed-url); URL is always allowed.
+	Allowed []string
 	// QueryTimeout bounds one evaluation (default DefaultQueryTimeout).
 	QueryTimeout time.Duration
 
@@ -75,9 +86,13 @@ func (e *Evaluator) Evaluate(q updaterun.MetricQuery) (updaterun.MetricResult, b
 			delete(e.running, old)
 		}
 	}
-	url := q.PrometheusURL
-	if url == "" {
-		url = e.URL
+	url := e.URL
+	if q.PrometheusURL != "" {
+		allowed, err := e.allowed(q.PrometheusURL)
+		if err != nil {
+			return updaterun.MetricResult{Err: err}, true
+		}
+		url = allowed
 	}
 	if url == "" {
 		return updaterun.MetricResult{Err: errors.New(updaterun.MetricGateNoPrometheusMessage)}, true
@@ -102,6 +117,47 @@ func (e *Evaluator) Evaluate(q updaterun.MetricQuery) (updaterun.MetricResult, b
 		}
 	}()
 	return updaterun.MetricResult{}, false
+}
+
+// NotAllowedMessageFmt is the error of an evaluation whose gate names a
+// Prometheus the operator did not allow; it takes the gate's URL.
+const NotAllowedMessageFmt = "prometheusURL %s is not allowed, so it is not queried: gitfleet serve asks only its --prometheus-url and the URLs of --prometheus-allowed-url (an operator adds it there)"
+
+// allowed returns the operator's spelling of the allowed Prometheus the
+// gate's URL names, so what is requested is exactly what was allowed.
+func (e *Evaluator) allowed(gateURL string) (string, error) {
+	want, err := NormalizeURL(gateURL)
+	if err == nil {
+		for _, u := range append([]string{e.URL}, e.Allowed...) {
+			if n, err := NormalizeURL(u); err == nil && u != "" && n == want {
+				return u, nil
+			}
+		}
+	}
+	return "", fmt.Errorf(NotAllowedMessageFmt, gateURL)
+}
+
+// NormalizeURL is the form in which allowed Prometheus URLs are compared:
+// scheme, host and port (the scheme's default made explicit) and path
+// without a trailing slash, all but the path in lower case. A URL with
+// user information, a query or a fragment names no Prometheus server.
+func NormalizeURL(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", err
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "http" && scheme != "https" {
+		return "", fmt.Errorf("%s is not an http:// or https:// URL", s)
+	}
+	if u.Host == "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return "", fmt.Errorf("%s is not a Prometheus URL (scheme, host, port and path only)", s)
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[scheme]
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port) + strings.TrimRight(u.EscapedPath(), "/"), nil
 }
 
 // client is the API client of one Prometheus, made once. Called with mu
