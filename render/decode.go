@@ -19,18 +19,6 @@ import (
 	"github.com/gitfleet/gitfleet/internal/crdschema"
 )
 
-// supportedVersion reports whether gitfleet reads a fleet object at its
-// apiVersion: the registry's versions for a kind it knows (v1beta1, v1, and
-// v1alpha1 for the override kinds), v1beta1 and v1 for one it does not, so
-// that the error names the kind rather than the version.
-func supportedVersion(gvk schema.GroupVersionKind) bool {
-	if fleet.Scheme.Recognizes(gvk) {
-		return true
-	}
-	_, known := fleet.LookupGroupKind(gvk.GroupKind())
-	return !known && (gvk.Version == fleet.Version || gvk.Version == fleet.StableVersion)
-}
-
 // isFleetGroup: the fleet's groups and gitfleet's own (RolloutWindow) hold
 // control objects, never workload resources.
 func isFleetGroup(group string) bool {
@@ -152,8 +140,8 @@ func decodeDocument(d document, inApprovals bool, memo schemaMemo) (out *decoded
 		out.resource, out.wrapped = res, wrapped
 		return out, nil, false
 	}
-	if !supportedVersion(gvk) {
-		return refuse("apiVersion", fmt.Sprintf("%s is not supported by gitfleet (use %s/v1beta1 or %s/v1)", gvk.GroupVersion(), gvk.Group, gvk.Group))
+	if fieldPath, msg, ok := checkFleetKind(gvk); !ok {
+		return refuse(fieldPath, msg)
 	}
 	info, known := fleet.LookupGroupKind(gvk.GroupKind())
 	if !known || info.HubOwned {

@@ -10,9 +10,9 @@ import (
 
 // TestFleetObjectsAreReadAtTheVersionsKubeFleetServes: every fleet kind a
 // person writes is read at v1beta1 and v1, the override kinds also at
-// v1alpha1 (KubeFleet's examples); other versions are refused at
-// apiVersion, kinds the hub makes and unknown kinds at kind, and either
-// refuses the commit whole.
+// v1alpha1 (KubeFleet's examples); other versions of a kind its group has
+// are refused at apiVersion, kinds the hub makes and kinds the group does
+// not have at kind, and either refuses the commit whole.
 func TestFleetObjectsAreReadAtTheVersionsKubeFleetServes(t *testing.T) {
 	const placement, cluster = "placement.kubernetes-fleet.io", "cluster.kubernetes-fleet.io"
 	for _, tc := range []struct {
@@ -26,12 +26,12 @@ func TestFleetObjectsAreReadAtTheVersionsKubeFleetServes(t *testing.T) {
 		{placement + "/v1alpha1", "ClusterStagedUpdateStrategy", "", "apiVersion",
 			placement + "/v1alpha1 is not supported by gitfleet (use " + placement + "/v1beta1 or " + placement + "/v1)"},
 		{placement + "/v1alpha1", "ClusterResourceOverrideSnapshot", "", "apiVersion", placement + "/v1alpha1 is not supported by gitfleet"},
-		{placement + "/v1alpha1", "Unknown", "", "apiVersion", placement + "/v1alpha1 is not supported by gitfleet"},
+		{placement + "/v1alpha1", "Unknown", "", "kind", `no matches for kind "Unknown" in version "` + placement + `/v1alpha1"`},
 		{placement + "/v2", "ClusterStagedUpdateStrategy", "", "apiVersion", placement + "/v2 is not supported by gitfleet"},
-		{cluster + "/v1alpha1", "ClusterResourceOverride", "", "apiVersion", cluster + "/v1alpha1 is not supported by gitfleet"},
-		{placement + "/v1", "Unknown", "", "kind", "kind Unknown is not supported by gitfleet"},
-		{placement + "/v1beta1", "MemberCluster", "", "kind", "kind MemberCluster is not supported by gitfleet"},
-		{cluster + "/v1beta1", "ClusterStagedUpdateStrategy", "", "kind", "kind ClusterStagedUpdateStrategy is not supported by gitfleet"},
+		{cluster + "/v1alpha1", "ClusterResourceOverride", "", "kind", "(ClusterResourceOverride is served as " + placement + "/v1beta1, "},
+		{placement + "/v1", "Unknown", "", "kind", `no matches for kind "Unknown" in version "` + placement + `/v1"`},
+		{placement + "/v1beta1", "MemberCluster", "", "kind", "(MemberCluster is served as " + cluster + "/v1beta1, " + cluster + "/v1)"},
+		{cluster + "/v1beta1", "ClusterStagedUpdateStrategy", "", "kind", "(ClusterStagedUpdateStrategy is served as " + placement + "/v1beta1, "},
 		{placement + "/v1beta1", "ClusterResourceSnapshot", "", "kind", "kind ClusterResourceSnapshot is not supported by gitfleet"},
 		{placement + "/v1", "ResourceBinding", "ns", "kind", "kind ResourceBinding is not supported by gitfleet"},
 		{placement + "/v1beta1", "ClusterSchedulingPolicySnapshot", "", "kind", "kind ClusterSchedulingPolicySnapshot is not supported by gitfleet"},

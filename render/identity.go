@@ -2,7 +2,7 @@ package render
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 )
 
 // The checks of this file are those an API server makes before it looks at
@@ -45,22 +47,83 @@ func checkKind(gvk schema.GroupVersionKind) (fieldPath, msg string, ok bool) {
 		return "apiVersion", fmt.Sprintf("no matches for kind %q in version %q (%s is served as %s)", gvk.Kind, gv.String(), gvk.Kind, strings.Join(names, ", ")), false
 	}
 	msg = fmt.Sprintf("no matches for kind %q in version %q", gvk.Kind, gv.String())
-	if near := nearestKind(gv, gvk.Kind); near != "" {
+	if near := nearestKind(builtinKinds(gv), gvk.Kind); near != "" {
 		msg += fmt.Sprintf(" (did you mean %s?)", near)
 	}
 	return "kind", msg, false
 }
 
-// nearestKind is the kind of gv closest to kind (by edit distance, at most
-// two edits or a difference of case only), for a "did you mean".
-func nearestKind(gv schema.GroupVersion, kind string) string {
+// checkFleetKind is checkKind for the fleet's groups and gitfleet's own,
+// whose kinds and versions the registry knows: a kind its group has at a
+// version it is not read at is refused at apiVersion, naming the versions
+// it is read at; a kind its group and version do not have is refused at
+// kind, naming the nearest kind a person writes in any fleet group, with
+// its apiVersion when that is another ("did you mean").
+func checkFleetKind(gvk schema.GroupVersionKind) (fieldPath, msg string, ok bool) {
+	if fleet.Scheme.Recognizes(gvk) {
+		return "", "", true
+	}
+	gv := gvk.GroupVersion()
+	if info, known := fleet.LookupGroupKind(gvk.GroupKind()); known {
+		return "apiVersion", fmt.Sprintf("%s is not supported by gitfleet (use %s)", gv, orList(readAPIVersions(info))), false
+	}
+	msg = fmt.Sprintf("no matches for kind %q in version %q", gvk.Kind, gv.String())
+	var kinds []string
+	for _, k := range fleet.Kinds() {
+		if !k.HubOwned {
+			kinds = append(kinds, k.Kind)
+		}
+	}
+	near := nearestKind(kinds, gvk.Kind)
+	if near == "" {
+		if !fleet.Scheme.IsVersionRegistered(gv) {
+			msg += fmt.Sprintf(": the API group %q has no version %q", gvk.Group, gvk.Version)
+		}
+		return "kind", msg, false
+	}
+	info, _ := fleet.LookupKind(near)
+	if near == gvk.Kind {
+		return "kind", msg + fmt.Sprintf(" (%s is served as %s)", near, strings.Join(readAPIVersions(info), ", ")), false
+	}
+	if !fleet.Scheme.Recognizes(gv.WithKind(near)) {
+		return "kind", msg + fmt.Sprintf(" (did you mean %s, apiVersion %s?)", near, info.APIVersion()), false
+	}
+	return "kind", msg + fmt.Sprintf(" (did you mean %s?)", near), false
+}
+
+// readAPIVersions are the apiVersions a fleet kind is read at, the one
+// gitfleet writes first.
+func readAPIVersions(k fleet.KindInfo) []string {
+	out := []string{k.APIVersion()}
+	for _, v := range k.ReadVersions {
+		out = append(out, k.Group+"/"+v)
+	}
+	return out
+}
+
+// orList is "a", "a or b", "a, b or c".
+func orList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// builtinKinds are the kinds of gv in client-go's scheme.
+func builtinKinds(gv schema.GroupVersion) []string {
 	var kinds []string
 	for k := range kubescheme.Scheme.KnownTypes(gv) {
 		if !strings.HasSuffix(k, "List") && !strings.HasSuffix(k, "Options") {
 			kinds = append(kinds, k)
 		}
 	}
-	sort.Strings(kinds)
+	return kinds
+}
+
+// nearestKind is the kind of kinds closest to kind (by edit distance, at
+// most two edits or a difference of case only), for a "did you mean".
+func nearestKind(kinds []string, kind string) string {
+	kinds = slices.Sorted(slices.Values(kinds))
 	best, bestDist := "", 3
 	for _, k := range kinds {
 		if strings.EqualFold(k, kind) {
