@@ -119,6 +119,19 @@ func (e *Evaluator) Evaluate(q updaterun.MetricQuery) (updaterun.MetricResult, b
 	return updaterun.MetricResult{}, false
 }
 
+// Forget implements updaterun.GateForgetter: the evaluations of a run
+// that was deleted or ended are dropped, finished or not (one still
+// running finishes into nothing).
+func (e *Evaluator) Forget(run hub.Key) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k := range e.running {
+		if k.run == run {
+			delete(e.running, k)
+		}
+	}
+}
+
 // NotAllowedMessageFmt is the error of an evaluation whose gate names a
 // Prometheus the operator did not allow; it takes the gate's URL.
 const NotAllowedMessageFmt = "prometheusURL %s is not allowed, so it is not queried: gitfleet serve asks only its --prometheus-url and the URLs of --prometheus-allowed-url (an operator adds it there)"

@@ -48,6 +48,21 @@ type MetricEvaluator interface {
 	Evaluate(q MetricQuery) (MetricResult, bool)
 }
 
+// GateForgetter is the optional part of a MetricEvaluator that keeps
+// state per run (evaluations in flight, results not yet read): Forget
+// drops a run's once the run is deleted or has ended, when no pass will
+// ever read them.
+type GateForgetter interface {
+	Forget(run hub.Key)
+}
+
+// forgetGates tells the evaluator that run is gone or done.
+func (r *Reconciler) forgetGates(run hub.Key) {
+	if f, ok := r.Gates.(GateForgetter); ok {
+		f.Forget(run)
+	}
+}
+
 // MetricQuery is one evaluation of a gate: one query, or one per cluster.
 type MetricQuery struct {
 	Run     hub.Key

@@ -2,6 +2,7 @@ package updaterun
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
 )
 
 // fakeGates plays Prometheus: each evaluation takes the next of values (a
@@ -18,7 +20,11 @@ type fakeGates struct {
 	async  bool
 	asked  []MetricQuery
 	inFly  map[int32]bool
+	// forgotten are the runs the engine said are gone or ended.
+	forgotten []hub.Key
 }
+
+func (f *fakeGates) Forget(run hub.Key) { f.forgotten = append(f.forgotten, run) }
 
 func v(f float64) *float64 { return &f }
 
@@ -285,4 +291,61 @@ func TestAMetricGateBeforeAStageHoldsItsClustersUntilItPasses(t *testing.T) {
 		t.Errorf("asked %+v, want one query per cluster of the stage", q)
 	}
 	wantConds(t, "stage", e.get().Status.StagesStatus[0].Conditions, stageStarted)
+}
+
+// The evaluator keeps state per run (evaluations in flight, results not
+// yet read); the engine tells it to drop a run's when the run ends or is
+// deleted, never while the run goes on.
+func TestTheGatesOfAnEndedOrDeletedRunAreForgotten(t *testing.T) {
+	t.Run("failed by its gate", func(t *testing.T) {
+		e := newEnv(t, "").fixture()
+		gates := &fakeGates{values: []*float64{v(0), v(7.5)}}
+		e.r.Gates = gates
+		e.strategy(gated(0))
+		e.create()
+		toTheGate(t, e)
+		if len(gates.forgotten) != 0 {
+			t.Fatalf("forgot %v while the gate is pending", gates.forgotten)
+		}
+		e.clk.Advance(time.Minute)
+		wantResult(t, "failed", e.ok(), Result{Blocked: true})
+		if !slices.Equal(gates.forgotten, []hub.Key{e.key()}) {
+			t.Errorf("forgot %v, want the failed run %v", gates.forgotten, e.key())
+		}
+	})
+	t.Run("succeeded", func(t *testing.T) {
+		e := newEnv(t, "").fixture()
+		gates := &fakeGates{values: []*float64{v(0), v(0)}}
+		e.r.Gates = gates
+		e.strategy(gated(0))
+		e.create()
+		toTheGate(t, e)
+		e.clk.Advance(time.Minute)
+		for i := 0; i < 5 && len(gates.forgotten) == 0; i++ {
+			e.ok()
+		}
+		if c := find(e.get().Status.Conditions, fleet.StagedUpdateRunConditionSucceeded); !isTrue(c, e.get().Generation) {
+			t.Fatalf("the run did not succeed: %s", condsString(e.get().Status.Conditions))
+		}
+		if !slices.Contains(gates.forgotten, e.key()) {
+			t.Errorf("forgot %v, want the run that succeeded", gates.forgotten)
+		}
+	})
+	t.Run("deleted while its gate is pending", func(t *testing.T) {
+		e := newEnv(t, "").fixture()
+		gates := &fakeGates{values: []*float64{v(0), v(0)}, async: true}
+		e.r.Gates = gates
+		e.strategy(gated(0))
+		e.create()
+		toTheGate(t, e)
+		e.h.DeleteUpdateRun(e.key())
+		wantResult(t, "deleted", e.ok(), Result{})
+		if !slices.Equal(gates.forgotten, []hub.Key{e.key()}) {
+			t.Errorf("forgot %v, want the deleted run", gates.forgotten)
+		}
+		wantResult(t, "gone", e.ok(), Result{})
+		if len(gates.forgotten) != 2 || gates.forgotten[1] != e.key() {
+			t.Errorf("forgot %v, want the run that no longer exists forgotten again", gates.forgotten)
+		}
+	})
 }

@@ -103,6 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key hub.Key) (Result, error)
 	run, err := r.Hub.GetUpdateRun(ctx, key)
 	if hub.IsNotFound(err) {
 		r.cache.forget(key)
+		r.forgetGates(key)
 		return Result{}, nil
 	}
 	if err != nil {
@@ -125,6 +126,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key hub.Key) (Result, error)
 			r.Metrics.RecordStatus(p.run)
 		}
 		p.keepPlan()
+		if c := find(p.run.Status.Conditions, fleet.StagedUpdateRunConditionSucceeded); isTrue(c, p.gen) || isFalse(c, p.gen) {
+			r.forgetGates(key) // an ended run evaluates no gate again
+		}
 	}()
 	return p.reconcile()
 }
@@ -318,6 +322,7 @@ func (p *pass) handleDelete() error {
 		p.r.Metrics.DeleteRun(p.run.Namespace, p.run.Name)
 	}
 	p.r.cache.forget(p.key())
+	p.r.forgetGates(p.key())
 	if err := h.RemoveUpdateRun(p.ctx, p.key()); err != nil {
 		return fmt.Errorf("removing update run %s: %w", p.key(), err)
 	}
