@@ -3,9 +3,11 @@ package plan
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/testing/gittest"
 )
 
@@ -36,5 +38,20 @@ func TestPlanShowsAMetricGateOnItsStage(t *testing.T) {
 		if r.After != "Succeeded" {
 			t.Errorf("%s ends %s, want Succeeded (the gate counts as given, as an approval the change opens):\n%s", r.Name, r.After, out.String())
 		}
+	}
+}
+
+// A plan's -o json/yaml shows a gate as it will run: every default
+// applied, a failure limit of 0 included, the threshold as one string (why
+// MetricGate is the plan's own type, not api/v1beta1's).
+func TestAPlanShowsAMetricGateWithItsDefaults(t *testing.T) {
+	got, err := json.Marshal(gates([]fleet.StageTask{{Type: fleet.StageTaskTypeMetric, Metric: &fleet.MetricGate{
+		Query: "up", Threshold: fleet.MetricThreshold{Operator: "<", Value: "0.05"}}}}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"type":"Metric","metric":{"query":"up","threshold":"\u003c 0.05","successesRequired":1,"failureLimit":0,"interval":"1m0s","timeout":"30m0s"}}]`
+	if string(got) != want {
+		t.Errorf("got %s\nwant %s", got, want)
 	}
 }

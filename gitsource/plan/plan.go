@@ -205,6 +205,12 @@ type Gate struct {
 
 // MetricGate is a metric gate as the plan shows it: the query, the
 // threshold every value must hold, and its timing with defaults applied.
+// It is not api/v1beta1's MetricGate, which keeps what the person wrote:
+// there unset fields are omitted (interval, timeout, successesRequired,
+// a failureLimit of 0) and the threshold is an {operator, value} object,
+// while a plan shows every field as the gate will run ("failureLimit: 0",
+// "interval: 1m0s") and the threshold as the evidence's one string
+// ("< 0.05", as the request's status.metricGate records it).
 type MetricGate struct {
 	Query             string          `json:"query"`
 	Threshold         string          `json:"threshold"`
@@ -511,10 +517,8 @@ func gates(tasks []fleet.StageTask, status []fleet.StageTaskStatus) []Gate {
 		if t.WaitTime != nil {
 			g.Wait = &metav1.Duration{Duration: t.WaitTime.Duration}
 		}
-		if m := t.Metric; m != nil {
-			g.Metric = &MetricGate{Query: m.Query, Threshold: m.Threshold.String(), SuccessesRequired: m.SuccessesOrDefault(),
-				FailureLimit: m.FailureLimit, Interval: metav1.Duration{Duration: m.IntervalOrDefault()},
-				Timeout: metav1.Duration{Duration: m.TimeoutOrDefault()}, PrometheusURL: m.PrometheusURL}
+		if t.Metric != nil {
+			g.Metric = newMetricGate(t.Metric)
 		}
 		if i < len(status) {
 			g.ApprovalRequest = status[i].ApprovalRequestName
@@ -522,6 +526,13 @@ func gates(tasks []fleet.StageTask, status []fleet.StageTaskStatus) []Gate {
 		out = append(out, g)
 	}
 	return out
+}
+
+// newMetricGate is the gate m as it will run, its defaults applied.
+func newMetricGate(m *fleet.MetricGate) *MetricGate {
+	return &MetricGate{Query: m.Query, Threshold: m.Threshold.String(), SuccessesRequired: m.SuccessesOrDefault(),
+		FailureLimit: m.FailureLimit, Interval: metav1.Duration{Duration: m.IntervalOrDefault()},
+		Timeout: metav1.Duration{Duration: m.TimeoutOrDefault()}, PrometheusURL: m.PrometheusURL}
 }
 
 func offset(t *metav1.Time, t0 time.Time) *metav1.Duration {
