@@ -20,17 +20,14 @@ import (
 	"github.com/gitfleet/gitfleet/gitsource/gitops"
 	"github.com/gitfleet/gitfleet/gitsource/simulate"
 	"github.com/gitfleet/gitfleet/internal/testing/fleettest"
+	"github.com/gitfleet/gitfleet/internal/testing/runtimes"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/status"
 )
 
 var (
-	concurrentMembers        = flag.Int("concurrent-members", 1000, "member clusters of BenchmarkConcurrentRuns (KubeFleet's scale test: 1,000)")
-	concurrentRuns           = flag.Int("concurrent-runs", 100, "concurrent runs of BenchmarkConcurrentRuns, one placement each")
-	concurrentClusters       = flag.Int("concurrent-clusters", 100, "clusters each run of BenchmarkConcurrentRuns rolls out to")
-	concurrentStages         = flag.Int("concurrent-stages", 3, "stages of BenchmarkConcurrentRuns' strategy")
-	concurrentMaxConcurrency = flag.String("concurrent-max-concurrency", "50%", "maxConcurrency of every stage of BenchmarkConcurrentRuns")
-	concurrentGroupCommit    = flag.Duration("concurrent-group-commit", gitops.DefaultGroupCommit, "the daemon's GroupCommit in BenchmarkConcurrentRuns (0: one commit and push per pass)")
+	concurrentRunsShape   = fleettest.ScaleFlags("concurrent", "BenchmarkConcurrentRuns", 1000)
+	concurrentGroupCommit = flag.Duration("concurrent-group-commit", gitops.DefaultGroupCommit, "the daemon's GroupCommit in BenchmarkConcurrentRuns (0: one commit and push per pass)")
 )
 
 // BenchmarkConcurrentRuns is KubeFleet's published scale test through Git
@@ -47,8 +44,8 @@ var (
 //	go test ./gitsource/gitops -run '^$' -bench ConcurrentRuns -benchtime 1x -timeout 45m \
 //	    -args -concurrent-runs 100 -concurrent-clusters 100 -concurrent-members 1000 -concurrent-stages 3
 func BenchmarkConcurrentRuns(b *testing.B) {
-	shape := fleettest.Scale{Members: *concurrentMembers, Runs: *concurrentRuns, ClustersPerRun: *concurrentClusters,
-		Stages: *concurrentStages, MaxConcurrency: *concurrentMaxConcurrency, Driver: "simulated"}
+	shape := *concurrentRunsShape
+	shape.Driver = fleet.DriverSimulated
 	if err := shape.Check(); err != nil {
 		b.Fatal(err)
 	}
@@ -99,7 +96,8 @@ func benchmarkConcurrentRuns(b *testing.B, shape fleettest.Scale) {
 	for i := range names {
 		names[i] = shape.RunName(round, i)
 	}
-	w.await(b, "in Git", names, start, pullBudget(clusters*50), 100*time.Millisecond, nil)
+	within(b, fmt.Sprintf("%d runs to succeed in Git", len(names)), pullBudget(clusters*50), 100*time.Millisecond,
+		w.AllSucceeded(b, names, start, "the push", nil))
 	b.StopTimer()
 	self2, children2 := cpuTimes()
 	stopProfile()
@@ -118,7 +116,7 @@ func benchmarkConcurrentRuns(b *testing.B, shape fleettest.Scale) {
 	}
 	simSelf2, _ := cpuTimes()
 
-	w.report(b, names, start)
+	w.Report(b, names, start)
 	b.ReportMetric(float64(commits), "status-commits")
 	b.ReportMetric(float64(commits)*100/float64(shape.Runs), "commits/100runs")
 	b.ReportMetric(float64(added)/float64(shape.Runs), "remote-bytes/run")
@@ -134,10 +132,10 @@ func benchmarkConcurrentRuns(b *testing.B, shape fleettest.Scale) {
 // the hub.
 type runsWatcher struct {
 	fetchCounter
-	runTimes
+	*runtimes.Runs
 }
 
-func newRunsWatcher() *runsWatcher { return &runsWatcher{runTimes: newRunTimes()} }
+func newRunsWatcher() *runsWatcher { return &runsWatcher{Runs: runtimes.New()} }
 
 func (w *runsWatcher) Pushed(ch status.Changeset, _ time.Duration, _ int, err error) {
 	if err != nil {
@@ -155,9 +153,9 @@ func (w *runsWatcher) Pushed(ch status.Changeset, _ time.Duration, _ int, err er
 		}
 		switch run.Phase() {
 		case fleet.PhaseSucceeded:
-			w.succeed(run.Name, now)
+			w.Succeed(run.Name, now)
 		case fleet.PhaseFailed:
-			w.fail(run.Name, fmt.Sprintf("run %s failed", run.Name))
+			w.Fail(run.Name, fmt.Sprintf("run %s failed", run.Name))
 		}
 	}
 }

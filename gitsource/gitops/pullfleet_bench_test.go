@@ -17,7 +17,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -29,6 +28,7 @@ import (
 	"github.com/gitfleet/gitfleet/gitsource/gitops"
 	"github.com/gitfleet/gitfleet/internal/clock"
 	"github.com/gitfleet/gitfleet/internal/testing/fleettest"
+	"github.com/gitfleet/gitfleet/internal/testing/runtimes"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	kubehub "github.com/gitfleet/gitfleet/reconciler/hub/kube"
 	"github.com/gitfleet/gitfleet/reconciler/member"
@@ -37,13 +37,9 @@ import (
 )
 
 var (
-	pullMembers        = flag.Int("pull-members", 100, "member clusters of BenchmarkPullFleet (KubeFleet's scale test: 1,000)")
-	pullRuns           = flag.Int("pull-runs", 100, "concurrent runs of BenchmarkPullFleet, one placement each")
-	pullClusters       = flag.Int("pull-clusters", 100, "clusters each run of BenchmarkPullFleet rolls out to")
-	pullStages         = flag.Int("pull-stages", 3, "stages of BenchmarkPullFleet's strategy")
-	pullMaxConcurrency = flag.String("pull-max-concurrency", "50%", "maxConcurrency of every stage of BenchmarkPullFleet")
-	pullHubProfile     = flag.String("pull-hub-cpuprofile", "", "write a 60 s CPU profile of BenchmarkPullFleet's kube-apiserver, from the push on, to this path")
-	pullDriver         = flag.String("pull-driver", fleet.DriverWork, "how BenchmarkPullFleet's members get their Works: work (an agent each, in this process) or simulated (delivered by the hub in process)")
+	pullShape      = fleettest.ScaleFlags("pull", "BenchmarkPullFleet", 100)
+	pullHubProfile = flag.String("pull-hub-cpuprofile", "", "write a 60 s CPU profile of BenchmarkPullFleet's kube-apiserver, from the push on, to this path")
+	pullDriver     = flag.String("pull-driver", fleet.DriverWork, "how BenchmarkPullFleet's members get their Works: work (an agent each, in this process) or simulated (delivered by the hub in process)")
 )
 
 // BenchmarkPullFleet is KubeFleet's published scale test on a Kubernetes
@@ -83,8 +79,8 @@ var (
 //
 //	go test ./gitsource/gitops -run '^$' -bench PullFleet -benchtime 1x -timeout 90m [-args -pull-members=1000 -bench-serve-cpuprofile=/tmp/cpu]
 func BenchmarkPullFleet(b *testing.B) {
-	shape := fleettest.Scale{Members: *pullMembers, Runs: *pullRuns, ClustersPerRun: *pullClusters, Stages: *pullStages,
-		MaxConcurrency: *pullMaxConcurrency, Driver: *pullDriver}
+	shape := *pullShape
+	shape.Driver = *pullDriver
 	if err := shape.Check(); err != nil {
 		b.Fatal(err)
 	}
@@ -202,9 +198,10 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 	for i := range names {
 		names[i] = shape.RunName(round, i)
 	}
-	runs.await(b, "on the hub", names, start, pullBudget(clusters*50), 200*time.Millisecond, func() string {
-		return fmt.Sprintf("serve's API requests so far: %s; the agents': %s", requests, agentRequests)
-	})
+	within(b, fmt.Sprintf("%d runs to succeed on the hub", len(names)), pullBudget(clusters*50), 200*time.Millisecond,
+		runs.AllSucceeded(b, names, start, "the push", func() string {
+			return fmt.Sprintf("serve's API requests so far: %s; the agents': %s", requests, agentRequests)
+		}))
 	b.StopTimer()
 	self2, children2 := cpuTimes()
 	hubCPU2 := mem.hubCPU()
@@ -213,7 +210,7 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 	requestsSeen, agentRequestsSeen := requests.String(), agentRequests.String()
 	within(b, "the runs' status to be pushed", pullBudget(clusters*5), 200*time.Millisecond, func() bool { return !d.Store.Pending() })
 
-	runs.report(b, names, start)
+	runs.Report(b, names, start)
 	b.ReportMetric((self2 - self).Seconds(), "serve-cpu-s")
 	b.ReportMetric((children2 - children).Seconds(), "git-cpu-s")
 	b.ReportMetric((hubCPU2 - hubCPU).Seconds(), "hub-cpu-s")
@@ -287,17 +284,16 @@ func placementResource(resource string) schema.GroupVersionResource {
 	return fleet.SchemeGroupVersion.WithResource(resource)
 }
 
-// runWatch records when each run's Succeeded condition was first seen True
-// on the hub, through a watch of its own (not serve's informers).
-type runWatch struct{ runTimes }
-
-func watchRuns(b testing.TB, rc *rest.Config) *runWatch {
-	w := &runWatch{newRunTimes()}
+// watchRuns records when each run's Succeeded condition was first seen
+// True (or False) on the hub, through a watch of its own (not serve's
+// informers).
+func watchRuns(b testing.TB, rc *rest.Config) *runtimes.Runs {
+	w := runtimes.New()
 	inf := dynamicinformer.NewFilteredDynamicInformer(dynamic.NewForConfigOrDie(rc), placementResource("clusterstagedupdateruns"),
 		"", 0, cache.Indexers{}, nil).Informer()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    w.seen,
-		UpdateFunc: func(_, obj any) { w.seen(obj) },
+		AddFunc:    w.Seen,
+		UpdateFunc: func(_, obj any) { w.Seen(obj) },
 	}); err != nil {
 		b.Fatal(err)
 	}
@@ -306,26 +302,6 @@ func watchRuns(b testing.TB, rc *rest.Config) *runWatch {
 	go inf.Run(ctx.Done())
 	within(b, "the watch of runs to start", pullBudget(0), 10*time.Millisecond, inf.HasSynced)
 	return w
-}
-
-func (w *runWatch) seen(obj any) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return
-	}
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] != fleet.StagedUpdateRunConditionSucceeded {
-			continue
-		}
-		switch m["status"] {
-		case string(metav1.ConditionTrue):
-			w.succeed(u.GetName(), time.Now())
-		case string(metav1.ConditionFalse):
-			w.fail(u.GetName(), fmt.Sprintf("run %s failed: %v: %v", u.GetName(), m["reason"], m["message"]))
-		}
-	}
 }
 
 // requestCounter counts serve's requests to the hub's API server by

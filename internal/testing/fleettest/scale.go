@@ -1,6 +1,7 @@
 package fleettest
 
 import (
+	"flag"
 	"fmt"
 	"strings"
 )
@@ -26,6 +27,20 @@ type Scale struct {
 
 // StrategyName is the name of the strategy every run of a Scale fleet uses.
 const StrategyName = "scale"
+
+// ScaleFlags registers the flags that set a scale benchmark's shape,
+// -<prefix>-members (default members), -<prefix>-runs, -<prefix>-clusters,
+// -<prefix>-stages and -<prefix>-max-concurrency (KubeFleet's 100, 100,
+// 3, 50%), and returns the shape they set once flags are parsed.
+func ScaleFlags(prefix, benchmark string, members int) *Scale {
+	s := &Scale{}
+	flag.IntVar(&s.Members, prefix+"-members", members, "member clusters of "+benchmark+" (KubeFleet's scale test: 1,000)")
+	flag.IntVar(&s.Runs, prefix+"-runs", 100, "concurrent runs of "+benchmark+", one placement each")
+	flag.IntVar(&s.ClustersPerRun, prefix+"-clusters", 100, "clusters each run of "+benchmark+" rolls out to")
+	flag.IntVar(&s.Stages, prefix+"-stages", 3, "stages of the strategy of "+benchmark)
+	flag.StringVar(&s.MaxConcurrency, prefix+"-max-concurrency", "50%", "maxConcurrency of every stage of "+benchmark)
+	return s
+}
 
 // Check says why s is not a shape Fleet can write, nil when it is.
 func (s Scale) Check() error {

@@ -2,11 +2,9 @@ package kube
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net/http"
 	"os"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,6 +23,7 @@ import (
 	"github.com/gitfleet/gitfleet/internal/clock"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/internal/testing/fleettest"
+	"github.com/gitfleet/gitfleet/internal/testing/runtimes"
 	"github.com/gitfleet/gitfleet/reconciler"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/hub/embedded"
@@ -32,11 +31,7 @@ import (
 )
 
 var (
-	concurrentMembers        = flag.Int("concurrent-members", 1000, "member clusters of BenchmarkConcurrentRuns (KubeFleet's scale test: 1,000)")
-	concurrentRuns           = flag.Int("concurrent-runs", 100, "concurrent runs of BenchmarkConcurrentRuns, one placement each")
-	concurrentClusters       = flag.Int("concurrent-clusters", 100, "clusters each run of BenchmarkConcurrentRuns rolls out to")
-	concurrentStages         = flag.Int("concurrent-stages", 3, "stages of BenchmarkConcurrentRuns' strategy")
-	concurrentMaxConcurrency = flag.String("concurrent-max-concurrency", "50%", "maxConcurrency of every stage of BenchmarkConcurrentRuns")
+	concurrentRunsShape = fleettest.ScaleFlags("concurrent", "BenchmarkConcurrentRuns", 1000)
 )
 
 // BenchmarkConcurrentRuns is KubeFleet's published scale test on the
@@ -82,8 +77,8 @@ var (
 //	go test ./reconciler/hub/kube -run '^$' -bench ConcurrentRuns -benchtime 1x -timeout 45m -v \
 //	    -args -concurrent-runs 100 -concurrent-clusters 100 -concurrent-members 1000 -concurrent-stages 3
 func BenchmarkConcurrentRuns(b *testing.B) {
-	shape := fleettest.Scale{Members: *concurrentMembers, Runs: *concurrentRuns, ClustersPerRun: *concurrentClusters,
-		Stages: *concurrentStages, MaxConcurrency: *concurrentMaxConcurrency, Driver: fleet.DriverSimulated}
+	shape := *concurrentRunsShape
+	shape.Driver = fleet.DriverSimulated
 	if err := shape.Check(); err != nil {
 		b.Fatal(err)
 	}
@@ -163,9 +158,9 @@ func benchmarkConcurrentRuns(b *testing.B, th *testHub, shape fleettest.Scale) {
 		return n == clusters && ctrl.Idle()
 	})
 
-	succeeded := &succeededRuns{at: map[string]time.Time{}}
+	runs := runtimes.New()
 	if _, err := h.informers[fleet.KindClusterStagedUpdateRun].inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, obj any) { succeeded.seen(obj) },
+		UpdateFunc: func(_, obj any) { runs.Seen(obj) },
 	}); err != nil {
 		b.Fatal(err)
 	}
@@ -189,29 +184,14 @@ func benchmarkConcurrentRuns(b *testing.B, th *testHub, shape fleettest.Scale) {
 	if err := g.Wait(); err != nil {
 		b.Fatal(err)
 	}
-	next := time.Now().Add(30 * time.Second)
-	await.Until(b, fmt.Sprintf("%d runs to succeed", shape.Runs), func() bool {
-		n := succeeded.count(names)
-		if time.Now().After(next) {
-			b.Logf("%s after the runs were created: %d of %d succeeded", time.Since(start).Round(time.Second), n, len(names))
-			next = next.Add(30 * time.Second)
-		}
-		return n == len(names)
-	})
+	await.Until(b, fmt.Sprintf("%d runs to succeed", shape.Runs), runs.AllSucceeded(b, names, start, "the runs were created", nil))
 	b.StopTimer()
 	self2, hubCPU2 := selfCPU(), procsCPU(hubPIDs)
 
-	took := make([]time.Duration, len(names))
-	for i, name := range names {
-		took[i] = succeeded.at[name].Sub(start)
-	}
-	slices.Sort(took)
 	n := writes.total()
 	b.Logf("gitfleet's writes by resource: %s; %d conflicts", writes, writes.conflicts)
 	b.ReportMetric(writes.took.Seconds()*1000/float64(n), "ms/write")
-	b.ReportMetric(percentileOf(took, 50).Seconds(), "p50-s")
-	b.ReportMetric(percentileOf(took, 90).Seconds(), "p90-s")
-	b.ReportMetric(took[len(took)-1].Seconds(), "max-s")
+	runs.Report(b, names, start)
 	b.ReportMetric(float64(n)/float64(clusters), "writes/cluster")
 	b.ReportMetric((hubCPU2 - hubCPU).Seconds(), "hub-cpu-s")
 	b.ReportMetric((hubCPU2-hubCPU).Seconds()*1000/float64(n), "hub-cpu-ms/write")
@@ -270,35 +250,6 @@ func createRun(ctx context.Context, th *testHub, run *fleet.UpdateRun) error {
 
 // succeededRuns records when the hub's informer first saw each run
 // Succeeded.
-type succeededRuns struct {
-	mu sync.Mutex
-	at map[string]time.Time
-}
-
-func (s *succeededRuns) seen(obj any) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok || !conditionTrueIn(u, fleet.StagedUpdateRunConditionSucceeded) {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.at[u.GetName()]; !ok {
-		s.at[u.GetName()] = time.Now()
-	}
-}
-
-func (s *succeededRuns) count(names []string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, name := range names {
-		if _, ok := s.at[name]; ok {
-			n++
-		}
-	}
-	return n
-}
-
 // writeCounter counts the API writes going through a rest.Config by
 // resource (and subresource: bindings/status).
 type writeCounter struct {
@@ -381,10 +332,6 @@ func (c *writeCounter) String() string {
 		fmt.Fprintf(&sb, "%s=%d ", k, c.count[k])
 	}
 	return strings.TrimSpace(sb.String())
-}
-
-func percentileOf(sorted []time.Duration, p int) time.Duration {
-	return sorted[(len(sorted)*p+99)/100-1]
 }
 
 // selfCPU is the CPU time (user and system) this process used so far.
