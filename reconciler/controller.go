@@ -62,7 +62,9 @@ type Controller struct {
 	Committer Committer          // optional
 	Observer  PassObserver       // optional
 	// OnError is told about every failed reconcile, by controller name
-	// (scheduler, updaterun, placement, commit); optional, for metrics.
+	// (scheduler, updaterun, placement, commit); optional, for metrics. A
+	// run pass that lost a write to a Conflict is retried, not failed
+	// (Conflicts counts those).
 	OnError func(controller string, err error)
 	Log     *slog.Logger
 	// SafetyPoll re-checks every run at least this often even when nothing
@@ -110,6 +112,9 @@ type Controller struct {
 	// waitingOnScheduling counts run passes waiting for their placement's
 	// scheduling, for tests that provoke the wait.
 	waitingOnScheduling atomic.Int64
+	// conflicts counts run passes that lost a write to a Conflict (a stale
+	// resourceVersion: another writer came first) and were retried.
+	conflicts atomic.Int64
 }
 
 const (
@@ -477,15 +482,22 @@ func (c *Controller) processRun(ctx context.Context, it item) {
 	}
 	c.mu.Unlock()
 	switch {
+	case hub.IsConflict(err):
+		// Another writer came first; the retry reads its write. Routine
+		// on a busy Kubernetes hub, so no error and no news.
+		c.Log.Debug("run pass lost a write to a conflict, retrying", "run", hub.KeyString(it.key), "err", err.Error())
 	case err != nil && (prev == nil || prev.Error() != err.Error()):
 		// Once per change: a stuck run fails the same way every pass.
 		c.Log.Info("run pass failed, retrying", "run", hub.KeyString(it.key), "err", err.Error())
 	case err != nil:
 		c.Log.Debug("run pass failed again, retrying", "run", hub.KeyString(it.key), "err", err.Error())
-	case prev != nil:
+	case prev != nil && !hub.IsConflict(prev):
 		c.Log.Info("run pass succeeded again", "run", hub.KeyString(it.key))
 	}
 	switch {
+	case hub.IsConflict(err):
+		c.conflicts.Add(1)
+		c.q.addAfter(it, c.q.failed(it))
 	case err != nil:
 		c.failed(ControllerUpdateRun, err)
 		c.q.addAfter(it, c.q.failed(it))
@@ -531,6 +543,11 @@ func (c *Controller) failed(controller string, err error) {
 		c.OnError(controller, err)
 	}
 }
+
+// Conflicts is how many run passes lost a write to a Conflict and were
+// retried: not errors (OnError does not hear of them), but a measure of
+// how often writers of the hub race.
+func (c *Controller) Conflicts() int64 { return c.conflicts.Load() }
 
 // Idle reports whether no work is queued or in progress right now (timers
 // may be pending).
