@@ -294,10 +294,42 @@ func (s *Server) PushURL(u User, owner, repo string) string {
 // Merge merges pull request n of owner/repo as u, as a person pressing the
 // merge button, and returns Gitea's HTTP status and message: the SDK's
 // MergePullRequest drops the message that says why a merge was refused.
+// While Gitea answers 405 "Please try again later" (it still checks the
+// pull request after a push to its base, longer under load) Merge asks
+// again, at most mergeRetry.attempts times in all, backing off, and never
+// past the test's deadline; any other answer is returned at once, a
+// refusal included.
 func (s *Server) Merge(u User, owner, repo string, n int, headSHA string) (status int, message string) {
 	s.t.Helper()
+	ctx := await.Context(s.t)
+	delay := mergeRetry.first
+	for attempt := 1; ; attempt++ {
+		status, message = s.mergeOnce(ctx, u, owner, repo, n, headSHA)
+		if status != http.StatusMethodNotAllowed || !strings.Contains(message, "try again later") ||
+			attempt == mergeRetry.attempts || time.Now().Add(delay).After(await.Deadline(s.t)) {
+			return status, message
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return status, message
+		}
+		delay = min(2*delay, mergeRetry.most)
+	}
+}
+
+// mergeRetry is how Merge asks again: attempts in all, the first wait and
+// the longest (about 20 s of retrying at most).
+var mergeRetry = struct {
+	attempts    int
+	first, most time.Duration
+}{attempts: 25, first: 50 * time.Millisecond, most: time.Second}
+
+// mergeOnce asks Gitea to merge once.
+func (s *Server) mergeOnce(ctx context.Context, u User, owner, repo string, n int, headSHA string) (status int, message string) {
+	s.t.Helper()
 	body := fmt.Sprintf(`{"Do":"merge","head_commit_id":%q}`, headSHA)
-	req, err := http.NewRequestWithContext(await.Context(s.t), http.MethodPost,
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost,
 		fmt.Sprintf("%s/api/v1/repos/%s/%s/pulls/%d/merge", s.URL, owner, repo, n), strings.NewReader(body))
 	if err != nil {
 		s.t.Fatal(err)
