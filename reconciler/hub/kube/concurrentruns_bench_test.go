@@ -189,7 +189,7 @@ func benchmarkConcurrentRuns(b *testing.B, th *testHub, shape fleettest.Scale) {
 	self2, hubCPU2 := selfCPU(), procsCPU(hubPIDs)
 
 	n := writes.total()
-	b.Logf("gitfleet's writes by resource: %s; %d conflicts", writes, writes.conflicts)
+	b.Logf("gitfleet's writes by resource: %s; %d conflicts (%d run passes retried after one)", writes, writes.conflicts, ctrl.Conflicts())
 	b.ReportMetric(writes.took.Seconds()*1000/float64(n), "ms/write")
 	runs.Report(b, names, start)
 	b.ReportMetric(float64(n)/float64(clusters), "writes/cluster")
