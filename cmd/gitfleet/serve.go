@@ -127,7 +127,7 @@ repository, by filesystem notifications.`,
 	f.DurationVar(&o.cacheMaintenance, "cache-maintenance-interval", time.Hour, "pack the cache (as git gc would) this often, so it stays bounded; 0 never")
 	o.render.addFlags(f)
 	f.DurationVar(&o.stuckThreshold, "stuck-threshold", 5*time.Minute, "report a run stuck when a cluster has been updating this long")
-	f.StringVar(&o.prometheusURL, "prometheus-url", "", "the Prometheus metric gates query (a gate's metric.prometheusURL may name another that --prometheus-allowed-url allows; empty: only gates that name one can pass)")
+	f.StringVar(&o.prometheusURL, "prometheus-url", "", "the Prometheus metric gates query (a gate's metric.prometheusURL may name another that --prometheus-allowed-url allows; empty: only gates naming an allowed one are evaluated, the others time out to a person)")
 	f.StringArrayVar(&o.prometheusAllowedURLs, "prometheus-allowed-url", nil, "a Prometheus a gate's metric.prometheusURL may name besides --prometheus-url (repeat for more; compared by scheme, host, port and path, e.g. http://prometheus.team-b:9090). "+
 		"Anyone who can push to the repository writes gates, so gitfleet queries no other URL: such a gate's evaluations are errors naming it, and it times out to a person without approving anything")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the member clusters named by gitfleet.io/driver: kubeconfig:<context> (default: KUBECONFIG, several files merged as kubectl does, else ~/.kube/config)")
