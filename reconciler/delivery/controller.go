@@ -142,11 +142,16 @@ func (c *Controller) Pending() int {
 }
 
 // Observe turns a binding change into a pending side effect; old is nil
-// for a new binding, cur nil for one gone from the hub. A binding that
-// becomes Bound, or whose generation moves while Bound, is delivered at
-// its new generation; one that starts terminating has its resources
-// removed. Scheduled and Unscheduled deliver nothing new: what is on the
-// member stays until the binding is deleted. The latest change wins.
+// for a new binding, cur nil for one gone from the hub. A Bound binding
+// is delivered at its generation once its rollout started there
+// (rolloutDecided): the run's RolloutStarted write, which follows its
+// bind, wakes the delivery. One that starts terminating has its
+// resources removed, whatever its RolloutStarted says. Scheduled and
+// Unscheduled deliver nothing new: what is on the member stays until the
+// binding is deleted. The latest change wins.
+//
+// Observe reads of a binding only its metadata, spec.state and its
+// RolloutStarted condition.
 func (c *Controller) Observe(old, cur *fleet.Binding) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -162,8 +167,8 @@ func (c *Controller) Observe(old, cur *fleet.Binding) {
 		if old == nil || old.DeletionTimestamp == nil {
 			c.queueLocked(removeIntent, keyOf(cur))
 		}
-	case cur.Spec.State == fleet.BindingStateBound:
-		if old == nil || old.Spec.State != fleet.BindingStateBound || old.Generation != cur.Generation {
+	case cur.Spec.State == fleet.BindingStateBound && rolloutDecided(cur):
+		if old == nil || old.Spec.State != fleet.BindingStateBound || old.Generation != cur.Generation || !rolloutDecided(old) {
 			c.queueLocked(deliverIntent, keyOf(cur))
 		}
 	default:
@@ -206,7 +211,7 @@ func (c *Controller) queueChanged(ctx context.Context) error {
 		var bindings []*fleet.Binding
 		bindings, err = hub.ListBindingsReadOnly(ctx, c.hub, keyOfPlacement(p))
 		for _, b := range bindings {
-			if _, ok := changed[b.Spec.TargetCluster]; ok && b.DeletionTimestamp == nil && b.Spec.State == fleet.BindingStateBound {
+			if _, ok := changed[b.Spec.TargetCluster]; ok && b.DeletionTimestamp == nil && deliverable(b) {
 				keys = append(keys, keyOf(b))
 			}
 		}
@@ -226,9 +231,10 @@ func (c *Controller) queueChanged(ctx context.Context) error {
 	return nil
 }
 
-// Resync queues a delivery of every Bound binding and a removal of every
-// terminating one: after a start, what the members hold is not known, so
-// every decision is made again (idempotently) on the next Dispatch.
+// Resync queues a delivery of every Bound binding whose rollout started
+// and a removal of every terminating one: after a start, what the members
+// hold is not known, so every decision is made again (idempotently) on
+// the next Dispatch.
 func (c *Controller) Resync(bindings []*fleet.Binding) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -236,7 +242,7 @@ func (c *Controller) Resync(bindings []*fleet.Binding) {
 		switch {
 		case b.DeletionTimestamp != nil:
 			c.queueLocked(removeIntent, keyOf(b))
-		case b.Spec.State == fleet.BindingStateBound:
+		case deliverable(b):
 			c.queueLocked(deliverIntent, keyOf(b))
 		}
 	}
@@ -382,7 +388,9 @@ func (c *Controller) dispatch(ctx context.Context, in intent) error {
 	}
 	switch kind {
 	case deliverIntent:
-		if b.DeletionTimestamp != nil || b.Spec.State != fleet.BindingStateBound {
+		if b.DeletionTimestamp != nil || !deliverable(b) {
+			// Not Bound, or its rollout not started at its generation yet:
+			// the RolloutStarted write (Observe) brings the delivery back.
 			return nil
 		}
 		if m == nil {

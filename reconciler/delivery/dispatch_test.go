@@ -14,6 +14,7 @@ import (
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/reconciler/delivery"
 	"github.com/gitfleet/gitfleet/reconciler/hub/embedded"
+	"github.com/gitfleet/gitfleet/reconciler/hub/hubtest"
 	"github.com/gitfleet/gitfleet/reconciler/member"
 )
 
@@ -65,7 +66,8 @@ func TestDispatchDeliversWorkersBindingsAtOnce(t *testing.T) {
 		cluster := fmt.Sprintf("member-%d", i)
 		h.ApplyMemberCluster(&fleet.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}})
 		b := &fleet.Binding{ObjectMeta: metav1.ObjectMeta{Name: "app-" + cluster, Labels: map[string]string{fleet.PlacementTrackingLabel: "app"}},
-			Spec: fleet.ResourceBindingSpec{State: fleet.BindingStateBound, TargetCluster: cluster, ResourceSnapshotName: snapshot.Name}}
+			Spec:   fleet.ResourceBindingSpec{State: fleet.BindingStateBound, TargetCluster: cluster, ResourceSnapshotName: snapshot.Name},
+			Status: fleet.ResourceBindingStatus{Conditions: []metav1.Condition{hubtest.RolloutStarted(1)}}}
 		if err := h.CreateBinding(ctx, b); err != nil {
 			t.Fatal(err)
 		}
@@ -80,5 +82,8 @@ func TestDispatchDeliversWorkersBindingsAtOnce(t *testing.T) {
 	}
 	if c.Pending() != 0 {
 		t.Errorf("%d deliveries still pending after Dispatch", c.Pending())
+	}
+	if transport.inside != workers {
+		t.Errorf("Dispatch delivered %d bindings, want %d", transport.inside, workers)
 	}
 }

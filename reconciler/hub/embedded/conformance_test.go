@@ -18,7 +18,7 @@ import (
 func TestConformance(t *testing.T) {
 	hubtest.Run(t, func(t *testing.T) hubtest.Subject {
 		h := embedded.New(clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), nil)
-		return hubtest.Subject{
+		s := hubtest.Subject{
 			Hub: h,
 			Apply: func(t testing.TB, obj hubtest.Object) {
 				switch o := obj.(type) {
@@ -40,5 +40,8 @@ func TestConformance(t *testing.T) {
 			},
 			DeleteRun: func(_ testing.TB, key hub.Key) { h.DeleteUpdateRun(key) },
 		}
+		// The embedded hub always delivers.
+		s.Delivering = func(testing.TB) hubtest.Subject { return s }
+		return s
 	})
 }

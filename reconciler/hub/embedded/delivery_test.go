@@ -17,6 +17,7 @@ import (
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/hub/embedded"
+	"github.com/gitfleet/gitfleet/reconciler/hub/hubtest"
 	"github.com/gitfleet/gitfleet/reconciler/member"
 )
 
@@ -120,14 +121,27 @@ func (f *fixture) binding(cluster string) *fleet.Binding {
 	return b
 }
 
-// bind does what a run does to start a cluster: Bound on a snapshot.
+// bind does what a run does to start a cluster: Bound on a snapshot,
+// then RolloutStarted.
 func (f *fixture) bind(cluster string, index int) *fleet.Binding {
 	f.t.Helper()
 	b := f.binding(cluster)
 	b.Spec.State = fleet.BindingStateBound
 	b.Spec.ResourceSnapshotName = fmt.Sprintf("%s-%d-snapshot", placementName, index)
-	must(f.t, f.hub.UpdateBinding(f.ctx, b))
+	f.start(b)
 	return f.binding(cluster)
+}
+
+// start writes b, its spec as a run sets it, and then marks its
+// RolloutStarted at the generation that write made, as a run starts a
+// cluster: delivery waits for the second write.
+func (f *fixture) start(b *fleet.Binding) {
+	f.t.Helper()
+	must(f.t, f.hub.UpdateBinding(f.ctx, b))
+	cur := f.binding(b.Spec.TargetCluster)
+	meta.RemoveStatusCondition(&cur.Status.Conditions, fleet.ResourceBindingRolloutStarted)
+	cur.Status.Conditions = append(cur.Status.Conditions, hubtest.RolloutStarted(cur.Generation))
+	must(f.t, f.hub.UpdateBindingStatus(f.ctx, cur))
 }
 
 func (f *fixture) placed(cluster string) []member.Placed {
@@ -174,8 +188,8 @@ func TestDeliveryNeverPrecedesTheFlush(t *testing.T) {
 	if got := f.placed("member1"); len(got) != 0 {
 		t.Fatalf("member1 holds %d placements after a failed flush, want none", len(got))
 	}
-	if b := f.binding("member1"); len(b.Status.Conditions) != 0 {
-		t.Fatalf("binding has conditions after a failed flush: %+v", b.Status.Conditions)
+	if b := f.binding("member1"); len(b.Status.Conditions) != 1 {
+		t.Fatalf("binding has conditions besides RolloutStarted after a failed flush: %+v", b.Status.Conditions)
 	}
 	if n := f.hub.PendingDeliveries(); n != 1 {
 		t.Fatalf("pending deliveries after a failed flush = %d, want 1", n)
@@ -361,7 +375,7 @@ func TestReportDiffAppliesNothing(t *testing.T) {
 	b.Spec.State = fleet.BindingStateBound
 	b.Spec.ResourceSnapshotName = placementName + "-0-snapshot"
 	b.Spec.ApplyStrategy = &fleet.ApplyStrategy{Type: fleet.ApplyStrategyTypeReportDiff}
-	must(t, f.hub.UpdateBinding(f.ctx, b))
+	f.start(b)
 	must(t, f.hub.Commit(f.ctx))
 
 	b = f.binding("member1")
@@ -486,7 +500,7 @@ func TestMissingSnapshotFailsTheWorkSync(t *testing.T) {
 	b := f.binding("member1")
 	b.Spec.State = fleet.BindingStateBound
 	b.Spec.ResourceSnapshotName = placementName + "-7-snapshot"
-	must(t, f.hub.UpdateBinding(f.ctx, b))
+	f.start(b)
 	must(t, f.hub.Commit(f.ctx))
 	b = f.binding("member1")
 	wantCond(t, b, fleet.ResourceBindingWorkSynchronized, metav1.ConditionFalse, fleet.SyncWorkFailedReason)

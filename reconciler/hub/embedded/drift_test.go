@@ -19,7 +19,7 @@ func (f *fixture) bindWith(cluster string, s fleet.ApplyStrategy) {
 	b.Spec.State = fleet.BindingStateBound
 	b.Spec.ResourceSnapshotName = placementName + "-0-snapshot"
 	b.Spec.ApplyStrategy = fleet.DefaultApplyStrategy(&s)
-	must(f.t, f.hub.UpdateBinding(f.ctx, b))
+	f.start(b)
 	must(f.t, f.hub.Commit(f.ctx))
 }
 
@@ -78,7 +78,7 @@ func TestReportDiffOnASimulatedMemberReportsEachResource(t *testing.T) {
 	b := f.binding("member1")
 	b.Spec.ResourceSnapshotName = placementName + "-1-snapshot"
 	b.Spec.ApplyStrategy = fleet.DefaultApplyStrategy(&fleet.ApplyStrategy{Type: fleet.ApplyStrategyTypeReportDiff})
-	must(t, f.hub.UpdateBinding(f.ctx, b))
+	f.start(b)
 	must(t, f.hub.Commit(f.ctx))
 	b = f.binding("member1")
 	wantCond(t, b, fleet.ResourceBindingDiffReported, metav1.ConditionTrue, member.AllWorkDiffReportedReason)

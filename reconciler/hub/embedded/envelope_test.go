@@ -123,7 +123,7 @@ func TestOverridesApplyInsideAnEnvelope(t *testing.T) {
 			b.Spec.State = fleet.BindingStateBound
 			b.Spec.ResourceSnapshotName = placementName + "-1-snapshot"
 			b.Spec.ResourceOverrideSnapshots = []fleet.NamespacedName{{Namespace: "test-namespace", Name: "cm-0"}}
-			must(t, f.hub.UpdateBinding(f.ctx, b))
+			f.start(b)
 			must(t, f.hub.Commit(f.ctx))
 			b = f.binding("member1")
 			if tc.wantErr != "" {

@@ -19,7 +19,7 @@ func (f *fixture) deliverWithOverrides(cros []string, ros []fleet.NamespacedName
 	b.Spec.ResourceSnapshotName = placementName + "-0-snapshot"
 	b.Spec.ClusterResourceOverrideSnapshots = cros
 	b.Spec.ResourceOverrideSnapshots = ros
-	must(f.t, f.hub.UpdateBinding(f.ctx, b))
+	f.start(b)
 	must(f.t, f.hub.Commit(f.ctx))
 	return f.binding("member1")
 }

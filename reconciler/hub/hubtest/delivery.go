@@ -13,8 +13,8 @@ import (
 )
 
 // bindingsAreDeliveredAndRemoved: delivery (reconciler/delivery), written
-// once against the hub seam, delivers a bound binding through the hub's
-// storage alone: the binding is guarded by the work-cleanup finalizer,
+// once against the hub seam, delivers a bound binding whose rollout
+// started through the hub's storage alone: the binding is guarded by the work-cleanup finalizer,
 // its snapshot lands on the (simulated) member, the member's report lands
 // on the binding; deleted, its resources come off the member and the
 // binding goes.
@@ -24,6 +24,7 @@ func (s *suite) bindingsAreDeliveredAndRemoved() {
 	s.must(s.h.CreateResourceSnapshot(s.ctx, s.resourceSnapshot("app", 0)))
 	b := s.binding("app-member-1", "app", "member-1")
 	b.Spec.State, b.Spec.ResourceSnapshotName = fleet.BindingStateBound, "app-0-snapshot"
+	b.Status.Conditions = []metav1.Condition{RolloutStarted(1)}
 	s.must(s.h.CreateBinding(s.ctx, b))
 
 	c := delivery.New(delivery.Config{Hub: s.h})

@@ -44,6 +44,10 @@ type Subject struct {
 	// DeleteRun starts a run's deletion, as a person deleting it does, and
 	// returns once the hub's reads show it.
 	DeleteRun func(t testing.TB, key hub.Key)
+	// Delivering, when set, returns the subject's hub as it delivers to
+	// members (its Hub a Deliverer), for the delivery behaviours; they
+	// are skipped without it.
+	Delivering func(t testing.TB) Subject
 }
 
 // Object is a fleet object.
@@ -115,6 +119,7 @@ var behaviours = []struct {
 	{"member properties are stored in the member's status", (*suite).memberPropertiesAreStored},
 	{"evictions and budgets read back; eviction status writes keep the spec", (*suite).evictionsAndBudgets},
 	{"bindings are delivered and removed through the hub's storage", (*suite).bindingsAreDeliveredAndRemoved},
+	{"delivery waits for the rollout to start at the binding's generation", (*suite).deliveryWaitsForTheRolloutToStart},
 	{"rollout windows are kept; a change is an event", (*suite).rolloutWindowsAreKept},
 	{"a member whose agent's heartbeat is lost is left out of new placements", (*suite).aLostHeartbeatKeepsAMemberOutOfNewPlacements},
 	{"a placement picks a pulled member once its agent joins", (*suite).aPlacementPicksAPulledMemberOnceItJoins},

@@ -8,6 +8,7 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/hub/hubtest"
 	"github.com/gitfleet/gitfleet/reconciler/member"
 )
 
@@ -23,7 +24,8 @@ func TestDriftAndDiffReportsReachTheBindingOnTheKubeHub(t *testing.T) {
 	b := &fleet.Binding{ObjectMeta: metav1.ObjectMeta{Name: "app-member1",
 		Labels: map[string]string{fleet.PlacementTrackingLabel: "app"}},
 		Spec: fleet.ResourceBindingSpec{State: fleet.BindingStateBound, TargetCluster: "member1",
-			SchedulingPolicySnapshotName: "app-0", ResourceSnapshotName: "app-0-snapshot"}}
+			SchedulingPolicySnapshotName: "app-0", ResourceSnapshotName: "app-0-snapshot"},
+		Status: fleet.ResourceBindingStatus{Conditions: []metav1.Condition{hubtest.RolloutStarted(1)}}}
 	if err := h.CreateBinding(ctx, b); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/hub/hubtest"
 	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 	"github.com/gitfleet/gitfleet/render"
 )
@@ -151,6 +152,7 @@ data:
 		ObjectMeta: metav1.ObjectMeta{Name: "envelopes-member1", Labels: map[string]string{fleet.PlacementTrackingLabel: p.Name}},
 		Spec: fleet.ResourceBindingSpec{State: fleet.BindingStateBound, TargetCluster: "member1",
 			ResourceSnapshotName: snap.Name, SchedulingPolicySnapshotName: p.Name + "-0"},
+		Status: fleet.ResourceBindingStatus{Conditions: []metav1.Condition{hubtest.RolloutStarted(1)}},
 	}); err != nil {
 		t.Fatal(err)
 	}

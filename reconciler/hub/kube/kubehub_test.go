@@ -197,7 +197,14 @@ func TestConformance(t *testing.T) {
 		h := th.newHub(t, Config{})
 		return hubtest.Subject{Hub: h,
 			Apply:     func(t testing.TB, obj hubtest.Object) { th.apply(t, h, obj) },
-			DeleteRun: func(t testing.TB, key hub.Key) { th.deleteRun(t, h, key) }}
+			DeleteRun: func(t testing.TB, key hub.Key) { th.deleteRun(t, h, key) },
+			// A second hub on the same API server, one that delivers.
+			Delivering: func(t testing.TB) hubtest.Subject {
+				d := th.newHub(t, Config{Deliver: true})
+				return hubtest.Subject{Hub: d,
+					Apply:     func(t testing.TB, obj hubtest.Object) { th.apply(t, d, obj) },
+					DeleteRun: func(t testing.TB, key hub.Key) { th.deleteRun(t, d, key) }}
+			}}
 	})
 }
 

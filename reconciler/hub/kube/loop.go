@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -218,14 +219,27 @@ func (h *Hub) noteBinding(old, cur *unstructured.Unstructured, deleted bool) {
 	}
 }
 
-// bindingState is the part of a binding delivery's Observe looks at,
-// read without converting the whole object.
+// bindingState is the part of a binding delivery's Observe looks at
+// (its state and its RolloutStarted condition), read without converting
+// the whole object.
 func bindingState(u *unstructured.Unstructured) *fleet.Binding {
 	b := &fleet.Binding{}
 	b.Namespace, b.Name, b.Generation = u.GetNamespace(), u.GetName(), u.GetGeneration()
 	b.DeletionTimestamp = u.GetDeletionTimestamp()
 	state, _, _ := unstructured.NestedString(u.Object, "spec", "state")
 	b.Spec.State = fleet.BindingState(state)
+	conds, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "conditions")
+	list, _ := conds.([]any)
+	for _, c := range list {
+		c, _ := c.(map[string]any)
+		if c["type"] != fleet.ResourceBindingRolloutStarted {
+			continue
+		}
+		status, _, _ := unstructured.NestedString(c, "status")
+		gen, _, _ := unstructured.NestedInt64(c, "observedGeneration")
+		b.Status.Conditions = []metav1.Condition{{Type: fleet.ResourceBindingRolloutStarted,
+			Status: metav1.ConditionStatus(status), ObservedGeneration: gen}}
+	}
 	return b
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/reconciler/delivery"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/hub/hubtest"
 	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 	"github.com/gitfleet/gitfleet/render"
 )
@@ -82,6 +83,7 @@ data:
 		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Labels: map[string]string{fleet.PlacementTrackingLabel: p.Name}},
 		Spec: fleet.ResourceBindingSpec{State: fleet.BindingStateBound, TargetCluster: "member1",
 			ResourceSnapshotName: snap.Name, SchedulingPolicySnapshotName: p.Name + "-0"},
+		Status: fleet.ResourceBindingStatus{Conditions: []metav1.Condition{hubtest.RolloutStarted(1)}},
 	}); err != nil {
 		t.Fatal(err)
 	}
