@@ -72,7 +72,12 @@ var (
 // binding's status (RolloutStarted against the member's report, both
 // written on the Bound binding), 273 ms a write round trip, hub 456 s of
 // CPU (13 ms a write), gitfleet 104 s, peak RSS gitfleet 814 MiB, hub
-// (etcd and kube-apiserver) 3.7 GiB.
+// (etcd and kube-apiserver) 3.7 GiB. Since delivery waits for the
+// binding's RolloutStarted at its generation (KubeFleet's work generator
+// does), the two no longer race: 10 runs at load 23-44, interleaved with
+// the code before, 0 Conflicts against 231 and 295, 3.25-3.26
+// writes/cluster (binding status 2.0) against 3.48-3.56, p90 108-151 s
+// against 269-528 s, hub 37-44 s of CPU against 52-56 s.
 //
 //	go test ./reconciler/hub/kube -run '^$' -bench ConcurrentRuns -benchtime 1x -timeout 45m -v \
 //	    -args -concurrent-runs 100 -concurrent-clusters 100 -concurrent-members 1000 -concurrent-stages 3
