@@ -88,6 +88,11 @@ type Controller struct {
 	// runs maps every known run to its placement, so a binding event finds
 	// the runs to wake without listing (and copying) every run's status.
 	runs map[Key]Key
+	// ended holds the runs that have ended for good (updaterun.Ended):
+	// binding, scheduling and window events do not wake them, so the
+	// cost of a binding event does not grow with a placement's finished
+	// runs. A run event (its spec changed, it is being deleted) wakes it.
+	ended map[Key]bool
 	// scheduling keeps a run's passes out of its placement's scheduling
 	// (write-locked while the scheduler works, read-locked by run passes).
 	// With one worker the placement, queued first, is scheduled first;
@@ -128,6 +133,7 @@ func (c *Controller) init() {
 		c.results = map[Key]updaterun.Result{}
 		c.errs = map[Key]error{}
 		c.runs = map[Key]Key{}
+		c.ended = map[Key]bool{}
 		c.scheduling = map[Key]*sync.RWMutex{}
 		c.unscheduled = map[Key]bool{}
 		c.evicted = map[Key]Key{}
@@ -180,7 +186,9 @@ func (c *Controller) enqueueAllRuns() {
 	c.mu.Lock()
 	keys := make([]Key, 0, len(c.runs))
 	for run := range c.runs {
-		keys = append(keys, run)
+		if !c.ended[run] {
+			keys = append(keys, run)
+		}
 	}
 	c.mu.Unlock()
 	for _, k := range keys {
@@ -192,7 +200,7 @@ func (c *Controller) enqueueRunsOf(placement Key) {
 	c.mu.Lock()
 	var keys []Key
 	for run, p := range c.runs {
-		if p == placement {
+		if p == placement && !c.ended[run] {
 			keys = append(keys, run)
 		}
 	}
@@ -220,17 +228,20 @@ func (c *Controller) rescheduleIfEvicted(binding Key) {
 	c.schedule(placement)
 }
 
-// trackRun records (or forgets) which placement a run rolls out. Run events
-// come from spec changes and deletions only, so this read is rare.
+// trackRun records (or forgets) which placement a run rolls out and
+// whether it has ended. Run events come from spec changes and deletions
+// only, so this read is rare.
 func (c *Controller) trackRun(key Key) {
 	r, err := c.Hub.GetUpdateRun(context.Background(), key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil {
 		delete(c.runs, key)
+		delete(c.ended, key)
 		return
 	}
 	c.runs[key] = Key{Namespace: r.Namespace, Name: r.Spec.PlacementName}
+	c.ended[key] = updaterun.Ended(r)
 }
 
 // EnqueueRun asks for a pass of one run.
@@ -261,7 +272,9 @@ func (c *Controller) EnqueueAll() {
 	runs, _ := c.Hub.ListUpdateRuns(context.Background())
 	c.mu.Lock()
 	for _, r := range runs {
-		c.runs[Key{Namespace: r.Namespace, Name: r.Name}] = Key{Namespace: r.Namespace, Name: r.Spec.PlacementName}
+		k := Key{Namespace: r.Namespace, Name: r.Name}
+		c.runs[k] = Key{Namespace: r.Namespace, Name: r.Spec.PlacementName}
+		c.ended[k] = updaterun.Ended(r)
 	}
 	c.mu.Unlock()
 	for _, r := range runs {
@@ -475,10 +488,12 @@ func (c *Controller) processRun(ctx context.Context, it item) {
 	if _, tracked := c.runs[it.key]; tracked {
 		c.results[it.key] = res
 		c.errs[it.key] = err
+		c.ended[it.key] = res.Ended && err == nil
 	} else {
 		// A deleted run: its last result would stay forever.
 		delete(c.results, it.key)
 		delete(c.errs, it.key)
+		delete(c.ended, it.key)
 	}
 	c.mu.Unlock()
 	switch {

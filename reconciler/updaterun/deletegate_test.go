@@ -86,7 +86,7 @@ func TestTheDeletionStageWaitsForItsApproval(t *testing.T) {
 			if e.rec.approvals[fleet.BeforeStageTaskLabelValue] != 1 {
 				t.Errorf("approval latency observations %v", e.rec.approvals)
 			}
-			wantResult(t, "succeeded", e.ok(), Result{Blocked: true})
+			wantResult(t, "succeeded", e.ok(), Result{Blocked: true, Ended: true})
 			wantConds(t, "run", e.get().Status.Conditions, runSucceeded...)
 		})
 	}
@@ -98,7 +98,7 @@ func TestADeletionStageWithNothingToDeleteCreatesNoApprovalRequest(t *testing.T)
 	e.strategy(gatedDeletion())
 	e.create()
 	rollAll(t, e)
-	wantResult(t, "deletion stage", e.ok(), Result{Blocked: true})
+	wantResult(t, "deletion stage", e.ok(), Result{Blocked: true, Ended: true})
 	wantConds(t, "run", e.get().Status.Conditions, runSucceeded...)
 	if _, ok := e.ar(runName + "-before-delete-stage"); ok {
 		t.Error("an approval request gates a deletion stage that deletes nothing")
@@ -145,6 +145,6 @@ func TestARunStoppedAtTheDeletionStagesApprovalIsStopped(t *testing.T) {
 			t.Errorf("binding of %s not deleted after the resume", c)
 		}
 	}
-	wantResult(t, "succeeded", e.ok(), Result{Blocked: true})
+	wantResult(t, "succeeded", e.ok(), Result{Blocked: true, Ended: true})
 	wantConds(t, "run", e.get().Status.Conditions, runSucceeded...)
 }

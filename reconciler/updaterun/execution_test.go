@@ -268,7 +268,7 @@ func TestRunRollsOutStageByStageWithApprovalsAndWaits(t *testing.T) {
 					t.Errorf("binding of %s not deleted", c)
 				}
 			}
-			wantResult(t, "succeeded", e.ok(), Result{Blocked: true})
+			wantResult(t, "succeeded", e.ok(), Result{Blocked: true, Ended: true})
 			run = e.get()
 			wantConds(t, "run", run.Status.Conditions, runSucceeded...)
 			wantConds(t, "deletion stage", run.Status.DeletionStageStatus.Conditions, stageDone...)
@@ -286,7 +286,7 @@ func TestRunRollsOutStageByStageWithApprovalsAndWaits(t *testing.T) {
 			}
 			// Terminal: further passes change nothing.
 			before := e.get()
-			wantResult(t, "after success", e.ok(), Result{Blocked: true})
+			wantResult(t, "after success", e.ok(), Result{Blocked: true, Ended: true})
 			if e.get().ResourceVersion != before.ResourceVersion {
 				t.Error("a finished run was written again")
 			}

@@ -125,7 +125,7 @@ func TestFailureBudgetExceededStopsStartingClusters(t *testing.T) {
 			wantNotBound(t, e, "cluster-3")
 
 			e.available("cluster-2")
-			wantResult(t, "in-flight cluster done", e.ok(), Result{Blocked: true})
+			wantResult(t, "in-flight cluster done", e.ok(), Result{Blocked: true, Ended: true})
 			run = e.get()
 			msg := "cannot continue the updateRun: the failure budget is exceeded: the stage `stage1` has 1 failed cluster(s), more than maxAllowedClusterFailures 0: cluster-0"
 			wantConds(t, "run", run.Status.Conditions, runFailed(msg)...)

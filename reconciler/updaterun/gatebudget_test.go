@@ -92,7 +92,7 @@ func TestAPerClusterGateFailingWithinTheBudgetCountsItsClusters(t *testing.T) {
 // budget the run fails as the budget rules say, the clusters failed.
 func TestAPerClusterGateFailingOverTheBudgetFailsTheRun(t *testing.T) {
 	e := gateBudgetEnv(t, "", clusterGateQuery, "1")
-	wantResult(t, "failed", toTheGate(t, e), Result{Blocked: true})
+	wantResult(t, "failed", toTheGate(t, e), Result{Blocked: true, Ended: true})
 	run := e.get()
 	msg := "cannot continue the updateRun: the failure budget is exceeded: the stage `all` has 2 failed cluster(s), more than maxAllowedClusterFailures 1: cluster-3, cluster-7"
 	wantConds(t, "run", run.Status.Conditions, runFailed(msg)...)
@@ -118,7 +118,7 @@ func TestAFailedGateFailsTheRunWithoutCountingClusters(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := gateBudgetEnv(t, "", tc.query, tc.budget)
-			wantResult(t, "failed", toTheGate(t, e), Result{Blocked: true})
+			wantResult(t, "failed", toTheGate(t, e), Result{Blocked: true, Ended: true})
 			want := "cannot continue the updateRun: the metric gate of approval request " + gateRequest + " failed: query `" + tc.query +
 				"` returned 5 for cluster cluster-3, 2.5 for cluster cluster-7, want < 1 (1 failing evaluation(s), failure limit 0)"
 			run := e.get()

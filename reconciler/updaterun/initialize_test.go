@@ -590,7 +590,7 @@ func TestInitialization(t *testing.T) {
 						t.Fatalf("not initialized:%s", condsString(run.Status.Conditions))
 					}
 				} else {
-					wantResult(t, "failed initialization", res, Result{Blocked: true})
+					wantResult(t, "failed initialization", res, Result{Blocked: true, Ended: true})
 					msg := tt.wantMsg(e)
 					wantConds(t, "run", run.Status.Conditions, initFailed(msg))
 					if tt.failureType != "" {
@@ -599,7 +599,7 @@ func TestInitialization(t *testing.T) {
 						}
 					}
 					// Never retried.
-					wantResult(t, "again", e.ok(), Result{Blocked: true})
+					wantResult(t, "again", e.ok(), Result{Blocked: true, Ended: true})
 					if again := e.get(); again.ResourceVersion != run.ResourceVersion {
 						t.Error("a failed initialization was retried")
 					}

@@ -143,7 +143,7 @@ func TestAMetricGateFailsTheRunNamingTheQueryAndTheValue(t *testing.T) {
 	e.create()
 	toTheGate(t, e)
 	e.clk.Advance(time.Minute)
-	wantResult(t, "failed", e.ok(), Result{Blocked: true})
+	wantResult(t, "failed", e.ok(), Result{Blocked: true, Ended: true})
 	want := "the metric gate of approval request " + gateRequest + " failed: query `" + gateQuery +
 		"` returned 7.5 for cluster cluster-1, want < 1 (1 failing evaluation(s), failure limit 0)"
 	run := e.get()
@@ -235,7 +235,7 @@ func TestAPersonRejectingAGatedRequestFailsTheRun(t *testing.T) {
 	if err := e.h.ApplyApprovalRequestStatus(e.ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	wantResult(t, "rejected", e.ok(), Result{Blocked: true})
+	wantResult(t, "rejected", e.ok(), Result{Blocked: true, Ended: true})
 	wantConds(t, "run", e.get().Status.Conditions, runFailed("~the approval request "+gateRequest+" was rejected (Rejected: error rate too high in eastus)")...)
 }
 
@@ -308,7 +308,7 @@ func TestTheGatesOfAnEndedOrDeletedRunAreForgotten(t *testing.T) {
 			t.Fatalf("forgot %v while the gate is pending", gates.forgotten)
 		}
 		e.clk.Advance(time.Minute)
-		wantResult(t, "failed", e.ok(), Result{Blocked: true})
+		wantResult(t, "failed", e.ok(), Result{Blocked: true, Ended: true})
 		if !slices.Equal(gates.forgotten, []hub.Key{e.key()}) {
 			t.Errorf("forgot %v, want the failed run %v", gates.forgotten, e.key())
 		}

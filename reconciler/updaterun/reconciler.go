@@ -63,6 +63,27 @@ type Result struct {
 	// a change in Git: terminal (Succeeded/Failed/init failed), state Initialize,
 	// Stopped, waiting for an approval with no TimedWait pending, or Stuck.
 	Blocked bool
+	// Ended is true when the run has ended for good (Ended): only a change
+	// of its spec or its deletion gives it another pass anything to do.
+	Ended bool
+}
+
+// Ended reports whether a run has ended for good: it succeeded or failed,
+// or its initialization failed. Every later pass does nothing (spec §2.1
+// steps 5 and 6: not even a state change is looked at) until the run is
+// deleted. A stopped run has not ended: it may be resumed, and each pass
+// validates it again, so a change of its bindings can still fail it.
+func Ended(run *fleet.UpdateRun) bool {
+	if run.DeletionTimestamp != nil {
+		return false
+	}
+	// Every pass stamps every condition with the run's generation
+	// (prepare), so a condition at an older one still holds.
+	if c := find(run.Status.Conditions, fleet.StagedUpdateRunConditionInitialized); c != nil && c.Status == metav1.ConditionFalse {
+		return true
+	}
+	c := find(run.Status.Conditions, fleet.StagedUpdateRunConditionSucceeded)
+	return c != nil && (c.Status == metav1.ConditionTrue || c.Status == metav1.ConditionFalse)
 }
 
 // Recorder receives KubeFleet's three update-run metrics (spec §7); the
@@ -130,7 +151,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key hub.Key) (Result, error)
 			r.forgetGates(key) // an ended run evaluates no gate again
 		}
 	}()
-	return p.reconcile()
+	res, err := p.reconcile()
+	res.Ended = err == nil && Ended(p.run)
+	return res, err
 }
 
 func (r *Reconciler) newPass(ctx context.Context, run *fleet.UpdateRun) *pass {

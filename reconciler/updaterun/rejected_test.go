@@ -59,7 +59,7 @@ func TestInitializationRefusesARejectedSnapshot(t *testing.T) {
 				if got := e.rec.last(); got != "Run/Initialized/False/ResourceSnapshotRejected/"+FailureTypeUserError {
 					t.Errorf("metric %s, want the rejection as a user error", got)
 				}
-				wantResult(t, "again", e.ok(), Result{Blocked: true})
+				wantResult(t, "again", e.ok(), Result{Blocked: true, Ended: true})
 			})
 		}
 	}

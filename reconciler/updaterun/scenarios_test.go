@@ -74,7 +74,7 @@ func TestStuckClusterThenPreemptionAbortsTheRun(t *testing.T) {
 
 			// Another writer takes the binding back: the run is preempted.
 			e.updateBinding("cluster-9", func(b *fleet.Binding) { b.Spec.State = fleet.BindingStateScheduled })
-			wantResult(t, "preempted", e.ok(), Result{Blocked: true})
+			wantResult(t, "preempted", e.ok(), Result{Blocked: true, Ended: true})
 			run := e.get()
 			msg := preemptionMessage(e, "cluster-9", "stage1")
 			wantConds(t, "run", run.Status.Conditions, runFailed(msg)...)
@@ -94,7 +94,7 @@ func TestStuckClusterThenPreemptionAbortsTheRun(t *testing.T) {
 			// Failed runs never resume.
 			e.setState(fleet.StateStop)
 			e.setState(fleet.StateRun)
-			wantResult(t, "after failure", e.ok(), Result{Blocked: true})
+			wantResult(t, "after failure", e.ok(), Result{Blocked: true, Ended: true})
 			wantNotBound(t, e, "cluster-7")
 		})
 	}
@@ -139,7 +139,7 @@ func TestEmptyStageIsSkippedWithItsTasks(t *testing.T) {
 		}
 	}
 	e.ok() // deletion stage deletes the three bindings
-	wantResult(t, "succeeded", e.ok(), Result{Blocked: true})
+	wantResult(t, "succeeded", e.ok(), Result{Blocked: true, Ended: true})
 	wantConds(t, "run", e.get().Status.Conditions, runSucceeded...)
 }
 
@@ -186,7 +186,7 @@ func TestSingleStageVariants(t *testing.T) {
 				wantResult(t, "approved", e.ok(), Result{Requeue: true})
 				wantAccepted(t, e, runName+"-after-stage1")
 			}
-			wantResult(t, "deletion stage", e.ok(), Result{Blocked: true})
+			wantResult(t, "deletion stage", e.ok(), Result{Blocked: true, Ended: true})
 			run := e.get()
 			wantConds(t, "run", run.Status.Conditions, runSucceeded...)
 			wantConds(t, "stage1", run.Status.StagesStatus[0].Conditions, stageDone...)

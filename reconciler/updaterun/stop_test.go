@@ -163,7 +163,7 @@ func TestStopAndResume(t *testing.T) {
 
 			// 14. Resume → succeeded.
 			e.setState(fleet.StateRun)
-			wantResult(t, "succeeded", e.ok(), Result{Blocked: true})
+			wantResult(t, "succeeded", e.ok(), Result{Blocked: true, Ended: true})
 			wantConds(t, "run", e.get().Status.Conditions, runSucceeded...)
 			wantConds(t, "deletion stage", e.get().Status.DeletionStageStatus.Conditions, stageDone...)
 		})
@@ -205,6 +205,6 @@ func TestStopBeforeDeletionStageStaysStopping(t *testing.T) {
 	}
 	e.setState(fleet.StateRun)
 	e.ok()
-	wantResult(t, "resumed", e.ok(), Result{Blocked: true})
+	wantResult(t, "resumed", e.ok(), Result{Blocked: true, Ended: true})
 	wantConds(t, "run", e.get().Status.Conditions, runSucceeded...)
 }

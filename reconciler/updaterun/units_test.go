@@ -255,7 +255,7 @@ func TestApprovalRequestOfAnotherTargetAbortsTheRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.create()
-			wantResult(t, "aborted", e.ok(), Result{Blocked: true})
+			wantResult(t, "aborted", e.ok(), Result{Blocked: true, Ended: true})
 			msg := "cannot continue the updateRun: unexpected behavior which cannot be handled by the controller: the approval request task `/test-run-before-stage1` is targeting update run `/" +
 				tt.run + "` and stage `" + tt.stage + "`, want target update run `/test-run and stage `stage1`"
 			run := e.get()
@@ -326,7 +326,7 @@ func TestStopDeletionStageCases(t *testing.T) {
 			st.DeletionStageStatus.Clusters[0].Conditions = []metav1.Condition{{Type: fleet.ClusterUpdatingConditionStarted,
 				Status: "True", ObservedGeneration: 2, Reason: fleet.ClusterUpdatingStartedReason, LastTransitionTime: metav1.NewTime(start)}}
 		})
-		wantResult(t, "aborted", e.ok(), Result{Blocked: true})
+		wantResult(t, "aborted", e.ok(), Result{Blocked: true, Ended: true})
 		msg := "cannot continue the updateRun: unexpected behavior which cannot be handled by the controller: the cluster `gone` in the deleting stage is marked as deleting but its corresponding binding is not deleting"
 		run := e.get()
 		wantConds(t, "run", run.Status.Conditions, runFailed(msg)...)

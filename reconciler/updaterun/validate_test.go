@@ -166,7 +166,7 @@ func TestValidation(t *testing.T) {
 						wantConds(t, "run", run.Status.Conditions, initOK, runWaiting("before-stage", "stage1"))
 						return
 					}
-					wantResult(t, "failed", res, Result{Blocked: true})
+					wantResult(t, "failed", res, Result{Blocked: true, Ended: true})
 					wantConds(t, "run", run.Status.Conditions, runFailed(tt.wantMsg(e))...)
 					if tt.failureType != "" && !strings.HasSuffix(e.rec.last(), "/"+tt.failureType) {
 						t.Errorf("metric %s, want failure type %s", e.rec.last(), tt.failureType)
