@@ -111,4 +111,12 @@ const (
 	ApplyPendingReason            = "ApplyPending"
 	ResourceNotAvailableYetReason = "ResourceNotAvailableYet"
 	SyncWorkFailedReason          = "SyncWorkFailed"
+
+	// The reasons of KubeFleet's work generator for a binding whose Works
+	// it has just changed, before the member reports on them: Applied=False
+	// ApplyInProgress, or DiffReported=False DiffReportInProgress under
+	// ReportDiff (its condition.WorkApplyInProcess, WorkDiffReportInProcess).
+	// The engine waits on them (README, deliberate differences, 31).
+	ApplyInProgressReason      = "ApplyInProgress"
+	DiffReportInProgressReason = "DiffReportInProgress"
 )

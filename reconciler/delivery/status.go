@@ -14,12 +14,11 @@ import (
 // Reasons and messages of KubeFleet's work generator for bindings whose
 // Works were just written or report back (pkg/utils/condition).
 const (
-	// WorkApplyInProgressReason: the Works changed; their member has not
-	// applied them yet.
-	WorkApplyInProgressReason  = "ApplyInProgress"
+	// WorkApplyInProgressMessage goes with fleet.ApplyInProgressReason:
+	// the Works changed; their member has not applied them yet.
 	WorkApplyInProgressMessage = "Resources are being applied"
-	// WorkDiffReportInProgressReason: the same under ReportDiff.
-	WorkDiffReportInProgressReason  = "DiffReportInProgress"
+	// WorkDiffReportInProgressMessage: the same under ReportDiff
+	// (fleet.DiffReportInProgressReason).
 	WorkDiffReportInProgressMessage = "Diff reporting on resources is in progress"
 	// WorkNotTrackableReason is a Work's Available reason when some of its
 	// manifests' availability cannot be tracked, and
@@ -35,10 +34,10 @@ const (
 func InProgress(b *fleet.Binding) []metav1.Condition {
 	gen := b.Generation
 	last := metav1.Condition{Type: fleet.ResourceBindingApplied, Status: metav1.ConditionFalse,
-		Reason: WorkApplyInProgressReason, Message: WorkApplyInProgressMessage, ObservedGeneration: gen}
+		Reason: fleet.ApplyInProgressReason, Message: WorkApplyInProgressMessage, ObservedGeneration: gen}
 	if reportsDiff(b) {
 		last = metav1.Condition{Type: fleet.ResourceBindingDiffReported, Status: metav1.ConditionFalse,
-			Reason: WorkDiffReportInProgressReason, Message: WorkDiffReportInProgressMessage, ObservedGeneration: gen}
+			Reason: fleet.DiffReportInProgressReason, Message: WorkDiffReportInProgressMessage, ObservedGeneration: gen}
 	}
 	return []metav1.Condition{member.Overridden(b), member.WorkSynchronized(gen), last}
 }

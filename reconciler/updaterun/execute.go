@@ -345,17 +345,24 @@ const (
 	ClusterUpdateFailed
 )
 
-// pendingReasons are the False reasons that mean "not yet", not "failed".
+// pendingReasons are the False reasons that mean "not yet", not "failed":
+// KubeFleet's (spec §3.5) and the ones its work generator writes while
+// the member has not reported on changed Works (ApplyInProgress,
+// DiffReportInProgress), which a pass woken by that very write would
+// otherwise take for a failure (README, deliberate differences, 31).
 var pendingReasons = map[string]bool{
 	fleet.OverriddenPendingReason:       true,
 	fleet.WorkNotSynchronizedYetReason:  true,
 	fleet.ApplyPendingReason:            true,
 	fleet.ResourceNotAvailableYetReason: true,
+	fleet.ApplyInProgressReason:         true,
+	fleet.DiffReportInProgressReason:    true,
 }
 
 // ClusterUpdateResult evaluates a binding's delivery conditions at its
 // generation: Available or DiffReported True is done; a False delivery
-// condition with a non-pending reason, or DiffReported False, is a failure.
+// condition (DiffReported included) with a non-pending reason is a
+// failure.
 func ClusterUpdateResult(b *fleet.Binding) ClusterResult {
 	conds, gen := b.Status.Conditions, b.Generation
 	diff := find(conds, fleet.ResourceBindingDiffReported)
@@ -368,7 +375,7 @@ func ClusterUpdateResult(b *fleet.Binding) ClusterResult {
 			return ClusterUpdateFailed
 		}
 	}
-	if isFalse(diff, gen) {
+	if isFalse(diff, gen) && !pendingReasons[diff.Reason] {
 		return ClusterUpdateFailed
 	}
 	return ClusterUpdating

@@ -124,6 +124,8 @@ func TestClusterUpdateResult(t *testing.T) {
 		{"apply pending", []metav1.Condition{c(fleet.ResourceBindingApplied, "False", fleet.ApplyPendingReason)}, ClusterUpdating},
 		{"not available yet", []metav1.Condition{c(fleet.ResourceBindingAvailable, "False", fleet.ResourceNotAvailableYetReason)}, ClusterUpdating},
 		{"diff not reported", []metav1.Condition{c(fleet.ResourceBindingDiffReported, "False", "x")}, ClusterUpdateFailed},
+		{"works changed, not applied yet", []metav1.Condition{c(fleet.ResourceBindingApplied, "False", fleet.ApplyInProgressReason)}, ClusterUpdating},
+		{"works changed, diff not reported yet", []metav1.Condition{c(fleet.ResourceBindingDiffReported, "False", fleet.DiffReportInProgressReason)}, ClusterUpdating},
 		{"no conditions", nil, ClusterUpdating},
 		{"available at an old generation", []metav1.Condition{{Type: fleet.ResourceBindingAvailable, Status: "True", ObservedGeneration: 0}}, ClusterUpdating},
 	}

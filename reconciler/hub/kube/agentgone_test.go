@@ -43,36 +43,10 @@ func TestARunWaitsForAMemberWhoseAgentStopped(t *testing.T) {
 	}
 	th := startHub(t)
 	ctx := await.Context(t)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
 	h := th.newHub(t, Config{Resources: selectWorkload, Deliver: true, RunStatusSpacing: -1})
 
-	ctrl, err := membercluster.New(membercluster.Config{Rest: th.rest, Clock: clk, Log: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runUntilCleanup(t, func(ctx context.Context) error { return ctrl.Run(ctx, 2) })
-	members := []string{"member1", "member2"}
-	stop := map[string]func(){}
-	for _, name := range members {
-		m := &fleet.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name,
-			Annotations: map[string]string{fleet.DriverAnnotation: fleet.DriverWork}}}
-		th.apply(t, h, m)
-		await.Until(t, "the hub to ask "+name+"'s agent to join", func() bool {
-			_, err := th.client.Resource(fleet.ClusterGroupVersion.WithResource("internalmemberclusters")).
-				Namespace(membercluster.Namespace(name)).Get(ctx, name, metav1.GetOptions{})
-			return err == nil
-		})
-		sim, err := agent.SimulatedMember(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := agent.New(agent.Config{Hub: th.rest, MemberName: name, Clock: clk, PollInterval: 100 * time.Millisecond, Log: quiet}, sim)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stop[name] = runUntilCleanup(t, a.Run)
-	}
+	stop := startAgents(t, th, h, clk, "member1", "member2")
 	memberCluster := func(name string) *fleet.MemberCluster {
 		t.Helper()
 		u, err := th.client.Resource(resources[fleet.KindMemberCluster]).Get(ctx, name, metav1.GetOptions{})
@@ -91,14 +65,6 @@ func TestARunWaitsForAMemberWhoseAgentStopped(t *testing.T) {
 		}
 		return metav1.Condition{}
 	}
-	for _, name := range members {
-		await.Until(t, name+" to join and be healthy", func() bool {
-			m := memberCluster(name)
-			return condition(m, membercluster.ConditionJoined).Status == metav1.ConditionTrue &&
-				condition(m, membercluster.ConditionHealthy).Status == metav1.ConditionTrue
-		})
-	}
-
 	p := &fleet.Placement{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: fleet.PlacementSpec{
 		ResourceSelectors: []fleet.ResourceSelectorTerm{{Version: "v1", Kind: "ConfigMap", Name: "app"}},
 		Policy:            &fleet.PlacementPolicy{PlacementType: fleet.PickAllPlacementType},
@@ -255,6 +221,54 @@ func TestARunWaitsForAMemberWhoseAgentStopped(t *testing.T) {
 	if bs, err := h.ListBindings(ctx, hub.Key{Name: "app"}); err != nil || len(bs) != 2 {
 		t.Errorf("placement app's bindings %v (%v), want both kept", bs, err)
 	}
+}
+
+// startAgents runs KubeFleet's member cluster controller on h's API
+// server and, for each named member, a real `gitfleet agent` that pulls its
+// Works and applies them to a simulated member, all on clk; it returns
+// once every member joined and is healthy. stop[name] stops that agent.
+func startAgents(t *testing.T, th *testHub, h *Hub, clk clock.Clock, members ...string) (stop map[string]func()) {
+	t.Helper()
+	ctx := await.Context(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctrl, err := membercluster.New(membercluster.Config{Rest: th.rest, Clock: clk, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUntilCleanup(t, func(ctx context.Context) error { return ctrl.Run(ctx, 2) })
+	stop = map[string]func(){}
+	for _, name := range members {
+		m := &fleet.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name,
+			Annotations: map[string]string{fleet.DriverAnnotation: fleet.DriverWork}}}
+		th.apply(t, h, m)
+		await.Until(t, "the hub to ask "+name+"'s agent to join", func() bool {
+			_, err := th.client.Resource(fleet.ClusterGroupVersion.WithResource("internalmemberclusters")).
+				Namespace(membercluster.Namespace(name)).Get(ctx, name, metav1.GetOptions{})
+			return err == nil
+		})
+		sim, err := agent.SimulatedMember(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := agent.New(agent.Config{Hub: th.rest, MemberName: name, Clock: clk, PollInterval: 100 * time.Millisecond, Log: quiet}, sim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop[name] = runUntilCleanup(t, a.Run)
+	}
+	for _, name := range members {
+		await.Until(t, name+" to join and be healthy", func() bool {
+			u, err := th.client.Resource(resources[fleet.KindMemberCluster]).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			m := &fleet.MemberCluster{}
+			return fromUnstructured(u, m) == nil &&
+				meta.IsStatusConditionTrue(m.Status.Conditions, membercluster.ConditionJoined) &&
+				meta.IsStatusConditionTrue(m.Status.Conditions, membercluster.ConditionHealthy)
+		})
+	}
+	return stop
 }
 
 // runUntilCleanup runs f until the test ends; the returned func stops it

@@ -10,7 +10,6 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
-	"github.com/gitfleet/gitfleet/reconciler/delivery"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/hub/hubtest"
 	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
@@ -111,8 +110,8 @@ data:
 		}
 		return meta.FindStatusCondition(b.Status.Conditions, t)
 	}
-	if c := condOf(fleet.ResourceBindingApplied); c == nil || c.Reason != delivery.WorkApplyInProgressReason {
-		t.Fatalf("Applied right after the works were written = %+v, want %s", c, delivery.WorkApplyInProgressReason)
+	if c := condOf(fleet.ResourceBindingApplied); c == nil || c.Reason != fleet.ApplyInProgressReason {
+		t.Fatalf("Applied right after the works were written = %+v, want %s", c, fleet.ApplyInProgressReason)
 	}
 
 	// The agent reports: the plain work applied and available, the
