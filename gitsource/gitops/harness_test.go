@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,6 +39,9 @@ type fleetRepo struct {
 	t      testing.TB
 	remote string // bare repository
 	work   string // a person's clone
+	// made is when the test made the repository: waitPhase gives a run
+	// as long without news as the test took before the wait.
+	made time.Time
 }
 
 func gitCmd(t testing.TB, dir string, args ...string) string {
@@ -59,7 +63,7 @@ func newFleetRepo(t testing.TB, files map[string][]byte) *fleetRepo {
 		t.Skip("git is not installed")
 	}
 	root := t.TempDir()
-	r := &fleetRepo{t: t, remote: filepath.Join(root, "fleet.git"), work: filepath.Join(root, "work")}
+	r := &fleetRepo{t: t, remote: filepath.Join(root, "fleet.git"), work: filepath.Join(root, "work"), made: time.Now()}
 	gitCmd(t, root, "init", "-q", "--bare", "-b", "main", r.remote)
 	gitCmd(t, root, "clone", "-q", r.remote, r.work)
 	gitCmd(t, r.work, "checkout", "-q", "-b", "main")
@@ -364,38 +368,67 @@ func watchClusters(t testing.TB, clusters []*kubetest.Cluster) []*kubetest.Clust
 	return clusters
 }
 
-// runPhase waits for a run to reach a phase in the remote's status tree.
+// waitPhase waits for a run to reach a phase in the remote's status tree.
+// It fails at once, naming the status the tree holds, when the run ended
+// in another phase (it never will be in phase), and when the run's status
+// has not changed for as long as the test took before the wait (at least
+// a minute): a run that moves keeps its time however slow the machine,
+// one that stopped moving no longer waits until shortly before the
+// binary's -timeout, leaving the package's other tests no time.
 func (r *fleetRepo) waitPhase(name, phase string) *fleet.UpdateRun {
 	r.t.Helper()
-	var last *fleet.UpdateRun
-	eventually(r.t, fmt.Sprintf("run %s to be %s", name, phase), func() bool {
-		last = r.run(name)
-		return last != nil && last.Phase() == phase
-	})
-	return last
+	return r.awaitPhase(name, phase, 0, nil)
 }
 
-// waitPhaseWithin is waitPhase within a budget: a run not in phase in the
-// remote's status tree once budget passed fails the test at once, naming
-// the status the tree holds and, from onHub when given, what the hub
-// holds, rather than waiting until shortly before the binary's -timeout
-// and leaving the package's other tests no time. budget scales with the
-// work: callers derive it from what the test did before.
+// waitPhaseWithin is waitPhase within a budget as well: a run not in
+// phase once budget passed fails the test at once, naming the status the
+// tree holds and, from onHub when given, what the hub holds. budget
+// scales with the work: callers derive it from what the test did before.
 func (r *fleetRepo) waitPhaseWithin(name, phase string, budget time.Duration, onHub func() string) *fleet.UpdateRun {
 	r.t.Helper()
-	var last *fleet.UpdateRun
-	late := false
-	deadline := time.Now().Add(budget)
-	eventually(r.t, fmt.Sprintf("run %s to be %s within %s", name, phase, budget.Round(time.Second)), func() bool {
-		last = r.run(name)
-		late = time.Now().After(deadline)
-		return last != nil && last.Phase() == phase || late
+	return r.awaitPhase(name, phase, budget, onHub)
+}
+
+// endedPhases are the phases a run never leaves.
+var endedPhases = []string{fleet.PhaseSucceeded, fleet.PhaseFailed, fleet.PhaseInitFailed}
+
+// awaitPhase is waitPhase, within budget unless it is 0.
+func (r *fleetRepo) awaitPhase(name, phase string, budget time.Duration, onHub func() string) *fleet.UpdateRun {
+	r.t.Helper()
+	start := time.Now()
+	still := max(time.Minute, start.Sub(r.made)).Round(time.Second)
+	var (
+		last      *fleet.UpdateRun
+		moved     = start
+		why, what string
+	)
+	what = fmt.Sprintf("run %s to be %s (failing once its status stays the same for %s)", name, phase, still)
+	if budget > 0 {
+		what = fmt.Sprintf("run %s to be %s within %s", name, phase, budget.Round(time.Second))
+	}
+	eventually(r.t, what, func() bool {
+		run, now := r.run(name), time.Now()
+		if (run == nil) != (last == nil) || run != nil && !equality.Semantic.DeepEqual(run.Status, last.Status) {
+			moved = now
+		}
+		last = run
+		switch {
+		case last != nil && last.Phase() == phase:
+			return true
+		case last != nil && slices.Contains(endedPhases, last.Phase()):
+			why = "it ended " + last.Phase()
+		case budget > 0 && now.Sub(start) > budget:
+			why = fmt.Sprintf("not %s after %s", phase, budget.Round(time.Second))
+		case now.Sub(moved) > still:
+			why = fmt.Sprintf("not %s, and its status has not changed for %s", phase, still)
+		}
+		return why != ""
 	})
-	if last != nil && last.Phase() == phase {
+	if why == "" {
 		return last
 	}
-	msg := fmt.Sprintf("run %s is not %s in the remote's status tree after %s; at %s %s", name, phase,
-		budget.Round(time.Second), strings.TrimSpace(r.git("rev-parse", "--short=12", "main")), describeRun(name, last))
+	msg := fmt.Sprintf("run %s: %s (waited %s); at %s %s", name, why, time.Since(start).Round(time.Second),
+		strings.TrimSpace(r.git("rev-parse", "--short=12", "main")), describeRun(name, last))
 	if onHub != nil {
 		msg += "; on the hub: " + onHub()
 	}
@@ -558,7 +591,7 @@ func encode(t testing.TB, obj runtime.Object) []byte {
 // clone is a second person's working clone of the same remote.
 func (r *fleetRepo) clone(name string) *fleetRepo {
 	r.t.Helper()
-	c := &fleetRepo{t: r.t, remote: r.remote, work: filepath.Join(r.t.TempDir(), name)}
+	c := &fleetRepo{t: r.t, remote: r.remote, work: filepath.Join(r.t.TempDir(), name), made: r.made}
 	gitCmd(r.t, filepath.Dir(c.work), "clone", "-q", "-b", "main", r.remote, c.work)
 	return c
 }
