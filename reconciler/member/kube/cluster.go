@@ -81,25 +81,10 @@ type cluster struct {
 	rm      *ssa.ResourceManager
 	timeout time.Duration
 
-	mu sync.Mutex
 	// placements serialize the applies and removals of one placement's
 	// Works, so no prune decides on another Work's record while that Work
 	// is being applied.
-	placements map[hub.Key]*sync.Mutex
-}
-
-// lockPlacement holds the lock of p's Works until the returned func is
-// called.
-func (cl *cluster) lockPlacement(p hub.Key) func() {
-	cl.mu.Lock()
-	l, ok := cl.placements[p]
-	if !ok {
-		l = &sync.Mutex{}
-		cl.placements[p] = l
-	}
-	cl.mu.Unlock()
-	l.Lock()
-	return l.Unlock
+	placements keyedLock[hub.Key]
 }
 
 // cluster returns the client of a context, built on first use. Building it
@@ -143,7 +128,7 @@ func newCluster(name string, cfg *rest.Config, timeout time.Duration) (*cluster,
 	poller := polling.NewStatusPoller(cl, cl.RESTMapper(), polling.Options{})
 	rm := ssa.NewResourceManager(cl, poller, ssa.Owner{Field: FieldManager, Group: "gitfleet.io"})
 	rm.SetConcurrency(applyConcurrency)
-	out := &cluster{context: name, client: cl, rm: rm, timeout: timeout, placements: map[hub.Key]*sync.Mutex{}}
+	out := &cluster{context: name, client: cl, rm: rm, timeout: timeout}
 	if u, err := url.Parse(cfg.Host); err == nil && u.Host != "" {
 		out.address = u.Host
 	}
@@ -213,7 +198,7 @@ func (e *applyError) Unwrap() error { return e.err }
 // ownership of an object another AppliedWork co-owns; nor is it named as
 // left.
 func (cl *cluster) apply(ctx context.Context, d member.Delivery) ([]*unstructured.Unstructured, map[string]*unstructured.Unstructured, inventory, outcome, error) {
-	defer cl.lockPlacement(d.Placement())()
+	defer cl.placements.lock(d.Placement())()
 	strategy := fleet.DefaultApplyStrategy(d.Binding.Spec.ApplyStrategy)
 	labels := ownerLabels(d)
 	objs := make([]*unstructured.Unstructured, len(d.Resources))
@@ -589,7 +574,7 @@ func carries(u *unstructured.Unstructured, labels map[string]string) bool {
 // holds (another Work of the binding), then the record. It returns what
 // it left, beside what earlier prunes left.
 func (cl *cluster) remove(ctx context.Context, d member.Delivery) (inventory, error) {
-	defer cl.lockPlacement(d.Placement())()
+	defer cl.placements.lock(d.Placement())()
 	rec, err := cl.readRecord(ctx, d)
 	if err != nil {
 		return nil, err

@@ -114,7 +114,9 @@ type Clusters struct {
 	mu       sync.Mutex
 	clusters map[string]*cluster
 	work     map[hub.Key]*work
-	locks    map[hub.Key]*sync.Mutex
+	// bindings serializes everything done for one binding: a removal
+	// never runs beside an apply of the same binding.
+	bindings keyedLock[hub.Key]
 }
 
 var _ member.Clusters = (*Clusters)(nil)
@@ -155,7 +157,6 @@ func newClusters(opts Options, raw clientcmdapi.Config, source string) *Clusters
 			workqueue.TypedRateLimitingQueueConfig[hub.Key]{Name: "gitfleet_member_delivery"}),
 		clusters: map[string]*cluster{},
 		work:     map[hub.Key]*work{},
-		locks:    map[hub.Key]*sync.Mutex{},
 	}
 }
 
@@ -214,20 +215,6 @@ func (c *Clusters) Pending() int {
 	return n
 }
 
-// lock serializes everything done for one binding: a removal never runs
-// beside an apply of the same binding.
-func (c *Clusters) lock(key hub.Key) func() {
-	c.mu.Lock()
-	l, ok := c.locks[key]
-	if !ok {
-		l = &sync.Mutex{}
-		c.locks[key] = l
-	}
-	c.mu.Unlock()
-	l.Lock()
-	return l.Unlock
-}
-
 // driver is the member.Driver of one kubeconfig context.
 type driver struct {
 	clusters *Clusters
@@ -250,7 +237,7 @@ func (d driver) Deliver(_ context.Context, del member.Delivery) error {
 // soon as Remove returns nil.
 func (d driver) Remove(ctx context.Context, del member.Delivery) error {
 	c := d.clusters
-	unlock := c.lock(del.Key())
+	unlock := c.bindings.lock(del.Key())
 	defer unlock()
 	c.mu.Lock()
 	delete(c.work, del.Key())

@@ -51,7 +51,7 @@ func (c *Clusters) processNext(ctx context.Context) bool {
 // holds, and re-applied where the strategy says so), never when the
 // drift check is off.
 func (c *Clusters) process(ctx context.Context, key hub.Key) {
-	unlock := c.lock(key)
+	unlock := c.bindings.lock(key)
 	defer unlock()
 	c.mu.Lock()
 	w := c.work[key]
