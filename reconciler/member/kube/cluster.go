@@ -7,8 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
-	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -769,7 +769,7 @@ func (cl *cluster) readRecord(ctx context.Context, d member.Delivery) (record, e
 	if err != nil {
 		return record{}, err
 	}
-	rec.labeled = reflect.DeepEqual(recordLabels(d), recordLabelsOf(cm))
+	rec.labeled = maps.Equal(recordLabels(d), recordLabelsOf(cm))
 	return rec, nil
 }
 
@@ -810,7 +810,7 @@ func (cl *cluster) heldByOthers(ctx context.Context, d member.Delivery) (invento
 	held := inventory{}
 	for i := range list.Items {
 		cm := &list.Items[i]
-		if cm.GetName() == d.RecordName() || !reflect.DeepEqual(want, recordLabelsOf(cm)) {
+		if cm.GetName() == d.RecordName() || !maps.Equal(want, recordLabelsOf(cm)) {
 			continue
 		}
 		rec, err := parseRecord(cm)
