@@ -26,7 +26,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	klabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -414,7 +416,7 @@ func (cl *cluster) list(ctx context.Context, objs []*unstructured.Unstructured, 
 		g.Go(func() error {
 			list := &unstructured.UnstructuredList{}
 			list.SetGroupVersionKind(sc.gvk.GroupVersion().WithKind(sc.gvk.Kind + "List"))
-			opts := []client.ListOption{client.MatchingLabels(labels)}
+			opts := []client.ListOption{client.MatchingLabelsSelector{Selector: ownerSelector(labels)}}
 			if sc.namespace != "" {
 				opts = append(opts, client.InNamespace(sc.namespace))
 			}
@@ -485,31 +487,32 @@ func digestOf(objs []*unstructured.Unstructured) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// prune deletes the objects of an inventory that still carry labels, in
-// reverse apply order (Flux's), and returns those it left because the
-// member's copy (the version last delivered) is annotated prune: disabled.
-// A kind the member no longer serves has nothing left to delete.
+// prune deletes the objects of an inventory that still carry labels
+// (carries), in reverse apply order (Flux's), and returns those it left
+// because the member's copy (the version last delivered) is annotated
+// prune: disabled. A kind the member no longer serves has nothing left to
+// delete. Flux's ResourceManager.Delete is not used: its inclusions only
+// match labels, and a cluster-scoped placement's objects are told from a
+// namespaced placement's of the same name by a label they lack.
 func (cl *cluster) prune(ctx context.Context, inv inventory, labels map[string]string) (inventory, error) {
 	objs := inv.objects()
 	sort.Sort(sort.Reverse(ssa.SortableUnstructureds(objs)))
-	opts := ssa.DefaultDeleteOptions()
-	opts.Inclusions = labels
-	opts.Exclusions = member.PruneExclusions()
 	kept := inventory{}
 	var errs []error
 	for _, o := range objs {
-		entry, err := cl.rm.Delete(ctx, o, opts)
+		u, err := cl.get(ctx, o)
 		switch {
-		case err != nil && !meta.IsNoMatchError(err):
+		case err != nil:
 			errs = append(errs, err)
-		case err == nil && entry.Action == ssa.SkippedAction:
-			// Skipped: either a person took it over (removed the labels)
-			// or it asks to stay; only the latter is named.
-			disabled, err := cl.pruneDisabled(ctx, o, labels)
-			if err != nil {
-				errs = append(errs, err)
-			} else if disabled {
-				kept[member.Identify(o)] = true
+		case u == nil || !carries(u, labels):
+			// Gone, or a person took it over (removed the labels), or
+			// another placement did: not gitfleet's to delete.
+		case utils.AnyInMetadata(u, member.PruneExclusions()):
+			kept[member.Identify(o)] = true
+		default:
+			err := cl.client.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationBackground))
+			if err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("%s delete failed: %w", utils.FmtUnstructured(u), err))
 			}
 		}
 	}
@@ -517,16 +520,6 @@ func (cl *cluster) prune(ctx context.Context, inv inventory, labels map[string]s
 		return nil, fmt.Errorf("prune: %w", errors.Join(errs...))
 	}
 	return kept, nil
-}
-
-// pruneDisabled reports whether the member holds o, still carrying labels,
-// annotated prune: disabled.
-func (cl *cluster) pruneDisabled(ctx context.Context, o *unstructured.Unstructured, labels map[string]string) (bool, error) {
-	u, err := cl.get(ctx, o)
-	if err != nil || u == nil {
-		return false, err
-	}
-	return carries(u, labels) && member.PruneDisabled(u), nil
 }
 
 // present is the part of inv the member still holds with labels.
@@ -559,14 +552,26 @@ func (cl *cluster) get(ctx context.Context, o *unstructured.Unstructured) (*unst
 	return u, nil
 }
 
+// carries reports whether u is marked as applied for the placement whose
+// owner labels are labels: it carries every one of them and, for a
+// cluster-scoped placement, no namespace label, which only a namespaced
+// placement of the same name puts on its objects.
 func carries(u *unstructured.Unstructured, labels map[string]string) bool {
-	have := u.GetLabels()
-	for k, v := range labels {
-		if have[k] != v {
-			return false
+	return ownerSelector(labels).Matches(klabels.Set(u.GetLabels()))
+}
+
+// ownerSelector selects the objects carrying owner labels labels
+// (carries).
+func ownerSelector(labels map[string]string) klabels.Selector {
+	sel := klabels.SelectorFromSet(labels)
+	if _, ok := labels[PlacementNamespaceLabel]; !ok {
+		r, err := klabels.NewRequirement(PlacementNamespaceLabel, selection.DoesNotExist, nil)
+		if err != nil {
+			panic(err) // a constant, valid key
 		}
+		sel = sel.Add(*r)
 	}
-	return true
+	return sel
 }
 
 // remove deletes everything the record applied to the member, except what

@@ -128,3 +128,33 @@ func TestRemoveLeavesWhatIsAnnotatedPruneDisabled(t *testing.T) {
 		t.Error("the inventory is still on the member")
 	}
 }
+
+func TestAClusterScopedPlacementNeverPrunesWhatANamespacedPlacementOfItsNameHolds(t *testing.T) {
+	f := newFixture(t, nil)
+	// ClusterResourcePlacement "place" and ResourcePlacement
+	// test-namespace/place: the same placement label, told apart by the
+	// namespace label only the namespaced one's objects carry.
+	cluster := delivery(t, "member1", 1, "place-0-snapshot", namespace, configMap("moved", "v1"))
+	f.deliverAvailable(f.drivers, cluster)
+	namespaced := delivery(t, "member1", 1, "place-0-snapshot", configMap("moved", "v2"))
+	namespaced.Binding.Namespace = "test-namespace"
+	f.deliverAvailable(f.drivers, namespaced)
+	if l := f.get("member1", "v1", "ConfigMap", "test-namespace", "moved").GetLabels(); l[kube.PlacementNamespaceLabel] != "test-namespace" {
+		t.Fatalf("labels of the ConfigMap the namespaced placement took over = %v", l)
+	}
+
+	// The cluster-scoped placement drops it: it is the namespaced one's now.
+	cluster2 := delivery(t, "member1", 2, "place-1-snapshot", namespace)
+	f.deliverAvailable(f.drivers, cluster2)
+	if f.get("member1", "v1", "ConfigMap", "test-namespace", "moved") == nil {
+		t.Fatal("the cluster-scoped placement's prune deleted an object of the namespaced placement of the same name")
+	}
+	if c := f.reports.cond(cluster2.Key(), 2, fleet.ResourceBindingPruneSkipped); c != nil {
+		t.Errorf("PruneSkipped = %+v: an object another placement holds is not left by this one", c)
+	}
+	// Its removal spares it too.
+	must(t, f.drivers.Driver("member1").Remove(f.ctx, cluster2))
+	if f.get("member1", "v1", "ConfigMap", "test-namespace", "moved") == nil {
+		t.Fatal("the cluster-scoped placement's removal deleted an object of the namespaced placement of the same name")
+	}
+}
