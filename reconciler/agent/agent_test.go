@@ -49,6 +49,12 @@ const memberName = "m1"
 
 func start(t *testing.T) *fleetOf {
 	t.Helper()
+	return startWrapped(t, nil)
+}
+
+// startWrapped is start with the agent's member wrapped (nil: as it is).
+func startWrapped(t *testing.T, wrap func(agent.Member) agent.Member) *fleetOf {
+	t.Helper()
 	cs := kubetest.Start(t, "hub", "member")
 	f := &fleetOf{hub: cs[0], member: cs[1]}
 	f.hub.InstallCRDs(filepath.Join("..", "..", "config", "crd"))
@@ -74,6 +80,9 @@ func start(t *testing.T) *fleetOf {
 	m1, err := agent.KubeMember(ctx, adminConfig(f.member), 0)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wrap != nil {
+		m1 = wrap(m1)
 	}
 	f.agent, err = agent.New(agent.Config{Hub: asIdentity, MemberName: memberName, PollInterval: 100 * time.Millisecond, Log: quiet}, m1)
 	if err != nil {
@@ -147,6 +156,12 @@ func manifest(t *testing.T, apiVersion, kind, namespace, name string, data map[s
 // putWork writes Work name in the member's namespace, as delivery does.
 func (f *fleetOf) putWork(t *testing.T, name string, manifests ...map[string]any) {
 	t.Helper()
+	f.putLabelledWork(t, name, nil, manifests...)
+}
+
+// putLabelledWork is putWork with labels (those of a binding's Works).
+func (f *fleetOf) putLabelledWork(t *testing.T, name string, labels map[string]string, manifests ...map[string]any) {
+	t.Helper()
 	ctx := await.Context(t)
 	w := &unstructured.Unstructured{}
 	w.SetGroupVersionKind(fleet.SchemeGroupVersion.WithKind(fleet.KindWork))
@@ -160,6 +175,7 @@ func (f *fleetOf) putWork(t *testing.T, name string, manifests ...map[string]any
 		w.SetGroupVersionKind(fleet.SchemeGroupVersion.WithKind(fleet.KindWork))
 		w.SetNamespace("fleet-member-m1")
 		w.SetName(name)
+		w.SetLabels(labels)
 		w.Object["spec"] = map[string]any{"workload": map[string]any{"manifests": ms}}
 		err = f.admin.Create(ctx, w)
 	case err == nil:

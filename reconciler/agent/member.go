@@ -15,11 +15,14 @@ import (
 // and the Work no longer holds, and returns the Work's status as
 // KubeFleet's work applier writes it; its error is one the status cannot
 // say (the member unreachable): try again. Remove takes off the member
-// what a Work applied. member/kube.WorkApplier is the real one;
-// SimulatedMember applies in process.
+// what a Work applied. others are the other Works of the Work's binding
+// as the hub holds them (receiver first): neither prunes nor removes what
+// their manifests hold, which their own apply takes over.
+// member/kube.WorkApplier is the real one; SimulatedMember applies in
+// process.
 type Applier interface {
-	Apply(ctx context.Context, w *fleet.Work, now time.Time) (fleet.WorkStatus, error)
-	Remove(ctx context.Context, w *fleet.Work) error
+	Apply(ctx context.Context, w *fleet.Work, others []*fleet.Work, now time.Time) (fleet.WorkStatus, error)
+	Remove(ctx context.Context, w *fleet.Work, others []*fleet.Work) error
 }
 
 // Member is the cluster an agent serves: its Applier, what it reports

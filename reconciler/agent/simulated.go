@@ -61,7 +61,7 @@ func (s *Simulated) Observe(context.Context) (member.Observation, error) { retur
 
 // Apply reports w applied (or, under ReportDiff, without diffs), and
 // available as the member's annotations say.
-func (s *Simulated) Apply(_ context.Context, w *fleet.Work, now time.Time) (fleet.WorkStatus, error) {
+func (s *Simulated) Apply(_ context.Context, w *fleet.Work, _ []*fleet.Work, now time.Time) (fleet.WorkStatus, error) {
 	objs, err := delivery.WorkManifests(w)
 	if err != nil {
 		return fleet.WorkStatus{}, err
@@ -110,7 +110,7 @@ func (s *Simulated) Apply(_ context.Context, w *fleet.Work, now time.Time) (flee
 }
 
 // Remove forgets w.
-func (s *Simulated) Remove(_ context.Context, w *fleet.Work) error {
+func (s *Simulated) Remove(_ context.Context, w *fleet.Work, _ []*fleet.Work) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.since, w.Name)

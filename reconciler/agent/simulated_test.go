@@ -50,12 +50,12 @@ func TestASimulatedMemberBecomesAvailableAsItsAnnotationsSay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := sim.Apply(context.Background(), w, t0); err != nil {
+			if _, err := sim.Apply(context.Background(), w, nil, t0); err != nil {
 				t.Fatal(err)
 			}
 			w := w.DeepCopy()
 			w.Generation = tc.generation
-			st, err := sim.Apply(context.Background(), w, t0.Add(tc.at))
+			st, err := sim.Apply(context.Background(), w, nil, t0.Add(tc.at))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -103,7 +103,11 @@ func (a *Agent) process(ctx context.Context, name string) (time.Duration, error)
 	a.mu.Lock()
 	a.applied[name] = w
 	a.mu.Unlock()
-	st, err := a.member.Apply(ctx, w, a.cfg.Clock.Now())
+	others, err := a.siblings(w)
+	if err != nil {
+		return 0, err
+	}
+	st, err := a.member.Apply(ctx, w, others, a.cfg.Clock.Now())
 	if err != nil {
 		return 0, err
 	}
@@ -144,13 +148,43 @@ func (a *Agent) remove(ctx context.Context, name string, w *fleet.Work) error {
 	if w == nil {
 		w = &fleet.Work{ObjectMeta: metav1.ObjectMeta{Namespace: a.namespace, Name: name}}
 	}
-	if err := a.member.Remove(ctx, w); err != nil {
+	others, err := a.siblings(w)
+	if err != nil {
+		return err
+	}
+	if err := a.member.Remove(ctx, w, others); err != nil {
 		return err
 	}
 	a.mu.Lock()
 	delete(a.applied, name)
 	a.mu.Unlock()
 	return a.member.ForgetApplied(ctx, name)
+}
+
+// siblings are the other Works of w's binding in the agent's namespace,
+// as the hub holds them, not being deleted: what their manifests hold,
+// w's prune and removal leave for their apply to take over (receiver
+// first). A Work of no binding (written by hand) has none.
+func (a *Agent) siblings(w *fleet.Work) ([]*fleet.Work, error) {
+	binding, ok := w.Labels[fleet.ParentBindingLabel]
+	if !ok {
+		return nil, nil
+	}
+	var out []*fleet.Work
+	for _, obj := range a.works.GetStore().List() {
+		u := obj.(*unstructured.Unstructured)
+		l := u.GetLabels()
+		if u.GetName() == w.Name || u.GetNamespace() != a.namespace || u.GetDeletionTimestamp() != nil ||
+			l[fleet.ParentBindingLabel] != binding || l[fleet.ParentNamespaceLabel] != w.Labels[fleet.ParentNamespaceLabel] {
+			continue
+		}
+		sib := &fleet.Work{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, sib); err != nil {
+			return nil, fmt.Errorf("work %s of the same binding as %s: %w", u.GetName(), w.Name, err)
+		}
+		out = append(out, sib)
+	}
+	return out, nil
 }
 
 func (a *Agent) setFinalizers(ctx context.Context, w *fleet.Work, finalizers []string) error {

@@ -90,7 +90,7 @@ func BenchmarkApply1000(b *testing.B) {
 	}
 	ctx := context.Background()
 	gitfleetApply := func(b *testing.B, placement string, docs []string) {
-		if _, _, _, _, err := cl.apply(ctx, benchDelivery(b, placement, docs)); err != nil {
+		if _, _, _, _, err := cl.apply(ctx, benchDelivery(b, placement, docs), nil); err != nil {
 			b.Fatal(err)
 		}
 	}

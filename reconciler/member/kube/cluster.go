@@ -198,8 +198,11 @@ func (e *applyError) Unwrap() error { return e.err }
 // too (another Work of its binding: it moved there) is not pruned, only
 // dropped from this record, as KubeFleet's work applier only drops its
 // ownership of an object another AppliedWork co-owns; nor is it named as
-// left.
-func (cl *cluster) apply(ctx context.Context, d member.Delivery) ([]*unstructured.Unstructured, map[string]*unstructured.Unstructured, inventory, outcome, error) {
+// left. The same holds for an object claimed lists: one another Work of
+// the binding holds in its manifests on the hub but has not applied yet
+// (receiver first: that Work's apply takes it over, so an object moving
+// between Works is never deleted and made again).
+func (cl *cluster) apply(ctx context.Context, d member.Delivery, claimed inventory) ([]*unstructured.Unstructured, map[string]*unstructured.Unstructured, inventory, outcome, error) {
 	defer cl.placements.lock(d.Placement())()
 	strategy := fleet.DefaultApplyStrategy(d.Binding.Spec.ApplyStrategy)
 	labels := ownerLabels(d)
@@ -243,7 +246,7 @@ func (cl *cluster) apply(ctx context.Context, d member.Delivery) ([]*unstructure
 			if err != nil {
 				return nil, nil, nil, outcome{}, err
 			}
-			left = left.minus(others)
+			left = left.minus(others).minus(claimed)
 		}
 		return objs, live, left, outcome{}, nil
 	}
@@ -280,7 +283,7 @@ func (cl *cluster) apply(ctx context.Context, d member.Delivery) ([]*unstructure
 		if err != nil {
 			return nil, nil, nil, outcome{}, err
 		}
-		wasLeft, stale = wasLeft.minus(others), stale.minus(others)
+		wasLeft, stale = wasLeft.minus(others).minus(claimed), stale.minus(others).minus(claimed)
 	}
 	left, err := cl.present(ctx, wasLeft, labels)
 	if err != nil {
@@ -576,9 +579,9 @@ func ownerSelector(labels map[string]string) klabels.Selector {
 
 // remove deletes everything the record applied to the member, except what
 // is annotated prune: disabled and what another record of the placement
-// holds (another Work of the binding), then the record. It returns what
-// it left, beside what earlier prunes left.
-func (cl *cluster) remove(ctx context.Context, d member.Delivery) (inventory, error) {
+// holds or claimed lists (another Work of the binding), then the record.
+// It returns what it left, beside what earlier prunes left.
+func (cl *cluster) remove(ctx context.Context, d member.Delivery, claimed inventory) (inventory, error) {
 	defer cl.placements.lock(d.Placement())()
 	rec, err := cl.readRecord(ctx, d)
 	if err != nil {
@@ -590,7 +593,7 @@ func (cl *cluster) remove(ctx context.Context, d member.Delivery) (inventory, er
 		if err != nil {
 			return nil, err
 		}
-		rec.ids, left = rec.ids.minus(others), left.minus(others)
+		rec.ids, left = rec.ids.minus(others).minus(claimed), left.minus(others).minus(claimed)
 	}
 	if len(rec.ids) > 0 {
 		kept, err := cl.prune(ctx, rec.ids, ownerLabels(d))

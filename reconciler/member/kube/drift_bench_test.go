@@ -57,7 +57,7 @@ func BenchmarkDriftCheck1000(b *testing.B) {
 	}
 	ctx := context.Background()
 	check := func(b *testing.B, d member.Delivery) outcome {
-		_, _, _, out, err := cl.apply(ctx, d)
+		_, _, _, out, err := cl.apply(ctx, d, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -25,7 +25,9 @@
 // (WorkApplier: one per envelope, one per part of a large snapshot) has a
 // record per Work, all labelled with the placement; a Work's prune or
 // removal spares what another of them records, as KubeFleet's work applier
-// spares an object another AppliedWork co-owns.
+// spares an object another AppliedWork co-owns, and what another of them
+// holds in its manifests on the hub (receiver first: its apply takes the
+// object over, which is never deleted and made again).
 package kube
 
 import (
@@ -248,7 +250,7 @@ func (d driver) Remove(ctx context.Context, del member.Delivery) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 4*c.opts.RequestTimeout)
 	defer cancel()
-	left, err := cl.remove(ctx, del)
+	left, err := cl.remove(ctx, del, nil)
 	if err != nil {
 		return err
 	}

@@ -40,13 +40,10 @@ func splitWork(t *testing.T, placement, name string, gen int64, withNamespace bo
 // between them, and leave both, and each step is applied in both orders
 // (the Work an object leaves first, or the one it moves to first), then
 // applied again in the other order (a drift check): an object a Work's
-// record holds is never deleted (its UID never changes) while that Work
-// holds it; one neither holds is deleted. In the order where the Work
-// an object leaves is applied before the one it moves to, no record holds
-// it in between, and it is deleted and made again, as with KubeFleet,
-// whose AppliedWork owns an object only once its Work applied it. The
-// envelope Work's removal (its Work deleted) spares what the main Work
-// holds too.
+// record holds, or another Work of the binding holds in its manifests on
+// the hub (receiver first), is never deleted (its UID never changes); one
+// neither holds nor claims is deleted. The envelope Work's removal (its
+// Work deleted) spares what the main Work holds or claims too.
 func TestTheWorksOfABindingNeverPruneWhatAnotherOfThemHolds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver")
@@ -84,27 +81,26 @@ func TestTheWorksOfABindingNeverPruneWhatAnotherOfThemHolds(t *testing.T) {
 			uids := map[string]types.UID{}
 			var gen int64
 			// check: what a Work holds is there, with the UID it had
-			// while some Work held it all along; the rest is gone.
-			check := func(what string) {
+			// while some Work held or claimed it all along; what none
+			// holds nor claims (s: what the hub holds) is gone.
+			check := func(what string, s step) {
 				t.Helper()
 				for _, cm := range []string{"a", "b", "c", "d"} {
 					u := c.Get("v1", "ConfigMap", ns, cm)
-					holders := 0
-					for _, objs := range held {
-						if slices.Contains(objs, cm) {
-							holders++
-						}
-					}
+					isHeld := slices.Contains(held[mainName], cm) || slices.Contains(held[envName], cm)
+					wanted := isHeld || slices.Contains(s.main, cm) || slices.Contains(s.envelope, cm)
 					switch {
-					case holders == 0 && u != nil:
+					case !wanted && u != nil:
 						t.Errorf("%s: ConfigMap %s, which no Work holds, is still on the member", what, cm)
 						delete(uids, cm)
-					case holders == 0:
+					case !wanted:
 						delete(uids, cm)
+					case u == nil && (isHeld || uids[cm] != ""):
+						t.Fatalf("%s: ConfigMap %s, held or claimed by a Work, is gone from the member", what, cm)
 					case u == nil:
-						t.Fatalf("%s: ConfigMap %s, held by a Work, is gone from the member", what, cm)
+						// Claimed by a Work not applied yet.
 					case uids[cm] != "" && u.GetUID() != uids[cm]:
-						t.Fatalf("%s: ConfigMap %s, held by a Work all along, was deleted and made again", what, cm)
+						t.Fatalf("%s: ConfigMap %s, held or claimed by a Work all along, was deleted and made again", what, cm)
 					default:
 						uids[cm] = u.GetUID()
 					}
@@ -113,27 +109,36 @@ func TestTheWorksOfABindingNeverPruneWhatAnotherOfThemHolds(t *testing.T) {
 			apply := func(work string, s step) {
 				t.Helper()
 				gen++
+				mainWork := splitWork(t, placement, mainName, gen, true, ns, s.main)
+				var envWork *fleet.Work
+				if s.envelope != nil {
+					envWork = splitWork(t, placement, envName, gen, false, ns, s.envelope)
+				}
 				if work == mainName {
-					if _, err := a.Apply(ctx, splitWork(t, placement, mainName, gen, true, ns, s.main), time.Now()); err != nil {
+					var others []*fleet.Work
+					if envWork != nil {
+						others = append(others, envWork)
+					}
+					if _, err := a.Apply(ctx, mainWork, others, time.Now()); err != nil {
 						t.Fatal(err)
 					}
 					held[mainName] = s.main
-					check(fmt.Sprintf("main Work %v applied", s.main))
+					check(fmt.Sprintf("main Work %v applied", s.main), s)
 					return
 				}
-				if s.envelope == nil {
-					if err := a.Remove(ctx, splitWork(t, placement, envName, gen, false, ns, nil)); err != nil {
+				if envWork == nil {
+					if err := a.Remove(ctx, splitWork(t, placement, envName, gen, false, ns, nil), []*fleet.Work{mainWork}); err != nil {
 						t.Fatal(err)
 					}
 					delete(held, envName)
-					check("envelope Work removed")
+					check("envelope Work removed", s)
 					return
 				}
-				if _, err := a.Apply(ctx, splitWork(t, placement, envName, gen, false, ns, s.envelope), time.Now()); err != nil {
+				if _, err := a.Apply(ctx, envWork, []*fleet.Work{mainWork}, time.Now()); err != nil {
 					t.Fatal(err)
 				}
 				held[envName] = s.envelope
-				check(fmt.Sprintf("envelope Work %v applied", s.envelope))
+				check(fmt.Sprintf("envelope Work %v applied", s.envelope), s)
 			}
 			// The namespace comes with the main Work: it goes first once.
 			apply(mainName, steps[0])
@@ -191,7 +196,7 @@ func TestARecordWithoutItsPlacementIsLabelledOnItsNextPass(t *testing.T) {
 	mainName, envName := placement+"-work", placement+"-work-envelope-0123456789abcdef"
 	apply := func(w *fleet.Work) {
 		t.Helper()
-		if _, err := a.Apply(ctx, w, time.Now()); err != nil {
+		if _, err := a.Apply(ctx, w, nil, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
@@ -104,8 +106,17 @@ func workDelivery(w *fleet.Work) (member.Delivery, error) {
 // is one) names what prunes of w left on the member because it is
 // annotated prune: disabled. Observation times are now. The error is one
 // the status could not say (the member unreachable): try again.
-func (a *WorkApplier) Apply(ctx context.Context, w *fleet.Work, now time.Time) (fleet.WorkStatus, error) {
+//
+// others are the other Works of w's binding as the hub holds them now
+// (receiver first): an object w dropped that one of them holds in its
+// manifests is not pruned, only dropped from w's record; that Work's
+// apply takes it over, so it is never deleted and made again.
+func (a *WorkApplier) Apply(ctx context.Context, w *fleet.Work, others []*fleet.Work, now time.Time) (fleet.WorkStatus, error) {
 	d, err := workDelivery(w)
+	if err != nil {
+		return fleet.WorkStatus{}, err
+	}
+	claimed, err := claimedBy(others)
 	if err != nil {
 		return fleet.WorkStatus{}, err
 	}
@@ -121,7 +132,7 @@ func (a *WorkApplier) Apply(ctx context.Context, w *fleet.Work, now time.Time) (
 		SetWorkConditions(&st.WorkStatus, true, gen)
 		return st.WorkStatus, nil
 	}
-	objs, live, left, out, err := a.cl.apply(ctx, d)
+	objs, live, left, out, err := a.cl.apply(ctx, d, claimed)
 	if err != nil {
 		var ae *applyError
 		if !errors.As(err, &ae) {
@@ -148,14 +159,51 @@ func (a *WorkApplier) Apply(ctx context.Context, w *fleet.Work, now time.Time) (
 }
 
 // Remove deletes what w applied on the member, except objects annotated
-// prune: disabled, and its record.
-func (a *WorkApplier) Remove(ctx context.Context, w *fleet.Work) error {
+// prune: disabled and what others (the other Works of w's binding, as
+// Apply takes them) hold in their manifests, and its record.
+func (a *WorkApplier) Remove(ctx context.Context, w *fleet.Work, others []*fleet.Work) error {
 	d, err := workDelivery(w)
 	if err != nil {
 		return err
 	}
-	_, err = a.cl.remove(ctx, d)
+	claimed, err := claimedBy(others)
+	if err != nil {
+		return err
+	}
+	_, err = a.cl.remove(ctx, d, claimed)
 	return a.cl.redact(err)
+}
+
+// claimedBy is what the manifests of works hold. Only the identifying
+// fields of each manifest are read.
+func claimedBy(works []*fleet.Work) (inventory, error) {
+	out := inventory{}
+	for _, w := range works {
+		for i, m := range w.Spec.Workload.Manifests {
+			if u, ok := m.Object.(*unstructured.Unstructured); ok {
+				out[member.Identify(u)] = true
+				continue
+			}
+			var id struct {
+				APIVersion string `json:"apiVersion"`
+				Kind       string `json:"kind"`
+				Metadata   struct {
+					Name      string `json:"name"`
+					Namespace string `json:"namespace"`
+				} `json:"metadata"`
+			}
+			if err := json.Unmarshal(m.Raw, &id); err != nil {
+				return nil, fmt.Errorf("work %s/%s: manifest %d: %w", w.Namespace, w.Name, i, err)
+			}
+			gv, err := schema.ParseGroupVersion(id.APIVersion)
+			if err != nil {
+				return nil, fmt.Errorf("work %s/%s: manifest %d: %w", w.Namespace, w.Name, i, err)
+			}
+			out[fleet.ResourceIdentifier{Group: gv.Group, Version: gv.Version, Kind: id.Kind,
+				Namespace: id.Metadata.Namespace, Name: id.Metadata.Name}] = true
+		}
+	}
+	return out, nil
 }
 
 // workStatus builds a Work's status, one manifest condition per manifest

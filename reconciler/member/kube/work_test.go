@@ -48,7 +48,7 @@ func TestAWorkIsAppliedReportedAndPrunedOnARealMember(t *testing.T) {
 	ctx := await.Context(t)
 	ns := "{apiVersion: v1, kind: Namespace, metadata: {name: web}}"
 	cm := "{apiVersion: v1, kind: ConfigMap, metadata: {name: settings, namespace: web}, data: {level: info}}"
-	st, err := a.Apply(ctx, testWork(t, 1, ns, cm), time.Now())
+	st, err := a.Apply(ctx, testWork(t, 1, ns, cm), nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestAWorkIsAppliedReportedAndPrunedOnARealMember(t *testing.T) {
 	}
 
 	// The Work no longer holds the ConfigMap: it is pruned.
-	if _, err := a.Apply(ctx, testWork(t, 2, ns), time.Now()); err != nil {
+	if _, err := a.Apply(ctx, testWork(t, 2, ns), nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if c.Get("v1", "ConfigMap", "web", "settings") != nil {
@@ -88,7 +88,7 @@ func TestAWorkIsAppliedReportedAndPrunedOnARealMember(t *testing.T) {
 
 	// A manifest the member refuses is Applied=False with its message.
 	bad := "{apiVersion: v1, kind: ConfigMap, metadata: {name: Bad_Name, namespace: web}}"
-	st, err = a.Apply(ctx, testWork(t, 3, ns, bad), time.Now())
+	st, err = a.Apply(ctx, testWork(t, 3, ns, bad), nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestAWorkIsAppliedReportedAndPrunedOnARealMember(t *testing.T) {
 		t.Errorf("the refused manifest's Applied = %+v, want ManifestApplyFailed with the API server's message", c)
 	}
 
-	if err := a.Remove(ctx, testWork(t, 3, ns)); err != nil {
+	if err := a.Remove(ctx, testWork(t, 3, ns), nil); err != nil {
 		t.Fatal(err)
 	}
 	await.Until(t, "the namespace to go", func() bool {

@@ -126,7 +126,7 @@ func (c *Clusters) step(ctx context.Context, w *work) (state, error) {
 		if d.ReportsDiff() {
 			return cl.reportDiffStep(ctx, c.reporter, d, base)
 		}
-		objs, live, left, out, err := cl.apply(ctx, d)
+		objs, live, left, out, err := cl.apply(ctx, d, nil)
 		if err != nil {
 			var failed []fleet.FailedResourcePlacement
 			var ae *applyError
