@@ -26,9 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	klabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -419,7 +417,7 @@ func (cl *cluster) list(ctx context.Context, objs []*unstructured.Unstructured, 
 		g.Go(func() error {
 			list := &unstructured.UnstructuredList{}
 			list.SetGroupVersionKind(sc.gvk.GroupVersion().WithKind(sc.gvk.Kind + "List"))
-			opts := []client.ListOption{client.MatchingLabelsSelector{Selector: ownerSelector(labels)}}
+			opts := []client.ListOption{client.MatchingLabels(labels)}
 			if sc.namespace != "" {
 				opts = append(opts, client.InNamespace(sc.namespace))
 			}
@@ -433,6 +431,9 @@ func (cl *cluster) list(ctx context.Context, objs []*unstructured.Unstructured, 
 			defer mu.Unlock()
 			for i := range list.Items {
 				item := &list.Items[i]
+				if !carries(item, labels) {
+					continue // a namespaced placement's of the same name
+				}
 				item.SetGroupVersionKind(sc.gvk)
 				live[idKey(member.Identify(item))] = item
 			}
@@ -560,21 +561,18 @@ func (cl *cluster) get(ctx context.Context, o *unstructured.Unstructured) (*unst
 // cluster-scoped placement, no namespace label, which only a namespaced
 // placement of the same name puts on its objects.
 func carries(u *unstructured.Unstructured, labels map[string]string) bool {
-	return ownerSelector(labels).Matches(klabels.Set(u.GetLabels()))
-}
-
-// ownerSelector selects the objects carrying owner labels labels
-// (carries).
-func ownerSelector(labels map[string]string) klabels.Selector {
-	sel := klabels.SelectorFromSet(labels)
-	if _, ok := labels[PlacementNamespaceLabel]; !ok {
-		r, err := klabels.NewRequirement(PlacementNamespaceLabel, selection.DoesNotExist, nil)
-		if err != nil {
-			panic(err) // a constant, valid key
+	have := u.GetLabels()
+	for k, v := range labels {
+		if have[k] != v {
+			return false
 		}
-		sel = sel.Add(*r)
 	}
-	return sel
+	if _, namespaced := labels[PlacementNamespaceLabel]; !namespaced {
+		if _, ok := have[PlacementNamespaceLabel]; ok {
+			return false
+		}
+	}
+	return true
 }
 
 // remove deletes everything the record applied to the member, except what
