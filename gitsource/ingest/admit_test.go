@@ -194,3 +194,62 @@ func TestEvictionsLeaveWithTheirFileOnlyIfGitAppliedThem(t *testing.T) {
 		t.Errorf("after a commit without evictions the hub holds %d evictions (%v); want by-kubectl alone", len(left), left)
 	}
 }
+
+// unpackCountingHub counts the reads of whole runs, which on the embedded
+// hub unpack a finished run's clusters.
+type unpackCountingHub struct {
+	*embedded.Hub
+	wholeReads int
+}
+
+func (h *unpackCountingHub) GetUpdateRun(ctx context.Context, key hub.Key) (*fleet.UpdateRun, error) {
+	h.wholeReads++
+	return h.Hub.GetUpdateRun(ctx, key)
+}
+
+func (h *unpackCountingHub) ListUpdateRuns(ctx context.Context) ([]*fleet.UpdateRun, error) {
+	h.wholeReads++
+	return h.Hub.ListUpdateRuns(ctx)
+}
+
+// Admission reads runs for their metadata and spec only: on a hub that
+// hands them out without their clusters, it never reads a run whole (a
+// finished run's clusters stay packed, however many runs there are), and
+// an immutable field's change is still refused and noted, a run gone from
+// Git still deleted.
+func TestAdmissionReadsRunsWithoutTheirClusters(t *testing.T) {
+	ctx := context.Background()
+	h := &unpackCountingHub{Hub: embedded.New(clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), embedded.NewMemoryStore())}
+	a := ingest.New(h, nil)
+	run := func(name, placement string) *fleet.UpdateRun {
+		return &fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: fleet.UpdateRunSpec{PlacementName: placement, StagedUpdateStrategyName: "s", State: fleet.StateRun}}
+	}
+	content := func(runs ...*fleet.UpdateRun) *render.Content {
+		return &render.Content{Runs: runs, Sources: map[render.ObjectRef]render.Source{}}
+	}
+	if _, err := a.Admit(ctx, content(run("kept", "app"), run("gone", "app"))); err != nil {
+		t.Fatal(err)
+	}
+	rejected, err := a.Admit(ctx, content(run("kept", "other")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rejected) != 1 {
+		t.Errorf("changing an immutable placementName: rejected %q, want one refusal", rejected)
+	}
+	kept, err := h.Hub.GetUpdateRun(ctx, hub.Key{Name: "kept"})
+	if err != nil || kept.Spec.PlacementName != "app" || kept.Annotations[fleet.RejectedChangeAnnotation] == "" {
+		t.Errorf("the refused run: %v, %+v; want placementName app kept and the refusal noted", err, kept)
+	}
+	if _, err := h.Hub.GetUpdateRun(ctx, hub.Key{Name: "gone"}); err != nil && !hub.IsNotFound(err) {
+		t.Fatal(err)
+	} else if err == nil {
+		if gone, _ := h.Hub.GetUpdateRun(ctx, hub.Key{Name: "gone"}); gone.DeletionTimestamp == nil {
+			t.Error("the run gone from Git is not being deleted")
+		}
+	}
+	if h.wholeReads != 0 {
+		t.Errorf("admission read runs whole %d times, want never", h.wholeReads)
+	}
+}

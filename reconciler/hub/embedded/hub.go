@@ -685,6 +685,28 @@ func (h *Hub) ListUpdateRuns(context.Context) ([]*fleet.UpdateRun, error) {
 	return h.runs.list(), nil
 }
 
+// GetUpdateRunWithoutClusters is GetUpdateRun for a reader of the run's
+// metadata and spec only, such as the Git loop's admission, which reads
+// every run at every sync: a finished run comes as kept, without its
+// stages' clusters, which are not unpacked.
+func (h *Hub) GetUpdateRunWithoutClusters(_ context.Context, key hub.Key) (*fleet.UpdateRun, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r, ok := h.runs.head(key)
+	if !ok {
+		return nil, hub.NotFound(fleet.UpdateRunKind(key.Namespace), key)
+	}
+	return r.DeepCopy(), nil
+}
+
+// ListUpdateRunsWithoutClusters is ListUpdateRuns on the terms of
+// GetUpdateRunWithoutClusters.
+func (h *Hub) ListUpdateRunsWithoutClusters(context.Context) ([]*fleet.UpdateRun, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.runs.heads(), nil
+}
+
 // ListUpdateRunsReadOnly is ListUpdateRuns without the copies, on the
 // terms of ListPlacementsReadOnly; a finished run, kept as a husk, is
 // unpacked into a new object all the same.
@@ -791,7 +813,7 @@ func (h *Hub) updateRun(r *fleet.UpdateRun, same func(cur *fleet.UpdateRun) bool
 func (h *Hub) RemoveUpdateRun(_ context.Context, key hub.Key) error {
 	h.mu.Lock()
 	defer h.unlock()
-	cur, ok := h.runs.peek(key)
+	cur, ok := h.runs.head(key)
 	if !ok {
 		return nil
 	}

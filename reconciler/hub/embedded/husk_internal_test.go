@@ -282,3 +282,55 @@ func TestAFinishedRunOfAThousandClustersPacksSmall(t *testing.T) {
 	}
 	t.Logf("%d bytes packed, %d a cluster", len(packed), len(packed)/1002)
 }
+
+// TestReadingAFinishedRunsSpecLeavesItPacked: what the Git loop does to
+// every run at every sync (apply it unchanged, clear its note, read and
+// list it for admission) and removing it never unpack a husk, so a
+// hundred finished runs cost a sync no more than one. The packed clusters
+// are made unreadable: any unpack would panic. The runs read without
+// their clusters have the metadata and spec GetUpdateRun had.
+func TestReadingAFinishedRunsSpecLeavesItPacked(t *testing.T) {
+	ctx := context.Background()
+	h := New(clock.NewFake(huskT0), nil)
+	st := randomStatus(3)
+	st.StagesStatus = append(st.StagesStatus, fleet.StageUpdatingStatus{StageName: "s", Clusters: []fleet.ClusterUpdatingStatus{{ClusterName: "m"}}})
+	writeFinished(t, h, "run", st)
+	key := hub.Key{Name: "run"}
+	whole, err := h.GetUpdateRun(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !husked(h, "run") {
+		t.Fatal("the finished run was not husked; the test shows nothing")
+	}
+	h.mu.Lock()
+	h.runs.packed[key] = []byte{0xff}
+	h.mu.Unlock()
+
+	if h.ApplyUpdateRun(&fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: "run"}, Spec: whole.Spec}) {
+		t.Error("applying the run's own spec reports a change")
+	}
+	h.AnnotateUpdateRun(key, fleet.RejectedChangeAnnotation, "")
+	got, err := h.GetUpdateRunWithoutClusters(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, err := h.ListUpdateRunsWithoutClusters(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]*fleet.UpdateRun{"GetUpdateRunWithoutClusters": got, "ListUpdateRunsWithoutClusters": listed[0]} {
+		if !reflect.DeepEqual(r.ObjectMeta, whole.ObjectMeta) || !reflect.DeepEqual(r.Spec, whole.Spec) {
+			t.Errorf("%s: metadata and spec differ from GetUpdateRun's:\n got %#v %#v\nwant %#v %#v", name, r.ObjectMeta, r.Spec, whole.ObjectMeta, whole.Spec)
+		}
+	}
+	if len(listed) != 1 {
+		t.Errorf("ListUpdateRunsWithoutClusters listed %d runs, want 1", len(listed))
+	}
+	if err := h.RemoveUpdateRun(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.GetUpdateRunWithoutClusters(ctx, key); !hub.IsNotFound(err) {
+		t.Errorf("the removed run reads %v, want not found", err)
+	}
+}

@@ -126,11 +126,11 @@ func (h *Hub) ApplyUpdateRun(r *fleet.UpdateRun) bool {
 	h.mu.Lock()
 	defer h.unlock()
 	setKind(r, fleet.UpdateRunKind(r.Namespace))
+	if cur, ok := h.runs.head(keyOf(r)); ok && equality.Semantic.DeepEqual(cur.Spec, r.Spec) {
+		return false // the Git loop applies every run of every commit: a husk stays packed
+	}
 	next := r.DeepCopy()
 	if cur, ok := h.runs.peek(keyOf(r)); ok {
-		if equality.Semantic.DeepEqual(cur.Spec, r.Spec) {
-			return false
-		}
 		keepMeta(&next.ObjectMeta, &cur.ObjectMeta, true)
 		next.Status = *cur.Status.DeepCopy()
 		h.stamp(next, false)
@@ -198,6 +198,9 @@ func (h *Hub) ListUpdateStrategies(context.Context) ([]*fleet.UpdateStrategy, er
 func (h *Hub) AnnotateUpdateRun(key hub.Key, name, value string) {
 	h.mu.Lock()
 	defer h.unlock()
+	if cur, ok := h.runs.head(key); !ok || cur.Annotations[name] == value {
+		return // the Git loop clears every run's note every sync: a husk stays packed
+	}
 	annotate[*fleet.UpdateRun](h, &h.runs, key, name, value)
 }
 

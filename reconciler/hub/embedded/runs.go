@@ -68,6 +68,23 @@ func (t *runTable) peek(k types.NamespacedName) (*fleet.UpdateRun, bool) {
 	return t.whole(k, o), true
 }
 
+// head is the stored run as it is kept, a husk not unpacked (its stages
+// without their clusters): enough to read its metadata and spec. Callers
+// must not mutate it.
+func (t *runTable) head(k types.NamespacedName) (*fleet.UpdateRun, bool) {
+	return t.runs.peek(k)
+}
+
+// heads returns copies of the runs as they are kept (head), sorted by
+// namespace then name.
+func (t *runTable) heads() []*fleet.UpdateRun {
+	out := t.runs.listShared(nil)
+	for i, o := range out {
+		out[i] = o.DeepCopy()
+	}
+	return out
+}
+
 // put stores a copy of o and returns the copy, whole (for persist).
 func (t *runTable) put(o *fleet.UpdateRun) *fleet.UpdateRun {
 	c := o.DeepCopy()
