@@ -1,8 +1,10 @@
 package updaterun
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/hub/embedded"
 )
 
 // Tests of gitfleet's deliberate differences from KubeFleet (DESIGN.md).
@@ -84,10 +87,27 @@ func TestConcurrentRunsNeedTheSameStrategy(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.placement(nil)
+		lists := &runListCountingHub{Hub: e.h}
+		e.r.Hub = lists
 		e.create()
 		e.ok()
 		wantConds(t, "run", e.get().Status.Conditions, initOK, runWaiting("before-stage", "stage1"))
+		if n := lists.whole.Load(); n != 0 {
+			t.Errorf("initializing listed the runs whole %d times; want only the unfinished ones listed, a finished run left packed", n)
+		}
 	})
+}
+
+// runListCountingHub counts the lists of every run whole, which unpack the
+// finished runs the embedded hub keeps packed.
+type runListCountingHub struct {
+	*embedded.Hub
+	whole atomic.Int64
+}
+
+func (c *runListCountingHub) ListUpdateRuns(ctx context.Context) ([]*fleet.UpdateRun, error) {
+	c.whole.Add(1)
+	return c.Hub.ListUpdateRuns(ctx)
 }
 
 // Difference 5: an Approved condition at the wrong observedGeneration is

@@ -1,6 +1,7 @@
 package updaterun
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
@@ -93,12 +94,26 @@ func (p *pass) recordStrategy(st *fleet.UpdateRunStatus) error {
 	return nil
 }
 
+// unfinishedRuns is a hub that lists the runs that have not finished
+// without reading the finished ones (the embedded hub keeps them packed),
+// which the check of concurrent runs skips: a run initializing after a
+// hundred finished runs of 1,000 clusters no longer unpacks them all.
+type unfinishedRuns interface {
+	ListUnfinishedUpdateRunsReadOnly(ctx context.Context) ([]*fleet.UpdateRun, error)
+}
+
 // checkConcurrentRuns enforces what KubeFleet only documents (deliberate
 // difference 3): runs that are in flight on the same placement at the same
 // time must use identical strategy snapshots, otherwise their stage plans
 // would fight over the same bindings.
 func (p *pass) checkConcurrentRuns(st *fleet.UpdateRunStatus) error {
-	runs, err := p.r.Hub.ListUpdateRuns(p.ctx)
+	var runs []*fleet.UpdateRun
+	var err error
+	if u, ok := p.r.Hub.(unfinishedRuns); ok {
+		runs, err = u.ListUnfinishedUpdateRunsReadOnly(p.ctx) // read only, as below
+	} else {
+		runs, err = p.r.Hub.ListUpdateRuns(p.ctx)
+	}
 	if err != nil {
 		return fmt.Errorf("listing update runs: %w", err)
 	}
