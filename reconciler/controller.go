@@ -524,8 +524,13 @@ func (c *Controller) processRun(ctx context.Context, it item) {
 		c.q.addAfter(it, res.RequeueAfter)
 	default:
 		c.q.forget(it)
-		if _, gerr := c.Hub.GetUpdateRun(ctx, it.key); gerr == nil && !res.Blocked {
-			c.q.addAfter(it, c.SafetyPoll)
+		// A blocked run waits for an event; only a run that is still there
+		// is polled (asking the hub last: on the embedded hub a finished
+		// run's Get unpacks it).
+		if !res.Blocked {
+			if _, gerr := c.Hub.GetUpdateRun(ctx, it.key); gerr == nil {
+				c.q.addAfter(it, c.SafetyPoll)
+			}
 		}
 	}
 }
