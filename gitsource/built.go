@@ -102,19 +102,19 @@ func (l *layer) AddAlternate(string) error {
 // discard drops the staged objects: the commit was not pushed.
 func (l *layer) discard() { l.staged = nil }
 
-// keep moves the staged objects of a pushed commit into the cache: pack,
-// the pack the push sent (nil if it sent none or it was too large), holds
-// the objects listed in sent. Objects the pack lacks are written loose. The
-// trees and the commit stay in memory as the next commit's bases.
-func (l *layer) keep(pack []byte, sent map[plumbing.Hash]bool) error {
+// keep moves the staged objects of a pushed commit into the cache: the
+// pack the push sent (none if it sent none or it was too large) holds the
+// objects it lists. Objects the pack lacks are written loose. The trees and
+// the commit stay in memory as the next commit's bases.
+func (l *layer) keep(sent sentPack) error {
 	staged := l.staged
 	l.staged = nil
 	if len(staged) == 0 {
 		return nil
 	}
 	packed := false
-	if len(pack) > 0 {
-		if err := l.addPack(pack); err != nil {
+	if len(sent.pack) > 0 {
+		if err := l.addPack(sent.pack, sent.index, sent.checksum); err != nil {
 			l.src.log.Warn("cannot write the pushed pack to the cache; writing its objects one by one", "err", l.src.red.scrub(err.Error()))
 		} else {
 			packed = true
@@ -130,7 +130,7 @@ func (l *layer) keep(pack []byte, sent map[plumbing.Hash]bool) error {
 		l.recent, l.recentBytes = map[plumbing.Hash]plumbing.EncodedObject{}, 0
 	}
 	for h, o := range staged {
-		if !packed || !sent[h] {
+		if !packed || !sent.objects[h] {
 			if _, err := l.src.store.SetEncodedObject(o); err != nil {
 				return fmt.Errorf("object %s: %w", h, err)
 			}

@@ -16,13 +16,11 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 )
 
-// The pack a push sent becomes the cache's copy of the commit: it is
-// indexed in memory (go-git's parser, reading the pack from memory rather
-// than back from a temporary file, as go-git's pack writer does) and
-// written with its index, with no loose object per blob, tree and commit.
+// The pack a push sent becomes the cache's copy of the commit: written
+// with the index its encoder recorded (packenc.go), with no loose object
+// per blob, tree and commit and nothing inflated or hashed again.
 //
 // go-git looks an object up in every pack's index in turn, so a pack per
 // status commit would make a busy daemon read slower by the hour until
@@ -50,8 +48,8 @@ type ownPack struct {
 // addPack writes pack to the cache and merges the newest packs while
 // packFanIn of them have the same size. A failed merge leaves the packs as
 // they are, for Maintain.
-func (l *layer) addPack(pack []byte) error {
-	h, err := l.writePack(pack)
+func (l *layer) addPack(pack []byte, index []idxfile.Entry, checksum plumbing.Hash) error {
+	h, err := l.writePack(pack, index, checksum)
 	if err != nil {
 		return err
 	}
@@ -74,27 +72,14 @@ func (l *layer) addPack(pack []byte) error {
 	return nil
 }
 
-// writePack indexes pack and writes it to the cache; it returns its hash.
-func (l *layer) writePack(pack []byte) (plumbing.Hash, error) {
-	if len(pack) < 12+20 {
+// writePack writes pack, whose objects are at the index's entries, to the
+// cache; it returns its hash.
+func (l *layer) writePack(pack []byte, index []idxfile.Entry, checksum plumbing.Hash) (plumbing.Hash, error) {
+	if len(pack) < 12+20 || !bytes.Equal(pack[len(pack)-20:], checksum[:]) {
 		return plumbing.ZeroHash, errors.New("truncated pack")
 	}
-	idx := new(idxfile.Writer)
-	parser, err := packfile.NewParser(packfile.NewScanner(bytes.NewReader(pack)), idx)
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	checksum, err := parser.Parse()
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	index, err := idx.Index()
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	entries, err := indexEntries(index)
-	if err != nil {
-		return plumbing.ZeroHash, err
+	if n := binary.BigEndian.Uint32(pack[8:12]); int(n) != len(index) {
+		return plumbing.ZeroHash, fmt.Errorf("the pack holds %d objects, its index lists %d", n, len(index))
 	}
 	tmp, err := createTemp(l.packDir(), "tmp_pack_")
 	if err != nil {
@@ -108,7 +93,7 @@ func (l *layer) writePack(pack []byte) (plumbing.Hash, error) {
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return checksum, l.place(tmp.Name(), checksum, entries)
+	return checksum, l.place(tmp.Name(), checksum, index)
 }
 
 // packWriter writes a pack to a temporary file of the cache's pack
