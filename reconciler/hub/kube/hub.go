@@ -530,6 +530,15 @@ func (in *informer) caughtUp(ctx context.Context, u *unstructured.Unstructured) 
 	})
 }
 
+// handledAt reports whether the hub handled key at resourceVersion rv or
+// later, or handles key no more (it was deleted).
+func (in *informer) handledAt(key hub.Key, rv string) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	st, ok := in.handled[cacheKey(key.Namespace, key.Name)]
+	return !ok || atLeast(st.resourceVersion, rv)
+}
+
 // gone waits until the hub handled the deletion of key: it is absent, or
 // terminating (a finalizer keeps it).
 func (in *informer) gone(ctx context.Context, key hub.Key) error {

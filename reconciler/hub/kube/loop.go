@@ -170,8 +170,8 @@ func (h *Hub) flushLoop() {
 }
 
 // Pending implements hub.Loop: deliveries waiting for a Commit, the
-// member changes still under way and the runs' status writes not made yet
-// (runstatus.go), which the status tree in Git waits for.
+// member changes still under way and the runs' status writes the store
+// does not hold yet (runstatus.go), which the status tree in Git waits for.
 func (h *Hub) Pending() int {
 	n := h.statusWritesPending()
 	if h.delivery != nil {

@@ -133,13 +133,16 @@ func (h *Hub) handOverRunStatus(ctx context.Context, kind string, r *fleet.Updat
 }
 
 // statusWritesPending counts the runs whose status is handed over and not
-// written yet: the status tree in Git and kubectl see it only once written.
+// yet in the status tree: not written, or written and not yet handled by
+// the hub's informer, which mirrors it into Config.Store (the write
+// returns a hair before the watch brings it back, and Daemon.Idle must
+// not say idle in between).
 func (h *Hub) statusWritesPending() int {
 	h.chainMu.Lock()
 	defer h.chainMu.Unlock()
 	n := 0
-	for _, c := range h.chains {
-		if c.busy() {
+	for key, c := range h.chains {
+		if c.busy() || !h.informers[c.kind].handledAt(key, c.base) {
 			n++
 		}
 	}

@@ -278,6 +278,73 @@ func TestARunsLastStatusReachesTheStatusTreeAfterItsPassCommitted(t *testing.T) 
 	await.Until(t, "a flush carrying the Succeeded status", func() bool { return store.phase(ref, true) == fleet.PhaseSucceeded })
 }
 
+// TestARunsStatusWriteIsPendingUntilTheStoreHoldsIt: Hub.Pending counts a
+// run's status write until the hub's informer handed it to the store, not
+// only until the write returned, or Daemon.Idle could say idle (and serve
+// --exit-when-idle stop) with the run's last status missing from the
+// status tree. Provoked: the informer's event is held in the store's Put
+// until the write has returned.
+func TestARunsStatusWriteIsPendingUntilTheStoreHoldsIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a kube-apiserver")
+	}
+	th := startHub(t)
+	th.reset(t)
+	store := newFlushedStore()
+	h := th.newHub(t, Config{Store: store})
+	ctx := await.Context(t)
+	key := hub.Key{Name: "run"}
+	ref := hub.ObjectRef{Kind: fleet.KindClusterStagedUpdateRun, Key: key}
+	th.apply(t, h, &fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: key.Name},
+		Spec: fleet.UpdateRunSpec{PlacementName: "app", StagedUpdateStrategyName: "strategy", ResourceSnapshotIndex: "0", State: fleet.StateRun}})
+	if _, err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.GetUpdateRun(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	store.mu.Lock()
+	store.beforePut = func(got hub.ObjectRef, obj runtime.Object) {
+		if run, ok := obj.(*fleet.UpdateRun); ok && got == ref && run.Phase() == fleet.PhaseSucceeded {
+			once.Do(func() { close(held); <-release })
+		}
+	}
+	store.mu.Unlock()
+	for _, typ := range []string{fleet.StagedUpdateRunConditionInitialized, fleet.StagedUpdateRunConditionSucceeded} {
+		r.Status.Conditions = append(r.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionTrue,
+			ObservedGeneration: 1, Reason: "Test", Message: "handed over by the test", LastTransitionTime: metav1.Now().Rfc3339Copy()})
+	}
+	if err := h.UpdateUpdateRunStatus(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatal("the run's Succeeded status never reached the store")
+	}
+	// The informer's event is held in Put; wait for the write to return.
+	h.chainMu.Lock()
+	idle := h.chains[key].idle
+	h.chainMu.Unlock()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+		t.Fatal("the run's status write did not return")
+	}
+	if n := h.Pending(); n != 1 {
+		t.Errorf("with the run's status written and not yet in the store, Pending() = %d, want 1", n)
+	}
+	close(release)
+	await.Until(t, "Pending() at 0 once the store holds the status", func() bool { return h.Pending() == 0 })
+	if got := store.phase(ref, false); got != fleet.PhaseSucceeded {
+		t.Fatalf("Pending() is 0 and the store holds the run %s; want %s", got, fleet.PhaseSucceeded)
+	}
+}
+
 // runStatusHandled waits until the status writes of run key are done and the hub's
 // informer has handled the last of them.
 func runStatusHandled(t *testing.T, h *Hub, th *testHub, key hub.Key) {
@@ -300,6 +367,9 @@ type flushedStore struct {
 	mu               sync.Mutex
 	put, flushed     map[hub.ObjectRef]runtime.Object
 	entered, release chan struct{}
+	// beforePut, when set, runs before each Put (a test holds the hub's
+	// informer event with it).
+	beforePut func(ref hub.ObjectRef, obj runtime.Object)
 }
 
 func newFlushedStore() *flushedStore {
@@ -309,6 +379,12 @@ func newFlushedStore() *flushedStore {
 func (s *flushedStore) Load(context.Context) ([]runtime.Object, error) { return nil, nil }
 
 func (s *flushedStore) Put(ref hub.ObjectRef, obj runtime.Object) {
+	s.mu.Lock()
+	before := s.beforePut
+	s.mu.Unlock()
+	if before != nil {
+		before(ref, obj)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.put[ref] = obj.DeepCopyObject()
