@@ -66,7 +66,11 @@ type Controller struct {
 	// run pass that lost a write to a Conflict is retried, not failed
 	// (Conflicts counts those).
 	OnError func(controller string, err error)
-	Log     *slog.Logger
+	// OnConflict is told about every run pass retried after a Conflict,
+	// with the kind of the object whose write lost (ConflictKind);
+	// optional, for metrics.
+	OnConflict func(kind string)
+	Log        *slog.Logger
 	// SafetyPoll re-checks every run at least this often even when nothing
 	// was requeued (default 5m).
 	SafetyPoll time.Duration
@@ -512,6 +516,9 @@ func (c *Controller) processRun(ctx context.Context, it item) {
 	switch {
 	case hub.IsConflict(err):
 		c.conflicts.Add(1)
+		if c.OnConflict != nil {
+			c.OnConflict(ConflictKind(err))
+		}
 		c.q.addAfter(it, c.q.failed(it))
 	case err != nil:
 		c.failed(ControllerUpdateRun, err)

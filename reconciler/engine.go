@@ -25,6 +25,9 @@ type EngineOptions struct {
 	Committer Committer
 	// OnError hears about failed reconciles (optional; metrics).
 	OnError func(controller string, err error)
+	// OnConflict hears about run passes retried after a Conflict, by the
+	// kind of the object whose write lost (optional; metrics).
+	OnConflict func(kind string)
 	// OnBindings hears the bindings of a placement after each placement
 	// status update (optional; metrics of version skew). They are the
 	// hub's own where it can share them (hub.ListBindingsReadOnly): read
@@ -73,14 +76,15 @@ func NewEngine(h hub.Hub, clk clock.Clock, opts EngineOptions) *Controller {
 		Clock: clk,
 		Runs: &updaterun.Reconciler{Hub: h, Clock: clk, StuckThreshold: opts.StuckThreshold, Metrics: opts.Metrics,
 			RefusedStrategy: opts.RefusedStrategy, Gates: opts.Gates, Log: log.With("controller", "updaterun")},
-		Scheduler: &scheduler.Scheduler{Hub: h, Clock: clk, Log: log.With("controller", "scheduler")},
-		Status:    status,
-		Evictions: &eviction.Reconciler{Hub: h, Clock: clk, Log: log.With("controller", "eviction")},
-		Committer: opts.Committer,
-		Observer:  opts.Observer,
-		OnError:   opts.OnError,
-		Workers:   opts.Workers,
-		Log:       log.With("controller", "reconciler"),
+		Scheduler:  &scheduler.Scheduler{Hub: h, Clock: clk, Log: log.With("controller", "scheduler")},
+		Status:     status,
+		Evictions:  &eviction.Reconciler{Hub: h, Clock: clk, Log: log.With("controller", "eviction")},
+		Committer:  opts.Committer,
+		Observer:   opts.Observer,
+		OnError:    opts.OnError,
+		OnConflict: opts.OnConflict,
+		Workers:    opts.Workers,
+		Log:        log.With("controller", "reconciler"),
 	}
 	if w, ok := opts.Gates.(interface{ SetWake(func(hub.Key)) }); ok {
 		w.SetWake(c.EnqueueRun)

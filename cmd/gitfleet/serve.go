@@ -275,6 +275,7 @@ func serveFleet(ctx context.Context, o serveOptions, log *slog.Logger, m *metric
 			PushApprovalBranches: !o.noApprovalBranches, Metrics: m, Observer: gitops.MetricsObserver{M: m},
 			Gates:            o.metricGates(),
 			OnReconcileError: func(controller string, _ error) { m.ObserveReconcileError(controller) },
+			OnWriteConflict:  m.ObserveWriteConflict,
 			OnBindings: func(p hub.Key, bindings []*fleet.Binding) {
 				name := p.Name
 				if p.Namespace != "" {

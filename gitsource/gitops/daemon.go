@@ -100,6 +100,9 @@ type Config struct {
 	Observer Observer
 	// OnReconcileError hears about failed reconciles (optional; metrics).
 	OnReconcileError func(controller string, err error)
+	// OnWriteConflict hears about run passes retried after a hub write
+	// lost to a Conflict, by reconciler.ConflictKind (optional; metrics).
+	OnWriteConflict func(kind string)
 	// OnBindings hears the bindings of a placement after each placement
 	// status update (optional; metrics of version skew); read only, they
 	// may be the hub's own.
@@ -292,7 +295,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	}
 	d.Controller = reconciler.NewEngine(d.Hub, d.clock, reconciler.EngineOptions{
 		StuckThreshold: cfg.StuckThreshold, Metrics: cfg.Metrics, Workers: workers, Gates: cfg.Gates,
-		OnError: cfg.OnReconcileError, OnBindings: cfg.OnBindings, RefusedStrategy: d.ingest.RefusedStrategy, Log: d.log,
+		OnError: cfg.OnReconcileError, OnConflict: cfg.OnWriteConflict, OnBindings: cfg.OnBindings, RefusedStrategy: d.ingest.RefusedStrategy, Log: d.log,
 	})
 
 	window := cfg.GroupCommit

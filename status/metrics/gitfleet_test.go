@@ -253,6 +253,7 @@ func TestPipelineMetrics(t *testing.T) {
 	m.ObserveStatusPush(PushError, time.Hour) // a failed push publishes nothing: lag stays
 	m.ObserveReconcileError("updaterun")
 	m.ObserveReconcileError("updaterun")
+	m.ObserveWriteConflict("binding")
 	m.ObserveResourceSnapshot()
 	m.SetLastProcessedCommit("aaaaaaa", t0)
 	m.SetLastProcessedCommit("bbbbbbb", t0.Add(time.Minute))
@@ -279,6 +280,12 @@ gitfleet_reconcile_errors_total{controller="eviction"} 0
 gitfleet_reconcile_errors_total{controller="placement"} 0
 gitfleet_reconcile_errors_total{controller="scheduler"} 0
 gitfleet_reconcile_errors_total{controller="updaterun"} 2
+# HELP gitfleet_hub_write_conflicts_total Run passes retried because a hub write lost to a Conflict (another writer came first), by the kind of object written (binding, updaterun, approval, other).
+# TYPE gitfleet_hub_write_conflicts_total counter
+gitfleet_hub_write_conflicts_total{kind="approval"} 0
+gitfleet_hub_write_conflicts_total{kind="binding"} 1
+gitfleet_hub_write_conflicts_total{kind="other"} 0
+gitfleet_hub_write_conflicts_total{kind="updaterun"} 0
 # HELP gitfleet_resource_snapshots_total Resource snapshots recorded.
 # TYPE gitfleet_resource_snapshots_total counter
 gitfleet_resource_snapshots_total 1
@@ -294,7 +301,7 @@ gitfleet_source_ready{name="main"} 1
 gitfleet_source_ready{name="release.v2"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
-		GitFetchErrorsTotal, StatusPushesTotal, StatusWritebackLagSeconds, ReconcileErrorsTotal,
+		GitFetchErrorsTotal, StatusPushesTotal, StatusWritebackLagSeconds, ReconcileErrorsTotal, HubWriteConflictsTotal,
 		ResourceSnapshotsTotal, LastProcessedCommitTimestampSeconds, LastProcessedCommitInfo, SourceReady); err != nil {
 		t.Error(err)
 	}

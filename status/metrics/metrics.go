@@ -35,6 +35,7 @@ type Metrics struct {
 	pushes        *prometheus.CounterVec
 	writebackLag  prometheus.Gauge
 	reconcileErrs *prometheus.CounterVec
+	conflicts     *prometheus.CounterVec
 	commitTime    prometheus.Gauge
 	commitInfo    *prometheus.GaugeVec
 	snapshots     prometheus.Counter
@@ -124,6 +125,10 @@ func New(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 			Name: ReconcileErrorsTotal,
 			Help: "Reconcile passes that ended in an error, by controller.",
 		}, []string{LabelController}),
+		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: HubWriteConflictsTotal,
+			Help: "Run passes retried because a hub write lost to a Conflict (another writer came first), by the kind of object written (binding, updaterun, approval, other).",
+		}, []string{LabelKind}),
 		commitTime: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: LastProcessedCommitTimestampSeconds,
 			Help: "Commit time of the last fleet repository commit gitfleet processed, as a Unix timestamp in seconds.",
@@ -156,6 +161,9 @@ func New(reg prometheus.Registerer, clk clock.Clock) *Metrics {
 	for _, c := range reconciler.Controllers {
 		m.reconcileErrs.WithLabelValues(c)
 	}
+	for _, k := range reconciler.ConflictKinds {
+		m.conflicts.WithLabelValues(k)
+	}
 	for _, r := range RenderFailureReasons {
 		m.renderFails.WithLabelValues(r)
 	}
@@ -176,7 +184,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.runStatus, m.approvalLatency, m.stageDuration,
 		m.stageClusters, m.runs, m.failed, m.pending, m.snapshotIndex,
 		m.fetchDuration, m.fetchErrors, m.renderDur, m.renderFails, m.pushes, m.writebackLag,
-		m.reconcileErrs, m.commitTime, m.commitInfo, m.snapshots, m.sourceReady, m.windowWaits.total, m.gates,
+		m.reconcileErrs, m.conflicts, m.commitTime, m.commitInfo, m.snapshots, m.sourceReady, m.windowWaits.total, m.gates,
 	}
 }
 

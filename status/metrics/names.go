@@ -21,6 +21,7 @@ const (
 	StatusPushesTotal                            = "gitfleet_status_pushes_total"
 	StatusWritebackLagSeconds                    = "gitfleet_status_writeback_lag_seconds"
 	ReconcileErrorsTotal                         = "gitfleet_reconcile_errors_total"
+	HubWriteConflictsTotal                       = "gitfleet_hub_write_conflicts_total"
 	LastProcessedCommitTimestampSeconds          = "gitfleet_last_processed_commit_timestamp_seconds"
 	LastProcessedCommitInfo                      = "gitfleet_last_processed_commit_info"
 	ResourceSnapshotsTotal                       = "gitfleet_resource_snapshots_total"
@@ -48,6 +49,7 @@ const (
 	LabelCluster       = "cluster"
 	LabelResult        = "result"
 	LabelController    = "controller"
+	LabelKind          = "kind"
 	LabelCommit        = "commit"
 )
 
@@ -104,6 +106,7 @@ var Names = []string{
 	StatusPushesTotal,
 	StatusWritebackLagSeconds,
 	ReconcileErrorsTotal,
+	HubWriteConflictsTotal,
 	LastProcessedCommitTimestampSeconds,
 	LastProcessedCommitInfo,
 	ResourceSnapshotsTotal,

@@ -78,6 +78,12 @@ func (m *Metrics) ObserveReconcileError(controller string) {
 	m.reconcileErrs.WithLabelValues(controller).Inc()
 }
 
+// ObserveWriteConflict counts a run pass retried after its write of an
+// object of kind (reconciler.ConflictKind) lost to a Conflict.
+func (m *Metrics) ObserveWriteConflict(kind string) {
+	m.conflicts.WithLabelValues(kind).Inc()
+}
+
 // SetLastProcessedCommit records the commit gitfleet last rendered and
 // reconciled; the info series carries only that commit.
 func (m *Metrics) SetLastProcessedCommit(commit string, committed time.Time) {

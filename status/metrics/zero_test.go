@@ -54,6 +54,7 @@ func TestEveryCounterIsExportedAtZeroFromTheStart(t *testing.T) {
 			slices.Sort(v)
 			return v
 		}()},
+		{HubWriteConflictsTotal, []string{"approval,", "binding,", "other,", "updaterun,"}},
 		{ForgeAPIErrorsTotal, []string{"other,comment,", "other,pull_request,", "unreachable,comment,", "unreachable,pull_request,"}},
 		{RollbackPullRequestsTotal, []string{"no_target,", "opened,"}},
 	} {
