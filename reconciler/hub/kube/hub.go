@@ -39,6 +39,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/clock"
@@ -237,6 +238,9 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 	for kind, gvr := range resources {
 		in := &informer{kind: kind, gvr: gvr, inf: factory.ForResource(gvr).Informer(),
 			changed: make(chan struct{}), handled: map[string]handledState{}, converted: map[string]conversion{}}
+		if err := in.inf.SetTransform(stripManagedFields); err != nil {
+			return nil, err
+		}
 		if err := in.inf.AddIndexers(cache.Indexers{placementIndex: byPlacement}); err != nil {
 			return nil, err
 		}
@@ -270,6 +274,14 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 	}
 	return h, nil
 }
+
+// stripManagedFields drops every cached object's managedFields, which
+// nothing of the hub reads (the status tree drops them too, mirrored) and
+// which the API server keeps when an update omits them: a run's status
+// carries an entry per field manager and subresource, and the cache held
+// them for every object. Writes built from cached objects omit them, so
+// the API server keeps its own.
+var stripManagedFields = crcache.TransformStripManagedFields()
 
 // checkServed fails with the fix when the hub lacks gitfleet's CRDs, rather
 // than letting the informers wait for resources that never come.

@@ -31,8 +31,9 @@ func newTyped(kind string) hub.Object {
 }
 
 // mirrored is u as the embedded hub would persist it: typed, without what
-// only an API server assigns (uid, managedFields), so the status tree holds
-// the same bytes whichever hub wrote it.
+// only an API server assigns (uid; the cache keeps no managedFields,
+// stripManagedFields), so the status tree holds the same bytes whichever
+// hub wrote it.
 func mirrored(kind string, u *unstructured.Unstructured) (runtime.Object, error) {
 	o := newTyped(kind)
 	if o == nil {
@@ -42,7 +43,6 @@ func mirrored(kind string, u *unstructured.Unstructured) (runtime.Object, error)
 		return nil, err
 	}
 	o.SetUID("")
-	o.SetManagedFields(nil)
 	o.GetObjectKind().SetGroupVersionKind(resources[kind].GroupVersion().WithKind(kind))
 	return o, nil
 }

@@ -345,6 +345,52 @@ func TestARunsStatusWriteIsPendingUntilTheStoreHoldsIt(t *testing.T) {
 	}
 }
 
+// TestTheCacheKeepsNoManagedFieldsAndTheAPIServerKeepsItsOwn: the hub's
+// informers drop managedFields (nothing reads them, and a run's entries
+// were kept for every cached object), and writes built from cached
+// objects omit them, so the API server keeps the field managers it
+// tracks, gitfleet's status writes among them.
+func TestTheCacheKeepsNoManagedFieldsAndTheAPIServerKeepsItsOwn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a kube-apiserver")
+	}
+	th := startHub(t)
+	th.reset(t)
+	h := th.newHub(t, Config{})
+	ctx := await.Context(t)
+	key := hub.Key{Name: "run"}
+	th.apply(t, h, &fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: key.Name},
+		Spec: fleet.UpdateRunSpec{PlacementName: "app", StagedUpdateStrategyName: "strategy", ResourceSnapshotIndex: "0", State: fleet.StateRun}})
+	r, err := h.GetUpdateRun(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Status.Conditions = []metav1.Condition{{Type: fleet.StagedUpdateRunConditionInitialized, Status: metav1.ConditionTrue,
+		ObservedGeneration: 1, Reason: "Test", Message: "written by the test", LastTransitionTime: metav1.Now().Rfc3339Copy()}}
+	if err := h.UpdateUpdateRunStatus(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	runStatusHandled(t, h, th, key)
+
+	onServer, err := th.client.Resource(resources[fleet.KindClusterStagedUpdateRun]).Get(ctx, key.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var statusManaged bool
+	for _, m := range onServer.GetManagedFields() {
+		statusManaged = statusManaged || (m.Manager == FieldManager && m.Subresource == "status")
+	}
+	if !statusManaged {
+		t.Errorf("the API server's managedFields have no %s status entry: %+v", FieldManager, onServer.GetManagedFields())
+	}
+	if cached := h.cached(fleet.KindClusterStagedUpdateRun, key); cached == nil || cached.GetManagedFields() != nil {
+		t.Errorf("the cache holds the run with managedFields (or not at all): %v", cached)
+	}
+	if got, err := h.GetUpdateRun(ctx, key); err != nil || got.ManagedFields != nil {
+		t.Errorf("GetUpdateRun: managedFields %v, err %v; want none", got.ManagedFields, err)
+	}
+}
+
 // runStatusHandled waits until the status writes of run key are done and the hub's
 // informer has handled the last of them.
 func runStatusHandled(t *testing.T, h *Hub, th *testHub, key hub.Key) {

@@ -38,6 +38,9 @@ var worksGVR = func() schema.GroupVersionResource {
 func (h *Hub) watchWorks(factory dynamicinformer.DynamicSharedInformerFactory) error {
 	in := &informer{kind: fleet.KindWork, gvr: worksGVR, inf: factory.ForResource(worksGVR).Informer(),
 		changed: make(chan struct{}), handled: map[string]handledState{}}
+	if err := in.inf.SetTransform(stripManagedFields); err != nil {
+		return err
+	}
 	report := func(old, obj any, deleted bool) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
