@@ -139,7 +139,9 @@ func start(t testing.TB, workloads bool, names []string) []*Cluster {
 		}
 	}
 	for _, c := range out {
-		c.WaitReady()
+		if err := c.readyOnFreePorts(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if workloads {
 		// All clusters' controllers start before the first wait, so the
@@ -325,6 +327,35 @@ func (c *Cluster) start(p ports) error {
 		"--enable-priority-and-fairness=false",
 	}
 	return c.startAPIServer()
+}
+
+// portAttempts is how many sets of ports a cluster's start tries.
+const portAttempts = 3
+
+// readyOnFreePorts waits until the started cluster is ready. A port is free
+// only until another process binds it (another test binary's server, or
+// any client's outgoing connection: ephemeral ports come from the same
+// range), so a cluster whose etcd or API server lost its port is started
+// again, afresh, on new ports.
+func (c *Cluster) readyOnFreePorts() error {
+	c.t.Helper()
+	err := c.waitReady()
+	for attempt := 1; lostPort(err) && attempt < portAttempts; attempt++ {
+		c.t.Logf("kubetest: %s lost a port to another process, starting it again on new ports: %v", c.Name, err)
+		c.Stop()
+		if err = os.RemoveAll(filepath.Join(c.dir, "etcd")); err != nil {
+			return err
+		}
+		if err = c.start(freePorts()); err == nil {
+			err = c.waitReady()
+		}
+	}
+	return err
+}
+
+// lostPort reports whether err says a server could not bind its port.
+func lostPort(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "address already in use")
 }
 
 // apiserverArgs are kept so the API server can be restarted alone.

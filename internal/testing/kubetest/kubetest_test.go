@@ -61,6 +61,40 @@ func TestAStartFailsAtOnceWhenAServerCannotListen(t *testing.T) {
 	}
 }
 
+// A port can be taken between the moment it is chosen and the moment a
+// server binds it (another test binary, a client's ephemeral port): the
+// cluster starts again on new ports instead of failing its test.
+func TestAClusterThatLostAPortStartsAgainOnNewPorts(t *testing.T) {
+	bin := Bin(t)
+	for _, tc := range []struct {
+		name string
+		take func(p *ports) *int
+	}{
+		{"etcd's client port was taken", func(p *ports) *int { return &p.etcd }},
+		{"the API server's port was taken", func(p *ports) *int { return &p.apiserver }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := freePorts()
+			taken := takePort(t)
+			*tc.take(&p) = taken
+			c := newCluster(t, bin, "member1")
+			err := c.start(p)
+			if err == nil {
+				err = c.readyOnFreePorts()
+			}
+			if err != nil {
+				t.Fatalf("the cluster did not start again on new ports: %v", err)
+			}
+			if c.port == taken || strings.Contains(c.Server, fmt.Sprint(taken)) {
+				t.Errorf("the cluster serves on the taken port %d (%s)", taken, c.Server)
+			}
+			if c.Get("v1", "Namespace", "", "default") == nil {
+				t.Fatal("the cluster started again has no default namespace")
+			}
+		})
+	}
+}
+
 func TestARestartFailsAtOnceWhenTheAPIServerCannotListen(t *testing.T) {
 	c := Start(t, "member1")[0]
 	c.StopAPIServer()
