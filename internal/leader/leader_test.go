@@ -23,15 +23,11 @@ import (
 var quick = leader.Options{Enabled: true, Namespace: "default", LeaseDuration: 3 * time.Second,
 	RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}
 
-func restConfig(c *kubetest.Cluster) *rest.Config {
-	return &rest.Config{Host: c.Server, BearerToken: c.AdminToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
-}
-
 func newElector(t *testing.T, c *kubetest.Cluster, lease, identity string) *leader.Elector {
 	t.Helper()
 	o := quick
 	o.Name = lease
-	e, err := leader.New(leader.Config{Options: o, REST: restConfig(c), Identity: identity,
+	e, err := leader.New(leader.Config{Options: o, REST: c.AdminConfig(), Identity: identity,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +55,7 @@ func run(ctx context.Context, e *leader.Elector, lead func(context.Context) erro
 
 func TestElection(t *testing.T) {
 	hub := kubetest.Start(t, "hub")[0]
-	cs := kubernetes.NewForConfigOrDie(restConfig(hub))
+	cs := kubernetes.NewForConfigOrDie(hub.AdminConfig())
 
 	// A standby names the leader; a leader that is stopped finishes its
 	// work while it still holds the lease, then releases it, and the

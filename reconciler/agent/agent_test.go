@@ -31,10 +31,6 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func adminConfig(c *kubetest.Cluster) *rest.Config {
-	return &rest.Config{Host: c.Server, BearerToken: c.AdminToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
-}
-
 // fleetOf is a real hub (config/crd, the member cluster controller) and a
 // real member whose agent reaches the hub as the member's identity, with
 // only the RBAC the hub grants it.
@@ -59,10 +55,10 @@ func startWrapped(t *testing.T, wrap func(agent.Member) agent.Member) *fleetOf {
 	f := &fleetOf{hub: cs[0], member: cs[1]}
 	f.hub.InstallCRDs(filepath.Join("..", "..", "config", "crd"))
 	var err error
-	if f.admin, err = client.New(adminConfig(f.hub), client.Options{Scheme: membercluster.Scheme}); err != nil {
+	if f.admin, err = client.New(f.hub.AdminConfig(), client.Options{Scheme: membercluster.Scheme}); err != nil {
 		t.Fatal(err)
 	}
-	ctrl, err := membercluster.New(membercluster.Config{Rest: adminConfig(f.hub), Log: quiet})
+	ctrl, err := membercluster.New(membercluster.Config{Rest: f.hub.AdminConfig(), Log: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,10 +70,10 @@ func startWrapped(t *testing.T, wrap func(agent.Member) agent.Member) *fleetOf {
 	if err := f.admin.Create(await.Context(t), m); err != nil {
 		t.Fatal(err)
 	}
-	asIdentity := adminConfig(f.hub)
+	asIdentity := f.hub.AdminConfig()
 	asIdentity.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:fleet-agents:agent"}
 	ctx, cancel := context.WithCancel(context.Background())
-	m1, err := agent.KubeMember(ctx, adminConfig(f.member), 0)
+	m1, err := agent.KubeMember(ctx, f.member.AdminConfig(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,11 +369,11 @@ func TestManyAgentsWithSimulatedMembersInOneProcess(t *testing.T) {
 	const n = 20
 	hub := kubetest.Start(t, "hub")[0]
 	hub.InstallCRDs(filepath.Join("..", "..", "config", "crd"))
-	admin, err := client.New(adminConfig(hub), client.Options{Scheme: membercluster.Scheme})
+	admin, err := client.New(hub.AdminConfig(), client.Options{Scheme: membercluster.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctrl, err := membercluster.New(membercluster.Config{Rest: adminConfig(hub), Log: quiet})
+	ctrl, err := membercluster.New(membercluster.Config{Rest: hub.AdminConfig(), Log: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +392,7 @@ func TestManyAgentsWithSimulatedMembersInOneProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 		sims[i] = sim
-		a, err := agent.New(agent.Config{Hub: adminConfig(hub), MemberName: name, Log: quiet}, sim)
+		a, err := agent.New(agent.Config{Hub: hub.AdminConfig(), MemberName: name, Log: quiet}, sim)
 		if err != nil {
 			t.Fatal(err)
 		}

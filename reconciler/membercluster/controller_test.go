@@ -36,7 +36,7 @@ func startHub(t *testing.T) *hub {
 	t.Helper()
 	c := kubetest.Start(t, "hub")[0]
 	c.InstallCRDs(filepath.Join("..", "..", "config", "crd"))
-	rc := adminConfig(c)
+	rc := c.AdminConfig()
 	admin, err := client.New(rc, client.Options{Scheme: membercluster.Scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -59,13 +59,9 @@ func startHub(t *testing.T) *hub {
 	return &hub{cluster: c, admin: admin, clock: clk}
 }
 
-func adminConfig(c *kubetest.Cluster) *rest.Config {
-	return &rest.Config{Host: c.Server, BearerToken: c.AdminToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
-}
-
 // as is a client of the hub as user (impersonated).
 func (h *hub) as(t *testing.T, user string) client.Client {
-	rc := adminConfig(h.cluster)
+	rc := h.cluster.AdminConfig()
 	rc.Impersonate = rest.ImpersonationConfig{UserName: user}
 	cl, err := client.New(rc, client.Options{Scheme: membercluster.Scheme})
 	if err != nil {

@@ -583,8 +583,13 @@ func (c *Cluster) client() client.Client {
 
 func (c *Cluster) newClient() (client.Client, error) {
 	quietOnce.Do(func() { ctrllog.SetLogger(logr.Discard()) })
-	return client.New(&rest.Config{Host: c.Server, BearerToken: c.AdminToken,
-		TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, client.Options{})
+	return client.New(c.AdminConfig(), client.Options{})
+}
+
+// AdminConfig is a client configuration of the cluster's admin (its
+// token, the API server's self-signed certificate not verified).
+func (c *Cluster) AdminConfig() *rest.Config {
+	return &rest.Config{Host: c.Server, BearerToken: c.AdminToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
 }
 
 // Get returns a live object of the cluster, or nil when it does not exist.

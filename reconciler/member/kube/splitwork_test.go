@@ -8,11 +8,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
-	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
 )
 
 // splitWork is Work name of placement's binding on member1 at gen,
@@ -48,12 +46,7 @@ func TestTheWorksOfABindingNeverPruneWhatAnotherOfThemHolds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver")
 	}
-	c := kubetest.Start(t, "member1")[0]
-	a, err := NewWorkApplier(&rest.Config{Host: c.Server, BearerToken: c.AdminToken,
-		TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, a := startWorkApplier(t)
 	ctx := await.Context(t)
 
 	// Each step is what the two Works hold; nil: the envelope Work is
@@ -185,12 +178,7 @@ func TestARecordWithoutItsPlacementIsLabelledOnItsNextPass(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver")
 	}
-	c := kubetest.Start(t, "member1")[0]
-	a, err := NewWorkApplier(&rest.Config{Host: c.Server, BearerToken: c.AdminToken,
-		TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, a := startWorkApplier(t)
 	ctx := await.Context(t)
 	const placement, ns = "web", "web"
 	mainName, envName := placement+"-work", placement+"-work-envelope-0123456789abcdef"

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
@@ -30,6 +29,18 @@ func testWork(t *testing.T, gen int64, docs ...string) *fleet.Work {
 	return w
 }
 
+// startWorkApplier starts a member cluster and the WorkApplier of its
+// admin, as an agent on that member applies Works.
+func startWorkApplier(t *testing.T) (*kubetest.Cluster, *WorkApplier) {
+	t.Helper()
+	c := kubetest.Start(t, "member1")[0]
+	a, err := NewWorkApplier(c.AdminConfig(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, a
+}
+
 // TestAWorkIsAppliedReportedAndPrunedOnARealMember: the WorkApplier (what
 // an agent on a member applies Works with) puts a Work's manifests on a
 // real API server, reports KubeFleet's Applied and Available per manifest
@@ -39,12 +50,7 @@ func TestAWorkIsAppliedReportedAndPrunedOnARealMember(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver")
 	}
-	c := kubetest.Start(t, "member1")[0]
-	a, err := NewWorkApplier(&rest.Config{Host: c.Server, BearerToken: c.AdminToken,
-		TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, a := startWorkApplier(t)
 	ctx := await.Context(t)
 	ns := "{apiVersion: v1, kind: Namespace, metadata: {name: web}}"
 	cm := "{apiVersion: v1, kind: ConfigMap, metadata: {name: settings, namespace: web}, data: {level: info}}"
