@@ -371,10 +371,12 @@ func watchClusters(t testing.TB, clusters []*kubetest.Cluster) []*kubetest.Clust
 // waitPhase waits for a run to reach a phase in the remote's status tree.
 // It fails at once, naming the status the tree holds, when the run ended
 // in another phase (it never will be in phase), and when the run's status
-// has not changed for as long as the test took before the wait (at least
-// a minute): a run that moves keeps its time however slow the machine,
-// one that stopped moving no longer waits until shortly before the
-// binary's -timeout, leaving the package's other tests no time.
+// has not changed for twice as long as the test took before the wait (at
+// least two minutes: a slower machine slows both alike, and a pause of
+// the whole machine must not read as a stopped run): a run that moves
+// keeps its time however slow the machine, one that stopped moving no
+// longer waits until shortly before the binary's -timeout, leaving the
+// package's other tests no time.
 func (r *fleetRepo) waitPhase(name, phase string) *fleet.UpdateRun {
 	r.t.Helper()
 	return r.awaitPhase(name, phase, 0, nil)
@@ -396,7 +398,7 @@ var endedPhases = []string{fleet.PhaseSucceeded, fleet.PhaseFailed, fleet.PhaseI
 func (r *fleetRepo) awaitPhase(name, phase string, budget time.Duration, onHub func() string) *fleet.UpdateRun {
 	r.t.Helper()
 	start := time.Now()
-	still := max(time.Minute, start.Sub(r.made)).Round(time.Second)
+	still := max(2*time.Minute, 2*start.Sub(r.made)).Round(time.Second)
 	var (
 		last      *fleet.UpdateRun
 		moved     = start
