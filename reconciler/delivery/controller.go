@@ -414,13 +414,19 @@ func (c *Controller) dispatch(ctx context.Context, in intent) error {
 		if _, err := c.removeWorks(ctx, b, m.Name); err != nil {
 			return err
 		}
-		res, envs, failed := member.Prepare(b, m, src.Snapshots, src.ClusterResourceOverrides, src.ResourceOverrides, src.Missing)
+		driver := drivers.For(m)
+		var failed *metav1.Condition
+		if _, ok := driver.(member.WorkDriver); ok {
+			// Applied as pulled Works are, reported from their status.
+			d.Works, failed = PushWorks(b, m, src)
+		} else {
+			d.Resources, d.Envelopes, failed = member.Prepare(b, m, src.Snapshots, src.ClusterResourceOverrides, src.ResourceOverrides, src.Missing)
+		}
 		if failed != nil {
 			log.Warn("not delivering", "condition", failed.Type, "reason", failed.Message)
 			return c.ReportBindingStatus(in.key, b.Generation, []metav1.Condition{*failed}, member.Placements{})
 		}
-		d.Resources, d.Envelopes = res, envs
-		if err := drivers.For(m).Deliver(ctx, d); err != nil {
+		if err := driver.Deliver(ctx, d); err != nil {
 			return fmt.Errorf("deliver binding %s to member cluster %q: %w", hub.KeyString(in.key), d.Cluster(), err)
 		}
 		log.Debug("delivered", "snapshot", b.Spec.ResourceSnapshotName)

@@ -33,6 +33,19 @@ func MemberNamespace(cluster string) string { return fleet.MemberNamespacePrefix
 // instead (member.Prepare's: both hubs fail alike). Works are sorted by
 // name.
 func Works(b *fleet.Binding, cluster *fleet.MemberCluster, src Sources) (works []*fleet.Work, failed *metav1.Condition) {
+	return makeWorks(b, cluster, src, false)
+}
+
+// PushWorks are Works for a member gitfleet applies them to itself (the
+// kubeconfig transport): never stored, so each manifest is kept decoded
+// (Manifest.Object, an *unstructured.Unstructured, not to be modified)
+// and nothing is encoded or decoded again per apply, and each Work's
+// generation is b's, which its status observes.
+func PushWorks(b *fleet.Binding, cluster *fleet.MemberCluster, src Sources) (works []*fleet.Work, failed *metav1.Condition) {
+	return makeWorks(b, cluster, src, true)
+}
+
+func makeWorks(b *fleet.Binding, cluster *fleet.MemberCluster, src Sources, decoded bool) (works []*fleet.Work, failed *metav1.Condition) {
 	if _, _, failed := member.Prepare(b, cluster, src.Snapshots, src.ClusterResourceOverrides, src.ResourceOverrides, src.Missing); failed != nil {
 		return nil, failed
 	}
@@ -76,25 +89,40 @@ func Works(b *fleet.Binding, cluster *fleet.MemberCluster, src Sources) (works [
 			if env.Type == fleet.ResourceEnvelopeType {
 				w.Labels[fleet.EnvelopeNamespaceLabel] = env.Namespace
 			}
-			if w.Spec.Workload.Manifests, err = manifests(objs); err != nil {
+			ms, err := manifests(objs, false)
+			if err != nil {
 				return fail(err)
 			}
 			// KubeFleet's order (extractManifestsFromEnvelopeCR): by the
 			// JSON of each manifest, descending, so an unchanged envelope
 			// makes an unchanged Work.
-			sort.SliceStable(w.Spec.Workload.Manifests, func(i, j int) bool {
-				return string(w.Spec.Workload.Manifests[i].Raw) > string(w.Spec.Workload.Manifests[j].Raw)
-			})
+			order := make([]int, len(ms))
+			for i := range order {
+				order[i] = i
+			}
+			sort.SliceStable(order, func(i, j int) bool { return string(ms[order[i]].Raw) > string(ms[order[j]].Raw) })
+			w.Spec.Workload.Manifests = make([]fleet.Manifest, len(ms))
+			for i, k := range order {
+				w.Spec.Workload.Manifests[i] = ms[k]
+				if decoded {
+					w.Spec.Workload.Manifests[i] = fleet.Manifest{RawExtension: runtime.RawExtension{Object: objs[k]}}
+				}
+			}
 			works = append(works, w)
 		}
 		if plain, err = override(plain); err != nil {
 			return fail(err)
 		}
 		w := newWork(prefix, b, s, roHash, croHash)
-		if w.Spec.Workload.Manifests, err = manifests(plain); err != nil {
+		if w.Spec.Workload.Manifests, err = manifests(plain, decoded); err != nil {
 			return fail(err)
 		}
 		works = append(works, w)
+	}
+	if decoded {
+		for _, w := range works {
+			w.Generation = b.Generation
+		}
 	}
 	sort.Slice(works, func(i, j int) bool { return works[i].Name < works[j].Name })
 	return works, nil
@@ -158,9 +186,15 @@ func hashOf(v any) string {
 	return fmt.Sprintf("%x", sha256.Sum256(data))
 }
 
-func manifests(objs []*unstructured.Unstructured) ([]fleet.Manifest, error) {
+// manifests are objs as a Work holds them: encoded, or, when decoded,
+// as they are.
+func manifests(objs []*unstructured.Unstructured, decoded bool) ([]fleet.Manifest, error) {
 	out := make([]fleet.Manifest, 0, len(objs))
 	for _, o := range objs {
+		if decoded {
+			out = append(out, fleet.Manifest{RawExtension: runtime.RawExtension{Object: o}})
+			continue
+		}
 		data, err := json.Marshal(o.Object)
 		if err != nil {
 			return nil, err
@@ -170,11 +204,16 @@ func manifests(objs []*unstructured.Unstructured) ([]fleet.Manifest, error) {
 	return out, nil
 }
 
-// WorkManifests decodes the manifests of a Work, in order; the error names
-// the ordinal of one that does not decode.
+// WorkManifests decodes the manifests of a Work, in order (one kept
+// decoded, PushWorks', is returned as it is); the error names the ordinal
+// of one that does not decode.
 func WorkManifests(w *fleet.Work) ([]*unstructured.Unstructured, error) {
 	out := make([]*unstructured.Unstructured, 0, len(w.Spec.Workload.Manifests))
 	for i, m := range w.Spec.Workload.Manifests {
+		if u, ok := m.Object.(*unstructured.Unstructured); ok {
+			out = append(out, u)
+			continue
+		}
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(m.Raw); err != nil {
 			return nil, fmt.Errorf("work %s/%s: manifest %d: %w", w.Namespace, w.Name, i, err)

@@ -28,6 +28,11 @@ type Delivery struct {
 	Resources []*unstructured.Unstructured
 	// Envelopes names the envelope of each resource that came out of one.
 	Envelopes Envelopes
+	// Works are the binding's Works (reconciler/delivery.PushWorks), for
+	// a driver that applies Works (WorkDriver) instead of Resources,
+	// which are then empty: a binding goes to a member it reaches as it
+	// goes to one that pulls. Empty for removals.
+	Works []*fleet.Work
 	// Record names what the member records of the delivery (the kubeconfig
 	// driver's inventory): the Work applied, when one is applied as it is
 	// (reconciler/member/kube.WorkApplier, as KubeFleet's AppliedWork is
@@ -91,6 +96,15 @@ type Reporter = hub.Reporter
 type Driver interface {
 	Deliver(ctx context.Context, d Delivery) error
 	Remove(ctx context.Context, d Delivery) error
+}
+
+// WorkDriver is a Driver that applies a binding's Works (Delivery.Works)
+// as a member's agent applies them (the kubeconfig driver), not its
+// Resources: its bindings then read as those of members that pull.
+type WorkDriver interface {
+	Driver
+	// AppliesWorks marks the driver; it does nothing.
+	AppliesWorks()
 }
 
 // Prepare is what cluster receives for binding b: the manifests of its

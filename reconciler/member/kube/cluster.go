@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -806,17 +807,13 @@ func recordLabelsOf(cm *unstructured.Unstructured) map[string]string {
 // applying with the same owner labels; an object moving from one Work to
 // another stays held by the one it moved to.
 func (cl *cluster) heldByOthers(ctx context.Context, d member.Delivery) (inventory, error) {
-	want := recordLabels(d)
-	list := &unstructured.UnstructuredList{}
-	list.SetAPIVersion("v1")
-	list.SetKind("ConfigMapList")
-	if err := cl.client.List(ctx, list, client.InNamespace(InventoryNamespace), client.MatchingLabels{RecordPlacementLabel: want[RecordPlacementLabel]}); err != nil {
-		return nil, fmt.Errorf("list the inventories of placement %s: %w", hub.KeyString(d.Placement()), err)
+	records, err := cl.records(ctx, d)
+	if err != nil {
+		return nil, err
 	}
 	held := inventory{}
-	for i := range list.Items {
-		cm := &list.Items[i]
-		if cm.GetName() == d.RecordName() || !maps.Equal(want, recordLabelsOf(cm)) {
+	for _, cm := range records {
+		if cm.GetName() == d.RecordName() {
 			continue
 		}
 		rec, err := parseRecord(cm)
@@ -828,6 +825,41 @@ func (cl *cluster) heldByOthers(ctx context.Context, d member.Delivery) (invento
 		}
 	}
 	return held, nil
+}
+
+// records are the member's records of d's placement (one per Work of its
+// binding), by their labels.
+func (cl *cluster) records(ctx context.Context, d member.Delivery) ([]*unstructured.Unstructured, error) {
+	want := recordLabels(d)
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("v1")
+	list.SetKind("ConfigMapList")
+	if err := cl.client.List(ctx, list, client.InNamespace(InventoryNamespace), client.MatchingLabels{RecordPlacementLabel: want[RecordPlacementLabel]}); err != nil {
+		return nil, fmt.Errorf("list the inventories of placement %s: %w", hub.KeyString(d.Placement()), err)
+	}
+	var out []*unstructured.Unstructured
+	for i := range list.Items {
+		if cm := &list.Items[i]; maps.Equal(want, recordLabelsOf(cm)) {
+			out = append(out, cm)
+		}
+	}
+	return out, nil
+}
+
+// recordNames names the member's records of d's placement, and d's own
+// record (WorkName: a record written before records carried their
+// placement's labels has that name), sorted.
+func (cl *cluster) recordNames(ctx context.Context, d member.Delivery) ([]string, error) {
+	records, err := cl.records(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{d.WorkName()}
+	for _, cm := range records {
+		names = append(names, cm.GetName())
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
 }
 
 // parseRecord reads an inventory ConfigMap.

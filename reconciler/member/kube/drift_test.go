@@ -137,7 +137,7 @@ func TestReportDiffReportsDiffsAndWritesNothingToTheMember(t *testing.T) {
 	same := f.createConfigMap("same", "v1")
 	d := withStrategy(delivery(t, "member1", 1, "place-0-snapshot", configMap("pre", "ours"), configMap("same", "v1"), configMap("absent", "x")),
 		fleet.ApplyStrategy{Type: fleet.ApplyStrategyTypeReportDiff})
-	must(t, f.drivers.Driver("member1").Deliver(f.ctx, d))
+	must(t, f.drivers.Driver("member1").Deliver(f.ctx, pushed(t, d)))
 	rep := f.reports.waitCond(t, d.Key(), 1, fleet.ResourceBindingDiffReported, metav1.ConditionTrue, member.AllWorkDiffReportedReason)
 
 	if len(rep.diffed) != 2 {
@@ -194,7 +194,7 @@ func TestTakeoverOfAnObjectTheMemberAlreadyHas(t *testing.T) {
 			rv := f.createConfigMap("pre", tt.theirs)
 			d := withStrategy(delivery(t, "member1", 1, "place-0-snapshot", configMap("pre", "ours")),
 				fleet.ApplyStrategy{WhenToTakeOver: tt.when})
-			must(t, f.drivers.Driver("member1").Deliver(f.ctx, d))
+			must(t, f.drivers.Driver("member1").Deliver(f.ctx, pushed(t, d)))
 			cm := func() *unstructured.Unstructured { return f.get("member1", "v1", "ConfigMap", "test-namespace", "pre") }
 			if tt.taken {
 				f.reports.waitCond(t, d.Key(), 1, fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)

@@ -7,12 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/reconciler/member"
 	"github.com/gitfleet/gitfleet/reconciler/member/kube"
@@ -46,25 +43,12 @@ data:
       hard: {pods: "10"}`
 )
 
-// envelopeDelivery is what both hubs hand a driver for a snapshot of these
-// manifests (YAML): member.Prepare's resources and envelopes.
+// envelopeDelivery is what the delivery controller hands the driver for a
+// snapshot of these manifests (YAML): the binding's Works, one per
+// envelope beside the snapshot's.
 func envelopeDelivery(t *testing.T, gen int64, snapshot string, manifests ...string) member.Delivery {
 	t.Helper()
-	d := delivery(t, "member1", gen, snapshot)
-	s := &fleet.ResourceSnapshot{ObjectMeta: metav1.ObjectMeta{Name: snapshot}}
-	for _, m := range manifests {
-		j, err := yaml.YAMLToJSON([]byte(m))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Spec.SelectedResources = append(s.Spec.SelectedResources, runtime.RawExtension{Raw: j})
-	}
-	res, envs, failed := member.Prepare(d.Binding, d.Member, []*fleet.ResourceSnapshot{s}, nil, nil, nil)
-	if failed != nil {
-		t.Fatalf("prepare: %+v", failed)
-	}
-	d.Resources, d.Envelopes = res, envs
-	return d
+	return pushed(t, delivery(t, "member1", gen, snapshot, manifests...))
 }
 
 // TestAnEnvelopeReachesTheMemberAsWhatItWraps: KubeFleet's webhook
@@ -91,10 +75,8 @@ func TestAnEnvelopeReachesTheMemberAsWhatItWraps(t *testing.T) {
 	d1 := envelopeDelivery(t, 1, "place-0-snapshot", appNamespace, quotaEnvelope, roleOnly)
 	f.deliverAvailable(f.drivers, d1)
 	d := envelopeDelivery(t, 2, "place-1-snapshot", appNamespace, quotaEnvelope, cre)
-	for _, r := range d.Resources {
-		if fleet.IsEnvelope(r) {
-			t.Fatalf("the delivery holds the envelope %s itself", r.GetName())
-		}
+	if len(d.Works) != 3 {
+		t.Fatalf("the delivery has %d Works, want 3: the snapshot's and one per envelope", len(d.Works))
 	}
 	f.deliverAvailable(f.drivers, d)
 

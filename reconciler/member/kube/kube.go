@@ -121,7 +121,10 @@ type Clusters struct {
 	bindings keyedLock[hub.Key]
 }
 
-var _ member.Clusters = (*Clusters)(nil)
+var (
+	_ member.Clusters   = (*Clusters)(nil)
+	_ member.WorkDriver = driver{}
+)
 
 // Load reads the kubeconfig as kubectl does. It fails when an explicit file
 // is missing or any file does not parse; no context is dialed yet. Nothing
@@ -234,7 +237,13 @@ func (d driver) Deliver(_ context.Context, del member.Delivery) error {
 	return nil
 }
 
-// Remove deletes what the binding applied, now, except objects annotated
+// AppliesWorks implements member.WorkDriver: deliveries carry the
+// binding's Works, applied as a member's agent applies them.
+func (driver) AppliesWorks() {}
+
+// Remove deletes what the binding applied, now: every record of its
+// placement on the member (one per Work it had, and the one an older
+// gitfleet named after the placement's work), except objects annotated
 // prune: disabled: the hub drops the binding's work-cleanup finalizer as
 // soon as Remove returns nil.
 func (d driver) Remove(ctx context.Context, del member.Delivery) error {
@@ -250,9 +259,21 @@ func (d driver) Remove(ctx context.Context, del member.Delivery) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 4*c.opts.RequestTimeout)
 	defer cancel()
-	left, err := cl.remove(ctx, del, nil)
+	names, err := cl.recordNames(ctx, del)
 	if err != nil {
-		return err
+		return cl.redact(err)
+	}
+	// One record after the other: each spares what the records still
+	// there hold, so an object two of them hold goes with the last.
+	left := inventory{}
+	for _, name := range names {
+		rd := del
+		rd.Record = name
+		l, err := cl.remove(ctx, rd, nil)
+		if err != nil {
+			return err
+		}
+		left = left.union(l)
 	}
 	// The binding goes away with this removal: the log is what says so.
 	for _, id := range left.sorted() {

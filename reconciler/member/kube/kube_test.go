@@ -12,11 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
+	workgen "github.com/gitfleet/gitfleet/reconciler/delivery"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/member"
 	"github.com/gitfleet/gitfleet/reconciler/member/kube"
@@ -124,7 +126,7 @@ func (f *fixture) get(_ string, apiVersion, kind, namespace, name string) *unstr
 // its binding is Available at d's generation.
 func (f *fixture) deliverAvailable(drivers *kube.Clusters, d member.Delivery) {
 	f.t.Helper()
-	must(f.t, drivers.Driver("member1").Deliver(f.ctx, d))
+	must(f.t, drivers.Driver("member1").Deliver(f.ctx, pushed(f.t, d)))
 	f.reports.waitCond(f.t, d.Key(), d.Generation(), fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
 }
 
@@ -146,6 +148,28 @@ func delivery(t *testing.T, cluster string, gen int64, snapshot string, manifest
 		}
 		d.Resources = append(d.Resources, u)
 	}
+	return d
+}
+
+// pushed is d as the delivery controller hands it to the kubeconfig
+// driver: its resources, a snapshot's manifests (envelopes whole), made
+// into the binding's Works (delivery.PushWorks) at the binding's state
+// now (d as it is when it has its Works already).
+func pushed(t *testing.T, d member.Delivery) member.Delivery {
+	t.Helper()
+	if d.Works != nil {
+		return d
+	}
+	s := &fleet.ResourceSnapshot{ObjectMeta: metav1.ObjectMeta{Name: d.Binding.Spec.ResourceSnapshotName, Namespace: d.Binding.Namespace,
+		Labels: map[string]string{fleet.PlacementTrackingLabel: d.Placement().Name, fleet.ResourceIndexLabel: "0"}}}
+	for _, r := range d.Resources {
+		s.Spec.SelectedResources = append(s.Spec.SelectedResources, runtime.RawExtension{Object: r})
+	}
+	works, failed := workgen.PushWorks(d.Binding, d.Member, workgen.Sources{Snapshots: []*fleet.ResourceSnapshot{s}})
+	if failed != nil {
+		t.Fatalf("works of %s: %+v", d.Key(), failed)
+	}
+	d.Works, d.Resources = works, nil
 	return d
 }
 
@@ -194,7 +218,7 @@ func TestASnapshotWithItsOwnCRDAndNamespaceAppliesInOnePass(t *testing.T) {
 	// The custom resource and the namespaced objects come first on purpose:
 	// the driver orders CRDs and Namespaces before the rest.
 	d := delivery(t, "member1", 1, "place-0-snapshot", widget, configMap("cm", "value1"), crd, namespace)
-	if err := f.drivers.Driver("member1").Deliver(f.ctx, d); err != nil {
+	if err := f.drivers.Driver("member1").Deliver(f.ctx, pushed(f.t, d)); err != nil {
 		t.Fatal(err)
 	}
 	f.reports.waitCond(t, d.Key(), 1, fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
@@ -312,7 +336,7 @@ func TestAnUnreachableMemberIsReportedRetriedAndRecovers(t *testing.T) {
 	f := newFixture(t, nil)
 	f.clusters[0].StopAPIServer()
 	d := delivery(t, "member1", 1, "place-0-snapshot", namespace, configMap("cm", "v1"))
-	must(t, f.drivers.Driver("member1").Deliver(f.ctx, d))
+	must(t, f.drivers.Driver("member1").Deliver(f.ctx, pushed(f.t, d)))
 	rep := f.reports.waitCond(t, d.Key(), 1, fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason)
 	msg := meta.FindStatusCondition(rep.conds, fleet.ResourceBindingApplied).Message
 	for _, want := range []string{`Work object place-work is not applied`, `member cluster "member1": kubeconfig context "member1": `, "connection refused"} {
@@ -347,7 +371,7 @@ func TestCredentialsWithoutRightsAreNamedAsTheCause(t *testing.T) {
 	f.drivers = f.start()
 	for ctxName, want := range map[string]string{"viewer": "forbidden", "stranger": "the server has asked for the client to provide credentials"} {
 		d := delivery(t, ctxName, 1, "place-0-snapshot", namespace)
-		must(t, f.drivers.Driver(ctxName).Deliver(f.ctx, d))
+		must(t, f.drivers.Driver(ctxName).Deliver(f.ctx, pushed(f.t, d)))
 		rep := f.reports.waitCond(t, d.Key(), 1, fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason)
 		if msg := meta.FindStatusCondition(rep.conds, fleet.ResourceBindingApplied).Message; !strings.Contains(msg, want) ||
 			!strings.Contains(msg, `kubeconfig context "`+ctxName+`"`) {
@@ -359,7 +383,7 @@ func TestCredentialsWithoutRightsAreNamedAsTheCause(t *testing.T) {
 func TestAContextMissingFromTheKubeconfigIsReported(t *testing.T) {
 	f := newFixture(t, nil)
 	d := delivery(t, "member9", 1, "place-0-snapshot", namespace)
-	must(t, f.drivers.Driver("member9").Deliver(f.ctx, d))
+	must(t, f.drivers.Driver("member9").Deliver(f.ctx, pushed(f.t, d)))
 	rep := f.reports.waitCond(t, d.Key(), 1, fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason)
 	want := `Work object place-work is not applied: member cluster "member9": kubeconfig context "member9" is not in ` + f.kubeconfig
 	if c := meta.FindStatusCondition(rep.conds, fleet.ResourceBindingApplied); c.Message != want {
@@ -373,7 +397,7 @@ func TestADeploymentThatIsNotAvailableIsListedAsAFailedPlacement(t *testing.T) {
 	// does.
 	f := newFixture(t, nil)
 	d := delivery(t, "member1", 1, "place-0-snapshot", namespace, deployment, configMap("cm", "v1"))
-	must(t, f.drivers.Driver("member1").Deliver(f.ctx, d))
+	must(t, f.drivers.Driver("member1").Deliver(f.ctx, pushed(f.t, d)))
 	rep := f.reports.waitCond(t, d.Key(), 1, fleet.ResourceBindingAvailable, metav1.ConditionFalse, fleet.ResourceNotAvailableYetReason)
 	if len(rep.failed) != 1 || rep.failed[0].Kind != "Deployment" || rep.failed[0].Name != "web" ||
 		rep.failed[0].Condition.Reason != member.ManifestNotAvailableYetReason {
@@ -391,7 +415,7 @@ func TestAManifestTheMemberRefusesIsAFailedPlacementManifestApplyFailed(t *testi
 	f := newFixture(t, nil)
 	refused := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad, namespace: test-namespace}\ndata: {\"not a key!\": v}"
 	d := delivery(t, "member1", 1, "place-0-snapshot", namespace, refused)
-	must(t, f.drivers.Driver("member1").Deliver(f.ctx, d))
+	must(t, f.drivers.Driver("member1").Deliver(f.ctx, pushed(f.t, d)))
 	rep := f.reports.waitCond(t, d.Key(), 1, fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason)
 	if len(rep.failed) != 1 || rep.failed[0].Kind != "ConfigMap" || rep.failed[0].Name != "bad" ||
 		rep.failed[0].Condition.Type != fleet.ResourceBindingApplied || rep.failed[0].Condition.Reason != "ManifestApplyFailed" {
@@ -477,7 +501,7 @@ func TestARollbackIsAvailableOnceTheOldPodsAreBack(t *testing.T) {
 	f.drivers = f.start()
 	for gen, img := range []string{"web:1", "web:2", "web:1"} {
 		d := delivery(t, "member1", int64(gen+1), "place-snapshot", namespace, strings.Replace(deployment, "web:1", img, 1))
-		must(t, f.drivers.Driver("member1").Deliver(f.ctx, d))
+		must(t, f.drivers.Driver("member1").Deliver(f.ctx, pushed(f.t, d)))
 		f.reports.waitCond(t, d.Key(), int64(gen+1), fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason)
 		checkRolledOut(t, f, "registry.invalid/"+img)
 	}

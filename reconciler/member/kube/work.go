@@ -76,6 +76,10 @@ func NewWorkApplier(cfg *rest.Config, timeout time.Duration) (*WorkApplier, erro
 func workDelivery(w *fleet.Work) (member.Delivery, error) {
 	objs := make([]*unstructured.Unstructured, 0, len(w.Spec.Workload.Manifests))
 	for i, m := range w.Spec.Workload.Manifests {
+		if u, ok := m.Object.(*unstructured.Unstructured); ok {
+			objs = append(objs, u) // kept decoded (the kubeconfig driver's)
+			continue
+		}
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(m.Raw); err != nil {
 			return member.Delivery{}, fmt.Errorf("work %s/%s: manifest %d: %w", w.Namespace, w.Name, i, err)
@@ -112,45 +116,83 @@ func workDelivery(w *fleet.Work) (member.Delivery, error) {
 // manifests is not pruned, only dropped from w's record; that Work's
 // apply takes it over, so it is never deleted and made again.
 func (a *WorkApplier) Apply(ctx context.Context, w *fleet.Work, others []*fleet.Work, now time.Time) (fleet.WorkStatus, error) {
+	res, err := a.cl.applyWork(ctx, w, others, now)
+	return res.status, err
+}
+
+// workResult is one apply of a Work: its status, and what a later check
+// of its health starts from.
+type workResult struct {
+	work   *fleet.Work
+	status fleet.WorkStatus
+	// objs are the objects as applied (nil when the apply failed, or under
+	// ReportDiff), left what prunes of the Work left on the member, out
+	// what the apply strategy held back or found drifted.
+	objs []*unstructured.Unstructured
+	left inventory
+	out  outcome
+	// refused: the member refused a manifest (or the apply failed on one
+	// step); the status says so and the apply is tried again.
+	refused bool
+}
+
+// applyWork is WorkApplier.Apply on cl, with what the kubeconfig driver
+// polls the Work's health from afterwards.
+func (cl *cluster) applyWork(ctx context.Context, w *fleet.Work, others []*fleet.Work, now time.Time) (workResult, error) {
+	res := workResult{work: w}
 	d, err := workDelivery(w)
 	if err != nil {
-		return fleet.WorkStatus{}, err
+		return res, err
 	}
 	claimed, err := claimedBy(others)
 	if err != nil {
-		return fleet.WorkStatus{}, err
+		return res, err
 	}
 	gen := w.Generation
 	at := metav1.NewTime(now.UTC().Truncate(time.Second))
-	st := newStatus(d.Resources)
 	if d.ReportsDiff() {
-		diffed, err := a.cl.reportDiff(ctx, d, fleet.DefaultApplyStrategy(w.Spec.ApplyStrategy))
+		diffed, err := cl.reportDiff(ctx, d, fleet.DefaultApplyStrategy(w.Spec.ApplyStrategy))
 		if err != nil {
-			return fleet.WorkStatus{}, a.cl.redact(err)
+			return res, cl.redact(err)
 		}
+		st := newStatus(d.Resources)
 		st.diffed(diffed, gen, at)
 		SetWorkConditions(&st.WorkStatus, true, gen)
-		return st.WorkStatus, nil
+		res.status = st.WorkStatus
+		return res, nil
 	}
-	objs, live, left, out, err := a.cl.apply(ctx, d, claimed)
+	objs, live, left, out, err := cl.apply(ctx, d, claimed)
 	if err != nil {
 		var ae *applyError
 		if !errors.As(err, &ae) {
-			return fleet.WorkStatus{}, a.cl.redact(err)
+			return res, cl.redact(err)
 		}
-		st.applyFailed(ae.object, ae.applied, a.cl.redact(ae.err).Error(), gen)
+		st := newStatus(d.Resources)
+		st.applyFailed(ae.object, ae.applied, cl.redact(ae.err).Error(), gen)
 		SetWorkConditions(&st.WorkStatus, false, gen)
-		return st.WorkStatus, nil
+		res.status, res.refused = st.WorkStatus, true
+		return res, nil
 	}
+	res.objs, res.left, res.out = objs, left, out
+	res.status, err = res.check(live, at)
+	return res, err
+}
+
+// check is the Work's status from what the member holds of its objects
+// now (live): what its apply did, and the health of what it applied.
+func (res *workResult) check(live map[string]*unstructured.Unstructured, at metav1.Time) (fleet.WorkStatus, error) {
+	gen := res.work.Generation
 	var h health
-	if len(out.held) == 0 {
-		if h, err = healthOf(objs, live, gen); err != nil {
+	if len(res.out.held) == 0 {
+		var err error
+		if h, err = healthOf(res.objs, live, gen); err != nil {
 			return fleet.WorkStatus{}, err
 		}
 	}
-	st.applied(out, h, gen, at)
+	st := newStatus(res.objs)
+	st.applied(res.out, h, gen, at)
 	SetWorkConditions(&st.WorkStatus, false, gen)
-	if c, ok := member.PruneSkipped(gen, left.sorted()); ok {
+	if c, ok := member.PruneSkipped(gen, res.left.sorted()); ok {
 		c.Type = fleet.WorkConditionTypePruneSkipped
 		st.Conditions = append(st.Conditions, c)
 	}

@@ -4,30 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/reconciler/delivery"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/member"
 )
 
-// work is one binding's delivery as it moves through the workers: applied
-// once, then checked until healthy.
+// work is one binding's delivery as it moves through the workers: its
+// Works applied once, then checked until healthy.
 type work struct {
 	context  string
 	delivery member.Delivery
-	// applied holds the objects as applied, nil until the apply succeeded;
-	// labels select them on the member.
-	applied []*unstructured.Unstructured
-	live    map[string]*unstructured.Unstructured
-	// left is what prunes of the placement left on the member (prune:
-	// disabled), named in every report once applied.
-	left []fleet.ResourceIdentifier
-	// drifted are the drifts the apply found in fields others set
-	// (FullComparison), named in every report once applied.
-	drifted []fleet.DriftedResourcePlacement
+	// applied holds each Work's last apply, nil until every Work applied
+	// (none refused, none held back).
+	applied []workResult
 	// failing is set (under Clusters.mu) while the last attempt failed;
 	// settled while the delivery waits for its next drift check.
 	failing, settled bool
@@ -76,7 +73,7 @@ func (c *Clusters) process(ctx context.Context, key hub.Key) {
 		c.queue.AddRateLimited(key)
 	case w.settled && c.opts.DriftCheckInterval > 0:
 		// The next pass starts over: read, compare, apply what may be.
-		w.applied, w.live, w.drifted = nil, nil, nil
+		w.applied = nil
 		c.queue.Forget(key)
 		c.queue.AddAfter(key, c.opts.DriftCheckInterval)
 	case w.settled:
@@ -100,98 +97,174 @@ const (
 	held
 )
 
-// step applies w (unless it already was) and reports its health.
+// step applies w's Works (unless they already were) and reports on the
+// binding from their status as for a member that pulls them
+// (delivery.Status): the same conditions, reasons and failed, drifted
+// and diffed placements. Only what no Work status can say, an error
+// reaching the member, is reported as such: Applied=False naming the
+// binding's first Work and the cause (DiffReported=False under
+// ReportDiff).
 func (c *Clusters) step(ctx context.Context, w *work) (state, error) {
 	d := w.delivery
 	gen := d.Generation()
 	base := []metav1.Condition{member.Overridden(d.Binding), member.WorkSynchronized(gen)}
-	fail := func(err error, failed []fleet.FailedResourcePlacement) error {
-		msg := fmt.Sprintf("Work object %s is not applied: member cluster %q: %v", d.WorkName(), d.Cluster(), err)
-		cond := metav1.Condition{Type: fleet.ResourceBindingApplied, Status: metav1.ConditionFalse,
-			Reason: member.WorkNotAppliedReason, Message: msg, ObservedGeneration: gen}
-		if rerr := c.reporter.ReportBindingStatus(d.Key(), gen, append(base, cond), member.Failed(d.Envelopes.Name(failed))); rerr != nil {
+	unreached := func(err error) error {
+		cond := metav1.Condition{Type: fleet.ResourceBindingApplied, Status: metav1.ConditionFalse, Reason: member.WorkNotAppliedReason,
+			Message: fmt.Sprintf("Work object %s is not applied: member cluster %q: %v", d.WorkName(), d.Cluster(), err), ObservedGeneration: gen}
+		if d.ReportsDiff() {
+			cond = member.NotDiffReported(gen, d.WorkName())
+		}
+		if rerr := c.reporter.ReportBindingStatus(d.Key(), gen, append(base, cond), member.Placements{}); rerr != nil {
 			return errors.Join(err, rerr)
 		}
 		return err
 	}
+	report := func(results []workResult) error {
+		conds, p := delivery.Status(d.Binding, withStatus(results))
+		return c.reporter.ReportBindingStatus(d.Key(), gen, conds, p)
+	}
 
 	cl, err := c.cluster(w.context)
 	if err != nil {
-		return progressing, fail(err, nil)
+		return progressing, unreached(err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 4*c.opts.RequestTimeout)
 	defer cancel()
 
 	if w.applied == nil {
-		if d.ReportsDiff() {
-			return cl.reportDiffStep(ctx, c.reporter, d, base)
-		}
-		objs, live, left, out, err := cl.apply(ctx, d, nil)
+		results, err := cl.applyWorks(ctx, d)
 		if err != nil {
-			var failed []fleet.FailedResourcePlacement
-			var ae *applyError
-			if errors.As(err, &ae) && ae.object != nil {
-				failed = append(failed, member.FailedPlacement(ae.object, fleet.ResourceBindingApplied,
-					member.ManifestApplyFailedReason, cl.redact(ae.err).Error(), gen))
-			}
-			err = cl.redact(err)
-			return progressing, fail(fmt.Errorf("kubeconfig context %q: %w", w.context, err), failed)
+			return progressing, unreached(fmt.Errorf("kubeconfig context %q: %w", w.context, err))
 		}
-		if len(out.held) > 0 {
-			// KubeFleet's work generator: Applied=False names the work;
-			// the held objects say why, with their drifts or diffs.
-			c.log.Info("objects held back by the apply strategy", "binding", d.Key().String(), "context", w.context, "held", len(out.held))
-			cond := metav1.Condition{Type: fleet.ResourceBindingApplied, Status: metav1.ConditionFalse,
-				Reason: member.WorkNotAppliedReason, Message: fmt.Sprintf(member.WorkFailedToApplyMessageFmt, d.WorkName()), ObservedGeneration: gen}
-			return held, c.reporter.ReportBindingStatus(d.Key(), gen, member.WithPruneSkipped(append(base, cond), gen, left.sorted()), out.Placements)
+		st, err := stateOf(results, d.ReportsDiff())
+		if rerr := report(results); rerr != nil {
+			return progressing, errors.Join(err, rerr)
 		}
-		w.applied, w.live, w.left, w.drifted = objs, live, left.sorted(), out.Drifted
-		c.log.Debug("applied", "binding", d.Key().String(), "context", w.context, "resources", len(objs))
+		switch {
+		case err != nil:
+			return progressing, fmt.Errorf("kubeconfig context %q: %w", w.context, err)
+		case st == held:
+			c.log.Info("objects held back by the apply strategy", "binding", d.Key().String(), "context", w.context)
+		case !d.ReportsDiff():
+			w.applied = results
+			c.log.Debug("applied", "binding", d.Key().String(), "context", w.context, "works", len(results))
+		}
+		return st, nil
 	}
 
-	conds := member.WithPruneSkipped(append(base, member.Applied(gen)), gen, w.left)
-	live := w.live
-	w.live = nil // read fresh on every later poll
-	if live == nil {
-		live, err = cl.list(ctx, w.applied, ownerLabels(d))
+	// A later check: the health of what the Works applied, read afresh.
+	var objs []*unstructured.Unstructured
+	for _, r := range w.applied {
+		objs = append(objs, r.objs...)
 	}
-	var h health
-	if err == nil {
-		h, err = healthOf(w.applied, live, gen)
+	live, err := cl.list(ctx, objs, ownerLabels(d))
+	at := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
+	for i := range w.applied {
+		if err == nil {
+			w.applied[i].status, err = w.applied[i].check(live, at)
+		}
 	}
 	if err != nil {
 		err = cl.redact(err)
+		conds, p := delivery.Status(d.Binding, withStatus(w.applied))
 		cond := member.NotYetAvailable(gen, d.WorkName())
 		cond.Message += fmt.Sprintf(": member cluster %q: kubeconfig context %q: %v", d.Cluster(), w.context, err)
-		if rerr := c.reporter.ReportBindingStatus(d.Key(), gen, append(conds, cond), member.Placements{Drifted: w.drifted}); rerr != nil {
+		meta.SetStatusCondition(&conds, cond)
+		if rerr := c.reporter.ReportBindingStatus(d.Key(), gen, conds, member.Placements{Drifted: p.Drifted}); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 		return progressing, err
 	}
-	switch {
-	case len(h.notCurrent) == 0:
-		return healthy, c.reporter.ReportBindingStatus(d.Key(), gen, append(conds, member.Available(gen)), member.Placements{Drifted: w.drifted})
-	case h.failed:
-		return unhealthy, c.reporter.ReportBindingStatus(d.Key(), gen, append(conds, member.NotAvailable(gen, d.WorkName())),
-			member.Placements{Failed: d.Envelopes.Name(h.notCurrent), Drifted: w.drifted})
-	default:
-		return progressing, c.reporter.ReportBindingStatus(d.Key(), gen, append(conds, member.NotYetAvailable(gen, d.WorkName())),
-			member.Placements{Failed: d.Envelopes.Name(h.notCurrent), Drifted: w.drifted})
-	}
+	st, _ := stateOf(w.applied, false)
+	return st, report(w.applied)
 }
 
-// reportDiffStep is one pass of the ReportDiff apply strategy: the diff of
-// every object against the member, reported with DiffReported (False,
-// KubeFleet's NotAllWorkHaveDiffReported, when it could not be computed).
-func (cl *cluster) reportDiffStep(ctx context.Context, r member.Reporter, d member.Delivery, base []metav1.Condition) (state, error) {
-	gen := d.Generation()
-	diffed, err := cl.reportDiff(ctx, d, fleet.DefaultApplyStrategy(d.Binding.Spec.ApplyStrategy))
-	if err != nil {
-		err = cl.redact(err)
-		if rerr := r.ReportBindingStatus(d.Key(), gen, append(base, member.NotDiffReported(gen, d.WorkName())), member.Placements{}); rerr != nil {
-			err = errors.Join(err, rerr)
+// applyWorks applies every Work of d, each sparing what the others hold
+// (receiver first: an object moving between Works is taken over by the
+// one it moved to, never deleted and made again), then removes what the
+// member records of Works d no longer has. The error is one reaching the
+// member; a refused manifest is in its Work's status.
+func (cl *cluster) applyWorks(ctx context.Context, d member.Delivery) ([]workResult, error) {
+	now := time.Now()
+	results := make([]workResult, 0, len(d.Works))
+	for i, w := range d.Works {
+		others := slices.Concat(d.Works[:i], d.Works[i+1:])
+		res, err := cl.applyWork(ctx, w, others, now)
+		if err != nil {
+			return nil, err
 		}
-		return progressing, err
+		results = append(results, res)
 	}
-	return healthy, r.ReportBindingStatus(d.Key(), gen, append(base, member.DiffReported(gen)), member.Placements{Diffed: diffed})
+	names, err := cl.recordNames(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		if slices.ContainsFunc(d.Works, func(w *fleet.Work) bool { return w.Name == name }) {
+			continue
+		}
+		gone := d
+		gone.Record = name
+		claimed, err := claimedBy(d.Works)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := cl.remove(ctx, gone, claimed); err != nil {
+			return nil, cl.redact(err)
+		}
+	}
+	return results, nil
+}
+
+// withStatus are the Works of results, each with its status.
+func withStatus(results []workResult) []*fleet.Work {
+	out := make([]*fleet.Work, len(results))
+	for i, r := range results {
+		w := *r.work
+		w.Status = r.status
+		out[i] = &w
+	}
+	return out
+}
+
+// stateOf is where a delivery stands from its Works' status; the error
+// names a manifest the member refused (tried again after a backoff).
+func stateOf(results []workResult, reportDiff bool) (state, error) {
+	st := healthy
+	for _, r := range results {
+		switch {
+		case r.refused:
+			return progressing, refusal(r)
+		case len(r.out.held) > 0:
+			st = held
+		case reportDiff || st == held:
+		default:
+			for _, mc := range r.status.ManifestConditions {
+				c := meta.FindStatusCondition(mc.Conditions, fleet.WorkConditionTypeAvailable)
+				switch {
+				case c != nil && c.Status == metav1.ConditionTrue:
+				case c != nil && c.Reason == ManifestFailedReason:
+					st = unhealthy
+				case st == healthy:
+					st = progressing
+				}
+			}
+		}
+	}
+	return st, nil
+}
+
+// refusal is the error of a Work whose apply failed: its first manifest
+// not applied, else its Applied condition.
+func refusal(r workResult) error {
+	for _, mc := range r.status.ManifestConditions {
+		if c := meta.FindStatusCondition(mc.Conditions, fleet.WorkConditionTypeApplied); c != nil && c.Status == metav1.ConditionFalse {
+			return fmt.Errorf("work %s: %s", r.work.Name, c.Message)
+		}
+	}
+	msg := "not applied"
+	if c := meta.FindStatusCondition(r.status.Conditions, fleet.WorkConditionTypeApplied); c != nil {
+		msg = c.Message
+	}
+	return fmt.Errorf("work %s: %s", r.work.Name, msg)
 }
