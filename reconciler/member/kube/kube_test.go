@@ -410,16 +410,60 @@ func TestADeploymentThatIsNotAvailableIsListedAsAFailedPlacement(t *testing.T) {
 
 // KubeFleet's work applier names a manifest the member's API server refuses
 // in failedPlacements with Applied=False and reason ManifestApplyFailed
-// (its ApplyOrReportDiffResTypeFailedToApply).
+// (its ApplyOrReportDiffResTypeFailedToApply); its work generator says the
+// Work failed to apply. A pushed member reads as a pulled one.
 func TestAManifestTheMemberRefusesIsAFailedPlacementManifestApplyFailed(t *testing.T) {
 	f := newFixture(t, nil)
 	refused := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad, namespace: test-namespace}\ndata: {\"not a key!\": v}"
 	d := delivery(t, "member1", 1, "place-0-snapshot", namespace, refused)
-	must(t, f.drivers.Driver("member1").Deliver(f.ctx, pushed(f.t, d)))
+	must(t, f.drivers.Driver("member1").Deliver(f.ctx, pushed(t, d)))
 	rep := f.reports.waitCond(t, d.Key(), 1, fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason)
+	if c := meta.FindStatusCondition(rep.conds, fleet.ResourceBindingApplied); c.Message != "Work object place-work has failed to apply" {
+		t.Errorf("Applied = %+v, want KubeFleet's message naming the Work", c)
+	}
 	if len(rep.failed) != 1 || rep.failed[0].Kind != "ConfigMap" || rep.failed[0].Name != "bad" ||
-		rep.failed[0].Condition.Type != fleet.ResourceBindingApplied || rep.failed[0].Condition.Reason != "ManifestApplyFailed" {
-		t.Errorf("failed placements = %+v, want the ConfigMap, Applied=False, ManifestApplyFailed", rep.failed)
+		rep.failed[0].Condition.Type != fleet.ResourceBindingApplied || rep.failed[0].Condition.Reason != "ManifestApplyFailed" ||
+		!strings.HasPrefix(rep.failed[0].Condition.Message, "Failed to apply the manifest (error: ") {
+		t.Errorf("failed placements = %+v, want the ConfigMap, Applied=False, ManifestApplyFailed, Failed to apply the manifest (error: ...)", rep.failed)
+	}
+}
+
+// TestAnObjectMovingBetweenWorksKeepsItsUID: a ConfigMap that moves from
+// the snapshot's Work into an envelope's, and back once the envelope is
+// gone, is taken over by the Work it moves to (receiver first), never
+// deleted and made again; the record of the envelope's Work goes with it.
+func TestAnObjectMovingBetweenWorksKeepsItsUID(t *testing.T) {
+	f := newFixture(t, nil)
+	envelope := `apiVersion: placement.kubernetes-fleet.io/v1beta1
+kind: ResourceEnvelope
+metadata: {name: wrap, namespace: test-namespace}
+data:
+  cm.yaml: {apiVersion: v1, kind: ConfigMap, metadata: {name: moving, namespace: test-namespace}, data: {key: wrapped}}`
+	f.deliverAvailable(f.drivers, pushed(t, delivery(t, "member1", 1, "place-0-snapshot", namespace, configMap("moving", "plain"))))
+	uid := f.get("member1", "v1", "ConfigMap", "test-namespace", "moving").GetUID()
+
+	d2 := pushed(t, delivery(t, "member1", 2, "place-1-snapshot", namespace, envelope))
+	if len(d2.Works) != 2 {
+		t.Fatalf("%d Works, want the snapshot's and the envelope's", len(d2.Works))
+	}
+	f.deliverAvailable(f.drivers, d2)
+	cm := f.get("member1", "v1", "ConfigMap", "test-namespace", "moving")
+	if v, _, _ := unstructured.NestedString(cm.Object, "data", "key"); cm.GetUID() != uid || v != "wrapped" {
+		t.Errorf("into the envelope: uid %s, key %q; want uid %s, key wrapped", cm.GetUID(), v, uid)
+	}
+
+	f.deliverAvailable(f.drivers, pushed(t, delivery(t, "member1", 3, "place-2-snapshot", namespace, configMap("moving", "plain"))))
+	cm = f.get("member1", "v1", "ConfigMap", "test-namespace", "moving")
+	if v, _, _ := unstructured.NestedString(cm.Object, "data", "key"); cm.GetUID() != uid || v != "plain" {
+		t.Errorf("out of the envelope: uid %s, key %q; want uid %s, key plain", cm.GetUID(), v, uid)
+	}
+	if rec := f.get("member1", "v1", "ConfigMap", kube.InventoryNamespace, d2.Works[1].Name); rec != nil {
+		t.Errorf("the record of the envelope's Work %s is still on the member", d2.Works[1].Name)
+	}
+
+	must(t, f.drivers.Driver("member1").Remove(f.ctx, d2))
+	if f.get("member1", "v1", "ConfigMap", "test-namespace", "moving") != nil {
+		t.Error("the ConfigMap is still on the member after the binding's removal")
 	}
 }
 

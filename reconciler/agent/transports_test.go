@@ -1,0 +1,165 @@
+package agent_test
+
+import (
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/testing/await"
+	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
+	"github.com/gitfleet/gitfleet/reconciler/delivery"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/member"
+	"github.com/gitfleet/gitfleet/reconciler/member/kube"
+)
+
+// lastReport keeps the kubeconfig driver's last report on each binding.
+type lastReport struct {
+	mu   sync.Mutex
+	last map[hub.Key]bindingReport
+}
+
+type bindingReport struct {
+	conds []metav1.Condition
+	p     member.Placements
+}
+
+func (r *lastReport) ReportBindingStatus(key hub.Key, _ int64, conds []metav1.Condition, p member.Placements) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.last[key] = bindingReport{conds: conds, p: p}
+	return nil
+}
+
+func (r *lastReport) get(key hub.Key) bindingReport {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last[key]
+}
+
+// timeless is rep without the times MergeReport stamps when it is written.
+func timeless(rep bindingReport) bindingReport {
+	out := bindingReport{p: member.Placements{Drifted: rep.p.Drifted, Diffed: rep.p.Diffed}}
+	for _, c := range rep.conds {
+		c.LastTransitionTime = metav1.Time{}
+		out.conds = append(out.conds, c)
+	}
+	for _, f := range rep.p.Failed {
+		f.Condition.LastTransitionTime = metav1.Time{}
+		out.p.Failed = append(out.p.Failed, f)
+	}
+	return out
+}
+
+// TestAMemberReadsAlikePushedAndPulled: the same snapshot, delivered to a
+// member that pulls its Works (the agent) and to one gitfleet pushes them
+// to (the kubeconfig driver, here to the hub's API server, a real one of
+// the same version), gives its binding the same conditions and failed
+// placements, a manifest the API server refuses included: one delivery
+// path, KubeFleet's words.
+func TestAMemberReadsAlikePushedAndPulled(t *testing.T) {
+	f := start(t)
+	await.Until(t, "the member to be joined", func() bool { return joined(f.memberCluster(t)) == metav1.ConditionTrue })
+	reports := &lastReport{last: map[hub.Key]bindingReport{}}
+	pusher, err := kube.Load(kube.Options{Kubeconfig: kubetest.Kubeconfig(t, []*kubetest.Cluster{f.hub}, nil),
+		PollInterval: 100 * time.Millisecond, RetryBase: 50 * time.Millisecond, RetryMax: time.Second, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pusher.Start(await.Context(t), reports)
+	m := f.memberCluster(t)
+
+	bad := manifest(t, "v1", "ConfigMap", "app", "bad", nil)
+	bad["data"] = map[string]any{"k": map[string]any{"not": "a string"}}
+	for _, tc := range []struct {
+		name      string
+		manifests []map[string]any
+		// settled: the condition the binding settles with.
+		settled  string
+		status   metav1.ConditionStatus
+		reason   string
+		message  string
+		failures int
+	}{
+		{"refused", []map[string]any{manifest(t, "v1", "Namespace", "", "app", nil), bad},
+			fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason, "Work object place-refused-work has failed to apply", 1},
+		{"applied", []map[string]any{manifest(t, "v1", "Namespace", "", "app", nil), manifest(t, "v1", "ConfigMap", "app", "good", map[string]string{"k": "v"})},
+			fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason, member.AllWorkAvailableMessage, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			placement := "place-" + tc.name
+			b := &fleet.Binding{ObjectMeta: metav1.ObjectMeta{Name: placement + "-" + memberName, Generation: 1,
+				Labels: map[string]string{fleet.PlacementTrackingLabel: placement}}}
+			b.Spec.TargetCluster, b.Spec.ResourceSnapshotName = memberName, placement+"-0-snapshot"
+			s := &fleet.ResourceSnapshot{ObjectMeta: metav1.ObjectMeta{Name: b.Spec.ResourceSnapshotName,
+				Labels: map[string]string{fleet.PlacementTrackingLabel: placement, fleet.ResourceIndexLabel: "0"}}}
+			for _, m := range tc.manifests {
+				data, err := json.Marshal(m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.Spec.SelectedResources = append(s.Spec.SelectedResources, runtime.RawExtension{Raw: data})
+			}
+			src := delivery.Sources{Snapshots: []*fleet.ResourceSnapshot{s}}
+			settled := func(conds []metav1.Condition) bool {
+				c := meta.FindStatusCondition(conds, tc.settled)
+				return c != nil && c.Status == tc.status && c.Reason == tc.reason && c.Message == tc.message
+			}
+
+			works, failed := delivery.Works(b, m, src)
+			if failed != nil {
+				t.Fatalf("works: %+v", failed)
+			}
+			var pulled bindingReport
+			for _, w := range works {
+				if err := f.admin.Create(await.Context(t), w); err != nil {
+					t.Fatal(err)
+				}
+			}
+			await.Until(t, "the pulled binding to settle", func() bool {
+				stored := make([]*fleet.Work, len(works))
+				for i, w := range works {
+					stored[i] = f.work(t, w.Name)
+				}
+				pulled.conds, pulled.p = delivery.Status(b, stored)
+				return settled(pulled.conds)
+			})
+
+			pushWorks, failed := delivery.PushWorks(b, m, src)
+			if failed != nil {
+				t.Fatalf("push works: %+v", failed)
+			}
+			key := hub.Key{Name: b.Name}
+			if err := pusher.Driver("hub").Deliver(await.Context(t), member.Delivery{Binding: b, Member: m, Works: pushWorks}); err != nil {
+				t.Fatal(err)
+			}
+			await.Until(t, "the pushed binding to settle", func() bool { return settled(reports.get(key).conds) })
+			pushedRep := reports.get(key)
+
+			if len(pulled.p.Failed) != tc.failures {
+				t.Errorf("pulled: %d failed placements, want %d: %+v", len(pulled.p.Failed), tc.failures, pulled.p.Failed)
+			}
+			if got, want := describeReport(timeless(pushedRep)), describeReport(timeless(pulled)); got != want {
+				t.Errorf("pushed and pulled differ:\npushed: %s\npulled: %s", got, want)
+			}
+		})
+	}
+}
+
+func describeReport(r bindingReport) string {
+	data, err := json.MarshalIndent(struct {
+		Conds      []metav1.Condition
+		Placements member.Placements
+	}{r.conds, r.p}, "", "  ")
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
+}
