@@ -29,9 +29,9 @@ const (
 	AllWorkAppliedReason  = "AllWorkHaveBeenApplied"
 	AllWorkAppliedMessage = "All corresponding work objects are applied"
 
-	// WorkNotAppliedReason: the work could not be applied; the message
-	// starts with KubeFleet's "Work object <work> is not applied" and says
-	// why.
+	// WorkNotAppliedReason: the work could not be applied. When gitfleet
+	// could not reach the member at all, the message starts with
+	// KubeFleet's "Work object <work> is not applied" and says why.
 	WorkNotAppliedReason = "NotAllWorkHaveBeenApplied"
 
 	AllWorkAvailableReason  = "AllWorkAreAvailable"
@@ -40,8 +40,9 @@ const (
 	// WorkNotAvailableMessageFmt takes the work name.
 	WorkNotAvailableMessageFmt = "Work object %s is not yet available"
 
-	// WorkFailedToApplyMessageFmt takes the work name: the apply strategy
-	// held objects back (drifts, takeover).
+	// WorkFailedToApplyMessageFmt takes the work name: the member refused
+	// a manifest, or the apply strategy held objects back (drifts,
+	// takeover).
 	WorkFailedToApplyMessageFmt = "Work object %s has failed to apply"
 
 	AllWorkDiffReportedReason  = "AllWorkHaveDiffReported"
@@ -131,20 +132,15 @@ func diffReported(gen int64) metav1.Condition {
 	return condition(fleet.ResourceBindingDiffReported, metav1.ConditionTrue, AllWorkDiffReportedReason, AllWorkDiffReportedMessage, gen)
 }
 
-// Overridden, WorkSynchronized, Applied, Available, NotAvailable,
-// NotYetAvailable and DiffReported are the binding conditions a driver reports, with
-// KubeFleet's reasons and messages.
+// Overridden, WorkSynchronized, Applied, Available and NotYetAvailable
+// are binding conditions, with KubeFleet's reasons and messages.
 func Overridden(b *fleet.Binding) metav1.Condition { return overridden(b) }
 func WorkSynchronized(gen int64) metav1.Condition  { return workSynchronized(gen) }
 func Applied(gen int64) metav1.Condition           { return applied(gen) }
 func Available(gen int64) metav1.Condition         { return available(gen) }
-func NotAvailable(gen int64, work string) metav1.Condition {
-	return notAvailable(gen, work)
-}
 func NotYetAvailable(gen int64, work string) metav1.Condition {
 	return notYetAvailable(gen, work)
 }
-func DiffReported(gen int64) metav1.Condition { return diffReported(gen) }
 
 // NotDiffReported is DiffReported=False: the diff of work could not be
 // computed.

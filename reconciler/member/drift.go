@@ -185,9 +185,6 @@ func pointerValue(obj map[string]any, pointer string) any {
 // (MergeReport), which keeps when each was first seen.
 type Placements = hub.ReportedPlacements
 
-// Failed is a report of failed placements only.
-func Failed(f []fleet.FailedResourcePlacement) Placements { return Placements{Failed: f} }
-
 // DriftedPlacement is u's drift from the hub, as the member holds it.
 func DriftedPlacement(manifest, live *unstructured.Unstructured, details []fleet.PatchDetail) fleet.DriftedResourcePlacement {
 	return fleet.DriftedResourcePlacement{ResourceIdentifier: Identify(manifest),

@@ -3,31 +3,37 @@
 // gitfleet.io/driver: kubeconfig:<context>.
 //
 // Delivery is asynchronous, as KubeFleet's work applier is: Deliver records
-// what the binding asks for and returns; workers (a client-go rate-limited
-// workqueue keyed by binding) server-side apply the snapshot with Flux's
-// ssa.ResourceManager (CRDs and Namespaces first, unchanged objects not
-// written), prune what the previous snapshot had and this one has not, and
-// then poll each object's kstatus until all are Current at their current
-// generation. An object the member holds annotated gitfleet.io/prune (or
-// Flux's kustomize.toolkit.fluxcd.io/prune): disabled is never pruned nor
-// removed: it leaves the inventory, and the binding names it in its
-// PruneSkipped condition. Every outcome goes back to the hub as binding conditions
-// through member.Reporter, which wakes the engine.
+// the binding's Works (reconciler/delivery.PushWorks: the Works a member
+// that pulls would find on the hub, never stored) and returns; workers (a
+// client-go rate-limited workqueue keyed by binding) apply each Work as an
+// agent on the member applies it (WorkApplier's code): server-side apply
+// with Flux's ssa.ResourceManager (CRDs and Namespaces first, unchanged
+// objects not written), prune of what the Work's previous apply had and
+// it has not, and then polls each object's kstatus until all are Current
+// at their current generation. An object the member holds annotated
+// gitfleet.io/prune (or Flux's kustomize.toolkit.fluxcd.io/prune):
+// disabled is never pruned nor removed: it leaves the inventory, and the
+// binding names it in its PruneSkipped condition. The binding's conditions
+// and failed, drifted and diffed placements are made from the Works'
+// status by reconciler/delivery.Status, as for a member that pulls, and go
+// back to the hub through member.Reporter, which wakes the engine; only an
+// error reaching the member has no Work form and is reported as such.
 //
-// What was applied for a placement is recorded on the member itself, in the
+// What was applied for a Work is recorded on the member itself, in the
 // ConfigMap gitfleet-system/<work name> (KubeFleet keeps the same record as
-// the member's AppliedWork). It is written before an apply (old ∪ new) and
-// narrowed after the prune, so a crash at any point leaves an inventory that
-// covers everything gitfleet may have applied, and it survives the loss of
-// gitfleet's cache. Applied objects carry gitfleet.io/placement labels, and
-// prune and removal delete only objects that still carry them: gitfleet
-// never deletes what it did not apply. A binding pulled as several Works
-// (WorkApplier: one per envelope, one per part of a large snapshot) has a
-// record per Work, all labelled with the placement; a Work's prune or
-// removal spares what another of them records, as KubeFleet's work applier
-// spares an object another AppliedWork co-owns, and what another of them
-// holds in its manifests on the hub (receiver first: its apply takes the
-// object over, which is never deleted and made again).
+// the member's AppliedWork), labelled with the placement. It is written
+// before an apply (old ∪ new) and narrowed after the prune, so a crash at
+// any point leaves an inventory that covers everything gitfleet may have
+// applied, and it survives the loss of gitfleet's cache. Applied objects
+// carry gitfleet.io/placement labels, and prune and removal delete only
+// objects that still carry them: gitfleet never deletes what it did not
+// apply. A Work's prune or removal spares what another record of the
+// placement holds, as KubeFleet's work applier spares an object another
+// AppliedWork co-owns, and what another Work of the binding holds in its
+// manifests (receiver first: its apply takes the object over, which is
+// never deleted and made again). Records of Works a binding no longer has
+// are removed after its Works are applied, and a binding's removal removes
+// every record of its placement.
 package kube
 
 import (
