@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
@@ -70,8 +71,10 @@ func benchDelivery(b *testing.B, placement string, docs []string) member.Deliver
 }
 
 // BenchmarkApply1000 puts 1,000 resources on one real API server, side by
-// side: gitfleet's driver (Flux ssa: dry-run diff, then apply what
-// changed) and `kubectl apply --server-side` of the same objects. "first"
+// side: gitfleet's driver (the binding's Work applied as the workers
+// apply it, with its status: Flux ssa's dry-run diff, then apply what
+// changed, the prune, the records of Works it no longer has) and
+// `kubectl apply --server-side` of the same objects. "first"
 // creates them (fresh namespaces each iteration), "unchanged" applies the
 // same objects again.
 //
@@ -90,8 +93,19 @@ func BenchmarkApply1000(b *testing.B) {
 	}
 	ctx := context.Background()
 	gitfleetApply := func(b *testing.B, placement string, docs []string) {
-		if _, _, _, _, err := cl.apply(ctx, benchDelivery(b, placement, docs), nil); err != nil {
+		d := benchDelivery(b, placement, docs)
+		w := &fleet.Work{ObjectMeta: metav1.ObjectMeta{Name: d.WorkName(), Generation: d.Generation(),
+			Labels: map[string]string{fleet.ParentBindingLabel: d.Binding.Name, fleet.PlacementTrackingLabel: placement}}}
+		for _, r := range d.Resources {
+			w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests, fleet.Manifest{RawExtension: runtime.RawExtension{Object: r}})
+		}
+		d.Resources, d.Works = nil, []*fleet.Work{w}
+		results, err := cl.applyWorks(ctx, d)
+		if err != nil {
 			b.Fatal(err)
+		}
+		if st, err := stateOf(results, false); err != nil || st == held {
+			b.Fatalf("state %v: %v", st, err)
 		}
 	}
 	kubectlApply := func(b *testing.B, _ string, docs []string) {
