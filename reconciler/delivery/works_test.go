@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -183,4 +184,47 @@ func mustObject(t *testing.T, doc string) *unstructured.Unstructured {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// PushWorks are Works with the same names, labels, order and manifests,
+// kept decoded, at the binding's generation.
+func TestPushWorksAreWorksKeptDecoded(t *testing.T) {
+	b := binding("")
+	src := Sources{Snapshots: []*fleet.ResourceSnapshot{
+		snapshot(t, "", 0, nsApp, envelope, cmConfig),
+		snapshot(t, "", 1, cmDropped),
+	}}
+	works, failed := Works(b, member1, src)
+	if failed != nil {
+		t.Fatalf("failed: %+v", failed)
+	}
+	pushed, failed := PushWorks(b, member1, src)
+	if failed != nil {
+		t.Fatalf("failed: %+v", failed)
+	}
+	if !slices.Equal(names(pushed), names(works)) {
+		t.Fatalf("push works %v, want %v", names(pushed), names(works))
+	}
+	for i, w := range pushed {
+		if w.Generation != b.Generation || !maps.Equal(w.Labels, works[i].Labels) || !maps.Equal(w.Annotations, works[i].Annotations) {
+			t.Errorf("%s: generation %d labels %v annotations %v; want %d, %v, %v", w.Name, w.Generation, w.Labels, w.Annotations,
+				b.Generation, works[i].Labels, works[i].Annotations)
+		}
+		if len(w.Spec.Workload.Manifests) != len(works[i].Spec.Workload.Manifests) {
+			t.Fatalf("%s: %d manifests, want %d", w.Name, len(w.Spec.Workload.Manifests), len(works[i].Spec.Workload.Manifests))
+		}
+		for j, m := range w.Spec.Workload.Manifests {
+			u, ok := m.Object.(*unstructured.Unstructured)
+			if !ok || m.Raw != nil {
+				t.Fatalf("%s: manifest %d is not kept decoded: %+v", w.Name, j, m)
+			}
+			data, err := json.Marshal(u.Object)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := works[i].Spec.Workload.Manifests[j].Raw; string(data) != string(want) {
+				t.Errorf("%s: manifest %d = %s, want %s", w.Name, j, data, want)
+			}
+		}
+	}
 }
