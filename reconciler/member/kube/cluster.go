@@ -848,15 +848,27 @@ func (cl *cluster) records(ctx context.Context, d member.Delivery) ([]*unstructu
 
 // recordNames names the member's records of d's placement, and d's own
 // record (WorkName: a record written before records carried their
-// placement's labels has that name), sorted.
+// placement's labels has that name), sorted. It reads only their
+// metadata: a record of a thousand objects is hundreds of KB.
 func (cl *cluster) recordNames(ctx context.Context, d member.Delivery) ([]string, error) {
-	records, err := cl.records(ctx, d)
-	if err != nil {
-		return nil, err
+	want := recordLabels(d)
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMapList"})
+	if err := cl.client.List(ctx, list, client.InNamespace(InventoryNamespace), client.MatchingLabels{RecordPlacementLabel: want[RecordPlacementLabel]}); err != nil {
+		return nil, fmt.Errorf("list the inventories of placement %s: %w", hub.KeyString(d.Placement()), err)
 	}
 	names := []string{d.WorkName()}
-	for _, cm := range records {
-		names = append(names, cm.GetName())
+	for i := range list.Items {
+		cm := &list.Items[i]
+		got := map[string]string{}
+		for _, k := range []string{RecordPlacementLabel, RecordPlacementNamespaceLabel} {
+			if v, ok := cm.Labels[k]; ok {
+				got[k] = v
+			}
+		}
+		if maps.Equal(want, got) {
+			names = append(names, cm.Name)
+		}
 	}
 	slices.Sort(names)
 	return slices.Compact(names), nil
