@@ -24,7 +24,8 @@ type Delivery struct {
 	Member *fleet.MemberCluster
 	// Resources are the manifests of the bound resource snapshot group
 	// (master first, then sub-snapshots in order), each envelope replaced
-	// by the manifests it wraps. Empty for removals.
+	// by the manifests it wraps, for a driver that is not a WorkDriver.
+	// Empty for removals.
 	Resources []*unstructured.Unstructured
 	// Envelopes names the envelope of each resource that came out of one.
 	Envelopes Envelopes
@@ -34,8 +35,7 @@ type Delivery struct {
 	// goes to one that pulls. Empty for removals.
 	Works []*fleet.Work
 	// Record names what the member records of the delivery (the kubeconfig
-	// driver's inventory): the Work applied, when one is applied as it is
-	// (reconciler/member/kube.WorkApplier, as KubeFleet's AppliedWork is
+	// driver's inventory): the Work applied (as KubeFleet's AppliedWork is
 	// named after its Work); WorkName when empty.
 	Record string
 }
