@@ -131,9 +131,10 @@ type workResult struct {
 	objs []*unstructured.Unstructured
 	left inventory
 	out  outcome
-	// refused: the member refused a manifest (or the apply failed on one
-	// step); the status says so and the apply is tried again.
-	refused bool
+	// refused is why the apply failed (the member refused a manifest, or
+	// the CRDs it applied did not become ready); the status says the Work
+	// is not applied, and the apply is tried again.
+	refused error
 }
 
 // applyWork is WorkApplier.Apply on cl, with what the kubeconfig driver
@@ -170,7 +171,7 @@ func (cl *cluster) applyWork(ctx context.Context, w *fleet.Work, others []*fleet
 		st := newStatus(d.Resources)
 		st.applyFailed(ae.object, ae.applied, cl.redact(ae.err).Error(), gen)
 		SetWorkConditions(&st.WorkStatus, false, gen)
-		res.status, res.refused = st.WorkStatus, true
+		res.status, res.refused = st.WorkStatus, cl.redact(ae.err)
 		return res, nil
 	}
 	res.objs, res.left, res.out = objs, left, out

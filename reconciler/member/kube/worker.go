@@ -134,7 +134,7 @@ func (c *Clusters) step(ctx context.Context, w *work) (state, error) {
 	if w.applied == nil {
 		results, err := cl.applyWorks(ctx, d)
 		if err != nil {
-			return progressing, unreached(fmt.Errorf("kubeconfig context %q: %w", w.context, err))
+			return progressing, unreached(fmt.Errorf("kubeconfig context %q: %w", w.context, cl.redact(err)))
 		}
 		st, err := stateOf(results, d.ReportsDiff())
 		if rerr := report(results); rerr != nil {
@@ -199,16 +199,18 @@ func (cl *cluster) applyWorks(ctx context.Context, d member.Delivery) ([]workRes
 	if err != nil {
 		return nil, err
 	}
+	var claimed inventory
 	for _, name := range names {
 		if slices.ContainsFunc(d.Works, func(w *fleet.Work) bool { return w.Name == name }) {
 			continue
 		}
+		if claimed == nil {
+			if claimed, err = claimedBy(d.Works); err != nil {
+				return nil, err
+			}
+		}
 		gone := d
 		gone.Record = name
-		claimed, err := claimedBy(d.Works)
-		if err != nil {
-			return nil, err
-		}
 		if _, err := cl.remove(ctx, gone, claimed); err != nil {
 			return nil, cl.redact(err)
 		}
@@ -233,7 +235,7 @@ func stateOf(results []workResult, reportDiff bool) (state, error) {
 	st := healthy
 	for _, r := range results {
 		switch {
-		case r.refused:
+		case r.refused != nil:
 			return progressing, refusal(r)
 		case len(r.out.held) > 0:
 			st = held
@@ -254,17 +256,8 @@ func stateOf(results []workResult, reportDiff bool) (state, error) {
 	return st, nil
 }
 
-// refusal is the error of a Work whose apply failed: its first manifest
-// not applied, else its Applied condition.
+// refusal is the error of a Work whose apply failed, for the log: the
+// member's answer, which its status says only of a manifest it names.
 func refusal(r workResult) error {
-	for _, mc := range r.status.ManifestConditions {
-		if c := meta.FindStatusCondition(mc.Conditions, fleet.WorkConditionTypeApplied); c != nil && c.Status == metav1.ConditionFalse {
-			return fmt.Errorf("work %s: %s", r.work.Name, c.Message)
-		}
-	}
-	msg := "not applied"
-	if c := meta.FindStatusCondition(r.status.Conditions, fleet.WorkConditionTypeApplied); c != nil {
-		msg = c.Message
-	}
-	return fmt.Errorf("work %s: %s", r.work.Name, msg)
+	return fmt.Errorf("work %s: %w", r.work.Name, r.refused)
 }
