@@ -211,26 +211,12 @@ func TestARunsLastStatusReachesTheStatusTreeAfterItsPassCommitted(t *testing.T) 
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver")
 	}
-	th := startHub(t)
-	th.reset(t)
-	store := newFlushedStore()
-	h := th.newHub(t, Config{Store: store})
+	f := startRunOnStore(t)
+	th, h, store, key, ref, r := f.th, f.h, f.store, f.key, f.ref, f.run
 	ctx := await.Context(t)
-	key := hub.Key{Name: "run"}
-	ref := hub.ObjectRef{Kind: fleet.KindClusterStagedUpdateRun, Key: key}
-	th.apply(t, h, &fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: key.Name},
-		Spec: fleet.UpdateRunSpec{PlacementName: "app", StagedUpdateStrategyName: "strategy", ResourceSnapshotIndex: "0", State: fleet.StateRun}})
-	if _, err := h.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-
 	condition := func(typ string) metav1.Condition {
 		return metav1.Condition{Type: typ, Status: metav1.ConditionTrue, ObservedGeneration: 1, Reason: "Test",
 			Message: "handed over by the test", LastTransitionTime: metav1.Now().Rfc3339Copy()}
-	}
-	r, err := h.GetUpdateRun(ctx, key)
-	if err != nil {
-		t.Fatal(err)
 	}
 	// A pass of the run under way: its status is written and flushed.
 	r.Status.Conditions = []metav1.Condition{condition(fleet.StagedUpdateRunConditionInitialized), condition(fleet.StagedUpdateRunConditionProgressing)}
@@ -288,22 +274,9 @@ func TestARunsStatusWriteIsPendingUntilTheStoreHoldsIt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver")
 	}
-	th := startHub(t)
-	th.reset(t)
-	store := newFlushedStore()
-	h := th.newHub(t, Config{Store: store})
+	f := startRunOnStore(t)
+	h, store, key, ref, r := f.h, f.store, f.key, f.ref, f.run
 	ctx := await.Context(t)
-	key := hub.Key{Name: "run"}
-	ref := hub.ObjectRef{Kind: fleet.KindClusterStagedUpdateRun, Key: key}
-	th.apply(t, h, &fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: key.Name},
-		Spec: fleet.UpdateRunSpec{PlacementName: "app", StagedUpdateStrategyName: "strategy", ResourceSnapshotIndex: "0", State: fleet.StateRun}})
-	if _, err := h.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	r, err := h.GetUpdateRun(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	held, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -389,6 +362,39 @@ func TestTheCacheKeepsNoManagedFieldsAndTheAPIServerKeepsItsOwn(t *testing.T) {
 	if got, err := h.GetUpdateRun(ctx, key); err != nil || got.ManagedFields != nil {
 		t.Errorf("GetUpdateRun: managedFields %v, err %v; want none", got.ManagedFields, err)
 	}
+}
+
+// runOnStore is a hub started on a store (the status tree), holding run
+// "run" as a person applied it, without a status: the fixture of the
+// tests of a run's status on its way to the store.
+type runOnStore struct {
+	th    *testHub
+	h     *Hub
+	store *flushedStore
+	key   hub.Key
+	ref   hub.ObjectRef
+	// run is the run as the engine reads it before its first pass.
+	run *fleet.UpdateRun
+}
+
+func startRunOnStore(t *testing.T) *runOnStore {
+	t.Helper()
+	th := startHub(t)
+	th.reset(t)
+	f := &runOnStore{th: th, store: newFlushedStore(), key: hub.Key{Name: "run"}}
+	f.ref = hub.ObjectRef{Kind: fleet.KindClusterStagedUpdateRun, Key: f.key}
+	f.h = th.newHub(t, Config{Store: f.store})
+	ctx := await.Context(t)
+	th.apply(t, f.h, &fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: f.key.Name},
+		Spec: fleet.UpdateRunSpec{PlacementName: "app", StagedUpdateStrategyName: "strategy", ResourceSnapshotIndex: "0", State: fleet.StateRun}})
+	if _, err := f.h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if f.run, err = f.h.GetUpdateRun(ctx, f.key); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 // runStatusHandled waits until the status writes of run key are done and the hub's
