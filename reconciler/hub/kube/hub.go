@@ -238,7 +238,11 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 	for kind, gvr := range resources {
 		in := &informer{kind: kind, gvr: gvr, inf: factory.ForResource(gvr).Informer(),
 			changed: make(chan struct{}), handled: map[string]handledState{}, converted: map[string]conversion{}}
-		if err := in.inf.SetTransform(stripManagedFields); err != nil {
+		transform := stripManagedFields
+		if isRunKind(kind) {
+			transform = transformRun // husk.go
+		}
+		if err := in.inf.SetTransform(transform); err != nil {
 			return nil, err
 		}
 		if err := in.inf.AddIndexers(cache.Indexers{placementIndex: byPlacement}); err != nil {
@@ -366,8 +370,11 @@ func (h *Hub) handle(in *informer, old, obj any, deleted bool) {
 		h.noteMember(prev, u, deleted)
 	}
 	in.observed(u, deleted)
-	if deleted && isRunKind(in.kind) {
+	switch {
+	case deleted && isRunKind(in.kind):
 		h.forgetRun(hub.Key{Namespace: u.GetNamespace(), Name: u.GetName()})
+	case isRunKind(in.kind) && isHusk(u):
+		h.shedFinishedChain(hub.Key{Namespace: u.GetNamespace(), Name: u.GetName()})
 	}
 	if wakes {
 		h.notify(e)
@@ -508,6 +515,12 @@ func (in *informer) observed(u *unstructured.Unstructured, deleted bool) {
 		delete(in.converted, key)
 	} else {
 		in.handled[key] = handledState{resourceVersion: rv, terminating: u.GetDeletionTimestamp() != nil}
+		// A conversion of an older state is of no more use; kept, that of
+		// a run read last before it finished would keep the whole run
+		// the cache keeps as a husk (husk.go).
+		if c, ok := in.converted[key]; ok && !atLeast(c.resourceVersion, rv) {
+			delete(in.converted, key)
+		}
 	}
 	close(in.changed)
 	in.changed = make(chan struct{})

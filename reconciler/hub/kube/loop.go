@@ -42,13 +42,20 @@ func mirrored(kind string, u *unstructured.Unstructured) (runtime.Object, error)
 	if err := fromUnstructured(u, o); err != nil {
 		return nil, err
 	}
-	o.SetUID("")
-	o.GetObjectKind().SetGroupVersionKind(resources[kind].GroupVersion().WithKind(kind))
-	return o, nil
+	return mirroredTyped(kind, o), nil
 }
 
-// mirrorLocked writes one change to the store; h.mirrorMu is held.
-func (h *Hub) mirrorLocked(kind string, u *unstructured.Unstructured, deleted bool) {
+// mirroredTyped is o, typed, as mirrored returns it.
+func mirroredTyped(kind string, o hub.Object) runtime.Object {
+	o.SetUID("")
+	o.GetObjectKind().SetGroupVersionKind(resources[kind].GroupVersion().WithKind(kind))
+	return o
+}
+
+// mirrorLocked writes one change to the store; h.mirrorMu is held. A run
+// the cache keeps as a husk is read whole from the API server (husk.go):
+// the status tree never shows a run without its clusters.
+func (h *Hub) mirrorLocked(ctx context.Context, kind string, u *unstructured.Unstructured, deleted bool) {
 	if unmirrored[kind] {
 		return
 	}
@@ -57,9 +64,23 @@ func (h *Hub) mirrorLocked(kind string, u *unstructured.Unstructured, deleted bo
 		h.cfg.Store.Delete(ref)
 		return
 	}
-	o, err := mirrored(kind, u)
+	var o runtime.Object
+	var err error
+	if isRunKind(kind) && isHusk(u) {
+		var r *fleet.UpdateRun
+		if r, err = h.wholeRun(ctx, kind, ref.Key, u.GetResourceVersion()); hub.IsNotFound(err) {
+			return // deleted since: its deletion comes next
+		}
+		if err == nil {
+			o = mirroredTyped(kind, r)
+		}
+	} else {
+		o, err = mirrored(kind, u)
+	}
 	if err != nil {
-		h.log.Error("mirroring a hub object into the status tree failed", "kind", kind, "name", u.GetName(), "err", err.Error())
+		if ctx.Err() == nil { // not the hub shutting down
+			h.log.Error("mirroring a hub object into the status tree failed", "kind", kind, "name", u.GetName(), "err", err.Error())
+		}
 		return
 	}
 	h.cfg.Store.Put(ref, o)
@@ -74,7 +95,7 @@ func (h *Hub) mirrorEvent(kind string, u *unstructured.Unstructured, deleted boo
 	h.mirrorMu.Lock()
 	defer h.mirrorMu.Unlock()
 	if h.mirroring {
-		h.mirrorLocked(kind, u, deleted)
+		h.mirrorLocked(h.ctx, kind, u, deleted)
 	}
 	return h.mirroring
 }
@@ -103,7 +124,7 @@ func (h *Hub) Start(ctx context.Context) (int, error) {
 			n++
 			if h.cfg.Store != nil {
 				held[hub.ObjectRef{Kind: kind, Key: hub.Key{Namespace: u.GetNamespace(), Name: u.GetName()}}] = true
-				h.mirrorLocked(kind, u, false)
+				h.mirrorLocked(ctx, kind, u, false)
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/snapshothistory"
 )
 
 func newPlacement() *fleet.Placement               { return &fleet.Placement{} }
@@ -192,11 +193,60 @@ func (h *Hub) GetUpdateStrategy(_ context.Context, key hub.Key) (*fleet.UpdateSt
 
 // ---- runs ----
 
-// GetUpdateRun implements hub.UpdateRuns.
-func (h *Hub) GetUpdateRun(_ context.Context, key hub.Key) (*fleet.UpdateRun, error) {
+// GetUpdateRun implements hub.UpdateRuns: the run whole, as a reader of
+// its stages' clusters needs it (whole).
+func (h *Hub) GetUpdateRun(ctx context.Context, key hub.Key) (*fleet.UpdateRun, error) {
 	r := newUpdateRun()
 	if err := h.get(fleet.UpdateRunKind(key.Namespace), key, r); err != nil {
 		return r, err
+	}
+	return h.whole(ctx, r)
+}
+
+// ListUpdateRuns implements hub.UpdateRuns: every run as GetUpdateRun
+// reads it. Whoever lists the runs (which snapshots are in use, the
+// concurrent runs of a placement) sees what a Get sees.
+func (h *Hub) ListUpdateRuns(ctx context.Context) ([]*fleet.UpdateRun, error) {
+	runs, err := listBoth(h, fleet.KindClusterStagedUpdateRun, fleet.KindStagedUpdateRun, newUpdateRun)
+	if err != nil {
+		return nil, err
+	}
+	out := runs[:0]
+	for _, r := range runs {
+		w, err := h.whole(ctx, r)
+		switch {
+		case hub.IsNotFound(err):
+			continue // deleted since the cache listed it
+		case err != nil:
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// whole is the cached run r (a copy, which it may modify) whole: with
+// the status handed over and not yet written, if any (runstatus.go), read
+// from the API server if the cache keeps it as a husk (husk.go), else r.
+func (h *Hub) whole(ctx context.Context, r *fleet.UpdateRun) (*fleet.UpdateRun, error) {
+	key := keyOf(r)
+	if o := h.runOverlay(key, r); o != nil {
+		return o, nil
+	}
+	if isHuskRun(r) {
+		return h.wholeRun(ctx, fleet.UpdateRunKind(key.Namespace), key, r.ResourceVersion)
+	}
+	return r, nil
+}
+
+// GetUpdateRunWithoutClusters is GetUpdateRun for a reader of the run's
+// metadata and spec only, such as the Git loop's admission, which reads
+// every run at every sync: a finished run comes as the cache keeps it,
+// without its stages' clusters (husk.go), not read from the API server.
+func (h *Hub) GetUpdateRunWithoutClusters(_ context.Context, key hub.Key) (*fleet.UpdateRun, error) {
+	r := newUpdateRun()
+	if err := h.get(fleet.UpdateRunKind(key.Namespace), key, r); err != nil {
+		return nil, err
 	}
 	if o := h.runOverlay(key, r); o != nil {
 		return o, nil
@@ -204,21 +254,63 @@ func (h *Hub) GetUpdateRun(_ context.Context, key hub.Key) (*fleet.UpdateRun, er
 	return r, nil
 }
 
-// ListUpdateRuns implements hub.UpdateRuns. Like GetUpdateRun it shows a
-// status handed over and not yet written (runstatus.go): whoever lists the
-// runs (which snapshots are in use, the concurrent runs of a placement)
-// sees what a Get sees.
-func (h *Hub) ListUpdateRuns(context.Context) ([]*fleet.UpdateRun, error) {
+// ListUpdateRunsWithoutClusters is ListUpdateRuns on the terms of
+// GetUpdateRunWithoutClusters.
+func (h *Hub) ListUpdateRunsWithoutClusters(context.Context) ([]*fleet.UpdateRun, error) {
 	runs, err := listBoth(h, fleet.KindClusterStagedUpdateRun, fleet.KindStagedUpdateRun, newUpdateRun)
 	if err != nil {
 		return nil, err
 	}
 	for i, r := range runs {
-		if o := h.runOverlay(hub.Key{Namespace: r.Namespace, Name: r.Name}, r); o != nil {
+		if o := h.runOverlay(keyOf(r), r); o != nil {
 			runs[i] = o
 		}
 	}
 	return runs, nil
+}
+
+// ListUnfinishedUpdateRunsReadOnly lists the runs that have not finished
+// (snapshothistory.Finished), whole, for a caller that promises not to
+// modify them (ListMemberClustersReadOnly's terms): the cache's
+// conversions, or with the status handed over and not yet written
+// (runstatus.go). A finished run, kept as a husk, is not read from the
+// API server; a husk that has not finished (its initialization failed)
+// is.
+func (h *Hub) ListUnfinishedUpdateRunsReadOnly(ctx context.Context) ([]*fleet.UpdateRun, error) {
+	var out []*fleet.UpdateRun
+	for _, kind := range []string{fleet.KindClusterStagedUpdateRun, fleet.KindStagedUpdateRun} {
+		in := h.informers[kind]
+		cached := in.inf.GetStore().List()
+		objs := make([]runtime.Object, len(cached))
+		for i, o := range cached {
+			objs[i] = o.(runtime.Object)
+		}
+		runs, err := typedShared(in, objs, newUpdateRun)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range runs {
+			key := keyOf(r)
+			if latest, token := h.overlayOf(key, r.ResourceVersion); latest != nil {
+				c := *r
+				c.Status, c.ResourceVersion = latest.Status, token
+				r = &c
+			} else if isHuskRun(r) {
+				if snapshothistory.Finished(r) {
+					continue
+				}
+				if r, err = h.wholeRun(ctx, kind, key, r.ResourceVersion); hub.IsNotFound(err) {
+					continue
+				} else if err != nil {
+					return nil, err
+				}
+			}
+			if !snapshothistory.Finished(r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out, nil
 }
 
 // UpdateUpdateRunStatus implements hub.UpdateRuns through the status
@@ -232,6 +324,12 @@ func (h *Hub) UpdateUpdateRunStatus(ctx context.Context, r *fleet.UpdateRun) err
 		was, err := h.cachedRun(kind, r)
 		if err != nil {
 			return err
+		}
+		if isHuskRun(was) {
+			// Compared with the whole run: a husk lacks the clusters.
+			if was, err = h.wholeRun(ctx, kind, keyOf(r), was.ResourceVersion); err != nil {
+				return err
+			}
 		}
 		if r.ResourceVersion == was.ResourceVersion && equality.Semantic.DeepEqual(was.Status, r.Status) {
 			return nil

@@ -49,7 +49,8 @@ type statusChain struct {
 	// token is the resourceVersion the engine's copy carries after the
 	// latest handover; base is the one the next write goes at.
 	token, base string
-	// latest is the status handed over last; pending says it is not
+	// latest is the status handed over last (nil once the run ended and
+	// the cache has it: shedFinishedChainLocked); pending says it is not
 	// written yet.
 	latest  *fleet.UpdateRun
 	pending bool
@@ -116,7 +117,7 @@ func (h *Hub) handOverRunStatus(ctx context.Context, kind string, r *fleet.Updat
 			// Another writer came after the chain's last write.
 			return false, h.staleRun(kind, key)
 		}
-		if equality.Semantic.DeepEqual(c.latest.Status, r.Status) {
+		if c.latest != nil && equality.Semantic.DeepEqual(c.latest.Status, r.Status) {
 			return true, nil
 		}
 	}
@@ -170,6 +171,9 @@ func (h *Hub) writeChain(key hub.Key, c *statusChain) {
 		h.chainMu.Lock()
 		if !c.pending {
 			close(c.idle)
+			// The informer may have handled the last write before the
+			// chain went idle: the run's last event shed nothing then.
+			h.shedFinishedChainLocked(key, c)
 			h.chainMu.Unlock()
 			return
 		}
@@ -217,23 +221,34 @@ func (h *Hub) writeChain(key hub.Key, c *statusChain) {
 }
 
 // runOverlay is the run as the engine last handed it over, carrying the
-// chain's token, unless another writer came after the chain's last write
-// (the cache is past it): nil then, and the cache is the truth. While a
-// write is in flight the cache may already hold it (the watch can beat
-// the response), so only an idle chain tells another writer's.
+// chain's token (overlayOf), nil when the cache is the truth.
 func (h *Hub) runOverlay(key hub.Key, cached *fleet.UpdateRun) *fleet.UpdateRun {
+	latest, token := h.overlayOf(key, cached.ResourceVersion)
+	if latest == nil {
+		return nil
+	}
+	cached.Status = *latest.Status.DeepCopy()
+	cached.ResourceVersion = token
+	return cached
+}
+
+// overlayOf is the run the engine last handed over for run key and the
+// chain's token, unless another writer came after the chain's last write
+// (the cache, at cachedRV, is past it): nil then, and the cache is the
+// truth. While a write is in flight the cache may already hold it (the
+// watch can beat the response), so only an idle chain tells another
+// writer's. The chain replaces the run it returns, never modifies it.
+func (h *Hub) overlayOf(key hub.Key, cachedRV string) (latest *fleet.UpdateRun, token string) {
 	h.chainMu.Lock()
 	defer h.chainMu.Unlock()
 	c := h.chains[key]
 	if c == nil || c.err != nil || c.latest == nil {
-		return nil
+		return nil, ""
 	}
-	if !c.busy() && cached.ResourceVersion != c.base && atLeast(cached.ResourceVersion, c.base) {
-		return nil
+	if !c.busy() && cachedRV != c.base && atLeast(cachedRV, c.base) {
+		return nil, ""
 	}
-	cached.Status = *c.latest.Status.DeepCopy()
-	cached.ResourceVersion = c.token
-	return cached
+	return c.latest, c.token
 }
 
 // settleRun waits until the status writes of run key are done, so a write
