@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"fmt"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -210,36 +209,6 @@ func TestTheCacheKeepsTheRunsThatEndedAsHusks(t *testing.T) {
 			}
 		})
 	}
-}
-
-// testCondition is a run's condition as the engine writes it.
-func testCondition(typ string, status metav1.ConditionStatus) metav1.Condition {
-	return metav1.Condition{Type: typ, Status: status, ObservedGeneration: 1, Reason: "Test",
-		Message: "written by the test", LastTransitionTime: metav1.Now().Rfc3339Copy()}
-}
-
-// progressedStatus is a run's status with stages of perStage clusters
-// each, all succeeded, a deletion stage of deleted clusters, and
-// conditions.
-func progressedStatus(stages, perStage, deleted int, conditions ...metav1.Condition) fleet.UpdateRunStatus {
-	clustersOf := func(stage string, n int) []fleet.ClusterUpdatingStatus {
-		cs := make([]fleet.ClusterUpdatingStatus, n)
-		for i := range cs {
-			cs[i] = fleet.ClusterUpdatingStatus{ClusterName: fmt.Sprintf("%s-member-%03d", stage, i), Conditions: []metav1.Condition{
-				testCondition(fleet.ClusterUpdatingConditionStarted, metav1.ConditionTrue),
-				testCondition(fleet.ClusterUpdatingConditionSucceeded, metav1.ConditionTrue)}}
-		}
-		return cs
-	}
-	st := fleet.UpdateRunStatus{PolicySnapshotIndexUsed: "0", ResourceSnapshotIndexUsed: "0", Conditions: conditions}
-	for i := range stages {
-		name := fmt.Sprintf("stage-%d", i)
-		st.StagesStatus = append(st.StagesStatus, fleet.StageUpdatingStatus{StageName: name, Clusters: clustersOf(name, perStage)})
-	}
-	if deleted > 0 {
-		st.DeletionStageStatus = &fleet.StageUpdatingStatus{StageName: "kubernetes-fleet.io/deleteStage", Clusters: clustersOf("deleted", deleted)}
-	}
-	return st
 }
 
 // cachedClusters counts the clusters of run key in h's cache, which must

@@ -399,7 +399,7 @@ func startRunOnStore(t *testing.T) *runOnStore {
 
 // runStatusHandled waits until the status writes of run key are done and the hub's
 // informer has handled the last of them.
-func runStatusHandled(t *testing.T, h *Hub, th *testHub, key hub.Key) {
+func runStatusHandled(t testing.TB, h *Hub, th *testHub, key hub.Key) {
 	t.Helper()
 	ctx := await.Context(t)
 	await.Until(t, "the run's status written", func() bool { return h.statusWritesPending() == 0 })
