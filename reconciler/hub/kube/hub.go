@@ -369,12 +369,12 @@ func (h *Hub) handle(in *informer, old, obj any, deleted bool) {
 	case fleet.KindMemberCluster:
 		h.noteMember(prev, u, deleted)
 	}
+	if isRunKind(in.kind) && !deleted && isHusk(u) {
+		h.shedFinishedChain(u)
+	}
 	in.observed(u, deleted)
-	switch {
-	case deleted && isRunKind(in.kind):
+	if deleted && isRunKind(in.kind) {
 		h.forgetRun(hub.Key{Namespace: u.GetNamespace(), Name: u.GetName()})
-	case isRunKind(in.kind) && isHusk(u):
-		h.shedFinishedChain(hub.Key{Namespace: u.GetNamespace(), Name: u.GetName()})
 	}
 	if wakes {
 		h.notify(e)

@@ -101,13 +101,15 @@ func (h *Hub) wholeRun(ctx context.Context, kind string, key hub.Key, rv string)
 }
 
 // shedFinishedChainLocked drops what the status chain of run key keeps
-// of the status handed over last, once that status is written, the
-// hub's informer handled it and the cache keeps the run as a husk: the
-// run has ended, and the chain would otherwise keep a whole copy of every
-// finished run. The chain's token still stands for its last write
-// (settleRun), and reads go to the cache (runOverlay). h.chainMu is held.
-func (h *Hub) shedFinishedChainLocked(key hub.Key, c *statusChain) {
-	if c.latest == nil || c.err != nil || c.busy() || !h.informers[c.kind].handledAt(key, c.base) {
+// of the status handed over last, once that status is written, the hub
+// handles it (handledRV, the state of the run the hub handled or is
+// handling, is at the chain's last write or later) and the cache keeps
+// the run as a husk: the run has ended, and the chain would otherwise
+// keep a whole copy of every finished run. The chain's token still stands
+// for its last write (settleRun), and reads go to the cache (runOverlay).
+// h.chainMu is held.
+func (h *Hub) shedFinishedChainLocked(key hub.Key, c *statusChain, handledRV string) {
+	if c.latest == nil || c.err != nil || c.busy() || !atLeast(handledRV, c.base) {
 		return
 	}
 	if u := h.cached(c.kind, key); u != nil && atLeast(u.GetResourceVersion(), c.base) && isHusk(u) {
@@ -116,11 +118,14 @@ func (h *Hub) shedFinishedChainLocked(key hub.Key, c *statusChain) {
 }
 
 // shedFinishedChain is shedFinishedChainLocked for the informer's
-// handler, which has just handled a state of run key.
-func (h *Hub) shedFinishedChain(key hub.Key) {
+// handler, about to mark u, a state of a run, handled: before, so that
+// whoever waits for the hub to have handled the chain's last write
+// (statusWritesPending) finds the chain shed.
+func (h *Hub) shedFinishedChain(u *unstructured.Unstructured) {
+	key := hub.Key{Namespace: u.GetNamespace(), Name: u.GetName()}
 	h.chainMu.Lock()
 	defer h.chainMu.Unlock()
 	if c := h.chains[key]; c != nil {
-		h.shedFinishedChainLocked(key, c)
+		h.shedFinishedChainLocked(key, c, u.GetResourceVersion())
 	}
 }

@@ -173,7 +173,9 @@ func (h *Hub) writeChain(key hub.Key, c *statusChain) {
 			close(c.idle)
 			// The informer may have handled the last write before the
 			// chain went idle: the run's last event shed nothing then.
-			h.shedFinishedChainLocked(key, c)
+			if h.informers[c.kind].handledAt(key, c.base) {
+				h.shedFinishedChainLocked(key, c, c.base)
+			}
 			h.chainMu.Unlock()
 			return
 		}
