@@ -28,6 +28,12 @@ var (
 // the runs' statuses are the engine's writes, without the bindings and
 // members a rollout would add to the cache.
 //
+// Before the cache kept ended runs as husks (husk.go), each finished run
+// of 1,000 clusters took 2,340 KiB of heap (the cache's unstructured
+// copy, the typed conversion of its last read, the status chain's last
+// handover): 29.3 MiB after run 10, 75.0 after run 30, 234.9 after run
+// 100. With husks: 6.6, 6.8 and 7.4 MiB, about 10 KiB a run (load 10-19).
+//
 //	go test ./reconciler/hub/kube -run '^$' -bench FinishedRunsHeap -benchtime 1x -timeout 45m \
 //	    [-args -finished-runs 30 -finished-run-clusters 1000]
 func BenchmarkFinishedRunsHeap(b *testing.B) {
