@@ -1,14 +1,17 @@
 package gitops_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -85,12 +88,8 @@ func (r *fleetRepo) commit(msg string, files map[string][]byte) string {
 // tryCommit is commit for goroutines other than the test's: it returns
 // the error instead of failing the test.
 func (r *fleetRepo) tryCommit(msg string, files map[string][]byte) (string, error) {
-	if out, err := gitRun(r.work, "ls-remote", "--heads", "origin", "main"); err != nil {
+	if err := r.pull(); err != nil {
 		return "", err
-	} else if out != "" {
-		if _, err := gitRun(r.work, "pull", "-q", "--rebase", "origin", "main"); err != nil {
-			return "", err
-		}
 	}
 	added := []string{"add", "--"}
 	for name, data := range files {
@@ -117,18 +116,82 @@ func (r *fleetRepo) tryCommit(msg string, files map[string][]byte) (string, erro
 	if _, err := gitRun(r.work, "commit", "-q", "-m", msg); err != nil {
 		return "", err
 	}
+	if err := r.push(); err != nil {
+		return "", err
+	}
+	return gitRun(r.work, "rev-parse", "HEAD")
+}
+
+// commitEach commits each change (files as commit's, nil deletes) on
+// the clone's main, in order, and pushes them all in one push: the daemon
+// fetches them together and walks them one by one. One git fast-import
+// writes every commit, not a git add and a git commit each. It returns the
+// commits, oldest first, as the remote has them (rebased on whatever
+// gitfleet pushed meanwhile).
+func (r *fleetRepo) commitEach(msgs []string, changes []map[string][]byte) []string {
+	r.t.Helper()
+	if err := r.pull(); err != nil {
+		r.t.Fatal(err)
+	}
+	var stream bytes.Buffer
+	data := func(b []byte) { fmt.Fprintf(&stream, "data %d\n%s\n", len(b), b) }
+	for i, files := range changes {
+		stream.WriteString("commit refs/heads/main\ncommitter dev <dev@example.com> now\n")
+		data([]byte(msgs[i]))
+		if i == 0 {
+			stream.WriteString("from refs/heads/main^0\n")
+		}
+		for _, name := range slices.Sorted(maps.Keys(files)) {
+			if files[name] == nil {
+				fmt.Fprintf(&stream, "D %s\n", name)
+				continue
+			}
+			fmt.Fprintf(&stream, "M 100644 inline %s\n", name)
+			data(files[name])
+		}
+	}
+	cmd := exec.Command("git", "fast-import", "--quiet", "--date-format=now")
+	cmd.Dir, cmd.Env, cmd.Stdin = r.work, gittest.Env(r.work), &stream
+	if out, err := cmd.CombinedOutput(); err != nil {
+		r.t.Fatalf("git fast-import: %v: %s", err, out)
+	}
+	gitCmd(r.t, r.work, "reset", "-q", "--hard")
+	if err := r.push(); err != nil {
+		r.t.Fatal(err)
+	}
+	commits := strings.Fields(gitCmd(r.t, r.work, "rev-list", "--first-parent", "--reverse", "-n", strconv.Itoa(len(changes)), "HEAD"))
+	if len(commits) != len(changes) {
+		r.t.Fatalf("%d commits pushed, want %d", len(commits), len(changes))
+	}
+	return commits
+}
+
+// pull brings the clone up to the remote's main, if it has one yet.
+func (r *fleetRepo) pull() error {
+	if out, err := gitRun(r.work, "ls-remote", "--heads", "origin", "main"); err != nil {
+		return err
+	} else if out != "" {
+		if _, err := gitRun(r.work, "pull", "-q", "--rebase", "origin", "main"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// push pushes the clone's main, rebasing on whatever gitfleet pushed
+// meanwhile.
+func (r *fleetRepo) push() error {
 	for i := 0; ; i++ {
 		_, err := gitRun(r.work, "push", "-q", "origin", "HEAD:main")
 		if err == nil {
-			break
+			return nil
 		} else if i == 20 {
-			return "", err
+			return err
 		}
 		if _, err := gitRun(r.work, "pull", "-q", "--rebase", "origin", "main"); err != nil {
-			return "", err
+			return err
 		}
 	}
-	return gitRun(r.work, "rev-parse", "HEAD")
 }
 
 // merge does what a forge does when a person merges a pull request: a

@@ -1,6 +1,7 @@
 package gitops_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -79,31 +80,69 @@ func checkRefused(t testing.TB, r *fleetRepo, commit string, c manifestcorpus.Ca
 	}
 }
 
+// corpusTree is the tree of a corpus case's commit: the fleet's files
+// with workload.yaml (the Namespace and ConfigMap every case defines too)
+// replaced by the case's tree, and typoRun.
+func corpusTree(fleetFiles map[string][]byte, c manifestcorpus.Case) map[string][]byte {
+	tree := maps.Clone(fleetFiles)
+	delete(tree, "workload.yaml")
+	tree["typo-run.yaml"] = typoRun
+	maps.Copy(tree, c.Files)
+	return tree
+}
+
+// treeChange is the change from tree from to tree to: to's files that
+// differ, nil for from's files that to lacks.
+func treeChange(from, to map[string][]byte) map[string][]byte {
+	change := map[string][]byte{}
+	for name, data := range to {
+		if old, ok := from[name]; !ok || !bytes.Equal(old, data) {
+			change[name] = data
+		}
+	}
+	for name := range from {
+		if _, ok := to[name]; !ok {
+			change[name] = nil
+		}
+	}
+	return change
+}
+
 // Every refused commit of the corpus goes through serve's loop: each,
 // pushed with a run for the latest snapshot on top of a fleet whose run
 // waits for an approval, is recorded with its file and line and skipped;
 // no snapshot lacking the workload is made, the new run is not created,
-// and the waiting run finishes once approved. The corpus reaches the loop
-// whole in -short mode too: it costs a commit and a fetch a case.
+// and the waiting run finishes once approved, the tip still refused.
+//
+// The cases come as one push of one commit each, every commit's tree the
+// fleet's with that case's files (corpusTree): the loop walks the
+// branch's new commits one by one and renders each, so every case is
+// refused on its own and costs one render, with no commit back to the
+// fleet between cases and no fetch of its own. The daemon fetches when
+// poked, as on a webhook: nothing waits on a poll interval. The corpus
+// reaches the loop whole in -short mode too.
 func TestEveryRefusedCommitOfTheCorpusIsRecordedAndNothingIsDeleted(t *testing.T) {
-	cases := loadRefusedCorpus(t)
+	var cases []manifestcorpus.Case
+	for _, c := range loadRefusedCorpus(t) {
+		if c.MaxFileSize == 0 { // serve's limit is not the case's; render's test has it
+			cases = append(cases, c)
+		}
+	}
 	files := timedFleet(t, "0s", "1s")
 	r := newFleetRepo(t, files)
 	src := gitsource.Config{URL: "file://" + r.remote, Branch: "main", CacheDir: t.TempDir()}
-	d := startDaemonWithSource(t, src, 50*time.Millisecond)
+	d := startDaemonWithSource(t, src, 0)
 	eventually(t, "the canary approval request", func() bool { return r.approval(approvalName) != nil })
 
-	refused := map[string]manifestcorpus.Case{}
-	for _, c := range cases {
-		if c.MaxFileSize != 0 {
-			continue // serve's limit is not the case's; render's test has it
-		}
-		change := corpusCommit(c)
-		refused[r.commit("typo: "+c.Name, change)] = c
-		r.commit("undo "+c.Name, undoCase(files, c))
+	msgs, changes, tree := make([]string, len(cases)), make([]map[string][]byte, len(cases)), files
+	for i, c := range cases {
+		next := corpusTree(files, c)
+		msgs[i], changes[i], tree = "typo: "+c.Name, treeChange(tree, next), next
 	}
-	for commit, c := range refused {
-		checkRefused(t, r, commit, c)
+	commits := r.commitEach(msgs, changes)
+	d.poke()
+	for i, c := range cases {
+		checkRefused(t, r, commits[i], c)
 	}
 	if p := "status/snapshots/example-placement/1.yaml"; r.file(p) != nil {
 		t.Errorf("%s exists: a snapshot was made from a refused commit", p)
@@ -112,6 +151,7 @@ func TestEveryRefusedCommitOfTheCorpusIsRecordedAndNothingIsDeleted(t *testing.T
 		t.Error("typo-run exists: a run of a refused commit was created")
 	}
 	r.approve(approvalName)
+	d.poke()
 	r.waitPhase("example-run", fleet.PhaseSucceeded)
 	if err := d.LastError(); err != nil {
 		t.Errorf("the daemon reports %v; a refused commit is no error of the loop", err)
