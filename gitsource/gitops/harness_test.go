@@ -166,6 +166,23 @@ func (r *fleetRepo) commitEach(msgs []string, changes []map[string][]byte) []str
 	return commits
 }
 
+// treeChange is the change from tree from to tree to: to's files that
+// differ, nil for from's files that to lacks.
+func treeChange(from, to map[string][]byte) map[string][]byte {
+	change := map[string][]byte{}
+	for name, data := range to {
+		if old, ok := from[name]; !ok || !bytes.Equal(old, data) {
+			change[name] = data
+		}
+	}
+	for name := range from {
+		if _, ok := to[name]; !ok {
+			change[name] = nil
+		}
+	}
+	return change
+}
+
 // pull brings the clone up to the remote's main, if it has one yet.
 func (r *fleetRepo) pull() error {
 	if out, err := gitRun(r.work, "ls-remote", "--heads", "origin", "main"); err != nil {

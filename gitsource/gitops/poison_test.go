@@ -74,19 +74,23 @@ func TestACommitThatDoesNotRenderIsRecordedAndSkipped(t *testing.T) {
 	source := func(cache string) gitsource.Config {
 		return gitsource.Config{URL: url, Branch: "main", CacheDir: cache, MaxFileSize: 1 << 20}
 	}
-	d := startDaemonWithSource(t, source(t.TempDir()), 50*time.Millisecond)
+	d := startDaemonWithSource(t, source(t.TempDir()), 0)
 	eventually(t, "the canary approval request", func() bool { return r.approval(approvalName) != nil })
 
-	// Each poison is pushed on top of the last good tree, so each commit
-	// fails for its own reason.
+	// Each poison's commit is the good tree with that poison's files, so
+	// each fails for its own reason. They come as one push, one commit a
+	// poison, and the loop renders each on its own.
 	good := maps.Clone(files)
-	poisoned := map[string]string{} // commit → expected text
-	for _, p := range poisons {
-		poisoned[r.commit("poison: "+p.name, p.files)] = p.want
-		// The next poison starts from the good kustomization again.
-		r.commit("undo "+p.name, undo(good, p.files))
+	msgs, changes, tree := make([]string, len(poisons)), make([]map[string][]byte, len(poisons)), good
+	for i, p := range poisons {
+		next := maps.Clone(good)
+		maps.Copy(next, p.files)
+		msgs[i], changes[i], tree = "poison: "+p.name, treeChange(tree, next), next
 	}
-	for commit, want := range poisoned {
+	commits := r.commitEach(msgs, changes)
+	d.poke()
+	for i, commit := range commits {
+		want := poisons[i].want
 		path := "status/commits/" + commit + ".yaml"
 		eventually(t, path, func() bool { return r.file(path) != nil })
 		rec, ok := r.object(path).(*fleet.Commit)
@@ -103,8 +107,11 @@ func TestACommitThatDoesNotRenderIsRecordedAndSkipped(t *testing.T) {
 	}
 
 	// The tip does not render when the approval is merged.
-	last := r.commit("poison again", map[string][]byte{"kustomization.yaml": kustomized("  - missing.yaml\n")})
+	again := maps.Clone(good)
+	again["kustomization.yaml"] = kustomized("  - missing.yaml\n")
+	last := r.commit("poison again", treeChange(tree, again))
 	r.approve(approvalName)
+	d.poke()
 	r.waitPhase("example-run", fleet.PhaseSucceeded)
 	eventually(t, "the record of the last poison", func() bool { return r.file("status/commits/"+last+".yaml") != nil })
 	if err := d.LastError(); err != nil {
@@ -113,7 +120,7 @@ func TestACommitThatDoesNotRenderIsRecordedAndSkipped(t *testing.T) {
 
 	// Restarted with an empty cache on that tip, gitfleet resumes.
 	d.stop(t)
-	d = startDaemonWithSource(t, source(t.TempDir()), 50*time.Millisecond)
+	d = startDaemonWithSource(t, source(t.TempDir()), 0)
 	if err := d.LastError(); err != nil {
 		t.Fatalf("after a restart on a tip that does not render: %v", err)
 	}
@@ -125,6 +132,7 @@ func TestACommitThatDoesNotRenderIsRecordedAndSkipped(t *testing.T) {
 	fix := undo(good, map[string][]byte{"kustomization.yaml": nil})
 	fix["workload.yaml"] = []byte(strings.Replace(string(files["workload.yaml"]), "key: value1", "key: value2", 1))
 	fixed := r.commit("fix the kustomization", fix)
+	d.poke()
 	eventually(t, "snapshot 1 from the fix", func() bool { return r.file("status/snapshots/example-placement/1.yaml") != nil })
 	snap := r.object("status/snapshots/example-placement/1.yaml").(*fleet.ResourceSnapshot)
 	if got := snap.Annotations[fleet.CommitAnnotation]; got != fixed {

@@ -1,7 +1,6 @@
 package gitops_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -89,23 +88,6 @@ func corpusTree(fleetFiles map[string][]byte, c manifestcorpus.Case) map[string]
 	tree["typo-run.yaml"] = typoRun
 	maps.Copy(tree, c.Files)
 	return tree
-}
-
-// treeChange is the change from tree from to tree to: to's files that
-// differ, nil for from's files that to lacks.
-func treeChange(from, to map[string][]byte) map[string][]byte {
-	change := map[string][]byte{}
-	for name, data := range to {
-		if old, ok := from[name]; !ok || !bytes.Equal(old, data) {
-			change[name] = data
-		}
-	}
-	for name := range from {
-		if _, ok := to[name]; !ok {
-			change[name] = nil
-		}
-	}
-	return change
 }
 
 // Every refused commit of the corpus goes through serve's loop: each,
