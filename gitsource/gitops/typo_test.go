@@ -31,24 +31,6 @@ spec:
   state: Run
 `)
 
-// corpusCommit is the change that replaces the fleet's workload.yaml (the
-// Namespace and ConfigMap every case defines too) with a corpus case's
-// tree, and adds typoRun.
-func corpusCommit(c manifestcorpus.Case) map[string][]byte {
-	change := map[string][]byte{"workload.yaml": nil, "typo-run.yaml": typoRun}
-	maps.Copy(change, c.Files)
-	return change
-}
-
-// undoCase is the change back to the fleet's files from corpusCommit.
-func undoCase(fleetFiles map[string][]byte, c manifestcorpus.Case) map[string][]byte {
-	back := map[string][]byte{"workload.yaml": fleetFiles["workload.yaml"], "typo-run.yaml": nil}
-	for name := range c.Files {
-		back[name] = fleetFiles[name] // nil deletes
-	}
-	return back
-}
-
 // loadRefusedCorpus is render's corpus of commits that must be refused.
 func loadRefusedCorpus(t testing.TB) []manifestcorpus.Case {
 	t.Helper()
@@ -190,8 +172,13 @@ func TestATypoNeverDeletesFromRealClusters(t *testing.T) {
 	if len(cases) != len(kinds) {
 		t.Fatalf("found %d of the %d corpus cases %v", len(cases), len(kinds), kinds)
 	}
+	// Each case's commit replaces the one before (corpusTree), with no
+	// commit back to the fleet (and its render) between cases.
+	tree := files
 	for _, c := range cases {
-		commit := r.commit("typo: "+c.Name, corpusCommit(c))
+		next := corpusTree(files, c)
+		commit := r.commit("typo: "+c.Name, treeChange(tree, next))
+		tree = next
 		checkRefused(t, r, commit, c)
 		if p := "status/snapshots/example-placement/1.yaml"; r.file(p) != nil {
 			t.Fatalf("after %s: %s exists, a snapshot made from a refused commit", c.Name, p)
@@ -204,13 +191,14 @@ func TestATypoNeverDeletesFromRealClusters(t *testing.T) {
 				t.Fatalf("after %s, %s: test-cm %q, namespace live %v; want snapshot 0 untouched", c.Name, m.Name, value(m), namespaceLive(m))
 			}
 		}
-		r.commit("undo "+c.Name, undoCase(files, c))
 	}
 
-	// The fix: the value the person meant, with the run still in the tree.
-	fix := map[string][]byte{"workload.yaml": []byte(strings.Replace(string(files["workload.yaml"]), "key: value1", "key: value2", 1)),
-		"typo-run.yaml": typoRun}
-	r.commit("value2, for real", fix)
+	// The fix: the fleet with the value the person meant, and the run
+	// still in the tree.
+	fix := maps.Clone(files)
+	fix["workload.yaml"] = []byte(strings.Replace(string(files["workload.yaml"]), "key: value1", "key: value2", 1))
+	fix["typo-run.yaml"] = typoRun
+	r.commit("value2, for real", treeChange(tree, fix))
 	eventually(t, "typo-run's before-canary approval request", func() bool { return r.approval("typo-run-before-canary") != nil })
 	r.approve("typo-run-before-canary")
 	eventually(t, "typo-run's after-canary approval request", func() bool { return r.approval("typo-run-after-canary") != nil })
