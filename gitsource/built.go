@@ -34,15 +34,14 @@ type layer struct {
 	recent map[plumbing.Hash]plumbing.EncodedObject
 	// recentBytes is the size of the objects in recent.
 	recentBytes int64
-	packs       []ownPack // written for pushed commits since the cache was opened
 }
 
 var _ storer.EncodedObjectStorer = (*layer)(nil)
 
-// reset forgets every object held in memory and the packs written; the
-// cache was replaced or repacked.
+// reset forgets every object held in memory; the cache was replaced or
+// repacked.
 func (l *layer) reset() {
-	l.staged, l.recent, l.recentBytes, l.packs = nil, nil, 0, nil
+	l.staged, l.recent, l.recentBytes = nil, nil, 0
 }
 
 func (l *layer) lookup(h plumbing.Hash) plumbing.EncodedObject {

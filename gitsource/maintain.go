@@ -75,6 +75,9 @@ func (s *Source) Maintain(ctx context.Context) (MaintainReport, error) {
 // repackLocked repacks the cache as git gc would and reopens the storage,
 // so no index points at a deleted pack.
 func (s *Source) repackLocked() error {
+	// go-git's repack reads objects through its own indexes too (the
+	// delta search), which must list the packs the store indexed itself.
+	s.store.Reindex()
 	if err := s.repo.RepackObjects(&git.RepackConfig{}); err != nil {
 		return s.wrap("maintain", fmt.Errorf("repack: %w", err))
 	}

@@ -22,68 +22,69 @@ import (
 // with the index its encoder recorded (packenc.go), with no loose object
 // per blob, tree and commit and nothing inflated or hashed again.
 //
-// go-git looks an object up in every pack's index in turn, so a pack per
-// status commit would make a busy daemon read slower by the hour until
-// Maintain. Packs of pushed commits are therefore merged as they come,
-// eight of a size into one of the next size, like a counter: the cache
-// holds at most seven packs of each size, and a pushed byte is copied once
-// per size, log8 of the commits since Maintain. Merging copies the packs'
-// entries byte for byte and builds the index from theirs; nothing is
-// inflated or hashed again. Git's pack format allows it: a pack's deltas
-// point at objects of the same pack by relative offset or by hash, and
-// both survive concatenation. An object in two packs (a status file back
+// A pack per status commit would make a busy daemon read slower by the
+// hour until Maintain (an object is looked up in every pack's index in
+// turn) and leave a file each. Packs of pushed commits are therefore
+// merged as they come, eight of a size into one of the next size, like a
+// counter: the cache holds at most seven packs of each size, and a pushed
+// byte is copied once per size, log8 of the commits since Maintain.
+// Merging copies the packs' entries byte for byte and builds the index
+// from theirs; nothing is inflated or hashed again. Git's pack format
+// allows it: a pack's deltas point at objects of the same pack by relative
+// offset or by hash, and both survive concatenation. An object in two packs (a status file back
 // to an earlier content) is twice in the merged one, and its index lists
 // it twice, as git's index-pack does for such a pack.
+//
+// The store indexes these packs itself (cachestore.go), so placing one
+// costs its own index, not a reading of every index of the cache.
 
 // packFanIn is how many packs of one size are merged into one.
 const packFanIn = 8
 
-// ownPack is a pack this Source wrote for pushed commits; a pack of size
-// level L holds packFanIn^L commits.
-type ownPack struct {
-	hash  plumbing.Hash
-	level int
-}
-
 // addPack writes pack to the cache and merges the newest packs while
 // packFanIn of them have the same size. A failed merge leaves the packs as
-// they are, for Maintain.
+// they are, for Maintain, and has go-git read the cache's indexes again.
 func (l *layer) addPack(pack []byte, index []idxfile.Entry, checksum plumbing.Hash) error {
-	h, err := l.writePack(pack, index, checksum)
+	store := l.src.store
+	h, idx, err := l.writePack(pack, index, checksum)
 	if err != nil {
 		return err
 	}
-	l.packs = append(l.packs, ownPack{hash: h})
-	for n := len(l.packs); n >= packFanIn; n = len(l.packs) {
-		tail := l.packs[n-packFanIn:]
-		for _, p := range tail {
+	store.addPack(h, 0, idx)
+	for n := len(store.own); n >= packFanIn; n = len(store.own) {
+		tail := store.own[n-packFanIn:]
+		hashes := make([]plumbing.Hash, len(tail))
+		for i, p := range tail {
 			if p.level != tail[0].level {
 				return nil
 			}
+			hashes[i] = p.hash
 		}
-		merged, err := l.mergePacks(tail)
+		merged, idx, err := l.mergePacks(hashes)
 		if err != nil {
 			l.src.log.Warn("cannot merge the cache's packs; they stay until cache maintenance", "err", l.src.red.scrub(err.Error()))
-			l.packs = nil
+			store.Reindex()
 			return nil
 		}
-		l.packs = append(l.packs[:n-packFanIn], ownPack{hash: merged, level: tail[0].level + 1})
+		level := tail[0].level + 1
+		store.own = store.own[:n-packFanIn]
+		store.addPack(merged, level, idx)
 	}
 	return nil
 }
 
 // writePack writes pack, whose objects are at the index's entries, to the
-// cache; it returns its hash.
-func (l *layer) writePack(pack []byte, index []idxfile.Entry, checksum plumbing.Hash) (plumbing.Hash, error) {
+// cache; it returns its hash and index.
+func (l *layer) writePack(pack []byte, index []idxfile.Entry, checksum plumbing.Hash) (plumbing.Hash, *idxfile.MemoryIndex, error) {
 	if len(pack) < 12+20 || !bytes.Equal(pack[len(pack)-20:], checksum[:]) {
-		return plumbing.ZeroHash, errors.New("truncated pack")
+		return plumbing.ZeroHash, nil, errors.New("truncated pack")
 	}
 	if n := binary.BigEndian.Uint32(pack[8:12]); int(n) != len(index) {
-		return plumbing.ZeroHash, fmt.Errorf("the pack holds %d objects, its index lists %d", n, len(index))
+		return plumbing.ZeroHash, nil, fmt.Errorf("the pack holds %d objects, its index lists %d", n, len(index))
 	}
 	tmp, err := createTemp(l.packDir(), "tmp_pack_")
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return plumbing.ZeroHash, nil, err
 	}
 	defer os.Remove(tmp.Name()) // gone already once in place
 	_, err = tmp.Write(pack)
@@ -91,9 +92,10 @@ func (l *layer) writePack(pack []byte, index []idxfile.Entry, checksum plumbing.
 		err = cerr
 	}
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return plumbing.ZeroHash, nil, err
 	}
-	return checksum, l.place(tmp.Name(), checksum, index)
+	idx, err := l.place(tmp.Name(), checksum, index)
+	return checksum, idx, err
 }
 
 // packWriter writes a pack to a temporary file of the cache's pack
@@ -132,92 +134,94 @@ func (w *packWriter) close() {
 }
 
 // install finishes the pack and puts it and its index in place.
-func (l *layer) install(w *packWriter) (plumbing.Hash, error) {
+func (l *layer) install(w *packWriter) (plumbing.Hash, *idxfile.MemoryIndex, error) {
 	if err := w.out.Flush(); err != nil {
-		return plumbing.ZeroHash, err
+		return plumbing.ZeroHash, nil, err
 	}
 	var checksum plumbing.Hash
 	copy(checksum[:], w.sum.Sum(nil))
 	if _, err := w.tmp.Write(checksum[:]); err != nil {
-		return plumbing.ZeroHash, err
+		return plumbing.ZeroHash, nil, err
 	}
 	if err := w.tmp.Close(); err != nil {
-		return plumbing.ZeroHash, err
+		return plumbing.ZeroHash, nil, err
 	}
-	return checksum, l.place(w.tmp.Name(), checksum, w.entries)
+	idx, err := l.place(w.tmp.Name(), checksum, w.entries)
+	return checksum, idx, err
 }
 
 // place puts a pack's temporary file and its index in place, the pack
-// first: an index names a complete pack. The store re-reads its indexes.
-func (l *layer) place(tmp string, checksum plumbing.Hash, entries []idxfile.Entry) error {
+// first: an index names a complete pack. It returns the index as go-git
+// reads it, for the store to index the pack (addPack); go-git reads the
+// indexes of the packs already in place first (loadIndexes).
+func (l *layer) place(tmp string, checksum plumbing.Hash, entries []idxfile.Entry) (*idxfile.MemoryIndex, error) {
+	if err := l.src.store.loadIndexes(); err != nil {
+		return nil, err
+	}
 	if err := os.Rename(tmp, l.packPath(checksum, "pack")); err != nil {
-		return err
+		return nil, err
 	}
-	if err := writeFileAtomic(l.packPath(checksum, "idx"), encodeIndex(entries, checksum)); err != nil {
-		return err
+	data := encodeIndex(entries, checksum)
+	if err := writeFileAtomic(l.packPath(checksum, "idx"), data); err != nil {
+		return nil, err
 	}
-	l.src.store.Reindex()
-	return nil
+	return decodeIndex(data)
 }
 
 // mergePacks writes the packs as one, removes them and returns the new
-// pack's hash.
-func (l *layer) mergePacks(packs []ownPack) (plumbing.Hash, error) {
+// pack's hash and index.
+func (l *layer) mergePacks(packs []plumbing.Hash) (plumbing.Hash, *idxfile.MemoryIndex, error) {
 	var total uint32
-	for _, p := range packs {
-		n, err := packCount(l.packPath(p.hash, "pack"))
+	for _, h := range packs {
+		n, err := packCount(l.packPath(h, "pack"))
 		if err != nil {
-			return plumbing.ZeroHash, err
+			return plumbing.ZeroHash, nil, err
 		}
 		total += n
 	}
 	w, err := l.newPackWriter(total)
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return plumbing.ZeroHash, nil, err
 	}
 	defer w.close()
-	for _, p := range packs {
-		if err := l.appendEntries(w, p.hash); err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("merging pack %s: %w", p.hash, err)
+	for _, h := range packs {
+		if err := l.appendEntries(w, h); err != nil {
+			return plumbing.ZeroHash, nil, fmt.Errorf("merging pack %s: %w", h, err)
 		}
 	}
 	if len(w.entries) != int(total) {
-		return plumbing.ZeroHash, fmt.Errorf("the packs' indexes list %d objects, their headers %d", len(w.entries), total)
+		return plumbing.ZeroHash, nil, fmt.Errorf("the packs' indexes list %d objects, their headers %d", len(w.entries), total)
 	}
-	merged, err := l.install(w)
+	merged, idx, err := l.install(w)
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return plumbing.ZeroHash, nil, err
 	}
-	for _, p := range packs {
-		if p.hash == merged {
+	for _, h := range packs {
+		if h == merged {
 			continue
 		}
-		// The store re-reads its indexes at its next read (install), after
-		// these are gone.
-		if err := l.src.store.DeleteOldObjectPackAndIndex(p.hash, time.Time{}); err != nil {
-			return plumbing.ZeroHash, err
+		if err := l.src.store.DeleteOldObjectPackAndIndex(h, time.Time{}); err != nil {
+			return plumbing.ZeroHash, nil, err
 		}
 	}
-	return merged, nil
+	return merged, idx, nil
 }
 
-// mergeAll merges every pack of the cache, pushed or fetched, into one.
-// Fetched packs are whole too: go-git asks for no thin pack.
+// mergeAll merges every pack of the cache, pushed or fetched, into one,
+// and has go-git read the one index. Fetched packs are whole too: go-git
+// asks for no thin pack.
 func (l *layer) mergeAll() error {
 	hashes, err := l.src.store.ObjectPacks()
 	if err != nil {
 		return err
 	}
 	if len(hashes) > 1 {
-		packs := make([]ownPack, len(hashes))
-		for i, h := range hashes {
-			packs[i] = ownPack{hash: h}
-		}
-		if _, err := l.mergePacks(packs); err != nil {
-			return l.src.wrap("maintain", fmt.Errorf("merging packs: %w", err))
-		}
+		_, _, err = l.mergePacks(hashes)
 	}
-	l.packs = nil
+	l.src.store.Reindex()
+	if err != nil {
+		return l.src.wrap("maintain", fmt.Errorf("merging packs: %w", err))
+	}
 	return nil
 }
 

@@ -53,7 +53,7 @@ status:
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := s.built.writePack(pack.Bytes(), index, checksum); err != nil {
+		if _, _, err := s.built.writePack(pack.Bytes(), index, checksum); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -12,14 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -116,7 +113,7 @@ type Source struct {
 	// sem is a one-slot semaphore guarding repo and store; a channel rather
 	// than a Mutex so that waiting for it honours a context.
 	sem     chan struct{}
-	store   *filesystem.Storage
+	store   *cacheStore
 	repo    *git.Repository
 	objects *lockedObjects
 	built   layer // what commits read and write, over store
@@ -520,16 +517,6 @@ func (s *Source) initCache() error {
 	}
 	s.repo = repo
 	return nil
-}
-
-// objectCacheSize bounds go-git's cache of decoded objects. Its default,
-// 96 MiB, filled up with status blobs read back while packing pushes and
-// made the daemon's memory climb run after run; what the cache saves is
-// re-reading delta bases of the trees and blobs of the last few commits.
-const objectCacheSize = 8 * cache.MiByte
-
-func newStorage(dir string) *filesystem.Storage {
-	return filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(objectCacheSize))
 }
 
 // wipeDir empties dir but keeps it, as it may be a mount point.

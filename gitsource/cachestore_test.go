@@ -1,0 +1,234 @@
+package gitsource
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// statusBlob is the blob of a status file applyStatus writes.
+func statusBlob(i int) []byte {
+	return []byte(fmt.Sprintf("pass: %d\n", i) + strings.Repeat("cluster: ready\n", 2000)) // larger than go-git reads whole
+}
+
+// applyStatus pushes status commit i and returns it.
+func applyStatus(t *testing.T, s *Source, i int) plumbing.Hash {
+	t.Helper()
+	res, err := s.Apply(ctxT(t), Change{Message: "status", Writes: map[string][]byte{"status/runs/r.yaml": statusBlob(i)}})
+	if err != nil || !res.Created {
+		t.Fatalf("Apply %d: %+v, %v", i, res, err)
+	}
+	return res.Commit
+}
+
+// readsStatus fails t unless the commits read back (through s, and
+// through the repository the cache is) the status files applyStatus wrote.
+func readsStatus(t *testing.T, s *Source, commits []plumbing.Hash) {
+	t.Helper()
+	for i, c := range commits {
+		if data, err := s.ReadFile(ctxT(t), c, "status/runs/r.yaml"); err != nil || !bytes.Equal(data, statusBlob(i)) {
+			t.Fatalf("commit %d: status/runs/r.yaml = %.20q, %v", i, data, err)
+		}
+		h := plumbing.ComputeHash(plumbing.BlobObject, statusBlob(i))
+		blob, err := s.repo.BlobObject(h)
+		if err != nil {
+			t.Fatalf("commit %d: the repository's blob %s: %v", i, h, err)
+		}
+		if size, err := s.store.EncodedObjectSize(h); err != nil || size != blob.Size || size != int64(len(statusBlob(i))) {
+			t.Fatalf("commit %d: size of blob %s = %d, %v; the repository says %d", i, h, size, err, blob.Size)
+		}
+	}
+}
+
+// goGitKnows says whether go-git's own pack indexes (read at its first
+// look-up or after a Reindex) list the status blob of commit i.
+func goGitKnows(s *Source, i int) bool {
+	return s.store.Storage.HasEncodedObject(plumbing.ComputeHash(plumbing.BlobObject, statusBlob(i))) == nil
+}
+
+// The packs of pushed commits are indexed by the store, so placing one
+// costs its own index, not go-git reading every index of the cache again:
+// what a pushed pack holds reads through the Source and the repository
+// while go-git's indexes do not list it; after eight packs are merged into
+// one (and the eight deleted) it still reads, from the merged pack; a
+// Source opened afresh on the cache (empty memory) reads it all through
+// go-git from disk; Maintain hands the packs to go-git, and a pack pushed
+// after it is indexed by the store again.
+func TestPushedPacksReadWithoutGoGitReadingTheCachesIndexesAgain(t *testing.T) {
+	ctx := ctxT(t)
+	f := newFixture(t)
+	cfg := f.config(t)
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var commits []plumbing.Hash
+	commits = append(commits, applyStatus(t, s, 0))
+	if len(s.store.own) != 1 || s.store.own[0].level != 0 {
+		t.Fatalf("after one pushed commit the store indexes %+v; want its pack", s.store.own)
+	}
+	readsStatus(t, s, commits)
+	if goGitKnows(s, 0) {
+		t.Fatal("go-git's indexes list the pushed pack: it read the cache's indexes again")
+	}
+
+	for i := 1; i < packFanIn; i++ {
+		commits = append(commits, applyStatus(t, s, i))
+	}
+	if len(s.store.own) != 1 || s.store.own[0].level != 1 {
+		t.Fatalf("after %d pushed commits the store indexes %+v; want one merged pack", packFanIn, s.store.own)
+	}
+	if st := stats(t, s); st.LooseObjects != 0 {
+		t.Fatalf("cache %+v; want no loose object", st)
+	}
+	for i := range commits {
+		h := plumbing.ComputeHash(plumbing.BlobObject, statusBlob(i))
+		if p, _ := s.store.find(h); p == nil || p.hash != s.store.own[0].hash {
+			t.Fatalf("blob of commit %d is not in the merged pack", i)
+		}
+	}
+	readsStatus(t, s, commits)
+	if goGitKnows(s, 0) {
+		t.Fatal("go-git's indexes list a pushed pack after the merge")
+	}
+	fsck(t, cfg.CacheDir)
+
+	fresh, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readsStatus(t, fresh, commits)
+	if len(fresh.store.own) != 0 || !goGitKnows(fresh, 0) {
+		t.Fatalf("a Source opened afresh indexes %+v itself; want go-git to read the packs from disk", fresh.store.own)
+	}
+
+	for _, repack := range []bool{true, false} { // a Source's first Maintain repacks, the next merges
+		r, err := s.Maintain(ctx)
+		if err != nil || r.Repacked != repack {
+			t.Fatalf("Maintain: %+v, %v; want repacked %v", r, err, repack)
+		}
+		if len(s.store.own) != 0 {
+			t.Fatalf("after Maintain the store indexes %+v; want go-git to index every pack", s.store.own)
+		}
+		// Pushed before any read: go-git reads the indexes before its pack
+		// is in place, not after.
+		commits = append(commits, applyStatus(t, s, len(commits)))
+		if len(s.store.own) != 1 || goGitKnows(s, len(commits)-1) || !goGitKnows(s, 0) {
+			t.Fatalf("after Maintain and a pushed commit the store indexes %+v; want its pack, unknown to go-git, and go-git to index the others", s.store.own)
+		}
+		readsStatus(t, s, commits)
+		fsck(t, cfg.CacheDir)
+	}
+}
+
+// A merge of pushed packs that fails leaves the packs in place and hands
+// them to go-git, which reads the cache's indexes again: nothing is lost,
+// and later pushed packs are indexed by the store again.
+func TestAFailedMergeHandsThePacksToGoGit(t *testing.T) {
+	f := newFixture(t)
+	s := f.open(t)
+	var commits []plumbing.Hash
+	for i := range packFanIn - 1 {
+		commits = append(commits, applyStatus(t, s, i))
+	}
+	c := createTemp
+	t.Cleanup(func() { createTemp = c })
+	calls := 0
+	createTemp = func(dir, pattern string) (*os.File, error) {
+		if calls++; calls > 1 { // the merge's, after the pushed pack's
+			return nil, errors.New("disk full")
+		}
+		return c(dir, pattern)
+	}
+	before := stats(t, s)
+	commits = append(commits, applyStatus(t, s, len(commits)))
+	createTemp = c
+	if after := stats(t, s); after.Packs != before.Packs+1 || len(s.store.own) != 0 || !goGitKnows(s, 0) || !goGitKnows(s, packFanIn-1) {
+		t.Fatalf("cache before %+v, after a failed merge %+v, the store indexing %+v; want the pushed pack added and every pack indexed by go-git",
+			before, after, s.store.own)
+	}
+	readsStatus(t, s, commits)
+	commits = append(commits, applyStatus(t, s, len(commits)))
+	if len(s.store.own) != 1 || goGitKnows(s, len(commits)-1) {
+		t.Fatalf("the store indexes %+v; want the pack pushed after the failed merge", s.store.own)
+	}
+	readsStatus(t, s, commits)
+	fsck(t, s.GitDir())
+}
+
+// The repository's iterators read every pack of the cache with go-git's
+// indexes; the store hands its packs over first.
+func TestIteratingTheCacheListsThePushedPacks(t *testing.T) {
+	f := newFixture(t)
+	s := f.open(t)
+	commit := applyStatus(t, s, 0)
+	iter, err := s.repo.CommitObjects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	if err := iter.ForEach(func(c *object.Commit) error {
+		found = found || c.Hash == commit
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !found || len(s.store.own) != 0 {
+		t.Fatalf("iterating the cache's commits found the pushed one: %v; the store indexes %+v, want none", found, s.store.own)
+	}
+}
+
+// Readers of status files the pushed packs hold run while packs are
+// placed and merged (run with -race): each reads a whole status file.
+func TestReadsWhilePushedPacksArePlacedAndMerged(t *testing.T) {
+	ctx := ctxT(t)
+	f := newFixture(t)
+	s := f.open(t)
+	applyStatus(t, s, 0)
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	var readers sync.WaitGroup
+	for range 3 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				h, err := s.Head(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				data, err := s.ReadFile(ctx, h.Commit, "status/runs/r.yaml")
+				var n int
+				if err == nil {
+					_, err = fmt.Sscanf(string(data), "pass: %d\n", &n)
+				}
+				if err != nil || !bytes.Equal(data, statusBlob(n)) {
+					errs <- fmt.Errorf("ReadFile of %s: %.20q, %w", h.Commit, data, err)
+					return
+				}
+			}
+		}()
+	}
+	for i := 1; i < 2*packFanIn+1; i++ {
+		applyStatus(t, s, i)
+	}
+	close(done)
+	readers.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
