@@ -2,14 +2,18 @@ package gitsource
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
@@ -230,5 +234,85 @@ func TestReadsWhilePushedPacksArePlacedAndMerged(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// An own pack's index answers as go-git's index of the same index file
+// does, for an object in it twice too (two merged packs both held it).
+func TestPackIndexAnswersAsGoGitsIndex(t *testing.T) {
+	var entries []idxfile.Entry
+	offset := uint64(12)
+	for i := range 1000 {
+		h := plumbing.ComputeHash(plumbing.BlobObject, fmt.Appendf(nil, "%d", i%997)) // three twice
+		entries = append(entries, idxfile.Entry{Hash: h, CRC32: uint32(i), Offset: offset})
+		offset += uint64(10 + i%50)
+	}
+	data := encodeIndex(entries, plumbing.NewHash("0123456789abcdef0123456789abcdef01234567"))
+	want := idxfile.NewMemoryIndex()
+	if err := idxfile.NewDecoder(bytes.NewReader(data)).Decode(want); err != nil {
+		t.Fatal(err)
+	}
+	got := newPackIndex(entries)
+	if n, _ := got.Count(); n != 1000 {
+		t.Fatalf("Count = %d, want 1000", n)
+	}
+	for _, e := range entries {
+		h, err := got.FindHash(int64(e.Offset))
+		if wh, _ := want.FindHash(int64(e.Offset)); err != nil || h != wh || h != e.Hash {
+			t.Fatalf("FindHash(%d) = %s, %v; go-git says %s, want %s", e.Offset, h, err, wh, e.Hash)
+		}
+		if ok, _ := got.Contains(e.Hash); !ok {
+			t.Fatalf("Contains(%s) = false", e.Hash)
+		}
+		o, err := got.FindOffset(e.Hash)
+		wo, _ := want.FindOffset(e.Hash)
+		crc, _ := got.FindCRC32(e.Hash)
+		wcrc, _ := want.FindCRC32(e.Hash)
+		if slices.ContainsFunc(entries, func(x idxfile.Entry) bool { return x.Hash == e.Hash && x.Offset != e.Offset }) { // twice
+			if h, _ := got.FindHash(o); err != nil || h != e.Hash {
+				t.Fatalf("FindOffset(%s) = %d, %v: not an offset of it", e.Hash, o, err)
+			}
+			continue
+		}
+		if err != nil || o != wo || crc != wcrc {
+			t.Fatalf("FindOffset, FindCRC32 (%s) = %d, %d, %v; go-git says %d, %d", e.Hash, o, crc, err, wo, wcrc)
+		}
+	}
+	if _, err := got.FindHash(13); err != plumbing.ErrObjectNotFound {
+		t.Fatalf("FindHash of an offset inside an entry: %v, want not found", err)
+	}
+	for name, list := range map[string]func(idxfile.Index) (idxfile.EntryIter, error){
+		"Entries":         idxfile.Index.Entries,
+		"EntriesByOffset": idxfile.Index.EntriesByOffset,
+	} {
+		g, w := listEntries(t, got, list), listEntries(t, want, list)
+		if name == "Entries" { // go-git lists an object's offsets in no set order
+			for _, l := range [][]idxfile.Entry{g, w} {
+				slices.SortFunc(l, func(a, b idxfile.Entry) int { return cmp.Compare(a.Offset, b.Offset) })
+			}
+		}
+		if !slices.Equal(g, w) || len(g) != 1000 {
+			t.Fatalf("%s lists %d entries, go-git %d, or not the same", name, len(g), len(w))
+		}
+	}
+}
+
+func listEntries(t *testing.T, idx idxfile.Index, list func(idxfile.Index) (idxfile.EntryIter, error)) []idxfile.Entry {
+	t.Helper()
+	iter, err := list(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer iter.Close()
+	var out []idxfile.Entry
+	for {
+		e, err := iter.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, *e)
 	}
 }

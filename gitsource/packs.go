@@ -75,7 +75,7 @@ func (l *layer) addPack(pack []byte, index []idxfile.Entry, checksum plumbing.Ha
 
 // writePack writes pack, whose objects are at the index's entries, to the
 // cache; it returns its hash and index.
-func (l *layer) writePack(pack []byte, index []idxfile.Entry, checksum plumbing.Hash) (plumbing.Hash, *idxfile.MemoryIndex, error) {
+func (l *layer) writePack(pack []byte, index []idxfile.Entry, checksum plumbing.Hash) (plumbing.Hash, *packIndex, error) {
 	if len(pack) < 12+20 || !bytes.Equal(pack[len(pack)-20:], checksum[:]) {
 		return plumbing.ZeroHash, nil, errors.New("truncated pack")
 	}
@@ -134,7 +134,7 @@ func (w *packWriter) close() {
 }
 
 // install finishes the pack and puts it and its index in place.
-func (l *layer) install(w *packWriter) (plumbing.Hash, *idxfile.MemoryIndex, error) {
+func (l *layer) install(w *packWriter) (plumbing.Hash, *packIndex, error) {
 	if err := w.out.Flush(); err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
@@ -151,26 +151,25 @@ func (l *layer) install(w *packWriter) (plumbing.Hash, *idxfile.MemoryIndex, err
 }
 
 // place puts a pack's temporary file and its index in place, the pack
-// first: an index names a complete pack. It returns the index as go-git
-// reads it, for the store to index the pack (addPack); go-git reads the
-// indexes of the packs already in place first (loadIndexes).
-func (l *layer) place(tmp string, checksum plumbing.Hash, entries []idxfile.Entry) (*idxfile.MemoryIndex, error) {
+// first: an index names a complete pack. It returns the index, for the
+// store to index the pack (addPack); go-git reads the indexes of the
+// packs already in place first (loadIndexes).
+func (l *layer) place(tmp string, checksum plumbing.Hash, entries []idxfile.Entry) (*packIndex, error) {
 	if err := l.src.store.loadIndexes(); err != nil {
 		return nil, err
 	}
 	if err := os.Rename(tmp, l.packPath(checksum, "pack")); err != nil {
 		return nil, err
 	}
-	data := encodeIndex(entries, checksum)
-	if err := writeFileAtomic(l.packPath(checksum, "idx"), data); err != nil {
+	if err := writeFileAtomic(l.packPath(checksum, "idx"), encodeIndex(entries, checksum)); err != nil {
 		return nil, err
 	}
-	return decodeIndex(data)
+	return newPackIndex(entries), nil
 }
 
 // mergePacks writes the packs as one, removes them and returns the new
 // pack's hash and index.
-func (l *layer) mergePacks(packs []plumbing.Hash) (plumbing.Hash, *idxfile.MemoryIndex, error) {
+func (l *layer) mergePacks(packs []plumbing.Hash) (plumbing.Hash, *packIndex, error) {
 	var total uint32
 	for _, h := range packs {
 		n, err := packCount(l.packPath(h, "pack"))
@@ -269,7 +268,7 @@ func (l *layer) packPath(h plumbing.Hash, ext string) string {
 }
 
 // encodeIndex is the version 2 pack index of a pack with the given
-// entries and checksum: a fanout table of counts by the hashes' first
+// entries (which it sorts by hash) and checksum: a fanout table of counts by the hashes' first
 // byte, the hashes in order, their CRC-32s, their offsets (those past 2 GiB
 // in a table of 64-bit ones), the pack's checksum and the index's own.
 // go-git's index writer lists an object only once, an index git refuses
