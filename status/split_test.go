@@ -462,3 +462,37 @@ func TestTheREADMEsLayoutExamplesAreFilesGitfleetReads(t *testing.T) {
 		t.Errorf("checked %d example paths of the README, want the whole layout", checked)
 	}
 }
+
+// A new run's layout moves the bindings of its placement only, whether the
+// store wrote them or read them at start, and not those it deleted since.
+func TestANewLayoutMovesTheBindingsOfItsPlacementOnly(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	s, _ := newStore(r)
+	s.Interval = 0
+	other := binding("", "member-00000")
+	other.Name, other.Labels = "other-member-00000", map[string]string{fleet.PlacementTrackingLabel: "other"}
+	objs := withKind([]runtime.Object{binding("", "member-00000"), binding("", "member-00001"), binding("", "member-00002"), other})
+	for _, o := range objs {
+		s.Put(refOfObj(o), o)
+	}
+	if err := s.Flush(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	s = NewTreeStore(r, r, clock.NewFake(t0))
+	s.Interval = 0
+	if _, err := s.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.Delete(refOfObj(objs[2]))
+	run := withKind([]runtime.Object{stagedRun(80)})[0]
+	s.Put(refOfObj(run), run)
+	if err := s.Flush(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	got := files(t, filepath.Join(string(r.Dir), StatusDir, bindingsDir))
+	want := []string{"example-placement/stage=stage-0/member-00000.yaml", "example-placement/stage=stage-1/member-00001.yaml", "other/member-00000.yaml"}
+	if !slices.Equal(got, want) {
+		t.Errorf("bindings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
