@@ -30,24 +30,51 @@ import (
 // bytes of every file it wrote (10,000 bindings), and a buffer grown by
 // doubling would keep up to as much again in spare capacity.
 func Encode(obj runtime.Object) ([]byte, error) {
-	buf := encodeBuffers.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= maxPooledBuffer {
-			encodeBuffers.Put(buf)
-		}
-	}()
-	buf.Reset()
+	return encodeFile("", obj)
+}
+
+// encodeFile is Encode after a header (a comment), both written into one
+// pooled buffer and copied out once.
+func encodeFile(header string, obj runtime.Object) ([]byte, error) {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	buf.WriteString(header)
 	if err := EncodeTo(buf, obj); err != nil {
 		return nil, err
 	}
 	return bytes.Clone(buf.Bytes()), nil
 }
 
-// encodeBuffers are Encode's scratch buffers; one larger than
-// maxPooledBuffer (a run of 10,000 clusters in one file) is not kept.
+// encodeBuffers are the scratch buffers of Encode and of the JSON text it
+// prints; one larger than maxPooledBuffer (a run of 10,000 clusters in one
+// file) is not kept.
 var encodeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 const maxPooledBuffer = 1 << 20
+
+func getBuffer() *bytes.Buffer {
+	buf := encodeBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	return buf
+}
+
+func putBuffer(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooledBuffer {
+		encodeBuffers.Put(buf)
+	}
+}
+
+// withJSON calls f with v's JSON text as json.Marshal writes it, held in a
+// pooled buffer that f must not keep: json.Marshal copies its output into
+// a new slice on every call, a quarter of what a flush allocated.
+func withJSON(v any, f func(raw []byte) error) error {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	if err := json.NewEncoder(buf).Encode(v); err != nil { // json.Marshal's text and a newline
+		return err
+	}
+	return f(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+}
 
 // encodeTree is Encode through trees of maps and go-yaml: the reference
 // the streaming writer is held to, and what prints the documents it does
@@ -77,17 +104,42 @@ func encodeTree(obj runtime.Object) ([]byte, error) {
 // marshalClean renders v as YAML with sorted keys and no null fields,
 // through the streaming writer where it covers the document.
 func marshalClean(v any) ([]byte, error) {
-	if raw, err := json.Marshal(v); err == nil && yamlstream.Supported(raw) {
-		var buf bytes.Buffer
-		if err := yamlstream.WriteJSON(&buf, raw, nil); err == nil {
-			return buf.Bytes(), nil
+	buf := getBuffer()
+	defer putBuffer(buf)
+	if err := marshalCleanTo(buf, v); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(buf.Bytes()), nil
+}
+
+// marshalCleanTo appends what marshalClean returns to buf.
+func marshalCleanTo(buf *bytes.Buffer, v any) error {
+	streamed := false
+	err := withJSON(v, func(raw []byte) error {
+		if !yamlstream.Supported(raw) {
+			return nil
 		}
+		mark := buf.Len()
+		if err := yamlstream.WriteJSON(buf, raw, nil); err != nil {
+			buf.Truncate(mark)
+			return nil
+		}
+		streamed = true
+		return nil
+	})
+	if err == nil && streamed {
+		return nil
 	}
 	content, err := cleanMap(v)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return toYAML(content)
+	out, err := toYAML(content)
+	if err != nil {
+		return err
+	}
+	buf.Write(out)
+	return nil
 }
 
 // toYAML writes a JSON map as sigs.k8s.io/yaml.Marshal would — the bytes

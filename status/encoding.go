@@ -59,11 +59,12 @@ func (s *TreeStore) encodeObject(ref hub.ObjectRef, obj runtime.Object) (*encodi
 	enc := &encoding{paths: make([]string, 0, 1+len(parts)), data: make([][]byte, 0, 1+len(parts)), values: make([]any, 0, 1+len(parts))}
 	data := reuse(mainPath, main)
 	if data == nil {
-		if data, err = Encode(main); err != nil {
-			return nil, err
-		}
+		header := ""
 		if len(parts) > 0 {
-			data = append(splitHeader(obj, mainPath), data...)
+			header = splitHeader(obj, mainPath)
+		}
+		if data, err = encodeFile(header, main); err != nil {
+			return nil, err
 		}
 	}
 	kept := any(main)

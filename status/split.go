@@ -1,6 +1,7 @@
 package status
 
 import (
+	"bytes"
 	"fmt"
 	"path"
 	"sort"
@@ -320,23 +321,25 @@ func partPath(dir string, first int) string {
 
 // splitHeader is the comment on top of a split object's own file: a person
 // reading it learns where the clusters went.
-func splitHeader(obj runtime.Object, mainPath string) []byte {
+func splitHeader(obj runtime.Object, mainPath string) string {
 	dir := strings.TrimSuffix(mainPath, ".yaml") + partsSuffix
 	what := "the clusters of each stage are in " + dir + "/<stage>/"
 	if _, ok := obj.(*fleet.Placement); ok {
 		what = "placementStatuses are in " + dir + "/ (by stage of the newest large run, if any)"
 	}
-	return []byte(fmt.Sprintf("# This file lists no clusters: %s, %d to a file.\n# `gitfleet get -o yaml` prints the whole object.\n", what, ChunkSize))
+	return fmt.Sprintf("# This file lists no clusters: %s, %d to a file.\n# `gitfleet get -o yaml` prints the whole object.\n", what, ChunkSize)
 }
 
 // encodePart renders a part file: a comment naming the object it belongs
 // to, then the entries in the object's own field names.
 func encodePart(mainPath string, p part) ([]byte, error) {
-	data, err := marshalClean(p.value)
-	if err != nil {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	buf.WriteString("# Part of " + mainPath + "; `gitfleet get -o yaml` prints the whole object.\n")
+	if err := marshalCleanTo(buf, p.value); err != nil {
 		return nil, fmt.Errorf("encode %s: %w", p.path, err)
 	}
-	return append([]byte("# Part of "+mainPath+"; `gitfleet get -o yaml` prints the whole object.\n"), data...), nil
+	return bytes.Clone(buf.Bytes()), nil
 }
 
 // partOf reports whether p is a part file and, if so, the path of the

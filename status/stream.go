@@ -1,7 +1,6 @@
 package status
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -24,19 +23,23 @@ func EncodeTo(w io.Writer, obj runtime.Object) error {
 			return err
 		}
 	}
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", describeObject(obj), err)
-	}
-	if !yamlstream.Supported(raw) {
-		out, err := encodeTree(obj)
-		if err != nil {
+	printing := false
+	err := withJSON(obj, func(raw []byte) error {
+		printing = true
+		if !yamlstream.Supported(raw) {
+			out, err := encodeTree(obj)
+			if err != nil {
+				return err
+			}
+			_, err = w.Write(out)
 			return err
 		}
-		_, err = w.Write(out)
-		return err
+		return yamlstream.WriteJSON(w, raw, dropNoise)
+	})
+	if err != nil && !printing {
+		return fmt.Errorf("encode %s: %w", describeObject(obj), err)
 	}
-	return yamlstream.WriteJSON(w, raw, dropNoise)
+	return err
 }
 
 // typeMetaComplete reports whether fillTypeMeta would leave obj as it is,
