@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
 )
 
 // Large objects are split so that a commit costs what it changes. A run or
@@ -94,6 +95,10 @@ type stageLayout struct {
 	// fingerprint tells cheaply whether a new version of the run changed
 	// its stages (they are fixed at initialization): names and sizes.
 	fingerprint string
+	// husk, set for a run whose record the store forgot, is the run:
+	// the layout knows only its placement and how new it is, and the
+	// run is read back when it is elected.
+	husk *hub.ObjectRef
 }
 
 // stageSeat is where a cluster sits in a run: its stage, and the folder of

@@ -24,6 +24,11 @@ import (
 // changes: progress that guards no side effect is batched into one commit.
 const DefaultInterval = 2 * time.Second
 
+// DefaultEndedKept is how many ended runs TreeStore keeps its record of
+// in memory (TreeStore.EndedKept): the runs that ended last, which are
+// the ones a person may still edit, delete or re-apply soon.
+const DefaultEndedKept = 10
+
 // TreeStore is a hub.Store over the status tree. Put and Delete
 // only record the latest state of each object in memory (cheap: the hub calls
 // them with its lock held); Flush encodes what changed, drops writes whose
@@ -45,6 +50,15 @@ type TreeStore struct {
 	// Interval bounds how often non-urgent flushes commit; set it before
 	// use. Zero or less commits every flush at once.
 	Interval time.Duration
+	// EndedKept is how many ended runs, the last to end, keep their
+	// record in memory: the paths of their files, their own file and the
+	// digests of their parts (about 40 KB a run of 1,000 clusters, and
+	// more with its stage layout). The records of older ones are dropped
+	// and read back from Files whenever the store needs them again (the
+	// run is put or deleted, or its layout is its placement's again), so
+	// what is written is the same; only that read costs time. Set it
+	// before use; zero or less keeps none.
+	EndedKept int
 	// OnCommit, if set, is called after every attempted commit with the
 	// changes, the lag from the oldest change in it to the end of the
 	// commit, and the Committer's error. The daemon feeds metrics from it.
@@ -78,10 +92,15 @@ type TreeStore struct {
 	// bindings 100 times).
 	bindings    map[placementKey]map[hub.ObjectRef]struct{}
 	placementOf map[hub.ObjectRef]placementKey
-	// ended holds the runs that had ended as last loaded or encoded;
-	// ending says one ended since then and the next flush commits at once.
-	ended  map[hub.ObjectRef]bool
-	ending bool
+	// ended holds the runs that had ended as last loaded or encoded and
+	// whose record is in memory, each with the order it ended in (endSeq
+	// counts); ending says one ended since then and the next flush
+	// commits at once. forgotten holds the ended runs whose record was
+	// dropped (forgetEndedLocked), each with the path of its own file.
+	ended     map[hub.ObjectRef]uint64
+	endSeq    uint64
+	forgotten map[hub.ObjectRef]string
+	ending    bool
 	// compact holds the ended runs whose parts' content and encoding may
 	// still be held (compactEndedLocked).
 	compact map[hub.ObjectRef]bool
@@ -95,7 +114,7 @@ var _ hub.SharingStore = (*TreeStore)(nil)
 // NewTreeStore returns a TreeStore loading from files and committing through
 // committer, batching on clk.
 func NewTreeStore(files Files, committer Committer, clk clock.Clock) *TreeStore {
-	s := &TreeStore{files: files, committer: committer, clock: clk, Interval: DefaultInterval}
+	s := &TreeStore{files: files, committer: committer, clock: clk, Interval: DefaultInterval, EndedKept: DefaultEndedKept}
 	s.reset()
 	return s
 }
@@ -113,7 +132,8 @@ func (s *TreeStore) reset() {
 	s.layouts = map[placementKey]*stageLayout{}
 	s.bindings = map[placementKey]map[hub.ObjectRef]struct{}{}
 	s.placementOf = map[hub.ObjectRef]placementKey{}
-	s.ended = map[hub.ObjectRef]bool{}
+	s.ended = map[hub.ObjectRef]uint64{}
+	s.forgotten = map[hub.ObjectRef]string{}
 	s.compact = map[hub.ObjectRef]bool{}
 	s.ending = false
 	s.since = time.Time{}
@@ -136,14 +156,14 @@ func runEnded(obj runtime.Object) bool {
 // the newest run's layout for its placement; moving says whether stored
 // bindings move when the elected layout changes (not while loading, where
 // the files are where they are).
-func (s *TreeStore) learnLayout(ref hub.ObjectRef, run *fleet.UpdateRun, moving bool) {
+func (s *TreeStore) learnLayout(ref hub.ObjectRef, run *fleet.UpdateRun, moving bool) error {
 	old := s.runLayouts[ref]
 	var l *stageLayout
 	if run != nil {
 		l = layoutOfRun(run, old)
 	}
 	if l == old {
-		return
+		return nil
 	}
 	if l == nil {
 		delete(s.runLayouts, ref)
@@ -154,11 +174,9 @@ func (s *TreeStore) learnLayout(ref hub.ObjectRef, run *fleet.UpdateRun, moving 
 		if k == nil {
 			continue
 		}
-		var newest *stageLayout
-		for _, c := range s.runLayouts {
-			if c.placement == k.placement && c.newer(newest) {
-				newest = c
-			}
+		newest, err := s.newestLayoutLocked(k.placement)
+		if err != nil {
+			return err // the bindings stay where they are
 		}
 		if newest == s.layouts[k.placement] {
 			continue
@@ -170,6 +188,27 @@ func (s *TreeStore) learnLayout(ref hub.ObjectRef, run *fleet.UpdateRun, moving 
 		}
 		if moving {
 			s.moveBindingsLocked(k.placement, newest)
+		}
+	}
+	return nil
+}
+
+// newestLayoutLocked elects the layout of the newest run of placement.
+// A forgotten run's layout is a husk that knows only how new it is; when
+// it is elected, the run is read back to learn its stages.
+func (s *TreeStore) newestLayoutLocked(placement placementKey) (*stageLayout, error) {
+	for {
+		var newest *stageLayout
+		for _, c := range s.runLayouts {
+			if c.placement == placement && c.newer(newest) {
+				newest = c
+			}
+		}
+		if newest == nil || newest.husk == nil {
+			return newest, nil
+		}
+		if err := s.recallLocked(*newest.husk); err != nil {
+			return nil, err
 		}
 	}
 }
@@ -311,14 +350,15 @@ func (s *TreeStore) Load(ctx context.Context) ([]runtime.Object, error) {
 		s.paths[ref] = paths
 		s.trackBindingLocked(ref, so.Object)
 		if run, ok := so.Object.(*fleet.UpdateRun); ok {
-			s.learnLayout(ref, run, false)
+			_ = s.learnLayout(ref, run, false) // no run is forgotten yet
 			if runEnded(run) {
-				s.ended[ref], s.compact[ref] = true, true
+				s.endedLocked(ref)
 			}
 		}
 		objs = append(objs, so.Object)
 	}
 	s.compactEndedLocked()
+	s.forgetEndedLocked()
 	return objs, errors.Join(errs...)
 }
 
@@ -352,7 +392,7 @@ func (s *TreeStore) Refresh(paths ...string) error {
 	for p, r := range got {
 		if r.ok {
 			s.setStoredLocked(p, r.data)
-			if ref, ok := s.owners[p]; ok && s.ended[ref] {
+			if ref, ok := s.owners[p]; ok && s.ended[ref] != 0 {
 				s.compact[ref] = true
 			}
 		} else {
@@ -416,6 +456,7 @@ func (s *TreeStore) flush(ctx context.Context, urgent, now bool) error {
 	}
 	if changes.Empty() {
 		s.compactEndedLocked()
+		s.forgetEndedLocked()
 		s.since = time.Time{}
 		s.ending = false
 		if len(s.latest) == 0 {
@@ -461,6 +502,7 @@ func (s *TreeStore) flush(ctx context.Context, urgent, now bool) error {
 	}
 	s.pruneLocked()
 	s.compactEndedLocked()
+	s.forgetEndedLocked()
 	s.last = end
 	return encodeErr
 }
@@ -473,22 +515,46 @@ func (s *TreeStore) encodeLocked() error {
 		refs = append(refs, ref)
 	}
 	sort.Slice(refs, func(i, j int) bool { return refLess(refs[i], refs[j]) })
-	// Runs first: they decide where their placement's files go.
+	var errs []error
+	// A forgotten run that changes is read back first: its files are
+	// where the new version is compared, and what a deletion removes.
+	failed := map[hub.ObjectRef]bool{}
 	for _, ref := range refs {
-		if run, ok := s.latest[ref].(*fleet.UpdateRun); ok {
-			s.learnLayout(ref, run, true)
-		} else if _, known := s.runLayouts[ref]; known && s.latest[ref] == nil {
-			s.learnLayout(ref, nil, true)
+		if _, ok := s.forgotten[ref]; ok {
+			if err := s.recallLocked(ref); err != nil {
+				errs = append(errs, err)
+				failed[ref] = true
+			}
 		}
 	}
-	var errs []error
+	// Runs first: they decide where their placement's files go.
 	for _, ref := range refs {
+		var err error
+		if failed[ref] {
+			continue
+		} else if run, ok := s.latest[ref].(*fleet.UpdateRun); ok {
+			err = s.learnLayout(ref, run, true)
+		} else if _, known := s.runLayouts[ref]; known && s.latest[ref] == nil {
+			err = s.learnLayout(ref, nil, true)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, ref := range refs {
+		if failed[ref] {
+			continue // stays recorded: the read is tried again next flush
+		}
 		obj := s.latest[ref]
 		if _, isRun := obj.(*fleet.UpdateRun); isRun || obj == nil {
 			ended := runEnded(obj)
-			s.ending = s.ending || ended && !s.ended[ref]
+			_, wasEnded := s.ended[ref]
+			s.ending = s.ending || ended && !wasEnded
 			if ended {
-				s.ended[ref], s.compact[ref] = true, true
+				if !wasEnded {
+					s.endedLocked(ref)
+				}
+				s.compact[ref] = true
 			} else {
 				delete(s.ended, ref)
 				delete(s.compact, ref)
@@ -546,6 +612,115 @@ func (s *TreeStore) encodeLocked() error {
 		delete(s.latest, ref)
 	}
 	return errors.Join(errs...)
+}
+
+// endedLocked records that the run behind ref ended now, after those
+// recorded before it.
+func (s *TreeStore) endedLocked(ref hub.ObjectRef) {
+	s.endSeq++
+	s.ended[ref], s.compact[ref] = s.endSeq, true
+}
+
+// forgetEndedLocked drops the records of the ended runs beyond the
+// EndedKept that ended last: the paths of their files, what their own
+// file holds, the digests of their parts and their stage layout (all
+// but how new the run is, while it is not its placement's elected one).
+// A run with a change not yet encoded or committed keeps its record.
+// recallLocked reads a record back.
+func (s *TreeStore) forgetEndedLocked() {
+	if len(s.ended) <= max(s.EndedKept, 0) {
+		return
+	}
+	refs := make([]hub.ObjectRef, 0, len(s.ended))
+	for ref := range s.ended {
+		refs = append(refs, ref)
+	}
+	sort.Slice(refs, func(i, j int) bool { return s.ended[refs[i]] < s.ended[refs[j]] })
+	for _, ref := range refs[:len(refs)-max(s.EndedKept, 0)] {
+		paths := s.paths[ref]
+		if _, pending := s.latest[ref]; pending || s.compact[ref] || len(paths) == 0 {
+			continue
+		}
+		busy := false
+		for _, p := range paths {
+			if _, ok := s.desired[p]; ok {
+				busy = true
+				break
+			}
+		}
+		if busy {
+			continue
+		}
+		for _, p := range paths {
+			delete(s.owners, p)
+			s.forgetStoredLocked(p)
+		}
+		s.forgotten[ref] = paths[0]
+		delete(s.paths, ref)
+		delete(s.cache, ref)
+		delete(s.ended, ref)
+		if l := s.runLayouts[ref]; l != nil && s.layouts[l.placement] != l {
+			s.runLayouts[ref] = &stageLayout{placement: l.placement, created: l.created, run: l.run, husk: &ref}
+		}
+	}
+}
+
+// recallLocked reads the record of the forgotten run behind ref back
+// from Files: the paths of its files, what its own file holds, the
+// digests of its parts and, if its layout was dropped, its stage layout.
+// A file missing there is not known any more (a person removed it).
+// The store's lock is held while it reads: this happens only when an
+// ended run older than the last EndedKept changes.
+func (s *TreeStore) recallLocked(ref hub.ObjectRef) error {
+	mainPath := s.forgotten[ref]
+	dir := strings.TrimSuffix(mainPath, ".yaml") + partsSuffix
+	listed, err := s.files.List(dir)
+	if err != nil {
+		return fmt.Errorf("reading back %s: %w", mainPath, err)
+	}
+	paths := []string{mainPath}
+	parts := map[string][]byte{}
+	for _, p := range listed {
+		if m, _, ok := partOf(p); ok && m == mainPath && strings.HasSuffix(p, ".yaml") {
+			data, err := s.files.Read(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("reading back %s: %w", p, err)
+			}
+			paths = append(paths, p)
+			parts[p] = data
+		}
+	}
+	data, err := s.files.Read(mainPath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("reading back %s: %w", mainPath, err)
+	}
+	if err == nil {
+		s.setStoredLocked(mainPath, data)
+	}
+	for p, d := range parts {
+		delete(s.stored, p)
+		s.digests[p] = sha256.Sum256(d)
+	}
+	for _, p := range paths {
+		s.owners[p] = ref
+	}
+	s.paths[ref] = paths
+	delete(s.forgotten, ref)
+	s.endedLocked(ref)
+	if l := s.runLayouts[ref]; l != nil && l.husk != nil {
+		delete(s.runLayouts, ref)
+		if obj, err := DecodeFile(mainPath, data); err == nil && assemble(obj, mainPath, parts) == nil {
+			if run, ok := obj.(*fleet.UpdateRun); ok {
+				if l := layoutOfRun(run, nil); l != nil {
+					s.runLayouts[ref] = l
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // pruneLocked forgets desired changes that are already stored: writes of

@@ -55,6 +55,11 @@ type Config struct {
 	// negative: every change is committed at once, which tests on a fake
 	// clock use so that no commit waits for virtual time).
 	StatusInterval time.Duration
+	// EndedRunsKept is how many ended runs, the last to end, the status
+	// tree keeps its record of in memory (default
+	// status.DefaultEndedKept; negative: none); older ones are read back
+	// from Git when they change (status.TreeStore.EndedKept).
+	EndedRunsKept int
 	// CacheMaintenance is how often the cache is packed (default 1h;
 	// negative: never), so a long-running daemon's cache stays bounded.
 	CacheMaintenance time.Duration
@@ -259,6 +264,9 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	}
 	d.Store = status.NewTreeStore(files, d.push, d.clock)
 	d.Store.Interval = cfg.StatusInterval
+	if cfg.EndedRunsKept != 0 {
+		d.Store.EndedKept = cfg.EndedRunsKept
+	}
 	d.Store.OnCommit = func(ch status.Changeset, lag time.Duration, err error) {
 		if cfg.Observer != nil {
 			cfg.Observer.Pushed(ch, lag, d.push.takeAttempts(), err)

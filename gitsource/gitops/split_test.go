@@ -3,6 +3,7 @@ package gitops_test
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/gitsource/gitops"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/status"
 )
@@ -115,5 +117,35 @@ func sameInGit(t *testing.T, held, inGit runtime.Object) {
 	}
 	if !bytes.Equal(a, b) {
 		t.Errorf("the hub holds\n%s\nGit holds\n%s", a, b)
+	}
+}
+
+// A run that ended long ago is forgotten by the status tree (its record is
+// not kept in memory) and read back from Git when it changes: deleting its
+// file still removes every file of its status, parts included, and the
+// placement's bindings follow the newest run left.
+func TestDeletingAForgottenEndedRunRemovesAllItsFiles(t *testing.T) {
+	n := 2*status.SplitThreshold + 2
+	r := newFleetRepo(t, stagedFleetStages(n, 2, `"50%"`))
+	startDaemonWith(t, "file://"+r.remote, t.TempDir(), 50*time.Millisecond, func(c *gitops.Config) { c.EndedRunsKept = -1 })
+	for _, name := range []string{"run-0", "run-1"} {
+		r.commit(name, map[string][]byte{name + ".yaml": runFile(name)})
+		eventually(t, name+" to succeed in Git", func() bool {
+			run := r.run(name)
+			return run != nil && run.Phase() == fleet.PhaseSucceeded
+		})
+	}
+	if r.git("ls-tree", "-r", "--name-only", "main", "status/runs/run-0.clusters/") == "" {
+		t.Fatal("run-0 is not split")
+	}
+	for _, name := range []string{"run-0", "run-1"} {
+		r.commit("delete "+name, map[string][]byte{name + ".yaml": nil})
+		eventually(t, "every status file of "+name+" to go", func() bool {
+			return r.file("status/runs/"+name+".yaml") == nil &&
+				r.git("ls-tree", "-r", "--name-only", "main", "status/runs/"+name+".clusters/") == ""
+		})
+	}
+	if staged := r.git("ls-tree", "-r", "--name-only", "main", "status/bindings/app/"); strings.Contains(staged, "stage=") {
+		t.Errorf("with no run left, bindings are still in stage folders:\n%s", staged)
 	}
 }
