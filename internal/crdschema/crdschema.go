@@ -76,21 +76,33 @@ type Version struct {
 	embedded, defaults bool
 }
 
-var fleet = sync.OnceValues(func() (*Schemas, error) { return Load(crdfiles.Files) })
+var fleet = sync.OnceValue(loadFleet)
 
-// Fleet returns the schemas of config/crd as built into the binary,
-// compiled on first use.
-func Fleet() *Schemas {
-	s, err := fleet()
-	if err != nil {
-		// config/crd is generated and tested (internal/crd): a CRD that
-		// does not compile is a build defect, not an input error.
-		panic(fmt.Sprintf("crdschema: config/crd: %v", err))
+// Fleet returns the schemas of config/crd as built into the binary, each
+// CRD file parsed and compiled on first use.
+func Fleet() *Schemas { return fleet() }
+
+// loadFleet builds config/crd's schemas from fleetIndex, parsing no file:
+// every render runs in a fresh worker process that reads one or two kinds,
+// and parsing all of config/crd was most of a worker's start.
+func loadFleet() *Schemas {
+	s := &Schemas{versions: make(map[schema.GroupVersionKind]*lazyVersion, len(fleetIndex))}
+	parsed := map[string]func() (*apiextensionsv1.CustomResourceDefinition, error){}
+	for gvk, file := range fleetIndex {
+		crd, ok := parsed[file]
+		if !ok {
+			crd = sync.OnceValues(func() (*apiextensionsv1.CustomResourceDefinition, error) {
+				return parse(crdfiles.Files, file)
+			})
+			parsed[file] = crd
+		}
+		s.versions[gvk] = lazy(crd, file, gvk)
 	}
 	return s
 }
 
-// Load compiles every *.yaml CRD at the root of fsys.
+// Load compiles every *.yaml CRD at the root of fsys (parsed now, each
+// served version compiled on first use).
 func Load(fsys fs.FS) (*Schemas, error) {
 	files, err := fs.Glob(fsys, "*.yaml")
 	if err != nil {
@@ -98,30 +110,63 @@ func Load(fsys fs.FS) (*Schemas, error) {
 	}
 	s := &Schemas{versions: map[schema.GroupVersionKind]*lazyVersion{}}
 	for _, f := range files {
-		b, err := fs.ReadFile(fsys, f)
+		crd, err := parse(fsys, f)
 		if err != nil {
 			return nil, err
 		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(b, crd); err != nil {
-			return nil, fmt.Errorf("%s: %w", path.Base(f), err)
-		}
-		for i := range crd.Spec.Versions {
-			v := &crd.Spec.Versions[i]
-			if !v.Served {
-				continue
-			}
-			gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
-			s.versions[gvk] = &lazyVersion{compile: sync.OnceValues(func() (*Version, error) {
-				ver, err := compile(crd, v)
-				if err != nil {
-					return nil, fmt.Errorf("%s %s: %w", path.Base(f), v.Name, err)
-				}
-				return ver, nil
-			})}
+		for _, gvk := range served(crd) {
+			s.versions[gvk] = lazy(func() (*apiextensionsv1.CustomResourceDefinition, error) { return crd, nil }, f, gvk)
 		}
 	}
 	return s, nil
+}
+
+// parse reads one CRD file strictly.
+func parse(fsys fs.FS, file string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	b, err := fs.ReadFile(fsys, file)
+	if err != nil {
+		return nil, err
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(b, crd); err != nil {
+		return nil, fmt.Errorf("%s: %w", path.Base(file), err)
+	}
+	return crd, nil
+}
+
+// served lists the kinds a CRD serves, one a served version.
+func served(crd *apiextensionsv1.CustomResourceDefinition) []schema.GroupVersionKind {
+	var gvks []schema.GroupVersionKind
+	for _, v := range crd.Spec.Versions {
+		if v.Served {
+			gvks = append(gvks, schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind})
+		}
+	}
+	return gvks
+}
+
+// lazy compiles gvk's version of the CRD of file once, on first use.
+func lazy(crd func() (*apiextensionsv1.CustomResourceDefinition, error), file string, gvk schema.GroupVersionKind) *lazyVersion {
+	return &lazyVersion{compile: sync.OnceValues(func() (*Version, error) {
+		c, err := crd()
+		if err != nil {
+			return nil, err
+		}
+		for i := range c.Spec.Versions {
+			v := &c.Spec.Versions[i]
+			if v.Name != gvk.Version || !v.Served || c.Spec.Group != gvk.Group || c.Spec.Names.Kind != gvk.Kind {
+				continue
+			}
+			ver, err := compile(c, v)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", path.Base(file), v.Name, err)
+			}
+			return ver, nil
+		}
+		// Only fleetIndex can name a kind its file does not serve;
+		// TestIndexMatchesCRDs keeps it true.
+		return nil, fmt.Errorf("%s does not serve %s (run make crds)", path.Base(file), gvk)
+	})}
 }
 
 // compile builds a version as the API server's customresource_handler
@@ -169,7 +214,7 @@ func (s *Schemas) For(gvk schema.GroupVersionKind) (*Version, bool) {
 	v, err := l.compile()
 	if err != nil {
 		// config/crd is generated and tested (internal/crd): a CRD that
-		// does not compile is a build defect, not an input error.
+		// does not parse or compile is a build defect, not an input error.
 		panic(fmt.Sprintf("crdschema: %v", err))
 	}
 	return v, true
