@@ -26,6 +26,11 @@ const (
 	WorkNotTrackableReason             = "WorkNotTrackable"
 	WorkNotAllManifestsTrackableReason = "SomeManifestsAreNotAvailabilityTrackable"
 	WorkNotAvailabilityTrackableReason = "NotAllWorkAreAvailabilityTrackable"
+	// WorkAppliedFailedReason is a Work's Applied reason when its apply
+	// failed as a whole, no manifest naming the failure (a CRD of the
+	// Work never became established); the message is the cause
+	// (KubeFleet's pkg/utils/condition WorkAppliedFailedReason).
+	WorkAppliedFailedReason = "WorkAppliedFailed"
 )
 
 // InProgress is what b reports right after its Works changed: Overridden
@@ -59,9 +64,11 @@ const (
 // finished what the strategy asks, so stale ones never leak into a new
 // report. Works being deleted are not counted. Unlike KubeFleet's, a Work
 // whose manifests are only not available yet makes Available=False
-// ResourceNotAvailableYet, which the engine waits for (summarize), and
-// the Works' PruneSkipped (gitfleet's) makes the binding's, after
-// Applied, as the push transport reports it.
+// ResourceNotAvailableYet, which the engine waits for (summarize); a Work
+// that failed to apply as a whole (WorkAppliedFailed, no manifest naming
+// the failure) adds its cause to the binding's Applied message; and the
+// Works' PruneSkipped (gitfleet's) makes the binding's, after Applied, as
+// the push transport reports it.
 func Status(b *fleet.Binding, works []*fleet.Work) ([]metav1.Condition, member.Placements) {
 	gen := b.Generation
 	live := make([]*fleet.Work, 0, len(works))
@@ -183,7 +190,13 @@ func summarize(works []*fleet.Work, t string, gen int64, w words) (metav1.Condit
 	case notDone != nil:
 		return cond(metav1.ConditionFalse, w.falseReason, fmt.Sprintf(w.incompleteFmt, notDone.Name)), incomplete
 	case failed != nil:
-		return cond(metav1.ConditionFalse, w.falseReason, fmt.Sprintf(w.failedFmt, failed.Name)), failedSome
+		msg := fmt.Sprintf(w.failedFmt, failed.Name)
+		if cause := workLevelCause(failed, t); cause != "" {
+			// gitfleet's (README, deliberate differences): a pushed
+			// member's Works are not on the hub to read the cause from.
+			msg += ": " + cause
+		}
+		return cond(metav1.ConditionFalse, w.falseReason, msg), failedSome
 	case waiting != nil:
 		// gitfleet's in-progress reason (README, deliberate differences):
 		// the engine waits for it instead of counting a failure.
@@ -192,6 +205,23 @@ func summarize(works []*fleet.Work, t string, gen int64, w words) (metav1.Condit
 		return cond(metav1.ConditionTrue, WorkNotAvailabilityTrackableReason, fmt.Sprintf(w.untrackableFmt, untrackable.Name)), succeeded
 	}
 	return cond(metav1.ConditionTrue, w.trueReason, w.trueMessage), succeeded
+}
+
+// workLevelCause is why w failed as a whole (t is Applied, reason
+// WorkAppliedFailed at w's generation), "" when a manifest of w names the
+// failure: then KubeFleet's message stays exact, and the manifest's
+// failure is in failedPlacements.
+func workLevelCause(w *fleet.Work, t string) string {
+	c := meta.FindStatusCondition(w.Status.Conditions, t)
+	if t != fleet.WorkConditionTypeApplied || !isFalse(c, w.Generation) || c.Reason != WorkAppliedFailedReason {
+		return ""
+	}
+	for _, mc := range w.Status.ManifestConditions {
+		if m := meta.FindStatusCondition(mc.Conditions, t); m != nil && m.Status == metav1.ConditionFalse {
+			return ""
+		}
+	}
+	return c.Message
 }
 
 // notYetAvailable reports whether w is not available only because some of

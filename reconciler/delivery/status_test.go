@@ -37,6 +37,11 @@ var (
 	manifestApplied = wc(fleet.WorkConditionTypeApplied, metav1.ConditionTrue, "Applied", 2)
 	manifestFailed  = wc(fleet.WorkConditionTypeApplied, metav1.ConditionFalse, member.ManifestApplyFailedReason, 2)
 	manifestWaiting = wc(fleet.WorkConditionTypeAvailable, metav1.ConditionFalse, member.ManifestNotAvailableYetReason, 2)
+	// wholeFailed: the Work's apply failed as a whole (a CRD of it never
+	// became established), its cause on its own Applied.
+	wholeFailed = metav1.Condition{Type: fleet.WorkConditionTypeApplied, Status: metav1.ConditionFalse, Reason: WorkAppliedFailedReason,
+		Message:            "waiting for the CRDs and namespaces to be ready: failed early due to stalled resources: [CustomResourceDefinition/gadgets.example.com status: 'Failed']",
+		ObservedGeneration: 2}
 	// manifestUnavailable failed its availability check (kstatus Failed).
 	manifestUnavailable = wc(fleet.WorkConditionTypeAvailable, metav1.ConditionFalse, "Failed", 2)
 )
@@ -69,6 +74,15 @@ func TestBindingStatusFromItsWorks(t *testing.T) {
 			works: []*fleet.Work{work("app-work", []metav1.Condition{appliedTrue, availableTrue}, drift, diff), envWork},
 			want: want{applied: "False/NotAllWorkHaveBeenApplied/Work object app-work-envelope-1 has failed to apply",
 				failed: []string{"env/wrapped:ManifestApplyFailed"}, drifted: []string{"drifted"}, diffed: []string{"diffed"}}},
+		{name: "a work that failed as a whole, no manifest naming it, adds its cause to KubeFleet's message",
+			works: []*fleet.Work{work("app-work", []metav1.Condition{wholeFailed}, manifest("crd", manifestApplied), manifest("cr"))},
+			want:  want{applied: "False/NotAllWorkHaveBeenApplied/Work object app-work has failed to apply: " + wholeFailed.Message}},
+		{name: "a manifest that names the failure keeps KubeFleet's message exact, the Work's cause aside",
+			works: []*fleet.Work{work("app-work", []metav1.Condition{wholeFailed}, manifest("bad", manifestFailed))},
+			want:  want{applied: "False/NotAllWorkHaveBeenApplied/Work object app-work has failed to apply", failed: []string{"bad:ManifestApplyFailed"}}},
+		{name: "a cause on an older generation of the work is not counted",
+			works: []*fleet.Work{work("app-work", []metav1.Condition{wc(fleet.WorkConditionTypeApplied, metav1.ConditionFalse, WorkAppliedFailedReason, 1)})},
+			want:  want{applied: "False/NotAllWorkHaveBeenApplied/Work object app-work has not yet completed the apply op"}},
 		{name: "applied and not available yet is in progress and names the manifests it waits for",
 			works: []*fleet.Work{work("app-work", []metav1.Condition{appliedTrue, availableFalse}, manifest("deploy", manifestApplied, manifestWaiting))},
 			want: want{applied: "True/AllWorkHaveBeenApplied/All corresponding work objects are applied",
