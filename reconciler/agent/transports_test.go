@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
@@ -63,7 +64,11 @@ func timeless(rep bindingReport) bindingReport {
 // to (the kubeconfig driver, here to the hub's API server, a real one of
 // the same version), gives its binding the same conditions and failed
 // placements, a manifest the API server refuses included: one delivery
-// path, KubeFleet's words.
+// path, KubeFleet's words. A Work whose apply fails as a whole (its CRD
+// never becomes established: another CRD of the group has its kind)
+// says why on its own Applied, and the binding adds that cause to
+// KubeFleet's message, on the member that pulls and the one pushed to
+// (README, deliberate differences).
 func TestAMemberReadsAlikePushedAndPulled(t *testing.T) {
 	f := start(t)
 	await.Until(t, "the member to be joined", func() bool { return joined(f.memberCluster(t)) == metav1.ConditionTrue })
@@ -78,6 +83,29 @@ func TestAMemberReadsAlikePushedAndPulled(t *testing.T) {
 
 	bad := manifest(t, "v1", "ConfigMap", "app", "bad", nil)
 	bad["data"] = map[string]any{"k": map[string]any{"not": "a string"}}
+	// Both members already serve Widgets, so the Work's CRD of the same
+	// kind is refused its names and never becomes established.
+	for _, c := range []*kubetest.Cluster{f.hub, f.member} {
+		widgets := &unstructured.Unstructured{Object: crd("widgets", "Widget")}
+		if err := c.Client().Create(await.Context(t), widgets); err != nil {
+			t.Fatal(err)
+		}
+		await.Until(t, "the Widget CRD to be established", func() bool {
+			got := c.Get("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com")
+			if got == nil {
+				return false
+			}
+			conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+			for _, cond := range conds {
+				if cond, ok := cond.(map[string]any); ok && cond["type"] == "Established" && cond["status"] == "True" {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	const neverEstablished = "waiting for the CRDs and namespaces to be ready: failed early due to stalled resources: " +
+		"[CustomResourceDefinition/gadgets.example.com status: 'Failed']"
 	for _, tc := range []struct {
 		name      string
 		manifests []map[string]any
@@ -87,11 +115,17 @@ func TestAMemberReadsAlikePushedAndPulled(t *testing.T) {
 		reason   string
 		message  string
 		failures int
+		// cause: the pulled Work's Applied message when its apply failed
+		// as a whole (reason WorkAppliedFailed).
+		cause string
 	}{
 		{"refused", []map[string]any{manifest(t, "v1", "Namespace", "", "app", nil), bad},
-			fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason, "Work object place-refused-work has failed to apply", 1},
+			fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason, "Work object place-refused-work has failed to apply", 1, ""},
 		{"applied", []map[string]any{manifest(t, "v1", "Namespace", "", "app", nil), manifest(t, "v1", "ConfigMap", "app", "good", map[string]string{"k": "v"})},
-			fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason, member.AllWorkAvailableMessage, 0},
+			fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason, member.AllWorkAvailableMessage, 0, ""},
+		{"crd", []map[string]any{crd("gadgets", "Widget")},
+			fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason,
+			"Work object place-crd-work has failed to apply: " + neverEstablished, 0, neverEstablished},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			placement := "place-" + tc.name
@@ -132,6 +166,13 @@ func TestAMemberReadsAlikePushedAndPulled(t *testing.T) {
 				return settled(pulled.conds)
 			})
 
+			if tc.cause != "" {
+				c := meta.FindStatusCondition(f.work(t, works[0].Name).Status.Conditions, fleet.WorkConditionTypeApplied)
+				if c == nil || c.Status != metav1.ConditionFalse || c.Reason != delivery.WorkAppliedFailedReason || c.Message != tc.cause {
+					t.Errorf("pulled Work's Applied = %+v, want False, %s, %q", c, delivery.WorkAppliedFailedReason, tc.cause)
+				}
+			}
+
 			pushWorks, failed := delivery.PushWorks(b, m, src)
 			if failed != nil {
 				t.Fatalf("push works: %+v", failed)
@@ -162,4 +203,14 @@ func describeReport(r bindingReport) string {
 		panic(err)
 	}
 	return string(data)
+}
+
+// crd is a CustomResourceDefinition of example.com: plural, its kind kind.
+func crd(plural, kind string) map[string]any {
+	return map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": plural + ".example.com"},
+		"spec": map[string]any{"group": "example.com", "scope": "Namespaced",
+			"names": map[string]any{"plural": plural, "kind": kind},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}}
 }

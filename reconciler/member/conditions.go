@@ -42,7 +42,8 @@ const (
 
 	// WorkFailedToApplyMessageFmt takes the work name: the member refused
 	// a manifest, or the apply strategy held objects back (drifts,
-	// takeover).
+	// takeover). A Work that failed as a whole, no manifest naming it,
+	// adds ": <cause>" (reconciler/delivery.Status).
 	WorkFailedToApplyMessageFmt = "Work object %s has failed to apply"
 
 	AllWorkDiffReportedReason  = "AllWorkHaveDiffReported"

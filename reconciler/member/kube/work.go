@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/reconciler/delivery"
 	"github.com/gitfleet/gitfleet/reconciler/member"
 )
 
@@ -105,10 +106,12 @@ func workDelivery(w *fleet.Work) (member.Delivery, error) {
 // holds (not what another Work of w's binding holds), and returns w's
 // status as KubeFleet's work applier writes it: Applied and Available (or
 // DiffReported) at w's generation, and per manifest its conditions with
-// its drifts or diffs. Beside them, as the push transport's binding does,
-// PruneSkipped (gitfleet's, a Work condition as KubeFleet's StatusTrimmed
-// is one) names what prunes of w left on the member because it is
-// annotated prune: disabled. Observation times are now. The error is one
+// its drifts or diffs; an apply that failed as a whole, no manifest
+// named (a CRD of w never became established), makes Applied False with
+// reason WorkAppliedFailed and the redacted cause. Beside them, as the
+// push transport's binding does, PruneSkipped (gitfleet's, a Work
+// condition as KubeFleet's StatusTrimmed is one) names what prunes of w
+// left on the member because it is annotated prune: disabled. Observation times are now. The error is one
 // the status could not say (the member unreachable): try again.
 //
 // others are the other Works of w's binding as the hub holds them now
@@ -133,7 +136,8 @@ type workResult struct {
 	out  outcome
 	// refused is why the apply failed (the member refused a manifest, or
 	// the CRDs it applied did not become ready); the status says the Work
-	// is not applied, and the apply is tried again.
+	// is not applied, and why (on the manifest the member named, else on
+	// the Work's Applied), and the apply is tried again.
 	refused error
 }
 
@@ -168,10 +172,19 @@ func (cl *cluster) applyWork(ctx context.Context, w *fleet.Work, others []*fleet
 		if !errors.As(err, &ae) {
 			return res, cl.redact(err)
 		}
+		cause := cl.redact(ae.err)
 		st := newStatus(d.Resources)
-		st.applyFailed(ae.object, ae.applied, cl.redact(ae.err).Error(), gen)
+		named := st.applyFailed(ae.object, ae.applied, cause.Error(), gen)
 		SetWorkConditions(&st.WorkStatus, false, gen)
-		res.status, res.refused = st.WorkStatus, cl.redact(ae.err)
+		if !named {
+			// A failure of the whole Work (a CRD that never became
+			// established): no manifest says why, so the Work's own
+			// Applied does, as KubeFleet's work applier said it
+			// (WorkAppliedFailed, the error as message).
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: fleet.WorkConditionTypeApplied, Status: metav1.ConditionFalse,
+				Reason: delivery.WorkAppliedFailedReason, Message: cause.Error(), ObservedGeneration: gen})
+		}
+		res.status, res.refused = st.WorkStatus, cause
 		return res, nil
 	}
 	res.objs, res.left, res.out = objs, left, out
@@ -273,12 +286,14 @@ func (st *workStatus) set(i int, c metav1.Condition) {
 }
 
 // applyFailed: the member refused obj (nil when it named none); the
-// objects in applied were applied before, nothing else was.
-func (st *workStatus) applyFailed(obj *unstructured.Unstructured, applied []*unstructured.Unstructured, msg string, gen int64) {
+// objects in applied were applied before, nothing else was. It reports
+// whether a manifest of the Work names the failure.
+func (st *workStatus) applyFailed(obj *unstructured.Unstructured, applied []*unstructured.Unstructured, msg string, gen int64) (named bool) {
 	if obj != nil {
 		if i, ok := st.byID[idKey(member.Identify(obj))]; ok {
 			st.set(i, metav1.Condition{Type: fleet.WorkConditionTypeApplied, Status: metav1.ConditionFalse,
 				Reason: member.ManifestApplyFailedReason, Message: fmt.Sprintf(ManifestApplyFailedMessage, msg), ObservedGeneration: gen})
+			named = true
 		}
 	}
 	for _, o := range applied {
@@ -287,6 +302,7 @@ func (st *workStatus) applyFailed(obj *unstructured.Unstructured, applied []*uns
 				Reason: ManifestAppliedReason, Message: ManifestAppliedMessage, ObservedGeneration: gen})
 		}
 	}
+	return named
 }
 
 // applied records an apply: held objects (the strategy's drift and
