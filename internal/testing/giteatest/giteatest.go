@@ -295,7 +295,9 @@ func (s *Server) PushURL(u User, owner, repo string) string {
 // merge button, and returns Gitea's HTTP status and message: the SDK's
 // MergePullRequest drops the message that says why a merge was refused.
 // While Gitea answers 405 "Please try again later" (it still checks the
-// pull request after a push to its base, longer under load) Merge asks
+// pull request after a push to its base, longer under load) or 409 "merge
+// push out of date" (the base moved while Gitea pushed its merge: serve
+// pushes status to it; a person presses the button again) Merge asks
 // again, at most mergeRetry.attempts times in all, backing off, and never
 // past the test's deadline; any other answer is returned at once, a
 // refusal included.
@@ -305,8 +307,7 @@ func (s *Server) Merge(u User, owner, repo string, n int, headSHA string) (statu
 	delay := mergeRetry.first
 	for attempt := 1; ; attempt++ {
 		status, message = s.mergeOnce(ctx, u, owner, repo, n, headSHA)
-		if status != http.StatusMethodNotAllowed || !strings.Contains(message, "try again later") ||
-			attempt == mergeRetry.attempts || time.Now().Add(delay).After(await.Deadline(s.t)) {
+		if !mergeAgain(status, message) || attempt == mergeRetry.attempts || time.Now().Add(delay).After(await.Deadline(s.t)) {
 			return status, message
 		}
 		select {
@@ -316,6 +317,14 @@ func (s *Server) Merge(u User, owner, repo string, n int, headSHA string) (statu
 		}
 		delay = min(2*delay, mergeRetry.most)
 	}
+}
+
+// mergeAgain reports whether Gitea's answer to a merge says to ask again:
+// it is still checking the pull request, or its merge lost a race with
+// another push to the base branch.
+func mergeAgain(status int, message string) bool {
+	return status == http.StatusMethodNotAllowed && strings.Contains(message, "try again later") ||
+		status == http.StatusConflict && strings.Contains(message, "merge push out of date")
 }
 
 // mergeRetry is how Merge asks again: attempts in all, the first wait and

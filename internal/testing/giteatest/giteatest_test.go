@@ -28,7 +28,8 @@ func TestAStartFailsAtOnceWhenGiteasPortIsTaken(t *testing.T) {
 }
 
 // Gitea answers a merge with 405 "Please try again later" while it still
-// checks the pull request; Merge asks again, a bounded number of times,
+// checks the pull request, and with 409 "merge push out of date" when the
+// base moved under its merge; Merge asks again, a bounded number of times,
 // and returns any other answer, a refusal too, at once.
 func TestMergeAsksAgainOnlyWhileGiteaSaysTryAgainLater(t *testing.T) {
 	first := mergeRetry
@@ -43,6 +44,8 @@ func TestMergeAsksAgainOnlyWhileGiteaSaysTryAgainLater(t *testing.T) {
 		{"busy, then merged", []string{"405 Please try again later", "405 Please try again later", "200 "}, "200 ", 3},
 		{"refused", []string{"405 Does not have enough approvals"}, "405 Does not have enough approvals", 1},
 		{"busy for good", []string{"405 Please try again later"}, "405 Please try again later", 4},
+		{"the base moved, then merged", []string{`409 {"message":"merge push out of date"}`, "200 "}, "200 ", 2},
+		{"a conflict", []string{`409 {"message":"merge conflict"}`}, `409 {"message":"merge conflict"}`, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			requests := 0
