@@ -121,7 +121,10 @@ func TestAMemberReadsAlikePushedAndPulled(t *testing.T) {
 	}{
 		{"refused", []map[string]any{manifest(t, "v1", "Namespace", "", "app", nil), bad},
 			fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason, "Work object place-refused-work has failed to apply", 1, ""},
-		{"applied", []map[string]any{manifest(t, "v1", "Namespace", "", "app", nil), manifest(t, "v1", "ConfigMap", "app", "good", map[string]string{"k": "v"})},
+		// A namespace of its own: the refused row's binding is retried
+		// all along, applying its namespace app again, and an object two
+		// placements apply carries the placement label of the last.
+		{"applied", []map[string]any{manifest(t, "v1", "Namespace", "", "good", nil), manifest(t, "v1", "ConfigMap", "good", "good", map[string]string{"k": "v"})},
 			fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason, member.AllWorkAvailableMessage, 0, ""},
 		{"crd", []map[string]any{crd("gadgets", "Widget")},
 			fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason,
