@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -229,14 +231,17 @@ func TestServeOpensTheApprovalPullRequestOnGitea(t *testing.T) {
 	await.Until(t, "the run to succeed", func() bool { return g.runPhase() == fleet.PhaseSucceeded })
 	g.branchGone(t)
 	// Pending came first, then success, each once.
-	statuses, _, err := g.client().ListStatuses(g.owner.Name, "fleet", g.commit, gitea.ListStatusesOption{})
+	statuses, _, err := g.client().ListStatuses(g.owner.Name, "fleet", g.commit, gitea.ListStatusesOption{ListOptions: gitea.ListOptions{PageSize: 50}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Gitea lists by creation second, newest first, so two statuses posted
+	// within one second come in either order; their IDs say which came first.
+	slices.SortFunc(statuses, func(a, b *gitea.Status) int { return cmp.Compare(a.ID, b.ID) })
 	var states []string
-	for i := len(statuses) - 1; i >= 0; i-- { // Gitea lists the newest first
-		if statuses[i].Context == "gitfleet/"+forgeRun {
-			states = append(states, string(statuses[i].State))
+	for _, s := range statuses {
+		if s.Context == "gitfleet/"+forgeRun {
+			states = append(states, string(s.State))
 		}
 	}
 	if len(states) < 2 || states[0] != "pending" || states[len(states)-1] != "success" || strings.Count(strings.Join(states, ","), "success") != 1 {
