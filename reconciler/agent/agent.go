@@ -38,6 +38,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/clock"
+	"github.com/gitfleet/gitfleet/internal/condmsg"
 	"github.com/gitfleet/gitfleet/reconciler/member"
 	"github.com/gitfleet/gitfleet/reconciler/membercluster"
 )
@@ -247,7 +248,7 @@ func (a *Agent) beat(ctx context.Context) (time.Duration, error) {
 	}
 	now := metav1.NewTime(a.cfg.Clock.Now())
 	cond := func(t string, s metav1.ConditionStatus, reason, message string) metav1.Condition {
-		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: message, ObservedGeneration: imc.Generation}
+		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: condmsg.Cap(message), ObservedGeneration: imc.Generation}
 	}
 	switch imc.Spec.State {
 	case fleet.ClusterStateLeave:

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/condmsg"
 	"github.com/gitfleet/gitfleet/reconciler/delivery"
 )
 
@@ -236,7 +237,7 @@ func keepTransitions(old, cur []metav1.Condition, now metav1.Time) []metav1.Cond
 // of it is applied.
 func (a *Agent) reportUnusable(ctx context.Context, gen int64, w *fleet.Work, cause error) error {
 	st := fleet.WorkStatus{Conditions: []metav1.Condition{{Type: fleet.WorkConditionTypeApplied, Status: metav1.ConditionFalse,
-		Reason: reasonDecodingErred, Message: cause.Error(), ObservedGeneration: gen}}}
+		Reason: reasonDecodingErred, Message: condmsg.Cap(cause.Error()), ObservedGeneration: gen}}}
 	a.log.Warn("work cannot be applied", "work", w.Name, "err", cause.Error())
 	return a.report(ctx, w, st)
 }

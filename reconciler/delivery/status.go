@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/condmsg"
 	"github.com/gitfleet/gitfleet/reconciler/member"
 )
 
@@ -208,7 +209,7 @@ func summarize(works []*fleet.Work, t string, gen int64, w words) (metav1.Condit
 }
 
 // workLevelCause is why w failed as a whole (t is Applied, reason
-// WorkAppliedFailed at w's generation), "" when a manifest of w names the
+// WorkAppliedFailed at w's generation), capped (condmsg), "" when a manifest of w names the
 // failure: then KubeFleet's message stays exact, and the manifest's
 // failure is in failedPlacements.
 func workLevelCause(w *fleet.Work, t string) string {
@@ -221,7 +222,7 @@ func workLevelCause(w *fleet.Work, t string) string {
 			return ""
 		}
 	}
-	return c.Message
+	return condmsg.Cap(c.Message) // a Work written by another agent may carry up to 32 KiB
 }
 
 // notYetAvailable reports whether w is not available only because some of
@@ -272,7 +273,9 @@ func failedOf(w *fleet.Work) []fleet.FailedResourcePlacement {
 	for _, mc := range w.Status.ManifestConditions {
 		for _, t := range []string{fleet.WorkConditionTypeApplied, fleet.WorkConditionTypeAvailable} {
 			if c := meta.FindStatusCondition(mc.Conditions, t); c != nil && c.Status == metav1.ConditionFalse {
-				out = append(out, fleet.FailedResourcePlacement{ResourceIdentifier: identifier(w, mc.Identifier), Condition: *c})
+				cond := *c
+				cond.Message = condmsg.Cap(cond.Message) // a binding holds up to 100
+				out = append(out, fleet.FailedResourcePlacement{ResourceIdentifier: identifier(w, mc.Identifier), Condition: cond})
 				break
 			}
 		}

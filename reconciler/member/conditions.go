@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/condmsg"
 )
 
 // Binding condition reasons and messages, as KubeFleet's work generator
@@ -90,15 +91,17 @@ func overridden(b *fleet.Binding) metav1.Condition {
 
 // NotSynchronized is WorkSynchronized=False: the binding's manifests could
 // not be made (a snapshot gone or unreadable), and nothing was delivered.
+// why is capped (condmsg).
 func NotSynchronized(b *fleet.Binding, why string) metav1.Condition {
 	return condition(fleet.ResourceBindingWorkSynchronized, metav1.ConditionFalse, fleet.SyncWorkFailedReason,
-		"Failed to synchronize the work to the latest: "+why, b.Generation)
+		"Failed to synchronize the work to the latest: "+condmsg.Cap(why), b.Generation)
 }
 
 // NotOverridden is Overridden=False: applying the binding's overrides
-// failed with why, and nothing of the binding was delivered.
+// failed with why (capped: condmsg), and nothing of the binding was
+// delivered.
 func NotOverridden(b *fleet.Binding, why string) metav1.Condition {
-	return condition(fleet.ResourceBindingOverridden, metav1.ConditionFalse, OverriddenFailedReason, OverriddenFailedMessagePrefix+why, b.Generation)
+	return condition(fleet.ResourceBindingOverridden, metav1.ConditionFalse, OverriddenFailedReason, OverriddenFailedMessagePrefix+condmsg.Cap(why), b.Generation)
 }
 
 func workSynchronized(gen int64) metav1.Condition {
@@ -151,11 +154,12 @@ func NotDiffReported(gen int64, work string) metav1.Condition {
 }
 
 // FailedPlacement is one entry of failedPlacements: u is not available (or
-// not applied) for reason and message.
+// not applied) for reason and message (capped: condmsg; a binding holds
+// up to 100 of them).
 func FailedPlacement(u *unstructured.Unstructured, condType, reason, message string, gen int64) fleet.FailedResourcePlacement {
 	return fleet.FailedResourcePlacement{
 		ResourceIdentifier: Identify(u),
-		Condition:          condition(condType, metav1.ConditionFalse, reason, message, gen),
+		Condition:          condition(condType, metav1.ConditionFalse, reason, condmsg.Cap(message), gen),
 	}
 }
 

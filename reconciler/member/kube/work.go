@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/condmsg"
 	"github.com/gitfleet/gitfleet/reconciler/delivery"
 	"github.com/gitfleet/gitfleet/reconciler/member"
 )
@@ -108,7 +109,7 @@ func workDelivery(w *fleet.Work) (member.Delivery, error) {
 // DiffReported) at w's generation, and per manifest its conditions with
 // its drifts or diffs; an apply that failed as a whole, no manifest
 // named (a CRD of w never became established), makes Applied False with
-// reason WorkAppliedFailed and the redacted cause. Beside them, as the
+// reason WorkAppliedFailed and the redacted cause (capped: condmsg). Beside them, as the
 // push transport's binding does, PruneSkipped (gitfleet's, a Work
 // condition as KubeFleet's StatusTrimmed is one) names what prunes of w
 // left on the member because it is annotated prune: disabled. Observation times are now. The error is one
@@ -173,16 +174,17 @@ func (cl *cluster) applyWork(ctx context.Context, w *fleet.Work, others []*fleet
 			return res, cl.redact(err)
 		}
 		cause := cl.redact(ae.err)
+		msg := condmsg.Cap(cause.Error()) // the status write fails on a message over 32 KiB
 		st := newStatus(d.Resources)
-		named := st.applyFailed(ae.object, ae.applied, cause.Error(), gen)
+		named := st.applyFailed(ae.object, ae.applied, msg, gen)
 		SetWorkConditions(&st.WorkStatus, false, gen)
 		if !named {
 			// A failure of the whole Work (a CRD that never became
 			// established): no manifest says why, so the Work's own
 			// Applied does, as KubeFleet's work applier said it
-			// (WorkAppliedFailed, the error as message).
+			// (WorkAppliedFailed, the error, capped, as message).
 			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: fleet.WorkConditionTypeApplied, Status: metav1.ConditionFalse,
-				Reason: delivery.WorkAppliedFailedReason, Message: cause.Error(), ObservedGeneration: gen})
+				Reason: delivery.WorkAppliedFailedReason, Message: msg, ObservedGeneration: gen})
 		}
 		res.status, res.refused = st.WorkStatus, cause
 		return res, nil
@@ -285,8 +287,8 @@ func (st *workStatus) set(i int, c metav1.Condition) {
 	meta.SetStatusCondition(&st.ManifestConditions[i].Conditions, c)
 }
 
-// applyFailed: the member refused obj (nil when it named none); the
-// objects in applied were applied before, nothing else was. It reports
+// applyFailed: the member refused obj (nil when it named none) with msg
+// (capped); the objects in applied were applied before, nothing else was. It reports
 // whether a manifest of the Work names the failure.
 func (st *workStatus) applyFailed(obj *unstructured.Unstructured, applied []*unstructured.Unstructured, msg string, gen int64) (named bool) {
 	if obj != nil {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/condmsg"
 	"github.com/gitfleet/gitfleet/reconciler/delivery"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/member"
@@ -102,15 +103,16 @@ const (
 // (delivery.Status): the same conditions, reasons and failed, drifted
 // and diffed placements. Only what no Work status can say, an error
 // reaching the member, is reported as such: Applied=False naming the
-// binding's first Work and the cause (DiffReported=False under
-// ReportDiff).
+// binding's first Work and the cause, capped (condmsg; DiffReported=False
+// under ReportDiff).
 func (c *Clusters) step(ctx context.Context, w *work) (state, error) {
 	d := w.delivery
 	gen := d.Generation()
 	base := []metav1.Condition{member.Overridden(d.Binding), member.WorkSynchronized(gen)}
 	unreached := func(err error) error {
+		msg := fmt.Sprintf("Work object %s is not applied: member cluster %q: %s", d.WorkName(), d.Cluster(), condmsg.Cap(err.Error()))
 		cond := metav1.Condition{Type: fleet.ResourceBindingApplied, Status: metav1.ConditionFalse, Reason: member.WorkNotAppliedReason,
-			Message: fmt.Sprintf("Work object %s is not applied: member cluster %q: %v", d.WorkName(), d.Cluster(), err), ObservedGeneration: gen}
+			Message: msg, ObservedGeneration: gen}
 		if d.ReportsDiff() {
 			cond = member.NotDiffReported(gen, d.WorkName())
 		}
@@ -168,7 +170,7 @@ func (c *Clusters) step(ctx context.Context, w *work) (state, error) {
 		err = cl.redact(err)
 		conds, p := delivery.Status(d.Binding, withStatus(w.applied))
 		cond := member.NotYetAvailable(gen, d.WorkName())
-		cond.Message += fmt.Sprintf(": member cluster %q: kubeconfig context %q: %v", d.Cluster(), w.context, err)
+		cond.Message += fmt.Sprintf(": member cluster %q: kubeconfig context %q: %s", d.Cluster(), w.context, condmsg.Cap(err.Error()))
 		meta.SetStatusCondition(&conds, cond)
 		if rerr := c.reporter.ReportBindingStatus(d.Key(), gen, conds, member.Placements{Drifted: p.Drifted}); rerr != nil {
 			err = errors.Join(err, rerr)
