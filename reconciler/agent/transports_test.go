@@ -2,7 +2,9 @@ package agent_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/condmsg"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
 	"github.com/gitfleet/gitfleet/reconciler/delivery"
@@ -68,7 +71,10 @@ func timeless(rep bindingReport) bindingReport {
 // never becomes established: another CRD of the group has its kind)
 // says why on its own Applied, and the binding adds that cause to
 // KubeFleet's message, on the member that pulls and the one pushed to
-// (README, deliberate differences).
+// (README, deliberate differences). A refusal whose text is over 32 KiB
+// (the API server echoes 40 long data keys) is capped (condmsg) on the
+// Work and the binding, so both statuses are written: the binding's, on
+// the hub's API server, for both members and every row.
 func TestAMemberReadsAlikePushedAndPulled(t *testing.T) {
 	f := start(t)
 	await.Until(t, "the member to be joined", func() bool { return joined(f.memberCluster(t)) == metav1.ConditionTrue })
@@ -83,6 +89,14 @@ func TestAMemberReadsAlikePushedAndPulled(t *testing.T) {
 
 	bad := manifest(t, "v1", "ConfigMap", "app", "bad", nil)
 	bad["data"] = map[string]any{"k": map[string]any{"not": "a string"}}
+	huge := manifest(t, "v1", "ConfigMap", "long", "huge", nil)
+	hugeData := map[string]any{}
+	for i := range 40 { // apply's YAML takes keys of up to 1,024 characters
+		// The keys differ at their end: the API server lists them in map
+		// order, and the cut, within the first, reads the same either way.
+		hugeData[fmt.Sprintf("%s%02d", strings.Repeat("a", 1000), i)] = "a key over 253 characters"
+	}
+	huge["data"] = hugeData
 	// Both members already serve Widgets, so the Work's CRD of the same
 	// kind is refused its names and never becomes established.
 	for _, c := range []*kubetest.Cluster{f.hub, f.member} {
@@ -118,17 +132,26 @@ func TestAMemberReadsAlikePushedAndPulled(t *testing.T) {
 		// cause: the pulled Work's Applied message when its apply failed
 		// as a whole (reason WorkAppliedFailed).
 		cause string
+		// capped: the start of the failed placement's message, which the
+		// cap cuts.
+		capped string
 	}{
 		{"refused", []map[string]any{manifest(t, "v1", "Namespace", "", "app", nil), bad},
-			fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason, "Work object place-refused-work has failed to apply", 1, ""},
+			fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason, "Work object place-refused-work has failed to apply", 1, "", ""},
 		// A namespace of its own: the refused row's binding is retried
 		// all along, applying its namespace app again, and an object two
 		// placements apply carries the placement label of the last.
 		{"applied", []map[string]any{manifest(t, "v1", "Namespace", "", "good", nil), manifest(t, "v1", "ConfigMap", "good", "good", map[string]string{"k": "v"})},
-			fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason, member.AllWorkAvailableMessage, 0, ""},
+			fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason, member.AllWorkAvailableMessage, 0, "", ""},
 		{"crd", []map[string]any{crd("gadgets", "Widget")},
 			fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason,
-			"Work object place-crd-work has failed to apply: " + neverEstablished, 0, neverEstablished},
+			"Work object place-crd-work has failed to apply: " + neverEstablished, 0, neverEstablished, ""},
+		// The API server's refusal quotes each of 40 data keys of 1,002
+		// characters twice, 80 KiB (a Work's manifests' metadata, where a
+		// label value would be echoed, are validated on the hub).
+		{"long", []map[string]any{manifest(t, "v1", "Namespace", "", "long", nil), huge},
+			fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason, "Work object place-long-work has failed to apply", 1, "",
+			`Failed to apply the manifest (error: ConfigMap/long/huge apply failed: ConfigMap "huge" is invalid: [data[`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			placement := "place-" + tc.name
@@ -191,10 +214,52 @@ func TestAMemberReadsAlikePushedAndPulled(t *testing.T) {
 				t.Errorf("pulled: %d failed placements, want %d: %+v", len(pulled.p.Failed), tc.failures, pulled.p.Failed)
 			}
 			if got, want := describeReport(timeless(pushedRep)), describeReport(timeless(pulled)); got != want {
-				t.Errorf("pushed and pulled differ:\npushed: %s\npulled: %s", got, want)
+				t.Errorf("pushed and pulled differ:\npushed: %.4000s\npulled: %.4000s", got, want)
+			}
+			for _, f := range pulled.p.Failed {
+				msg := f.Condition.Message
+				if len(msg) > condmsg.Max || tc.capped != "" && (!strings.HasPrefix(msg, tc.capped) || !strings.HasSuffix(msg, " more characters)")) {
+					t.Errorf("failed placement's message (%d bytes) = %.300q…%q, want at most %d bytes, starting %q and cut",
+						len(msg), msg, msg[max(0, len(msg)-40):], condmsg.Max, tc.capped)
+				}
+			}
+			for name, rep := range map[string]bindingReport{"pushed": pushedRep, "pulled": pulled} {
+				if err := writeBinding(t, f.hub, b, b.Name+"-"+name, rep); err != nil {
+					t.Errorf("the %s binding's status is not written: %.500v", name, err)
+				}
 			}
 		})
 	}
+}
+
+// writeBinding writes b, named name, with rep as its status, as a
+// ClusterResourceBinding on c.
+func writeBinding(t *testing.T, c *kubetest.Cluster, b *fleet.Binding, name string, rep bindingReport) error {
+	w := b.DeepCopy()
+	w.Name = name
+	w.Spec.State = fleet.BindingStateBound
+	w.Spec.ClusterDecision = fleet.ClusterDecision{ClusterName: b.Spec.TargetCluster, Selected: true, Reason: "picked by the test"}
+	w.Status = fleet.ResourceBindingStatus{Conditions: rep.conds, FailedPlacements: rep.p.Failed,
+		DriftedPlacements: rep.p.Drifted, DiffedPlacements: rep.p.Diffed}
+	for i := range w.Status.Conditions {
+		w.Status.Conditions[i].LastTransitionTime = metav1.Now()
+	}
+	for i := range w.Status.FailedPlacements {
+		w.Status.FailedPlacements[i].Condition.LastTransitionTime = metav1.Now()
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetAPIVersion(fleet.SchemeGroupVersion.String())
+	u.SetKind("ClusterResourceBinding")
+	status := u.Object["status"]
+	if err := c.Client().Create(await.Context(t), u); err != nil {
+		t.Fatal(err)
+	}
+	u.Object["status"] = status
+	return c.Client().Status().Update(await.Context(t), u)
 }
 
 func describeReport(r bindingReport) string {

@@ -109,11 +109,12 @@ func workDelivery(w *fleet.Work) (member.Delivery, error) {
 // DiffReported) at w's generation, and per manifest its conditions with
 // its drifts or diffs; an apply that failed as a whole, no manifest
 // named (a CRD of w never became established), makes Applied False with
-// reason WorkAppliedFailed and the redacted cause (capped: condmsg). Beside them, as the
-// push transport's binding does, PruneSkipped (gitfleet's, a Work
-// condition as KubeFleet's StatusTrimmed is one) names what prunes of w
-// left on the member because it is annotated prune: disabled. Observation times are now. The error is one
-// the status could not say (the member unreachable): try again.
+// reason WorkAppliedFailed and the redacted cause (capped: condmsg).
+// Beside them, as the push transport's binding does, PruneSkipped
+// (gitfleet's, a Work condition as KubeFleet's StatusTrimmed is one)
+// names what prunes of w left on the member because it is annotated
+// prune: disabled. Observation times are now. The error is one the
+// status could not say (the member unreachable): try again.
 //
 // others are the other Works of w's binding as the hub holds them now
 // (receiver first): an object w dropped that one of them holds in its
@@ -174,9 +175,8 @@ func (cl *cluster) applyWork(ctx context.Context, w *fleet.Work, others []*fleet
 			return res, cl.redact(err)
 		}
 		cause := cl.redact(ae.err)
-		msg := condmsg.Cap(cause.Error()) // the status write fails on a message over 32 KiB
 		st := newStatus(d.Resources)
-		named := st.applyFailed(ae.object, ae.applied, msg, gen)
+		named := st.applyFailed(ae.object, ae.applied, cause.Error(), gen)
 		SetWorkConditions(&st.WorkStatus, false, gen)
 		if !named {
 			// A failure of the whole Work (a CRD that never became
@@ -184,7 +184,7 @@ func (cl *cluster) applyWork(ctx context.Context, w *fleet.Work, others []*fleet
 			// Applied does, as KubeFleet's work applier said it
 			// (WorkAppliedFailed, the error, capped, as message).
 			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: fleet.WorkConditionTypeApplied, Status: metav1.ConditionFalse,
-				Reason: delivery.WorkAppliedFailedReason, Message: msg, ObservedGeneration: gen})
+				Reason: delivery.WorkAppliedFailedReason, Message: condmsg.Cap(cause.Error()), ObservedGeneration: gen})
 		}
 		res.status, res.refused = st.WorkStatus, cause
 		return res, nil
@@ -287,14 +287,16 @@ func (st *workStatus) set(i int, c metav1.Condition) {
 	meta.SetStatusCondition(&st.ManifestConditions[i].Conditions, c)
 }
 
-// applyFailed: the member refused obj (nil when it named none) with msg
-// (capped); the objects in applied were applied before, nothing else was. It reports
-// whether a manifest of the Work names the failure.
+// applyFailed: the member refused obj (nil when it named none) with msg;
+// the objects in applied were applied before, nothing else was. It
+// reports whether a manifest of the Work names the failure. The
+// manifest's message is capped (condmsg): the status write fails on one
+// over 32 KiB.
 func (st *workStatus) applyFailed(obj *unstructured.Unstructured, applied []*unstructured.Unstructured, msg string, gen int64) (named bool) {
 	if obj != nil {
 		if i, ok := st.byID[idKey(member.Identify(obj))]; ok {
 			st.set(i, metav1.Condition{Type: fleet.WorkConditionTypeApplied, Status: metav1.ConditionFalse,
-				Reason: member.ManifestApplyFailedReason, Message: fmt.Sprintf(ManifestApplyFailedMessage, msg), ObservedGeneration: gen})
+				Reason: member.ManifestApplyFailedReason, Message: condmsg.Cap(fmt.Sprintf(ManifestApplyFailedMessage, msg)), ObservedGeneration: gen})
 			named = true
 		}
 	}
