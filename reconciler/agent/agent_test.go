@@ -51,6 +51,13 @@ func start(t *testing.T) *fleetOf {
 // startWrapped is start with the agent's member wrapped (nil: as it is).
 func startWrapped(t *testing.T, wrap func(agent.Member) agent.Member) *fleetOf {
 	t.Helper()
+	return startWith(t, nil, wrap)
+}
+
+// startWith is startWrapped with the agent reaching its member as
+// identity returns (nil: as its admin).
+func startWith(t *testing.T, identity func(*testing.T, *kubetest.Cluster) *rest.Config, wrap func(agent.Member) agent.Member) *fleetOf {
+	t.Helper()
 	cs := kubetest.Start(t, "hub", "member")
 	f := &fleetOf{hub: cs[0], member: cs[1]}
 	f.hub.InstallCRDs(filepath.Join("..", "..", "config", "crd"))
@@ -73,7 +80,11 @@ func startWrapped(t *testing.T, wrap func(agent.Member) agent.Member) *fleetOf {
 	asIdentity := f.hub.AdminConfig()
 	asIdentity.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:fleet-agents:agent"}
 	ctx, cancel := context.WithCancel(context.Background())
-	m1, err := agent.KubeMember(ctx, f.member.AdminConfig(), 0)
+	memberConfig := f.member.AdminConfig()
+	if identity != nil {
+		memberConfig = identity(t, f.member)
+	}
+	m1, err := agent.KubeMember(ctx, memberConfig, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,4 +481,55 @@ func TestAWorkNamesWhatItsPruneLeftOnTheMember(t *testing.T) {
 		return workCondition(w, fleet.WorkConditionTypeApplied).Status == metav1.ConditionTrue &&
 			meta.FindStatusCondition(w.Status.Conditions, fleet.WorkConditionTypePruneSkipped) == nil
 	})
+}
+
+// A member that refuses the agent's record of what a Work applied (its
+// identity has no rights on gitfleet-system, where that inventory is
+// kept) makes the Work fail as a whole, as any whole-Work failure:
+// Applied=False WorkAppliedFailed with the member's refusal, so the
+// binding says why (README, deliberate differences, 33), not only the
+// agent's log. Before, the Work kept the status it had.
+func TestAWorkWhoseRecordTheMemberRefusesSaysWhy(t *testing.T) {
+	f := startWith(t, withoutInventoryRights, nil)
+	await.Until(t, "the member to be joined", func() bool { return joined(f.memberCluster(t)) == metav1.ConditionTrue })
+	f.putWork(t, "unrecorded", manifest(t, "v1", "ConfigMap", "default", "unrecorded", map[string]string{"k": "v"}))
+
+	const refusal = `read inventory gitfleet-system/unrecorded: configmaps "unrecorded" is forbidden: ` +
+		`User "gitfleet-agent" cannot get resource "configmaps" in API group "" in the namespace "gitfleet-system"`
+	var w *fleet.Work
+	await.Until(t, "the Work to say the member refused its record", func() bool {
+		w = f.work(t, "unrecorded")
+		c := workCondition(w, fleet.WorkConditionTypeApplied)
+		return c.Status == metav1.ConditionFalse && c.Reason == delivery.WorkAppliedFailedReason && c.Message == refusal
+	})
+	b := &fleet.Binding{ObjectMeta: metav1.ObjectMeta{Name: "place-" + memberName, Generation: 1}}
+	conds, _ := delivery.Status(b, []*fleet.Work{w})
+	want := "Work object unrecorded has failed to apply: " + refusal
+	if c := meta.FindStatusCondition(conds, fleet.ResourceBindingApplied); c == nil || c.Status != metav1.ConditionFalse || c.Message != want {
+		t.Errorf("the binding's Applied = %+v, want False, %q", c, want)
+	}
+}
+
+// withoutInventoryRights is the member as user gitfleet-agent, allowed
+// what the agent does but for gitfleet-system: the AppliedWork CRD and
+// AppliedWorks, the nodes and pods it reports on.
+func withoutInventoryRights(t *testing.T, c *kubetest.Cluster) *rest.Config {
+	t.Helper()
+	ctx := await.Context(t)
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "gitfleet-agent"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"*"}},
+		{APIGroups: []string{fleet.SchemeGroupVersion.Group}, Resources: []string{"appliedworks", "appliedworks/status"}, Verbs: []string{"*"}},
+		{APIGroups: []string{""}, Resources: []string{"nodes", "pods"}, Verbs: []string{"get", "list", "watch"}},
+	}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "gitfleet-agent"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "gitfleet-agent"}}}
+	for _, o := range []client.Object{role, binding} {
+		if err := c.Client().Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := c.AdminConfig()
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "gitfleet-agent"}
+	return cfg
 }

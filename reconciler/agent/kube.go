@@ -77,13 +77,13 @@ func (k *kubeMember) RecordApplied(ctx context.Context, aw *fleet.AppliedWork) e
 	delete(u.Object, "status")
 	//nolint:staticcheck // client.Apply on unstructured is what ssa itself uses.
 	if err := k.client.Patch(ctx, u, client.Apply, client.FieldOwner(kube.FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("write AppliedWork %s: %w", aw.Name, err)
+		return k.Redact(fmt.Errorf("write AppliedWork %s: %w", aw.Name, err))
 	}
 	st := &unstructured.Unstructured{Object: map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(),
 		"metadata": map[string]any{"name": aw.Name}, "status": status}}
 	//nolint:staticcheck // client.Apply on unstructured is what ssa itself uses.
 	if err := k.client.Status().Patch(ctx, st, client.Apply, client.FieldOwner(kube.FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("write the status of AppliedWork %s: %w", aw.Name, err)
+		return k.Redact(fmt.Errorf("write the status of AppliedWork %s: %w", aw.Name, err))
 	}
 	return nil
 }
@@ -94,7 +94,7 @@ func (k *kubeMember) ForgetApplied(ctx context.Context, name string) error {
 	u.SetKind(fleet.KindAppliedWork)
 	u.SetName(name)
 	if err := k.client.Delete(ctx, u); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete AppliedWork %s: %w", name, err)
+		return k.Redact(fmt.Errorf("delete AppliedWork %s: %w", name, err))
 	}
 	return nil
 }

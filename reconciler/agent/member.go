@@ -34,7 +34,9 @@ type Member interface {
 	// scheduling (its nodes, as KubeFleet's member agent reads them).
 	Observe(ctx context.Context) (member.Observation, error)
 	// RecordApplied writes the member's AppliedWork of a Work (what the
-	// agent applies for it); ForgetApplied deletes it.
+	// agent applies for it); ForgetApplied deletes it. Their errors, as
+	// Apply's, never name the member's API server: a Work's status may
+	// carry them.
 	RecordApplied(ctx context.Context, aw *fleet.AppliedWork) error
 	ForgetApplied(ctx context.Context, name string) error
 }

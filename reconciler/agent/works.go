@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -54,7 +55,9 @@ func (a *Agent) next(ctx context.Context) bool {
 
 // process applies Work name as it stands on the hub — its AppliedWork
 // written first, its status reported from what the Applier returns — or
-// removes what it applied once deleted. It returns when to look again:
+// removes what it applied once deleted; a failure of the member to take
+// it (its record refused, the member unreachable) is on its Applied
+// (reportFailed). It returns when to look again:
 // the poll interval while manifests become available, the drift check
 // interval once the Work is available (0: not again until it changes).
 func (a *Agent) process(ctx context.Context, name string) (time.Duration, error) {
@@ -99,7 +102,7 @@ func (a *Agent) process(ctx context.Context, name string) (time.Duration, error)
 			Ordinal: i, Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}})
 	}
 	if err := a.member.RecordApplied(ctx, aw); err != nil {
-		return 0, err
+		return 0, a.reportFailed(ctx, w, err)
 	}
 	a.mu.Lock()
 	a.applied[name] = w
@@ -110,7 +113,7 @@ func (a *Agent) process(ctx context.Context, name string) (time.Duration, error)
 	}
 	st, err := a.member.Apply(ctx, w, others, a.cfg.Clock.Now())
 	if err != nil {
-		return 0, err
+		return 0, a.reportFailed(ctx, w, err)
 	}
 	if err := a.report(ctx, w, st); err != nil {
 		return 0, err
@@ -240,6 +243,24 @@ func (a *Agent) reportUnusable(ctx context.Context, gen int64, w *fleet.Work, ca
 		Reason: reasonDecodingErred, Message: condmsg.Cap(cause.Error()), ObservedGeneration: gen}}}
 	a.log.Warn("work cannot be applied", "work", w.Name, "err", cause.Error())
 	return a.report(ctx, w, st)
+}
+
+// reportFailed reports a Work the member failed to take as a whole
+// (cause: it refused the agent's record of the Work, or could not be
+// reached) as the work applier reports a whole-Work failure: Applied
+// False, WorkAppliedFailed, the cause (redacted by the Member, capped) as
+// message, so the binding says why, not only the agent's log; cause is
+// returned, to try again. An agent that is stopping reports nothing.
+func (a *Agent) reportFailed(ctx context.Context, w *fleet.Work, cause error) error {
+	if ctx.Err() != nil {
+		return cause
+	}
+	st := fleet.WorkStatus{Conditions: []metav1.Condition{{Type: fleet.WorkConditionTypeApplied, Status: metav1.ConditionFalse,
+		Reason: delivery.WorkAppliedFailedReason, Message: condmsg.Cap(cause.Error()), ObservedGeneration: w.Generation}}}
+	if err := a.report(ctx, w, st); err != nil {
+		return errors.Join(cause, err)
+	}
+	return cause
 }
 
 func (a *Agent) writeWorkStatus(ctx context.Context, w *fleet.Work, st fleet.WorkStatus) error {

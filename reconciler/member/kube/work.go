@@ -232,6 +232,11 @@ func (a *WorkApplier) Remove(ctx context.Context, w *fleet.Work, others []*fleet
 	return a.cl.redact(err)
 }
 
+// Redact hides the member's API server address in err's message, as
+// Apply's and Remove's errors do: for errors of the member met beside
+// them (the agent's AppliedWorks), which a Work's status may carry.
+func (a *WorkApplier) Redact(err error) error { return a.cl.redact(err) }
+
 // claimedBy is what the manifests of works hold. Only the identifying
 // fields of each manifest are read.
 func claimedBy(works []*fleet.Work) (inventory, error) {
