@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -212,5 +213,32 @@ func TestBindingPruneSkippedFromItsWorks(t *testing.T) {
 	conds, _ = Status(b, []*fleet.Work{work("app-work", []metav1.Condition{appliedTrue, availableTrue}), stale})
 	if c := meta.FindStatusCondition(conds, fleet.ResourceBindingPruneSkipped); c != nil {
 		t.Errorf("PruneSkipped = %+v from a report on an older generation only", c)
+	}
+}
+
+// A Work written by another agent (KubeFleet's caps nothing) may carry
+// causes of up to 32 KiB: the binding takes them capped (condmsg), its
+// Applied message and each failed placement, or its own status write,
+// with several of them, fails on the API server.
+func TestLongCausesFromAWorkAreCappedOnTheBinding(t *testing.T) {
+	long := strings.Repeat("x", 30000)
+	capped := strings.Repeat("x", 976) + "… (29024 more characters)"
+	whole := wholeFailed
+	whole.Message = long
+	failed := manifestFailed
+	failed.Message = long
+	b := &fleet.Binding{ObjectMeta: metav1.ObjectMeta{Name: "app-m1", Generation: 1}}
+
+	conds, _ := Status(b, []*fleet.Work{work("app-work", []metav1.Condition{whole}, manifest("cr"))})
+	if c, want := meta.FindStatusCondition(conds, fleet.ResourceBindingApplied), "Work object app-work has failed to apply: "+capped; c == nil || c.Message != want {
+		t.Errorf("Applied = %+v, want the message %q", c, want)
+	}
+	w := work("app-work", []metav1.Condition{appliedFalse}, manifest("bad", failed))
+	_, p := Status(b, []*fleet.Work{w})
+	if len(p.Failed) != 1 || p.Failed[0].Condition.Message != capped {
+		t.Errorf("failed placements = %+v, want one with the message %q", p.Failed, capped)
+	}
+	if w.Status.ManifestConditions[0].Conditions[0].Message != long {
+		t.Errorf("the Work's own manifest condition was cut")
 	}
 }
