@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/condmsg"
 )
 
 // Condition messages (spec §2.4, §3.1, §3.2, §4). They are copied verbatim
@@ -189,7 +190,7 @@ func (p *pass) markRunFailed(msg string) {
 	p.set(&p.run.Status.Conditions, fleet.StagedUpdateRunConditionProgressing, metav1.ConditionFalse,
 		fleet.UpdateRunFailedReason, RunFailedProgMessage)
 	p.set(&p.run.Status.Conditions, fleet.StagedUpdateRunConditionSucceeded, metav1.ConditionFalse,
-		fleet.UpdateRunFailedReason, msg)
+		fleet.UpdateRunFailedReason, condmsg.Cap(msg))
 }
 
 // ---- stage ----
@@ -242,7 +243,7 @@ func (p *pass) markStageFailed(s *fleet.StageUpdatingStatus, msg string) {
 	p.set(&s.Conditions, fleet.StageUpdatingConditionProgressing, metav1.ConditionFalse,
 		fleet.StageUpdatingFailedReason, StageFailedProgMessage)
 	p.set(&s.Conditions, fleet.StageUpdatingConditionSucceeded, metav1.ConditionFalse,
-		fleet.StageUpdatingFailedReason, msg)
+		fleet.StageUpdatingFailedReason, condmsg.Cap(msg))
 }
 
 func (p *pass) markStageSkipped(s *fleet.StageUpdatingStatus) {
@@ -273,7 +274,7 @@ func (p *pass) markClusterSucceeded(stage string, c *fleet.ClusterUpdatingStatus
 
 func (p *pass) markClusterFailed(stage string, c *fleet.ClusterUpdatingStatus, msg string) {
 	p.set(&c.Conditions, fleet.ClusterUpdatingConditionSucceeded, metav1.ConditionFalse,
-		fleet.ClusterUpdatingFailedReason, msg)
+		fleet.ClusterUpdatingFailedReason, condmsg.Cap(msg))
 	p.log.Warn("cluster update failed", "stage", stage, "cluster", c.ClusterName, "err", msg)
 }
 

@@ -20,6 +20,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/clock"
+	"github.com/gitfleet/gitfleet/internal/condmsg"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 )
 
@@ -289,7 +290,7 @@ func (p *pass) incomplete(out outcome) (Result, error) {
 }
 
 func (p *pass) recordInitFailed(reason, msg string) error {
-	p.set(&p.run.Status.Conditions, fleet.StagedUpdateRunConditionInitialized, metav1.ConditionFalse, reason, msg)
+	p.set(&p.run.Status.Conditions, fleet.StagedUpdateRunConditionInitialized, metav1.ConditionFalse, reason, condmsg.Cap(msg))
 	return p.writeStatus()
 }
 
