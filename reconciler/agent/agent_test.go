@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/condmsg"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
 	"github.com/gitfleet/gitfleet/reconciler/agent"
@@ -532,4 +534,65 @@ func withoutInventoryRights(t *testing.T, c *kubetest.Cluster) *rest.Config {
 	cfg := c.AdminConfig()
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "gitfleet-agent"}
 	return cfg
+}
+
+// A member whose admission refuses the agent's record of a Work with a
+// denial over 32 KiB (a ValidatingAdmissionPolicy's message) fails the
+// Work as a whole with that cause capped (condmsg): the Work's status and
+// the binding's are written, where the whole denial made the API server
+// refuse the status write itself, again and again, and the binding said
+// nothing.
+func TestALongRefusalOfTheRecordIsCappedOnTheWorkAndTheBinding(t *testing.T) {
+	f := start(t)
+	await.Until(t, "the member to be joined", func() bool { return joined(f.memberCluster(t)) == metav1.ConditionTrue })
+	ctx := await.Context(t)
+	denial := "the inventory is frozen: " + strings.Repeat("x", 40000)
+	fail := admissionregistrationv1.Fail
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "frozen"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{FailurePolicy: &fail,
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}}}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "object.metadata.name != 'frozen'", Message: denial}}}}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "frozen"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "frozen",
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}}
+	for _, o := range []client.Object{policy, binding} {
+		if err := f.member.Client().Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The policy is in force once it denies a ConfigMap named frozen.
+	await.Until(t, "the policy to deny", func() bool {
+		probe := &unstructured.Unstructured{Object: manifest(t, "v1", "ConfigMap", "default", "frozen", nil)}
+		err := f.member.Client().Create(ctx, probe, client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy 'frozen' with binding 'frozen' denied request")
+	})
+	f.putWork(t, "frozen", manifest(t, "v1", "ConfigMap", "default", "thawed", map[string]string{"k": "v"}))
+
+	const prefix = `write inventory gitfleet-system/frozen: configmaps "frozen" is forbidden: ` +
+		`ValidatingAdmissionPolicy 'frozen' with binding 'frozen' denied request: the inventory is frozen: xxx`
+	var w *fleet.Work
+	await.Until(t, "the Work to say the member refused its record", func() bool {
+		w = f.work(t, "frozen")
+		c := workCondition(w, fleet.WorkConditionTypeApplied)
+		return c.Status == metav1.ConditionFalse && c.Reason == delivery.WorkAppliedFailedReason
+	})
+	msg := workCondition(w, fleet.WorkConditionTypeApplied).Message
+	if len(msg) > condmsg.Max || !strings.HasPrefix(msg, prefix) || !strings.HasSuffix(msg, " more characters)") {
+		t.Errorf("the Work's Applied message (%d bytes) = %.200q…%q, want at most %d bytes, starting %q and cut",
+			len(msg), msg, msg[max(0, len(msg)-40):], condmsg.Max, prefix)
+	}
+	b := &fleet.Binding{ObjectMeta: metav1.ObjectMeta{Name: "frozen-" + memberName, Generation: 1}}
+	b.Spec.TargetCluster = memberName
+	var rep bindingReport
+	rep.conds, rep.p = delivery.Status(b, []*fleet.Work{w})
+	want := "Work object frozen has failed to apply: " + msg
+	if c := meta.FindStatusCondition(rep.conds, fleet.ResourceBindingApplied); c == nil || c.Message != want {
+		t.Errorf("the binding's Applied = %.300v, want the message %.300q", c, want)
+	}
+	if err := writeBinding(t, f.hub, b, b.Name, rep); err != nil {
+		t.Errorf("the binding's status is not written: %.500v", err)
+	}
 }
