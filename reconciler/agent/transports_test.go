@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -239,7 +240,7 @@ func writeBinding(t *testing.T, c *kubetest.Cluster, b *fleet.Binding, name stri
 	w.Name = name
 	w.Spec.State = fleet.BindingStateBound
 	w.Spec.ClusterDecision = fleet.ClusterDecision{ClusterName: b.Spec.TargetCluster, Selected: true, Reason: "picked by the test"}
-	w.Status = fleet.ResourceBindingStatus{Conditions: rep.conds, FailedPlacements: rep.p.Failed,
+	w.Status = fleet.ResourceBindingStatus{Conditions: slices.Clone(rep.conds), FailedPlacements: slices.Clone(rep.p.Failed),
 		DriftedPlacements: rep.p.Drifted, DiffedPlacements: rep.p.Diffed}
 	for i := range w.Status.Conditions {
 		w.Status.Conditions[i].LastTransitionTime = metav1.Now()
