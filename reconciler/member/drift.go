@@ -30,6 +30,10 @@ const (
 	DiffsFoundTakeOverError         = "cannot take over object: configuration differences are found between the manifest object and the corresponding object in the member cluster"
 	DiffsFoundTakeOverDegradedError = "cannot take over object: configuration differences are found between the manifest object and the corresponding object in the member cluster in degraded mode (full comparison is performed instead of partial comparison, as the manifest object is considered to be invalid by the member cluster API server)"
 	NotTakenOverError               = "no ownership of the object in the member cluster; takeover is needed"
+	// OwnedByAnotherPlacementError: the object is another placement's on
+	// the member (KubeFleet: another AppliedWork owns it), which no apply
+	// strategy takes over.
+	OwnedByAnotherPlacementError = "failed to take over a pre-existing object: the object is already owned by another Fleet AppliedWork object"
 	// ManifestNotAppliedMessageFmt wraps one of the errors above.
 	ManifestNotAppliedMessageFmt = "Failed to apply the manifest (error: %s)"
 

@@ -249,10 +249,17 @@ func (cl *cluster) apply(ctx context.Context, d member.Delivery, claimed invento
 		}
 		return objs, live, left, outcome{}, nil
 	}
-	out, err := cl.gate(ctx, objs, live, old, strategy, d.Generation())
+	taken, err := cl.takenByOthers(ctx, d, objs, live)
 	if err != nil {
 		return nil, nil, nil, outcome{}, err
 	}
+	out, err := cl.gate(ctx, objs, live, old, strategy, d.Generation(), taken)
+	if err != nil {
+		return nil, nil, nil, outcome{}, err
+	}
+	// What another placement holds is not d's: not recorded, so d's
+	// prune never reaches it.
+	desired = desired.minus(taken)
 	// Recorded before the apply, without a digest, so a crash during it
 	// leaves a record that covers whatever reached the member and forces
 	// a full apply next time.
@@ -289,7 +296,7 @@ func (cl *cluster) apply(ctx context.Context, d member.Delivery, claimed invento
 		return nil, nil, nil, outcome{}, err
 	}
 	if len(stale) > 0 {
-		kept, err := cl.prune(ctx, stale, labels)
+		kept, err := cl.prune(ctx, d, stale)
 		if err != nil {
 			return nil, nil, nil, outcome{}, err
 		}
@@ -492,17 +499,22 @@ func digestOf(objs []*unstructured.Unstructured) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// prune deletes the objects of an inventory that still carry labels
-// (carries), in reverse apply order (Flux's), and returns those it left
-// because the member's copy (the version last delivered) is annotated
-// prune: disabled. A kind the member no longer serves has nothing left to
-// delete. Flux's ResourceManager.Delete is not used: its inclusions only
-// match labels, and a cluster-scoped placement's objects are told from a
-// namespaced placement's of the same name by a label they lack.
-func (cl *cluster) prune(ctx context.Context, inv inventory, labels map[string]string) (inventory, error) {
+// prune deletes the objects of an inventory that still carry d's owner
+// labels (carries), in reverse apply order (Flux's), and returns those it
+// left because the member's copy (the version last delivered) is
+// annotated prune: disabled. An object the record of another placement on
+// the member holds is not deleted: two placements that created it at
+// once both recorded it, and it is the other's until its apply refuses
+// it (takenByOthers). A kind the member no longer serves has nothing left
+// to delete. Flux's ResourceManager.Delete is not used: its inclusions
+// only match labels, and a cluster-scoped placement's objects are told
+// from a namespaced placement's of the same name by a label they lack.
+func (cl *cluster) prune(ctx context.Context, d member.Delivery, inv inventory) (inventory, error) {
+	labels := ownerLabels(d)
 	objs := inv.objects()
 	sort.Sort(sort.Reverse(ssa.SortableUnstructureds(objs)))
 	kept := inventory{}
+	var doomed []*unstructured.Unstructured
 	var errs []error
 	for _, o := range objs {
 		u, err := cl.get(ctx, o)
@@ -515,6 +527,18 @@ func (cl *cluster) prune(ctx context.Context, inv inventory, labels map[string]s
 		case utils.AnyInMetadata(u, member.PruneExclusions()):
 			kept[member.Identify(o)] = true
 		default:
+			doomed = append(doomed, u)
+		}
+	}
+	if len(doomed) > 0 {
+		held, err := cl.heldByOtherPlacements(ctx, d)
+		if err != nil {
+			return nil, fmt.Errorf("prune: %w", err)
+		}
+		for _, u := range doomed {
+			if held[idKey(member.Identify(u))] {
+				continue
+			}
 			err := cl.client.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationBackground))
 			if err != nil && !apierrors.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("%s delete failed: %w", utils.FmtUnstructured(u), err))
@@ -562,7 +586,11 @@ func (cl *cluster) get(ctx context.Context, o *unstructured.Unstructured) (*unst
 // cluster-scoped placement, no namespace label, which only a namespaced
 // placement of the same name puts on its objects.
 func carries(u *unstructured.Unstructured, labels map[string]string) bool {
-	have := u.GetLabels()
+	return labelsCarry(u.GetLabels(), labels)
+}
+
+// labelsCarry is carries on an object's labels have.
+func labelsCarry(have, labels map[string]string) bool {
 	for k, v := range labels {
 		if have[k] != v {
 			return false
@@ -595,7 +623,7 @@ func (cl *cluster) remove(ctx context.Context, d member.Delivery, claimed invent
 		rec.ids, left = rec.ids.minus(others).minus(claimed), left.minus(others).minus(claimed)
 	}
 	if len(rec.ids) > 0 {
-		kept, err := cl.prune(ctx, rec.ids, ownerLabels(d))
+		kept, err := cl.prune(ctx, d, rec.ids)
 		if err != nil {
 			return nil, err
 		}

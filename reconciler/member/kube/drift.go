@@ -67,14 +67,14 @@ func (cl *cluster) diff(ctx context.Context, manifest, live *unstructured.Unstru
 // manifest, is held and reported drifted; an object the member already
 // has that gitfleet did not apply is taken over (whenToTakeOver: Always),
 // taken over only if it does not differ (IfNoDiff), or left alone
-// (Never). Objects are compared concurrently; the outcome keeps their
+// (Never); one another placement holds (taken) is never taken over. Objects are compared concurrently; the outcome keeps their
 // order.
 //
 // An object of ours at the version recorded after the last apply has not
 // changed since, so it is not compared: a check costs a dry run only for
 // the objects someone changed (held objects have no recorded version).
 func (cl *cluster) gate(ctx context.Context, objs []*unstructured.Unstructured, live map[string]*unstructured.Unstructured,
-	old record, strategy *fleet.ApplyStrategy, gen int64) (outcome, error) {
+	old record, strategy *fleet.ApplyStrategy, gen int64, taken inventory) (outcome, error) {
 	hashes := old.hashes
 	verdicts := make([]verdict, len(objs))
 	g, gctx := errgroup.WithContext(ctx)
@@ -87,6 +87,9 @@ func (cl *cluster) gate(ctx context.Context, objs []*unstructured.Unstructured, 
 			continue // a new manifest is applied over whatever is there
 		case ours && old.versions[k] != "" && old.versions[k] == version(u):
 			continue // untouched since gitfleet applied it
+		case !ours && taken[member.Identify(o)]:
+			verdicts[i] = takenVerdict(strategy)
+			continue
 		case !ours && strategy.WhenToTakeOver == fleet.WhenToTakeOverTypeAlways:
 			continue // created, or taken over, by the apply
 		}

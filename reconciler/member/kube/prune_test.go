@@ -134,27 +134,36 @@ func TestAClusterScopedPlacementNeverPrunesWhatANamespacedPlacementOfItsNameHold
 	// ClusterResourcePlacement "place" and ResourcePlacement
 	// test-namespace/place: the same placement label, told apart by the
 	// namespace label only the namespaced one's objects carry.
-	cluster := delivery(t, "member1", 1, "place-0-snapshot", namespace, configMap("moved", "v1"))
+	cluster := delivery(t, "member1", 1, "place-0-snapshot", namespace)
 	f.deliverAvailable(f.drivers, cluster)
-	namespaced := delivery(t, "member1", 1, "place-0-snapshot", configMap("moved", "v2"))
+	namespaced := delivery(t, "member1", 1, "place-0-snapshot", configMap("shared", "v2"))
 	namespaced.Binding.Namespace = "test-namespace"
 	f.deliverAvailable(f.drivers, namespaced)
-	if l := f.get("member1", "v1", "ConfigMap", "test-namespace", "moved").GetLabels(); l[kube.PlacementNamespaceLabel] != "test-namespace" {
-		t.Fatalf("labels of the ConfigMap the namespaced placement took over = %v", l)
+	if l := f.get("member1", "v1", "ConfigMap", "test-namespace", "shared").GetLabels(); l[kube.PlacementNamespaceLabel] != "test-namespace" {
+		t.Fatalf("labels of the namespaced placement's ConfigMap = %v", l)
 	}
 
-	// The cluster-scoped placement drops it: it is the namespaced one's now.
-	cluster2 := delivery(t, "member1", 2, "place-1-snapshot", namespace)
-	f.deliverAvailable(f.drivers, cluster2)
-	if f.get("member1", "v1", "ConfigMap", "test-namespace", "moved") == nil {
+	// The cluster-scoped placement selects it too: it is the namespaced
+	// one's, not taken over.
+	cluster2 := delivery(t, "member1", 2, "place-1-snapshot", namespace, configMap("shared", "v1"))
+	must(t, f.drivers.Driver("member1").Deliver(f.ctx, pushed(t, cluster2)))
+	rep := f.reports.waitCond(t, cluster2.Key(), 2, fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason)
+	if len(rep.failed) != 1 || rep.failed[0].Name != "shared" || rep.failed[0].Condition.Reason != member.FailedToTakeOverReason {
+		t.Errorf("failed = %+v, want shared not taken over", rep.failed)
+	}
+
+	// It drops it again, and is removed: the object stays the namespaced
+	// placement's.
+	cluster3 := delivery(t, "member1", 3, "place-2-snapshot", namespace)
+	f.deliverAvailable(f.drivers, cluster3)
+	if f.get("member1", "v1", "ConfigMap", "test-namespace", "shared") == nil {
 		t.Fatal("the cluster-scoped placement's prune deleted an object of the namespaced placement of the same name")
 	}
-	if c := f.reports.cond(cluster2.Key(), 2, fleet.ResourceBindingPruneSkipped); c != nil {
+	if c := f.reports.cond(cluster3.Key(), 3, fleet.ResourceBindingPruneSkipped); c != nil {
 		t.Errorf("PruneSkipped = %+v: an object another placement holds is not left by this one", c)
 	}
-	// Its removal spares it too.
-	must(t, f.drivers.Driver("member1").Remove(f.ctx, cluster2))
-	if f.get("member1", "v1", "ConfigMap", "test-namespace", "moved") == nil {
-		t.Fatal("the cluster-scoped placement's removal deleted an object of the namespaced placement of the same name")
+	must(t, f.drivers.Driver("member1").Remove(f.ctx, cluster3))
+	if cm := f.get("member1", "v1", "ConfigMap", "test-namespace", "shared"); cm == nil || cm.GetLabels()[kube.PlacementNamespaceLabel] != "test-namespace" {
+		t.Fatalf("shared = %v after the cluster-scoped placement's removal, want the namespaced placement's", cm)
 	}
 }
