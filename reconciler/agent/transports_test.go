@@ -136,23 +136,31 @@ func TestAMemberReadsAlikePushedAndPulled(t *testing.T) {
 		// capped: the start of the failed placement's message, which the
 		// cap cuts.
 		capped string
+		// failedReason and failedMessage: the first failed placement's.
+		failedReason, failedMessage string
 	}{
 		{"refused", []map[string]any{manifest(t, "v1", "Namespace", "", "app", nil), bad},
-			fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason, "Work object place-refused-work has failed to apply", 1, "", ""},
+			fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason, "Work object place-refused-work has failed to apply", 1, "", "", member.ManifestApplyFailedReason, ""},
 		// A namespace of its own: the refused row's binding is retried
-		// all along, applying its namespace app again, and an object two
-		// placements apply carries the placement label of the last.
+		// all along, applying its namespace app again, which another
+		// placement may not take over (the taken row).
 		{"applied", []map[string]any{manifest(t, "v1", "Namespace", "", "good", nil), manifest(t, "v1", "ConfigMap", "good", "good", map[string]string{"k": "v"})},
-			fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason, member.AllWorkAvailableMessage, 0, "", ""},
+			fleet.ResourceBindingAvailable, metav1.ConditionTrue, member.AllWorkAvailableReason, member.AllWorkAvailableMessage, 0, "", "", "", ""},
+		// The applied row's ConfigMap, placed again by another placement:
+		// not taken over, and said so as KubeFleet's work applier says it.
+		{"taken", []map[string]any{manifest(t, "v1", "ConfigMap", "good", "good", map[string]string{"k": "v"})},
+			fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason, "Work object place-taken-work has failed to apply", 1, "", "",
+			member.FailedToTakeOverReason, "Failed to apply the manifest (error: failed to take over a pre-existing object: " +
+				"the object is already owned by another Fleet AppliedWork object)"},
 		{"crd", []map[string]any{crd("gadgets", "Widget")},
 			fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason,
-			"Work object place-crd-work has failed to apply: " + neverEstablished, 0, neverEstablished, ""},
+			"Work object place-crd-work has failed to apply: " + neverEstablished, 0, neverEstablished, "", "", ""},
 		// The API server's refusal quotes each of 40 data keys of 1,002
 		// characters twice, 80 KiB (a Work's manifests' metadata, where a
 		// label value would be echoed, are validated on the hub).
 		{"long", []map[string]any{manifest(t, "v1", "Namespace", "", "long", nil), huge},
 			fleet.ResourceBindingApplied, metav1.ConditionFalse, member.WorkNotAppliedReason, "Work object place-long-work has failed to apply", 1, "",
-			`Failed to apply the manifest (error: ConfigMap/long/huge apply failed: ConfigMap "huge" is invalid: [data[`},
+			`Failed to apply the manifest (error: ConfigMap/long/huge apply failed: ConfigMap "huge" is invalid: [data[`, member.ManifestApplyFailedReason, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			placement := "place-" + tc.name
@@ -213,6 +221,10 @@ func TestAMemberReadsAlikePushedAndPulled(t *testing.T) {
 
 			if len(pulled.p.Failed) != tc.failures {
 				t.Errorf("pulled: %d failed placements, want %d: %+v", len(pulled.p.Failed), tc.failures, pulled.p.Failed)
+			} else if tc.failures > 0 {
+				if c := pulled.p.Failed[0].Condition; c.Reason != tc.failedReason || (tc.failedMessage != "" && c.Message != tc.failedMessage) {
+					t.Errorf("pulled: failed placement %+v, want %s: %q", c, tc.failedReason, tc.failedMessage)
+				}
 			}
 			if got, want := describeReport(timeless(pushedRep)), describeReport(timeless(pulled)); got != want {
 				t.Errorf("pushed and pulled differ:\npushed: %.4000s\npulled: %.4000s", got, want)
