@@ -46,13 +46,16 @@ const (
 	InventoryNamespace = "gitfleet-system"
 	// PlacementLabel and PlacementNamespaceLabel mark every object gitfleet
 	// applies with the placement it belongs to. Prune and removal delete
-	// only objects that still carry them.
+	// only objects that still carry them, and no other placement takes
+	// over an object that carries them while its placement's record holds
+	// it (ownership.go).
 	PlacementLabel          = fleet.GitfleetPrefix + "placement"
 	PlacementNamespaceLabel = fleet.GitfleetPrefix + "placement-namespace"
 	// RecordPlacementLabel and RecordPlacementNamespaceLabel mark an
 	// inventory ConfigMap with the placement whose objects it records:
 	// a placement has one record per Work of its binding, and prune finds
-	// the others by them (heldByOthers).
+	// the others by them (heldByOthers), and a placement tells its
+	// objects from another's by them (otherRecords).
 	RecordPlacementLabel          = fleet.GitfleetPrefix + "inventory-placement"
 	RecordPlacementNamespaceLabel = fleet.GitfleetPrefix + "inventory-placement-namespace"
 	// inventoryKey is the ConfigMap key of the inventory: a JSON list of
