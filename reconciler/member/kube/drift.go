@@ -67,8 +67,8 @@ func (cl *cluster) diff(ctx context.Context, manifest, live *unstructured.Unstru
 // manifest, is held and reported drifted; an object the member already
 // has that gitfleet did not apply is taken over (whenToTakeOver: Always),
 // taken over only if it does not differ (IfNoDiff), or left alone
-// (Never); one another placement holds (taken) is never taken over. Objects are compared concurrently; the outcome keeps their
-// order.
+// (Never); one another placement holds (taken) is never taken over.
+// Objects are compared concurrently; the outcome keeps their order.
 //
 // An object of ours at the version recorded after the last apply has not
 // changed since, so it is not compared: a check costs a dry run only for
