@@ -412,10 +412,6 @@ func (cl *cluster) applyAll(ctx context.Context, objs []*unstructured.Unstructur
 // list reads back the objects of objs that carry labels: one LIST per kind
 // and namespace, so reading a thousand objects costs tens of requests.
 func (cl *cluster) list(ctx context.Context, objs []*unstructured.Unstructured, labels map[string]string) (map[string]*unstructured.Unstructured, error) {
-	type scope struct {
-		gvk       schema.GroupVersionKind
-		namespace string
-	}
 	scopes := map[scope]bool{}
 	for _, o := range objs {
 		scopes[scope{o.GroupVersionKind(), o.GetNamespace()}] = true

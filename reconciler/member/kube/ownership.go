@@ -30,6 +30,12 @@ import (
 // gone) is anyone's to take over, as KubeFleet first drops owner
 // references to AppliedWorks that are gone.
 
+// scope is one kind in one namespace (none for cluster-scoped kinds).
+type scope struct {
+	gvk       schema.GroupVersionKind
+	namespace string
+}
+
 // ownerKey names a placement by its labels: namespace/name, namespace
 // empty for a cluster-scoped placement.
 func ownerKey(name, namespace string) string { return namespace + "/" + name }
@@ -38,13 +44,11 @@ func ownerKey(name, namespace string) string { return namespace + "/" + name }
 // member: the objects the member has (not in live, which are d's) that
 // carry another placement's owner labels and that its record holds. It
 // costs nothing when every object is d's already; else one metadata LIST
-// per kind and namespace of the others, and the records only when one of
-// them carries another placement's labels.
+// per kind and namespace of the others (none in a namespace the member
+// does not have yet: a first apply into new namespaces costs one LIST),
+// and the records only when one of them carries another placement's
+// labels.
 func (cl *cluster) takenByOthers(ctx context.Context, d member.Delivery, objs []*unstructured.Unstructured, live map[string]*unstructured.Unstructured) (inventory, error) {
-	type scope struct {
-		gvk       schema.GroupVersionKind
-		namespace string
-	}
 	wanted := map[string]fleet.ResourceIdentifier{}
 	scopes := map[scope]bool{}
 	for _, o := range objs {
@@ -57,6 +61,9 @@ func (cl *cluster) takenByOthers(ctx context.Context, d member.Delivery, objs []
 	}
 	if len(wanted) == 0 {
 		return nil, nil
+	}
+	if err := cl.dropAbsentNamespaces(ctx, scopes); err != nil {
+		return nil, err
 	}
 	labels := ownerLabels(d)
 	var mu sync.Mutex
@@ -107,6 +114,33 @@ func (cl *cluster) takenByOthers(ctx context.Context, d member.Delivery, objs []
 		}
 	}
 	return taken, nil
+}
+
+// dropAbsentNamespaces removes from scopes the namespaces the member
+// does not have: nothing of them is there to be another's.
+func (cl *cluster) dropAbsentNamespaces(ctx context.Context, scopes map[scope]bool) error {
+	namespaced := false
+	for sc := range scopes {
+		namespaced = namespaced || sc.namespace != ""
+	}
+	if !namespaced {
+		return nil
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "NamespaceList"})
+	if err := cl.client.List(ctx, list); err != nil {
+		return fmt.Errorf("list namespaces: %w", err)
+	}
+	present := map[string]bool{}
+	for _, n := range list.Items {
+		present[n.Name] = true
+	}
+	for sc := range scopes {
+		if sc.namespace != "" && !present[sc.namespace] {
+			delete(scopes, sc)
+		}
+	}
+	return nil
 }
 
 // takenVerdict is gate's decision on an object another placement holds:
