@@ -44,6 +44,22 @@ func (e *NoTarget) Error() string { return e.Reason }
 // rejected and still recorded (exists; nil takes every index). No target
 // is a *NoTarget saying why.
 func Find(failed *fleet.UpdateRun, runs []*fleet.UpdateRun, rejected map[string]string, exists func(index string) bool) (Target, error) {
+	return FindReading(failed, runs, func(r *fleet.UpdateRun) (*fleet.UpdateRun, error) { return r, nil }, rejected, exists)
+}
+
+// FindReading is Find among runs that may be husks (a hub's runs without
+// their stages' clusters: hub.UpdateRuns' ListUpdateRunsWithoutClusters),
+// for a hub where a run whole costs a read of its every cluster (on a
+// Kubernetes hub, 400 KB from the API server for 1,000 clusters). failed
+// must be whole: its clusters say what it changed. Only the runs that
+// could be the target are read whole, through whole, most recent success
+// first, until one succeeded on every cluster failed changed: never a run
+// of another placement, nor one that did not succeed, nor one of a
+// rejected, pruned or the failed index. whole returns nil for a run
+// deleted since it was listed, which is skipped; its error ends the
+// search.
+func FindReading(failed *fleet.UpdateRun, runs []*fleet.UpdateRun, whole func(*fleet.UpdateRun) (*fleet.UpdateRun, error),
+	rejected map[string]string, exists func(index string) bool) (Target, error) {
 	if of := failed.Annotations[fleet.RollbackOfAnnotation]; of != "" {
 		return Target{}, &NoTarget{fmt.Sprintf("run `%s` is itself the rollback of `%s`: gitfleet does not roll back a rollback; "+
 			"choose the snapshot with gitfleet rollback %s --to N", failed.Name, of, failed.Name)}
@@ -56,6 +72,7 @@ func Find(failed *fleet.UpdateRun, runs []*fleet.UpdateRun, rejected map[string]
 	if len(changed) == 0 {
 		return Target{}, &NoTarget{fmt.Sprintf("run `%s` failed before it changed any cluster: there is nothing to roll back", failed.Name)}
 	}
+	// The runs that could be the target, by what a husk says.
 	var candidates []*fleet.UpdateRun
 	for _, r := range runs {
 		if r.Namespace != failed.Namespace || r.Name == failed.Name || r.Spec.PlacementName != failed.Spec.PlacementName {
@@ -74,14 +91,7 @@ func Find(failed *fleet.UpdateRun, runs []*fleet.UpdateRun, rejected map[string]
 		if exists != nil && !exists(idx) {
 			continue
 		}
-		if !covers(r, changed) {
-			continue
-		}
 		candidates = append(candidates, r)
-	}
-	if len(candidates) == 0 {
-		return Target{}, &NoTarget{fmt.Sprintf("no run of placement `%s` succeeded with another resource snapshot than `%s` "+
-			"(not a rejected one, still recorded) on every cluster run `%s` changed (%s)", failed.Spec.PlacementName, bad, failed.Name, strings.Join(changed, ", "))}
 	}
 	slices.SortStableFunc(candidates, func(a, b *fleet.UpdateRun) int {
 		if c := succeededAt(b).Compare(succeededAt(a).Time); c != 0 {
@@ -89,8 +99,21 @@ func Find(failed *fleet.UpdateRun, runs []*fleet.UpdateRun, rejected map[string]
 		}
 		return strings.Compare(b.Name, a.Name)
 	})
-	best := candidates[0]
-	return Target{Index: best.Status.ResourceSnapshotIndexUsed, From: best.Name, Clusters: changed}, nil
+	// The most recent that covers the changed clusters, read whole.
+	for _, r := range candidates {
+		w, err := whole(r)
+		if err != nil {
+			return Target{}, err
+		}
+		if w == nil {
+			continue // gone since it was listed
+		}
+		if covers(w, changed) {
+			return Target{Index: r.Status.ResourceSnapshotIndexUsed, From: r.Name, Clusters: changed}, nil
+		}
+	}
+	return Target{}, &NoTarget{fmt.Sprintf("no run of placement `%s` succeeded with another resource snapshot than `%s` "+
+		"(not a rejected one, still recorded) on every cluster run `%s` changed (%s)", failed.Spec.PlacementName, bad, failed.Name, strings.Join(changed, ", "))}
 }
 
 // Changed are the clusters of the run's update stages that started

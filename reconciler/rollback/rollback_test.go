@@ -2,6 +2,7 @@ package rollback
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -146,5 +147,72 @@ func TestSupersededBy(t *testing.T) {
 	}
 	if got := SupersededBy(failed, []*fleet.UpdateRun{failed, run("r4", "4", "", 35)}); got != "r4" {
 		t.Errorf("superseded by %q, want r4", got)
+	}
+}
+
+// husk is r as a hub lists an ended run without its clusters.
+func husk(r *fleet.UpdateRun) *fleet.UpdateRun {
+	h := r.DeepCopy()
+	for i := range h.Status.StagesStatus {
+		h.Status.StagesStatus[i].Clusters = nil
+	}
+	return h
+}
+
+// FindReading is handed husks and reads whole only the runs whose
+// clusters decide: the successes of the placement that could be the
+// target, most recent first, until one covers the changed clusters. A
+// husk alone never covers them (Find on husks finds nothing), a run of
+// another placement, a failed run, a rejected index and an older success
+// are never read, and a run deleted since it was listed is skipped.
+func TestFindReadingReadsWholeOnlyTheRunsItChecks(t *testing.T) {
+	failed := run("r3", "3", "False", 30, "m1=ok", "m2=failed", "m3=pending")
+	other := run("q1", "1", "True", 25, "m1=ok", "m2=ok")
+	other.Spec.PlacementName = "q"
+	whole := map[string]*fleet.UpdateRun{}
+	for _, r := range []*fleet.UpdateRun{
+		run("r0", "0", "True", 5, "m1=ok", "m2=ok"),
+		run("r1", "1", "True", 10, "m1=ok", "m2=ok"),
+		run("r2", "2", "True", 20, "m1=ok", "m2=failed"), // the most recent success misses m2
+		run("gone", "2", "True", 21, "m1=ok", "m2=ok"),
+		run("f", "2", "False", 22, "m1=ok", "m2=ok"),
+		run("rej", "4", "True", 27, "m1=ok", "m2=ok"),
+		other,
+	} {
+		whole[r.Name] = r
+	}
+	var husks []*fleet.UpdateRun
+	for _, r := range whole {
+		husks = append(husks, husk(r))
+	}
+	husks = append(husks, husk(failed))
+	rejected := map[string]string{"4": "bad"}
+
+	var none *NoTarget
+	if _, err := Find(failed, husks, rejected, nil); !errors.As(err, &none) {
+		t.Fatalf("Find on husks: %v; want no target (a husk has no clusters to cover the changed ones)", err)
+	}
+
+	var read []string
+	got, err := FindReading(failed, husks, func(r *fleet.UpdateRun) (*fleet.UpdateRun, error) {
+		read = append(read, r.Name)
+		if r.Name == "gone" {
+			return nil, nil
+		}
+		return whole[r.Name], nil
+	}, rejected, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Index != "1" || got.From != "r1" {
+		t.Errorf("target %+v; want index 1 from r1", got)
+	}
+	if want := []string{"gone", "r2", "r1"}; !slices.Equal(read, want) {
+		t.Errorf("read whole %q; want %q", read, want)
+	}
+
+	boom := errors.New("the API server is away")
+	if _, err := FindReading(failed, husks, func(*fleet.UpdateRun) (*fleet.UpdateRun, error) { return nil, boom }, rejected, nil); !errors.Is(err, boom) {
+		t.Errorf("a failed read: %v; want %v", err, boom)
 	}
 }
