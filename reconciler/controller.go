@@ -269,24 +269,14 @@ func (c *Controller) schedule(key Key) {
 	c.q.add(item{placementItem, key})
 }
 
-// runHeads is a hub that lists the runs without the clusters of the
-// finished ones (both hubs keep those apart, as husks), which EnqueueAll
-// does not read: a start after a hundred finished runs of 1,000 clusters
-// does not read them all whole (on a Kubernetes hub, from its API server).
-type runHeads interface {
-	ListUpdateRunsWithoutClusters(ctx context.Context) ([]*fleet.UpdateRun, error)
-}
-
 // EnqueueAll queues every placement and every run.
 func (c *Controller) EnqueueAll() {
 	c.init()
 	c.EnqueueAllPlacements()
-	var runs []*fleet.UpdateRun
-	if h, ok := c.Hub.(runHeads); ok {
-		runs, _ = h.ListUpdateRunsWithoutClusters(context.Background())
-	} else {
-		runs, _ = c.Hub.ListUpdateRuns(context.Background())
-	}
+	// Without the clusters of the finished runs, which EnqueueAll does not
+	// read: a start after a hundred finished runs of 1,000 clusters does
+	// not read them all whole (on a Kubernetes hub, from its API server).
+	runs, _ := c.Hub.ListUpdateRunsWithoutClusters(context.Background())
 	c.mu.Lock()
 	for _, r := range runs {
 		k := Key{Namespace: r.Namespace, Name: r.Name}

@@ -121,15 +121,6 @@ func admitKind[T fleetObject](ctx context.Context, h hub.Desired, c *render.Cont
 	return rejected, nil
 }
 
-// runsWithoutClusters is a hub that hands out runs for their metadata and
-// spec, which is all admission reads, without the per-cluster statuses of
-// finished runs (the embedded hub keeps those packed): admitting a commit
-// then costs the same after a hundred finished runs as after one.
-type runsWithoutClusters interface {
-	GetUpdateRunWithoutClusters(ctx context.Context, key hub.Key) (*fleet.UpdateRun, error)
-	ListUpdateRunsWithoutClusters(ctx context.Context) ([]*fleet.UpdateRun, error)
-}
-
 // gitfleetManager is the field manager of what the Git loop applies to a
 // Kubernetes hub (reconciler/hub/kube's FieldManager).
 const gitfleetManager = "gitfleet"
@@ -209,12 +200,12 @@ func (a *admitter) Admit(ctx context.Context, c *render.Content) ([]string, erro
 	}, withheld)); err != nil {
 		return nil, err
 	}
+	// Runs for their metadata and spec, which is all admission reads:
+	// without the clusters of finished runs, so admitting a commit costs
+	// the same after a hundred finished runs as after one.
 	runs := kind[*fleet.UpdateRun]{
-		group: fleet.PlacementGroup, get: h.GetUpdateRun, validate: update[*fleet.UpdateRun],
-		noted: true, list: h.ListUpdateRuns,
-	}
-	if rh, ok := h.(runsWithoutClusters); ok {
-		runs.get, runs.list = rh.GetUpdateRunWithoutClusters, rh.ListUpdateRunsWithoutClusters
+		group: fleet.PlacementGroup, get: h.GetUpdateRunWithoutClusters, validate: update[*fleet.UpdateRun],
+		noted: true, list: h.ListUpdateRunsWithoutClusters,
 	}
 	if err := collect(admitKind(ctx, h, c, c.Runs, runs, withheld)); err != nil {
 		return nil, err

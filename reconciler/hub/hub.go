@@ -309,6 +309,15 @@ type Strategies interface {
 type UpdateRuns interface {
 	GetUpdateRun(ctx context.Context, key Key) (*fleet.UpdateRun, error)
 	ListUpdateRuns(ctx context.Context) ([]*fleet.UpdateRun, error)
+	// GetUpdateRunWithoutClusters and ListUpdateRunsWithoutClusters read
+	// runs for their metadata, spec and conditions: a run that has ended
+	// may come as the hub keeps it, a husk without the clusters of its
+	// stages, which GetUpdateRun reads whole (the embedded hub unpacks
+	// them; a Kubernetes hub reads the run from its API server, 400 KB at
+	// 1,000 clusters). Readers of every run (admission at each sync, the
+	// controller's start, the forge's rollback search) use these.
+	GetUpdateRunWithoutClusters(ctx context.Context, key Key) (*fleet.UpdateRun, error)
+	ListUpdateRunsWithoutClusters(ctx context.Context) ([]*fleet.UpdateRun, error)
 	// UpdateUpdateRunStatus replaces the status of a run (the status
 	// subresource on an API server); spec and metadata are kept as stored.
 	// A stale resourceVersion is a Conflict; on success the caller's run
