@@ -90,7 +90,7 @@ func (d *Daemon) forgeResume(ctx context.Context) {
 	if d.forge == nil {
 		return
 	}
-	runs, err := d.Hub.ListUpdateRuns(ctx)
+	runs, err := d.Hub.ListUpdateRunsWithoutClusters(ctx) // phases and namespaces only
 	if err != nil {
 		return
 	}
