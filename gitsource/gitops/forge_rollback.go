@@ -88,9 +88,9 @@ func (d *Daemon) proposeRollback(ctx context.Context, f forge.Forge, key hub.Key
 	} else if !hub.IsNotFound(err) {
 		return "", err
 	}
-	if runs, err := h.ListUpdateRunsWithoutClusters(ctx); err != nil {
+	if later, err := d.supersededBy(ctx, run); err != nil {
 		return "", err
-	} else if later := rollback.SupersededBy(run, runs); later != "" {
+	} else if later != "" {
 		d.log.Info("no rollback pull request: a later run of the placement superseded the failed one", "run", run.Name, "later_run", later)
 		return "", nil
 	}
@@ -165,6 +165,16 @@ func (d *Daemon) proposeRollback(ctx context.Context, f forge.Forge, key hub.Key
 	d.log.Info("rollback pull request opened; merging it rolls back", "run", run.Name, "resource_snapshot_index", t.Index, "pull_request", pr.URL)
 	d.noteRollback(key, fmt.Sprintf("pull request %s rolls back to resource snapshot %s", pr.URL, t.Index))
 	return RollbackOpened, nil
+}
+
+// supersededBy names a run of run's placement initialized after it (""
+// when none), from the hub's runs without their clusters.
+func (d *Daemon) supersededBy(ctx context.Context, run *fleet.UpdateRun) (string, error) {
+	runs, err := d.forge.hub.ListUpdateRunsWithoutClusters(ctx)
+	if err != nil {
+		return "", err
+	}
+	return rollback.SupersededBy(run, runs), nil
 }
 
 // rollbackTarget finds what run rolls back to from the hub's runs, its
