@@ -28,6 +28,7 @@ import (
 	"github.com/gitfleet/gitfleet/gitsource"
 	"github.com/gitfleet/gitfleet/gitsource/gitops"
 	"github.com/gitfleet/gitfleet/internal/clock"
+	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/internal/testing/gittest"
 	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
 	"github.com/gitfleet/gitfleet/internal/testing/testproc"
@@ -62,6 +63,7 @@ func gitRun(dir string, args ...string) (string, error) { return gittest.Run(dir
 // newFleetRepo pushes files as the first commit of main.
 func newFleetRepo(t testing.TB, files map[string][]byte) *fleetRepo {
 	t.Helper()
+	began(t)
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
@@ -326,12 +328,13 @@ func (r *fleetRepo) approval(name string) *fleet.ApprovalRequest {
 	return o.(*fleet.ApprovalRequest)
 }
 
-// eventually polls cond until it holds; it gives up only near the test
-// binary's -timeout (see internal/testing/await), so a loaded machine makes the
-// suite slower, never red. It fails the test at once, with the process's
-// exit status and the end of its log, when a process the test started
-// and still expects to run (serve, Prometheus, a cluster's: see
-// watchLists) exits.
+// eventually polls cond until it holds. It gives up after the wait's
+// bound (waitBound: a few minutes, more for a test that was slow to get
+// there), failing the test with what it waited for, so a broken test
+// fails in minutes, not shortly before the binary's -timeout. It fails
+// the test at once, with the process's exit status and the end of its
+// log, when a process the test started and still expects to run (serve,
+// Prometheus, a cluster's: see watchLists) exits.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	if err := waitFor(t, what, cond); err != nil {
@@ -343,11 +346,54 @@ func eventually(t testing.TB, what string, cond func() bool) {
 // error instead of failing the test.
 func waitFor(t testing.TB, what string, cond func() bool) error {
 	t.Helper()
-	err := testproc.Wait(t, what, func(context.Context) bool { return cond() }, watched(t)...)
+	by, bound := waitBound(t)
+	return waitUntil(t, what+" ("+bound+")", by, cond)
+}
+
+// waitUntil is waitFor giving up at by.
+func waitUntil(t testing.TB, what string, by time.Time, cond func() bool) error {
+	t.Helper()
+	err := testproc.WaitBy(t, what, by, func(context.Context) bool { return cond() }, watched(t)...)
 	if err != nil {
 		return fmt.Errorf("waiting for %s: %w", what, err)
 	}
 	return nil
+}
+
+// A wait of a test gives up after waitFloor, or waitScale times as long
+// as the test ran before it began if that is longer: a loaded machine
+// that made the test slow to get there gives its waits as much more time
+// (the work before a wait stands for the speed of the machine), and a
+// wait for what never comes fails in minutes. Benchmarks, whose waits
+// their sizes scale, keep waiting until shortly before the -timeout.
+const (
+	waitFloor = 5 * time.Minute
+	waitScale = 3
+)
+
+// testStarts are, per test, when it first used the harness (began).
+var testStarts sync.Map // testing.TB → time.Time
+
+// began notes that t began now, unless it did earlier, and returns when.
+func began(t testing.TB) time.Time {
+	now := time.Now()
+	v, loaded := testStarts.LoadOrStore(t, now)
+	if !loaded {
+		t.Cleanup(func() { testStarts.Delete(t) })
+	}
+	return v.(time.Time)
+}
+
+// waitBound is when a wait of t that begins now gives up, and why then.
+func waitBound(t testing.TB) (time.Time, string) {
+	now := time.Now()
+	if _, bench := t.(*testing.B); bench {
+		return await.Deadline(t), "until shortly before the -timeout"
+	}
+	ran := now.Sub(began(t))
+	bound := max(waitFloor, waitScale*ran).Round(time.Second)
+	return now.Add(bound), fmt.Sprintf("at most %s: %d times the %s the test ran before, at least %s",
+		bound, waitScale, ran.Round(time.Second), waitFloor)
 }
 
 // watchLists are, per test, the processes it started and expects to keep
@@ -429,6 +475,7 @@ func watched(t testing.TB) []*testproc.Server {
 // wait at once (one the test stops with StopAPIServer is not watched).
 func startClusters(t testing.TB, names ...string) []*kubetest.Cluster {
 	t.Helper()
+	began(t)
 	return watchClusters(t, kubetest.Start(t, names...))
 }
 
@@ -437,6 +484,7 @@ func startClusters(t testing.TB, names ...string) []*kubetest.Cluster {
 // of t.
 func startClustersWithWorkloads(t testing.TB, names ...string) []*kubetest.Cluster {
 	t.Helper()
+	began(t)
 	return watchClusters(t, kubetest.StartWithWorkloads(t, names...))
 }
 
@@ -488,7 +536,9 @@ func (r *fleetRepo) awaitPhase(name, phase string, budget time.Duration, onHub f
 	if budget > 0 {
 		what = fmt.Sprintf("run %s to be %s within %s", name, phase, budget.Round(time.Second))
 	}
-	eventually(r.t, what, func() bool {
+	// Bounded by the run's stillness (or budget), not by waitBound: a run
+	// that moves keeps its time.
+	if err := waitUntil(r.t, what, await.Deadline(r.t), func() bool {
 		run, now := r.run(name), time.Now()
 		if (run == nil) != (last == nil) || run != nil && !equality.Semantic.DeepEqual(run.Status, last.Status) {
 			moved = now
@@ -505,7 +555,9 @@ func (r *fleetRepo) awaitPhase(name, phase string, budget time.Duration, onHub f
 			why = fmt.Sprintf("not %s, and its status has not changed for %s", phase, still)
 		}
 		return why != ""
-	})
+	}); err != nil {
+		r.t.Fatal(err)
+	}
 	if why == "" {
 		return last
 	}

@@ -41,8 +41,18 @@ func Context(t testing.TB) context.Context {
 // it logs that it still waits, so a slow run shows where it spends time.
 func Until(t testing.TB, what string, cond func() bool) {
 	t.Helper()
+	UntilBy(t, what, Deadline(t), cond)
+}
+
+// UntilBy is Until giving up at by, or at Deadline if that is earlier: for
+// a caller that bounds its wait by the work it waits for.
+func UntilBy(t testing.TB, what string, by time.Time, cond func() bool) {
+	t.Helper()
 	start := time.Now()
 	deadline := Deadline(t)
+	if by.Before(deadline) {
+		deadline = by
+	}
 	nextLog := start.Add(30 * time.Second)
 	poll := 10 * time.Millisecond
 	for !cond() {

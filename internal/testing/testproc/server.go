@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 )
@@ -123,7 +124,14 @@ const (
 // before the test binary's -timeout.
 func Wait(t testing.TB, what string, ready func(context.Context) bool, servers ...*Server) error {
 	t.Helper()
-	ctx, cancel := context.WithCancel(await.Context(t))
+	return WaitBy(t, what, await.Deadline(t), ready, servers...)
+}
+
+// WaitBy is Wait giving up at by (await.UntilBy), or shortly before the
+// -timeout if that is earlier.
+func WaitBy(t testing.TB, what string, by time.Time, ready func(context.Context) bool, servers ...*Server) error {
+	t.Helper()
+	ctx, cancel := context.WithDeadline(await.Context(t), by)
 	defer cancel()
 	for _, s := range servers {
 		go func() {
@@ -143,7 +151,7 @@ func Wait(t testing.TB, what string, ready func(context.Context) bool, servers .
 		return nil
 	}
 	var err error
-	await.Until(t, what, func() bool {
+	await.UntilBy(t, what, by, func() bool {
 		if err = exited(); err != nil {
 			return true
 		}
