@@ -94,7 +94,10 @@ type Agent struct {
 	// applied is, by Work name, the Work as last applied: what a Work
 	// deleted from the hub without the agent's finalizer applied.
 	applied map[string]*fleet.Work
-	timer   clock.Timer
+	// reported is, by Work name, the status the agent last wrote on it
+	// (statusOf).
+	reported map[string]reportedStatus
+	timer    clock.Timer
 }
 
 // New builds the agent of cfg.MemberName applying its Works to m
@@ -136,6 +139,7 @@ func New(cfg Config, m Member) (*Agent, error) {
 		heartbeat: make(chan struct{}, 1),
 		member:    m,
 		applied:   map[string]*fleet.Work{},
+		reported:  map[string]reportedStatus{},
 	}
 	enqueue := func(obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {

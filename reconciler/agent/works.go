@@ -161,6 +161,7 @@ func (a *Agent) remove(ctx context.Context, name string, w *fleet.Work) error {
 	}
 	a.mu.Lock()
 	delete(a.applied, name)
+	delete(a.reported, name)
 	a.mu.Unlock()
 	return a.member.ForgetApplied(ctx, name)
 }
@@ -205,23 +206,52 @@ func (a *Agent) setFinalizers(ctx context.Context, w *fleet.Work, finalizers []s
 	return nil
 }
 
-// report writes st as w's status, unless w already says it. A condition
-// whose status did not change keeps its last transition time.
+// report writes st as w's status, unless its status already says it. A
+// condition whose status did not change keeps its last transition time.
 func (a *Agent) report(ctx context.Context, w *fleet.Work, st fleet.WorkStatus) error {
+	cur := a.statusOf(w)
 	now := metav1.NewTime(a.cfg.Clock.Now().UTC().Truncate(time.Second))
-	st.Conditions = keepTransitions(w.Status.Conditions, st.Conditions, now)
+	st.Conditions = keepTransitions(cur.Conditions, st.Conditions, now)
 	old := map[fleet.WorkResourceIdentifier][]metav1.Condition{}
-	for _, mc := range w.Status.ManifestConditions {
+	for _, mc := range cur.ManifestConditions {
 		old[mc.Identifier] = mc.Conditions
 	}
 	for i := range st.ManifestConditions {
 		mc := &st.ManifestConditions[i]
 		mc.Conditions = keepTransitions(old[mc.Identifier], mc.Conditions, now)
 	}
-	if equality.Semantic.DeepEqual(w.Status, st) {
+	if equality.Semantic.DeepEqual(cur, st) {
 		return nil
 	}
-	return a.writeWorkStatus(ctx, w, st)
+	if err := a.writeWorkStatus(ctx, w, st); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.reported[w.Name] = reportedStatus{uid: w.UID, generation: w.Generation, status: st}
+	a.mu.Unlock()
+	return nil
+}
+
+// reportedStatus is the status the agent last wrote on a Work, at the
+// Work's UID and generation.
+type reportedStatus struct {
+	uid        types.UID
+	generation int64
+	status     fleet.WorkStatus
+}
+
+// statusOf is w's status now: the agent's last write on w when it was at
+// w's UID and generation (the agent alone writes a Work's status, and the
+// cache w comes from may not show that write yet: a pass the agent's own
+// finalizer write starts reads w without it, and wrote it again), else
+// w's.
+func (a *Agent) statusOf(w *fleet.Work) fleet.WorkStatus {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r, ok := a.reported[w.Name]; ok && r.uid == w.UID && r.generation == w.Generation {
+		return r.status
+	}
+	return w.Status
 }
 
 func keepTransitions(old, cur []metav1.Condition, now metav1.Time) []metav1.Condition {
