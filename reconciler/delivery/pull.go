@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
@@ -85,6 +86,85 @@ func (c *Controller) deliverWorks(ctx context.Context, b *fleet.Binding, m *flee
 	}
 	conds, p := Status(b, stored)
 	return c.ReportBindingStatus(key, gen, conds, p)
+}
+
+// RolloutStarting folds into b, whose status write is about to start its
+// rollout (RolloutStarted decided at its generation, nothing else
+// reported there yet), the report delivery would write right after that
+// write wakes it, when that report is sure: b's member pulls, and the
+// Works made of b can be made and differ from those on the hub, so
+// delivery writes them and reports InProgress (KubeFleet's work
+// generator's Overridden, WorkSynchronized and Applied=False
+// ApplyInProgress, or DiffReported=False DiffReportInProgress, at the new
+// generation). The hub writes both in one status write, not two; when
+// delivery then writes the Works, its report changes nothing and is not
+// written. Anything else (a member gitfleet reaches, Works that cannot be
+// made or do not change, a read that fails) leaves b as it is, and
+// delivery reports as it does without the fold.
+func (c *Controller) RolloutStarting(ctx context.Context, b *fleet.Binding) {
+	if b.DeletionTimestamp != nil || !deliverable(b) || reportedAt(b) {
+		return
+	}
+	store, ok := c.hub.(WorkStore)
+	if !ok {
+		return
+	}
+	m, err := c.member(ctx, b.Spec.TargetCluster)
+	if err != nil || m == nil || !pulls(m) {
+		return
+	}
+	src, err := Lookup(ctx, c.hub, b)
+	if err != nil {
+		return
+	}
+	works, failed := Works(b, m, src)
+	if failed != nil {
+		return
+	}
+	stored, err := store.ListWorks(ctx, m.Name, keyOf(b))
+	if err != nil || !WorksChange(stored, works) {
+		return
+	}
+	if next := member.MergeReport(b, b.Generation, InProgress(b), member.Placements{}, c.clock.Now()); next != nil {
+		b.Status = next.Status
+	}
+}
+
+// reportedAt reports whether b has a condition other than RolloutStarted
+// at its generation: delivery reported on it already.
+func reportedAt(b *fleet.Binding) bool {
+	for _, c := range b.Status.Conditions {
+		if c.Type != fleet.ResourceBindingRolloutStarted && c.ObservedGeneration == b.Generation {
+			return true
+		}
+	}
+	return false
+}
+
+// WorksChange reports whether making a binding's Works want, where the
+// hub holds have, writes any: a Work created, deleted, or not SameWork.
+func WorksChange(have, want []*fleet.Work) bool {
+	if len(have) != len(want) {
+		return true
+	}
+	byName := make(map[string]*fleet.Work, len(have))
+	for _, w := range have {
+		byName[w.Name] = w
+	}
+	for _, w := range want {
+		if cur, ok := byName[w.Name]; !ok || !SameWork(cur, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// SameWork reports whether the Work cur, as the hub holds it, is want:
+// the same spec, labels and annotations (its status and finalizers are
+// its agent's).
+func SameWork(cur, want *fleet.Work) bool {
+	return equality.Semantic.DeepEqual(cur.Spec, want.Spec) && equality.Semantic.DeepEqual(cur.Labels, want.Labels) &&
+		equality.Semantic.DeepEqual(cur.Annotations, want.Annotations)
 }
 
 // removeWorks deletes b's Works; done says whether none is left, so the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/clock"
@@ -229,6 +231,14 @@ func TestARunWaitsForAMemberWhoseAgentStopped(t *testing.T) {
 // once every member joined and is healthy. stop[name] stops that agent.
 func startAgents(t *testing.T, th *testHub, h *Hub, clk clock.Clock, members ...string) (stop map[string]func()) {
 	t.Helper()
+	return startAgentsOn(t, th, th.rest, h, clk, nil, members...)
+}
+
+// startAgentsOn is startAgents with the agents reaching the hub through
+// rc, and each member's MemberCluster carrying annotations[name] beside
+// its driver (a simulated member's gitfleet.io/sim-* ones).
+func startAgentsOn(t *testing.T, th *testHub, rc *rest.Config, h *Hub, clk clock.Clock, annotations map[string]map[string]string, members ...string) (stop map[string]func()) {
+	t.Helper()
 	ctx := await.Context(t)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctrl, err := membercluster.New(membercluster.Config{Rest: th.rest, Clock: clk, Log: quiet})
@@ -240,6 +250,7 @@ func startAgents(t *testing.T, th *testHub, h *Hub, clk clock.Clock, members ...
 	for _, name := range members {
 		m := &fleet.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name,
 			Annotations: map[string]string{fleet.DriverAnnotation: fleet.DriverWork}}}
+		maps.Copy(m.Annotations, annotations[name])
 		th.apply(t, h, m)
 		await.Until(t, "the hub to ask "+name+"'s agent to join", func() bool {
 			_, err := th.client.Resource(fleet.ClusterGroupVersion.WithResource("internalmemberclusters")).
@@ -250,7 +261,7 @@ func startAgents(t *testing.T, th *testHub, h *Hub, clk clock.Clock, members ...
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := agent.New(agent.Config{Hub: th.rest, MemberName: name, Clock: clk, PollInterval: 100 * time.Millisecond, Log: quiet}, sim)
+		a, err := agent.New(agent.Config{Hub: rc, MemberName: name, Clock: clk, PollInterval: 100 * time.Millisecond, Log: quiet}, sim)
 		if err != nil {
 			t.Fatal(err)
 		}

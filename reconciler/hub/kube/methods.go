@@ -134,8 +134,16 @@ func (h *Hub) UpdateBinding(ctx context.Context, b *fleet.Binding) error {
 }
 
 // UpdateBindingStatus implements hub.Bindings through the status
-// subresource.
+// subresource. On a hub that delivers, the write that starts a binding's
+// rollout (the run's RolloutStarted) carries the in-progress report
+// delivery writes right after it for a member that pulls
+// (delivery.Controller.RolloutStarting; b has it after): one status write
+// of every pulled cluster's update instead of two (100 runs of 100
+// clusters, BenchmarkPullFleet).
 func (h *Hub) UpdateBindingStatus(ctx context.Context, b *fleet.Binding) error {
+	if h.delivery != nil {
+		h.delivery.RolloutStarting(ctx, b)
+	}
 	return h.updateStatus(ctx, fleet.BindingKind(b.Namespace), b)
 }
 

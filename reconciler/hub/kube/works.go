@@ -125,7 +125,7 @@ func ofBinding(labels map[string]string, binding hub.Key) bool {
 }
 
 // ApplyWorks implements delivery.WorkStore: a Work whose spec, labels and
-// annotations are as wanted is not written; the status an agent wrote and
+// annotations are as wanted (delivery.SameWork) is not written; the status an agent wrote and
 // its finalizers are kept.
 func (h *Hub) ApplyWorks(ctx context.Context, cluster string, binding hub.Key, works []*fleet.Work) (bool, error) {
 	if h.works == nil {
@@ -157,8 +157,7 @@ func (h *Hub) ApplyWorks(ctx context.Context, cluster string, binding hub.Key, w
 			if err != nil {
 				return false, fmt.Errorf("create work %s/%s: %w", want.Namespace, want.Name, err)
 			}
-		case equality.Semantic.DeepEqual(cur.Spec, want.Spec) && equality.Semantic.DeepEqual(cur.Labels, want.Labels) &&
-			equality.Semantic.DeepEqual(cur.Annotations, want.Annotations):
+		case delivery.SameWork(cur, want):
 			continue
 		default:
 			next := cur.DeepCopy()

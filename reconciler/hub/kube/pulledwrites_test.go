@@ -1,0 +1,297 @@
+package kube
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+
+	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
+	"github.com/gitfleet/gitfleet/internal/clock"
+	"github.com/gitfleet/gitfleet/internal/testing/await"
+	"github.com/gitfleet/gitfleet/reconciler"
+	"github.com/gitfleet/gitfleet/reconciler/hub"
+	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
+)
+
+// TestAPulledClusterCostsTheHubFewWrites counts what a run costs the hub's
+// API server for each member that pulls (the API server is what a large
+// pulled fleet waits on: BenchmarkPullFleet): two runs, a first rollout
+// and an update, to three members through real agents, member3's
+// manifests becoming available a second after they are applied. Per
+// binding and run, serve writes its status twice when the member reports
+// applied and available at once — the run's RolloutStarted, carrying the
+// ApplyInProgress delivery writes right after the Works (KubeFleet's
+// work generator's conditions), and the member's report — and three
+// times when availability comes later; the agent writes each Work's
+// status once, twice when availability comes later. The bindings end
+// as KubeFleet's work generator leaves them, and the first status each
+// shows at its new generation is RolloutStarted with ApplyInProgress.
+func TestAPulledClusterCostsTheHubFewWrites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a kube-apiserver")
+	}
+	th := startHub(t)
+	ctx := await.Context(t)
+	clk := clock.Real{}
+	serveWrites, agentWrites := newObjectWrites(), newObjectWrites()
+	serveRC, agentRC := rest.CopyConfig(th.rest), rest.CopyConfig(th.rest)
+	serveRC.WrapTransport, agentRC.WrapTransport = serveWrites.wrap, agentWrites.wrap
+	h := th.newHub(t, Config{Rest: serveRC, Resources: selectWorkload, Deliver: true})
+	members := []string{"member1", "member2", "member3"}
+	stop := startAgentsOn(t, th, agentRC, h, clk,
+		map[string]map[string]string{"member3": {fleet.SimAvailableAfterAnnotation: "1s"}}, members...)
+
+	p := &fleet.Placement{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: fleet.PlacementSpec{
+		ResourceSelectors: []fleet.ResourceSelectorTerm{{Version: "v1", Kind: "ConfigMap", Name: "app"}},
+		Policy:            &fleet.PlacementPolicy{PlacementType: fleet.PickAllPlacementType},
+		Strategy:          fleet.RolloutStrategy{Type: fleet.ExternalRolloutStrategyType}}}
+	fleet.SetDefaultsPlacement(p)
+	th.apply(t, h, p)
+	strategy := &fleet.UpdateStrategy{ObjectMeta: metav1.ObjectMeta{Name: "all"}, Spec: fleet.UpdateStrategySpec{
+		Stages: []fleet.StageConfig{{Name: "all", LabelSelector: &metav1.LabelSelector{}, MaxConcurrency: maxConcurrency("100%")}}}}
+	th.apply(t, h, strategy)
+	stored, err := h.GetPlacement(ctx, hub.Key{Name: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapshot := func(data string) {
+		t.Helper()
+		w := workload.DeepCopy()
+		if err := unstructured.SetNestedField(w.Object, data, "data", "k"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := resourcesnapshot.Ensure(ctx, h, stored, []*unstructured.Unstructured{w}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snapshot("v1")
+	if _, err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	engine := reconciler.NewEngine(h, clk, reconciler.EngineOptions{Committer: h, OnError: func(c string, err error) { t.Logf("%s: %v", c, err) }})
+	f := &engineFleet{th: th, h: h, ctrl: engine}
+	f.start(t)
+	awaitBindings(t, h, len(members))
+	firsts := watchFirstStatuses(t, th)
+
+	// Counted from here: the runs, not the setup.
+	serveWrites.reset()
+	agentWrites.reset()
+	const runs = 2
+	for i := range runs {
+		if i > 0 {
+			snapshot(fmt.Sprintf("v%d", i+1))
+		}
+		run := hub.Key{Name: fmt.Sprintf("run-%d", i)}
+		th.apply(t, h, &fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: run.Name}, Spec: fleet.UpdateRunSpec{
+			PlacementName: "app", ResourceSnapshotIndex: fmt.Sprint(i), StagedUpdateStrategyName: strategy.Name, State: fleet.StateRun}})
+		await.Until(t, run.Name+" to succeed", func() bool {
+			r, err := h.GetUpdateRun(ctx, run)
+			return err == nil && r.Phase() == fleet.PhaseSucceeded
+		})
+	}
+	// Every write the agents make is counted once they stopped.
+	for _, name := range members {
+		stop[name]()
+	}
+	t.Logf("serve's writes: %s", serveWrites)
+	t.Logf("the agents' writes: %s", agentWrites)
+
+	bindings, err := h.ListBindings(ctx, hub.Key{Name: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bindings {
+		cluster := b.Spec.TargetCluster
+		// Per run: the status writes of a member available at once, and
+		// of one whose availability comes later.
+		bindingBound, workBound := 2, 1
+		if cluster == "member3" {
+			bindingBound, workBound = 3, 2
+		}
+		if n := serveWrites.count("PUT", "clusterresourcebindings", "status", b.Name); n > runs*bindingBound {
+			t.Errorf("%s: %d binding status writes over %d runs, want at most %d a run", cluster, n, runs, bindingBound)
+		}
+		if n := agentWrites.count("PATCH", "works", "status", "app-work"+"@"+"fleet-member-"+cluster); n > runs*workBound {
+			t.Errorf("%s: %d Work status writes over %d runs, want at most %d a run", cluster, n, runs, workBound)
+		}
+		var got []string
+		for _, c := range b.Status.Conditions {
+			got = append(got, fmt.Sprintf("%s=%s %s @%d", c.Type, c.Status, c.Reason, c.ObservedGeneration))
+		}
+		sort.Strings(got)
+		want := []string{
+			fmt.Sprintf("Applied=True AllWorkHaveBeenApplied @%d", b.Generation),
+			fmt.Sprintf("Available=True AllWorkAreAvailable @%d", b.Generation),
+			fmt.Sprintf("Overridden=True NoOverrideSpecified @%d", b.Generation),
+			fmt.Sprintf("RolloutStarted=True RolloutStarted @%d", b.Generation),
+			fmt.Sprintf("WorkSynchronized=True AllWorkSynced @%d", b.Generation),
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s's binding ends with\n  %s\nwant\n  %s", cluster, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+		}
+	}
+	for key, st := range firsts.get() {
+		if rs := meta.FindStatusCondition(st.conds, fleet.ResourceBindingRolloutStarted); rs == nil || rs.Status != metav1.ConditionTrue {
+			t.Errorf("%s: the first status at generation %d has RolloutStarted %+v, want True", key, st.generation, rs)
+		}
+		if a := meta.FindStatusCondition(st.conds, fleet.ResourceBindingApplied); a == nil || a.Reason != fleet.ApplyInProgressReason ||
+			a.ObservedGeneration != st.generation {
+			t.Errorf("%s: the first status at generation %d has Applied %+v, want False %s at that generation", key, st.generation, a, fleet.ApplyInProgressReason)
+		}
+	}
+	if n := len(firsts.get()); n != runs*len(members) {
+		t.Errorf("saw %d bindings' first status at a new generation, want %d (%d runs × %d members)", n, runs*len(members), runs, len(members))
+	}
+}
+
+// objectWrites counts a client's writes to the hub's API server by
+// method, resource, subresource and object (name@namespace).
+type objectWrites struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func newObjectWrites() *objectWrites { return &objectWrites{counts: map[string]int{}} }
+
+func (c *objectWrites) wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.Method != http.MethodGet {
+			c.mu.Lock()
+			c.counts[writeKey(r.Method, r.URL.Path)]++
+			c.mu.Unlock()
+		}
+		return next.RoundTrip(r)
+	})
+}
+
+// writeKey is "METHOD resource/subresource name@namespace" of an API path
+// (/apis/<group>/<version>/[namespaces/<ns>/]<resource>[/<name>[/<sub>]]).
+func writeKey(method, path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = parts[3:]
+	}
+	ns := ""
+	if len(parts) > 2 && parts[0] == "namespaces" {
+		ns, parts = parts[1], parts[2:]
+	}
+	resource, name, sub := "", "", ""
+	switch len(parts) {
+	case 3:
+		resource, name, sub = parts[0], parts[1], parts[2]
+	case 2:
+		resource, name = parts[0], parts[1]
+	case 1:
+		resource = parts[0]
+	}
+	return fmt.Sprintf("%s %s/%s %s@%s", method, resource, sub, name, ns)
+}
+
+func (c *objectWrites) count(method, resource, sub, object string) int {
+	if !strings.Contains(object, "@") {
+		object += "@"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[fmt.Sprintf("%s %s/%s %s", method, resource, sub, object)]
+}
+
+func (c *objectWrites) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.counts)
+}
+
+func (c *objectWrites) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range c.counts {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "\n  %s: %d", k, c.counts[k])
+	}
+	return b.String()
+}
+
+// firstStatuses are, by binding and generation, the first status seen
+// with RolloutStarted at that generation (a watch sees every version).
+type firstStatuses struct {
+	mu   sync.Mutex
+	seen map[string]firstStatus
+}
+
+type firstStatus struct {
+	generation int64
+	conds      []metav1.Condition
+}
+
+func (f *firstStatuses) get() map[string]firstStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.seen)
+}
+
+// watchFirstStatuses watches the cluster-scoped bindings from now until
+// the test ends.
+func watchFirstStatuses(t *testing.T, th *testHub) *firstStatuses {
+	t.Helper()
+	ctx := await.Context(t)
+	w, err := th.client.Resource(resources[fleet.BindingKind("")]).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &firstStatuses{seen: map[string]firstStatus{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Added && ev.Type != watch.Modified {
+				continue
+			}
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			b := &fleet.Binding{}
+			if fromUnstructured(u, b) != nil {
+				continue
+			}
+			rs := meta.FindStatusCondition(b.Status.Conditions, fleet.ResourceBindingRolloutStarted)
+			if rs == nil || rs.ObservedGeneration != b.Generation {
+				continue
+			}
+			key := fmt.Sprintf("%s@%d", b.Name, b.Generation)
+			f.mu.Lock()
+			if _, ok := f.seen[key]; !ok {
+				f.seen[key] = firstStatus{generation: b.Generation, conds: b.Status.Conditions}
+			}
+			f.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		w.Stop()
+		<-done
+	})
+	return f
+}
