@@ -295,3 +295,122 @@ func watchFirstStatuses(t *testing.T, th *testHub) *firstStatuses {
 	})
 	return f
 }
+
+// TestTheRolloutStartCarriesInProgressOnlyWhenDeliveryWouldWriteIt: the
+// status write that starts a binding's rollout carries delivery's
+// in-progress report only when delivery would write exactly that report
+// right after (a member that pulls, Works that can be made and change);
+// delivery's own report then writes nothing. A member gitfleet pushes to,
+// Works the binding's new generation leaves as they are, a snapshot that
+// is missing, and a binding reported on at its generation already keep
+// the write as the run made it.
+func TestTheRolloutStartCarriesInProgressOnlyWhenDeliveryWouldWriteIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a kube-apiserver")
+	}
+	th := startHub(t)
+	ctx := await.Context(t)
+	writes := newObjectWrites()
+	rc := rest.CopyConfig(th.rest)
+	rc.WrapTransport = writes.wrap
+	h := th.newHub(t, Config{Rest: rc, Resources: selectWorkload, Deliver: true})
+	for name, driver := range map[string]string{"pulled": fleet.DriverWork, "pushed": fleet.DriverSimulated} {
+		th.apply(t, h, &fleet.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name,
+			Annotations: map[string]string{fleet.DriverAnnotation: driver}}})
+	}
+	p := &fleet.Placement{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: fleet.PlacementSpec{
+		ResourceSelectors: []fleet.ResourceSelectorTerm{{Version: "v1", Kind: "ConfigMap", Name: "app"}},
+		Policy:            &fleet.PlacementPolicy{PlacementType: fleet.PickAllPlacementType},
+		Strategy:          fleet.RolloutStrategy{Type: fleet.ExternalRolloutStrategyType}}}
+	fleet.SetDefaultsPlacement(p)
+	th.apply(t, h, p)
+	stored, err := h.GetPlacement(ctx, hub.Key{Name: p.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, _, err := resourcesnapshot.Ensure(ctx, h, stored, []*unstructured.Unstructured{workload}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bind := func(name, cluster, snapshot string) *fleet.Binding {
+		t.Helper()
+		b := &fleet.Binding{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{fleet.PlacementTrackingLabel: p.Name}},
+			Spec: fleet.ResourceBindingSpec{State: fleet.BindingStateBound, TargetCluster: cluster, ResourceSnapshotName: snapshot,
+				SchedulingPolicySnapshotName: p.Name + "-0"}}
+		if err := h.CreateBinding(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		got, err := h.GetBinding(ctx, hub.Key{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	// start writes b's status as the run does when it starts b's rollout
+	// and returns the conditions the write carried, as "Type=Status
+	// Reason" at b's generation.
+	start := func(b *fleet.Binding, extra ...metav1.Condition) []string {
+		t.Helper()
+		meta.RemoveStatusCondition(&b.Status.Conditions, fleet.ResourceBindingRolloutStarted)
+		b.Status.Conditions = append(b.Status.Conditions, metav1.Condition{Type: fleet.ResourceBindingRolloutStarted,
+			Status: metav1.ConditionTrue, Reason: fleet.RolloutStartedReason, ObservedGeneration: b.Generation,
+			LastTransitionTime: metav1.Now()})
+		b.Status.Conditions = append(b.Status.Conditions, extra...)
+		if err := h.UpdateBindingStatus(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range b.Status.Conditions {
+			if c.ObservedGeneration == b.Generation {
+				out = append(out, fmt.Sprintf("%s=%s %s", c.Type, c.Status, c.Reason))
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	rolloutOnly := []string{"RolloutStarted=True RolloutStarted"}
+	folded := []string{"Applied=False ApplyInProgress", "Overridden=True NoOverrideSpecified", "RolloutStarted=True RolloutStarted",
+		"WorkSynchronized=True AllWorkSynced"}
+	check := func(what string, got, want []string) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: the rollout's start wrote %q, want %q", what, got, want)
+		}
+	}
+
+	pulled := bind("app-pulled", "pulled", snap.Name)
+	check("a member that pulls, its Works to be made", start(pulled), folded)
+	if err := h.Commit(ctx); err != nil { // delivery writes the Works
+		t.Fatal(err)
+	}
+	if works, err := h.ListWorks(ctx, "pulled", hub.Key{Name: pulled.Name}); err != nil || len(works) != 1 {
+		t.Fatalf("the pulled member's Works: %v, %v; want one", works, err)
+	}
+	if n := writes.count("PUT", "clusterresourcebindings", "status", pulled.Name); n != 1 {
+		t.Errorf("%d status writes of the pulled member's binding, want 1: delivery's report after the Works were written changes nothing", n)
+	}
+
+	// A new generation whose Works stay as they are.
+	pulled, err = h.GetBinding(ctx, hub.Key{Name: pulled.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pulled.Spec.SchedulingPolicySnapshotName = p.Name + "-1"
+	if err := h.UpdateBinding(ctx, pulled); err != nil {
+		t.Fatal(err)
+	}
+	if pulled, err = h.GetBinding(ctx, hub.Key{Name: pulled.Name}); err != nil {
+		t.Fatal(err)
+	}
+	check("Works the new generation leaves as they are", start(pulled), rolloutOnly)
+
+	check("a member gitfleet pushes to", start(bind("app-pushed", "pushed", snap.Name)), rolloutOnly)
+	check("a snapshot that is missing", start(bind("app-missing", "pulled", "app-9-snapshot")), rolloutOnly)
+	reported := bind("app-reported", "pulled", snap.Name)
+	check("a binding reported on at its generation", start(reported, metav1.Condition{Type: fleet.ResourceBindingApplied,
+		Status: metav1.ConditionTrue, Reason: "AllWorkHaveBeenApplied", ObservedGeneration: reported.Generation, LastTransitionTime: metav1.Now()}),
+		[]string{"Applied=True AllWorkHaveBeenApplied", "RolloutStarted=True RolloutStarted"})
+}
