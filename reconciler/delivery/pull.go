@@ -2,10 +2,12 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
@@ -74,7 +76,16 @@ func (c *Controller) deliverWorks(ctx context.Context, b *fleet.Binding, m *flee
 	}
 	changed, err := store.ApplyWorks(ctx, m.Name, key, works)
 	if err != nil {
-		return fmt.Errorf("write the works of binding %s for member cluster %q: %w", hub.KeyString(key), m.Name, err)
+		wrapped := fmt.Errorf("write the works of binding %s for member cluster %q: %w", hub.KeyString(key), m.Name, err)
+		if !refusedForGood(err) {
+			return wrapped
+		}
+		// Said on the binding as KubeFleet's work generator says it (the
+		// run fails the cluster), and tried again all the same: a policy
+		// lifted or a permission granted lets it through.
+		log.Warn("the hub refuses the binding's works", "err", err.Error())
+		return errors.Join(wrapped, c.ReportBindingStatus(key, gen,
+			[]metav1.Condition{member.Overridden(b), member.NotSynchronized(b, err.Error())}, member.Placements{}))
 	}
 	if changed {
 		log.Debug("works written", "works", len(works))
@@ -179,4 +190,12 @@ func (c *Controller) removeWorks(ctx context.Context, b *fleet.Binding, cluster 
 		return false, fmt.Errorf("delete the works of binding %s for member cluster %q: %w", hub.KeyString(keyOf(b)), cluster, err)
 	}
 	return left == 0, nil
+}
+
+// refusedForGood reports whether the hub refused a Work write for a reason
+// that trying again does not cure by itself: the Work is invalid or too
+// large, or an admission policy or missing permission forbids it. A
+// conflict, a timeout or an unavailable API server is only retried.
+func refusedForGood(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsRequestEntityTooLargeError(err) || apierrors.IsForbidden(err)
 }
