@@ -416,41 +416,55 @@ func (cl *cluster) list(ctx context.Context, objs []*unstructured.Unstructured, 
 	for _, o := range objs {
 		scopes[scope{o.GroupVersionKind(), o.GetNamespace()}] = true
 	}
-	var mu sync.Mutex
 	live := map[string]*unstructured.Unstructured{}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(applyConcurrency)
-	for sc := range scopes {
-		g.Go(func() error {
-			list := &unstructured.UnstructuredList{}
-			list.SetGroupVersionKind(sc.gvk.GroupVersion().WithKind(sc.gvk.Kind + "List"))
-			opts := []client.ListOption{client.MatchingLabels(labels)}
-			if sc.namespace != "" {
-				opts = append(opts, client.InNamespace(sc.namespace))
-			}
-			if err := cl.client.List(gctx, list, opts...); err != nil {
-				if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-					return nil // the kind is not served (yet): none of its objects are there
-				}
-				return fmt.Errorf("list %s: %w", sc.gvk.Kind, err)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for i := range list.Items {
-				item := &list.Items[i]
+	err := cl.listScopes(ctx, scopes, func() client.ObjectList { return &unstructured.UnstructuredList{} }, client.MatchingLabels(labels),
+		func(sc scope, l client.ObjectList) {
+			items := l.(*unstructured.UnstructuredList).Items
+			for i := range items {
+				item := &items[i]
 				if !carries(item, labels) {
 					continue // a namespaced placement's of the same name
 				}
 				item.SetGroupVersionKind(sc.gvk)
 				live[idKey(member.Identify(item))] = item
 			}
-			return nil
 		})
-	}
-	if err := g.Wait(); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return live, nil
+}
+
+// listScopes lists every scope with sel, one LIST per kind and namespace,
+// applyConcurrency at a time, into a list newList makes, and hands each
+// list to take, one at a time. A kind the member does not serve (yet) has
+// nothing listed.
+func (cl *cluster) listScopes(ctx context.Context, scopes map[scope]bool, newList func() client.ObjectList, sel client.ListOption,
+	take func(scope, client.ObjectList)) error {
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(applyConcurrency)
+	for sc := range scopes {
+		g.Go(func() error {
+			list := newList()
+			list.GetObjectKind().SetGroupVersionKind(sc.gvk.GroupVersion().WithKind(sc.gvk.Kind + "List"))
+			opts := []client.ListOption{sel}
+			if sc.namespace != "" {
+				opts = append(opts, client.InNamespace(sc.namespace))
+			}
+			if err := cl.client.List(gctx, list, opts...); err != nil {
+				if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+					return nil
+				}
+				return fmt.Errorf("list %s: %w", sc.gvk.Kind, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			take(sc, list)
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // version is what tells whether someone changed an object since gitfleet

@@ -4,11 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"sync"
 
-	"golang.org/x/sync/errgroup"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -66,27 +62,10 @@ func (cl *cluster) takenByOthers(ctx context.Context, d member.Delivery, objs []
 		return nil, err
 	}
 	labels := ownerLabels(d)
-	var mu sync.Mutex
 	owners := map[fleet.ResourceIdentifier]string{} // by the owner labels it carries
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(applyConcurrency)
-	for sc := range scopes {
-		g.Go(func() error {
-			list := &metav1.PartialObjectMetadataList{}
-			list.SetGroupVersionKind(sc.gvk.GroupVersion().WithKind(sc.gvk.Kind + "List"))
-			opts := []client.ListOption{client.HasLabels{PlacementLabel}}
-			if sc.namespace != "" {
-				opts = append(opts, client.InNamespace(sc.namespace))
-			}
-			if err := cl.client.List(gctx, list, opts...); err != nil {
-				if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-					return nil // the kind is not served (yet): none of its objects are there
-				}
-				return fmt.Errorf("list %s: %w", sc.gvk.Kind, err)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for _, item := range list.Items {
+	err := cl.listScopes(ctx, scopes, func() client.ObjectList { return &metav1.PartialObjectMetadataList{} }, client.HasLabels{PlacementLabel},
+		func(sc scope, l client.ObjectList) {
+			for _, item := range l.(*metav1.PartialObjectMetadataList).Items {
 				k := idKey(fleet.ResourceIdentifier{Group: sc.gvk.Group, Kind: sc.gvk.Kind, Namespace: item.Namespace, Name: item.Name})
 				id, ok := wanted[k]
 				if !ok || labelsCarry(item.Labels, labels) {
@@ -94,10 +73,8 @@ func (cl *cluster) takenByOthers(ctx context.Context, d member.Delivery, objs []
 				}
 				owners[id] = ownerKey(item.Labels[PlacementLabel], item.Labels[PlacementNamespaceLabel])
 			}
-			return nil
 		})
-	}
-	if err := g.Wait(); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	if len(owners) == 0 {
