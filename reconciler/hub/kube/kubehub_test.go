@@ -171,6 +171,24 @@ func (th *testHub) apply(t testing.TB, h *Hub, obj hubtest.Object) {
 	}
 }
 
+// appPlacement applies the placement "app", picking every member for the
+// ConfigMap app with runs rolling it out, and returns it as the hub
+// stores it.
+func (th *testHub) appPlacement(t testing.TB, h *Hub) *fleet.Placement {
+	t.Helper()
+	p := &fleet.Placement{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: fleet.PlacementSpec{
+		ResourceSelectors: []fleet.ResourceSelectorTerm{{Version: "v1", Kind: "ConfigMap", Name: "app"}},
+		Policy:            &fleet.PlacementPolicy{PlacementType: fleet.PickAllPlacementType},
+		Strategy:          fleet.RolloutStrategy{Type: fleet.ExternalRolloutStrategyType}}}
+	fleet.SetDefaultsPlacement(p)
+	th.apply(t, h, p)
+	stored, err := h.GetPlacement(await.Context(t), hub.Key{Name: p.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stored
+}
+
 // deleteRun plays `kubectl delete` of a run, and returns once h shows it.
 func (th *testHub) deleteRun(t testing.TB, h *Hub, key hub.Key) {
 	t.Helper()

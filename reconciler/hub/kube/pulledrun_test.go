@@ -32,19 +32,10 @@ func TestAPulledRolloutHasNoFailedPass(t *testing.T) {
 	h := th.newHub(t, Config{Resources: selectWorkload, Deliver: true})
 	startAgents(t, th, h, clk, "member1", "member2")
 
-	p := &fleet.Placement{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: fleet.PlacementSpec{
-		ResourceSelectors: []fleet.ResourceSelectorTerm{{Version: "v1", Kind: "ConfigMap", Name: "app"}},
-		Policy:            &fleet.PlacementPolicy{PlacementType: fleet.PickAllPlacementType},
-		Strategy:          fleet.RolloutStrategy{Type: fleet.ExternalRolloutStrategyType}}}
-	fleet.SetDefaultsPlacement(p)
-	th.apply(t, h, p)
 	strategy := &fleet.UpdateStrategy{ObjectMeta: metav1.ObjectMeta{Name: "one-by-one"}, Spec: fleet.UpdateStrategySpec{
 		Stages: []fleet.StageConfig{{Name: "staging", LabelSelector: &metav1.LabelSelector{}, MaxConcurrency: maxConcurrency("1")}}}}
 	th.apply(t, h, strategy)
-	stored, err := h.GetPlacement(ctx, hub.Key{Name: "app"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stored := th.appPlacement(t, h)
 	snapshot := func(data string) {
 		t.Helper()
 		w := workload.DeepCopy()

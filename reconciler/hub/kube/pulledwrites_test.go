@@ -52,19 +52,10 @@ func TestAPulledClusterCostsTheHubFewWrites(t *testing.T) {
 	stop := startAgentsOn(t, th, agentRC, h, clk,
 		map[string]map[string]string{"member3": {fleet.SimAvailableAfterAnnotation: "1s"}}, members...)
 
-	p := &fleet.Placement{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: fleet.PlacementSpec{
-		ResourceSelectors: []fleet.ResourceSelectorTerm{{Version: "v1", Kind: "ConfigMap", Name: "app"}},
-		Policy:            &fleet.PlacementPolicy{PlacementType: fleet.PickAllPlacementType},
-		Strategy:          fleet.RolloutStrategy{Type: fleet.ExternalRolloutStrategyType}}}
-	fleet.SetDefaultsPlacement(p)
-	th.apply(t, h, p)
 	strategy := &fleet.UpdateStrategy{ObjectMeta: metav1.ObjectMeta{Name: "all"}, Spec: fleet.UpdateStrategySpec{
 		Stages: []fleet.StageConfig{{Name: "all", LabelSelector: &metav1.LabelSelector{}, MaxConcurrency: maxConcurrency("100%")}}}}
 	th.apply(t, h, strategy)
-	stored, err := h.GetPlacement(ctx, hub.Key{Name: "app"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stored := th.appPlacement(t, h)
 	snapshot := func(data string) {
 		t.Helper()
 		w := workload.DeepCopy()
@@ -318,16 +309,7 @@ func TestTheRolloutStartCarriesInProgressOnlyWhenDeliveryWouldWriteIt(t *testing
 		th.apply(t, h, &fleet.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name,
 			Annotations: map[string]string{fleet.DriverAnnotation: driver}}})
 	}
-	p := &fleet.Placement{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: fleet.PlacementSpec{
-		ResourceSelectors: []fleet.ResourceSelectorTerm{{Version: "v1", Kind: "ConfigMap", Name: "app"}},
-		Policy:            &fleet.PlacementPolicy{PlacementType: fleet.PickAllPlacementType},
-		Strategy:          fleet.RolloutStrategy{Type: fleet.ExternalRolloutStrategyType}}}
-	fleet.SetDefaultsPlacement(p)
-	th.apply(t, h, p)
-	stored, err := h.GetPlacement(ctx, hub.Key{Name: p.Name})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stored := th.appPlacement(t, h)
 	snap, _, err := resourcesnapshot.Ensure(ctx, h, stored, []*unstructured.Unstructured{workload}, "")
 	if err != nil {
 		t.Fatal(err)
@@ -337,9 +319,9 @@ func TestTheRolloutStartCarriesInProgressOnlyWhenDeliveryWouldWriteIt(t *testing
 	}
 	bind := func(name, cluster, snapshot string) *fleet.Binding {
 		t.Helper()
-		b := &fleet.Binding{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{fleet.PlacementTrackingLabel: p.Name}},
+		b := &fleet.Binding{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{fleet.PlacementTrackingLabel: stored.Name}},
 			Spec: fleet.ResourceBindingSpec{State: fleet.BindingStateBound, TargetCluster: cluster, ResourceSnapshotName: snapshot,
-				SchedulingPolicySnapshotName: p.Name + "-0"}}
+				SchedulingPolicySnapshotName: stored.Name + "-0"}}
 		if err := h.CreateBinding(ctx, b); err != nil {
 			t.Fatal(err)
 		}
@@ -398,7 +380,7 @@ func TestTheRolloutStartCarriesInProgressOnlyWhenDeliveryWouldWriteIt(t *testing
 	if err != nil {
 		t.Fatal(err)
 	}
-	pulled.Spec.SchedulingPolicySnapshotName = p.Name + "-1"
+	pulled.Spec.SchedulingPolicySnapshotName = stored.Name + "-1"
 	if err := h.UpdateBinding(ctx, pulled); err != nil {
 		t.Fatal(err)
 	}

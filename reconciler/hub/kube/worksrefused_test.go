@@ -33,16 +33,7 @@ func TestABindingWhoseWorksTheHubRefusesSaysWhy(t *testing.T) {
 	h := th.newHub(t, Config{Rest: th.rest, Resources: selectWorkload, Deliver: true})
 	th.apply(t, h, &fleet.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "pulled",
 		Annotations: map[string]string{fleet.DriverAnnotation: fleet.DriverWork}}})
-	p := &fleet.Placement{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: fleet.PlacementSpec{
-		ResourceSelectors: []fleet.ResourceSelectorTerm{{Version: "v1", Kind: "ConfigMap", Name: "app"}},
-		Policy:            &fleet.PlacementPolicy{PlacementType: fleet.PickAllPlacementType},
-		Strategy:          fleet.RolloutStrategy{Type: fleet.ExternalRolloutStrategyType}}}
-	fleet.SetDefaultsPlacement(p)
-	th.apply(t, h, p)
-	stored, err := h.GetPlacement(ctx, hub.Key{Name: p.Name})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stored := th.appPlacement(t, h)
 	snap, _, err := resourcesnapshot.Ensure(ctx, h, stored, []*unstructured.Unstructured{workload}, "")
 	if err != nil {
 		t.Fatal(err)
@@ -80,9 +71,9 @@ func TestABindingWhoseWorksTheHubRefusesSaysWhy(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b := &fleet.Binding{ObjectMeta: metav1.ObjectMeta{Name: "app-pulled", Labels: map[string]string{fleet.PlacementTrackingLabel: p.Name}},
+	b := &fleet.Binding{ObjectMeta: metav1.ObjectMeta{Name: "app-pulled", Labels: map[string]string{fleet.PlacementTrackingLabel: stored.Name}},
 		Spec: fleet.ResourceBindingSpec{State: fleet.BindingStateBound, TargetCluster: "pulled", ResourceSnapshotName: snap.Name,
-			SchedulingPolicySnapshotName: p.Name + "-0"}}
+			SchedulingPolicySnapshotName: stored.Name + "-0"}}
 	if err := h.CreateBinding(ctx, b); err != nil {
 		t.Fatal(err)
 	}
