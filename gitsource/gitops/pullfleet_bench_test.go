@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,6 +27,7 @@ import (
 	"github.com/gitfleet/gitfleet/gitsource/gitops"
 	"github.com/gitfleet/gitfleet/internal/clock"
 	"github.com/gitfleet/gitfleet/internal/testing/fleettest"
+	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
 	"github.com/gitfleet/gitfleet/internal/testing/runtimes"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	kubehub "github.com/gitfleet/gitfleet/reconciler/hub/kube"
@@ -38,7 +38,7 @@ import (
 
 var (
 	pullShape      = fleettest.ScaleFlags("pull", "BenchmarkPullFleet", 100)
-	pullHubProfile = flag.String("pull-hub-cpuprofile", "", "write a 60 s CPU profile of BenchmarkPullFleet's kube-apiserver, from the push on, to this path")
+	pullHubProfile = flag.String("pull-hub-cpuprofile", os.Getenv(kubetest.ProfileEnv), "write a CPU profile of BenchmarkPullFleet's kube-apiserver, from the push until the runs succeeded, to this path (default $"+kubetest.ProfileEnv+")")
 	pullDriver     = flag.String("pull-driver", fleet.DriverWork, "how BenchmarkPullFleet's members get their Works: work (an agent each, in this process) or simulated (delivered by the hub in process)")
 )
 
@@ -185,14 +185,8 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 	const round = "r0"
 	pushed := r.commit("100 runs at once", map[string][]byte{"runs.yaml": shape.RunsFile(round)})
 	start := time.Now()
-	if *pullHubProfile != "" {
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			profileHub(b, rc, *pullHubProfile, time.Minute)
-		}()
-		b.Cleanup(func() { <-done }) // before the hub stops
-	}
+	stopHubProfile := kubetest.ProfileCPU(b, rc, *pullHubProfile)
+	defer stopHubProfile()
 	d.poke()
 	names := make([]string, shape.Runs)
 	for i := range names {
@@ -206,6 +200,7 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 	self2, children2 := cpuTimes()
 	hubCPU2 := mem.hubCPU()
 	stopProfile()
+	stopHubProfile()
 	writes, agentWrites := requests.writes(), agentRequests.writes()
 	requestsSeen, agentRequestsSeen := requests.String(), agentRequests.String()
 	within(b, "the runs' status to be pushed", pullBudget(clusters*5), 200*time.Millisecond, func() bool { return !d.Store.Pending() })
@@ -224,30 +219,6 @@ func benchmarkPullFleet(b *testing.B, shape fleettest.Scale) {
 	b.ReportMetric(mib(peaks.self), "serve-peak-MiB")
 	b.ReportMetric(mib(peaks.heap), "serve-heap-peak-MiB")
 	b.ReportMetric(mib(peaks.total), "total-peak-MiB")
-}
-
-// profileHub writes a CPU profile of the hub's kube-apiserver (its
-// /debug/pprof, as its admin) over the next d to path; a failure is
-// logged, not fatal.
-func profileHub(b *testing.B, rc *rest.Config, path string, d time.Duration) {
-	hc, err := rest.HTTPClientFor(rc)
-	if err != nil {
-		b.Log(err)
-		return
-	}
-	resp, err := hc.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", rc.Host, int(d.Seconds())))
-	if err != nil {
-		b.Log(err)
-		return
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err == nil {
-		err = os.WriteFile(path, data, 0o644)
-	}
-	if err != nil {
-		b.Log(err)
-	}
 }
 
 // pullBudget is how long a wait of BenchmarkPullFleet may take: two

@@ -2,12 +2,18 @@ package kubetest
 
 import (
 	"fmt"
+	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/pprof/profile"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 )
 
 // takePort listens on a free loopback port until the test ends, as
@@ -143,5 +149,56 @@ func TestTheWorkloadsWaitFailsAtOnceWhenKwokDies(t *testing.T) {
 	err := c.waitWorkloads()
 	if err == nil || !strings.Contains(err.Error(), "kwok of member1 exited (signal: killed)") {
 		t.Fatalf("want kwok's exit, got %v", err)
+	}
+}
+
+// A CPU profile of the API server covers the whole time until stop,
+// merged from the segments the endpoint's fixed length makes, and shows
+// the API server's own code serving the requests made meanwhile.
+func TestACPUProfileOfTheAPIServerCoversTheTimeUntilStop(t *testing.T) {
+	c := Start(t, "profiled")[0]
+	defer func(d time.Duration) { profileSegment = d }(profileSegment)
+	profileSegment = time.Second
+	path := filepath.Join(t.TempDir(), "apiserver.pprof")
+
+	stop := ProfileCPU(t, c.AdminConfig(), path)
+	hc, err := rest.HTTPClientFor(c.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Requests for longer than two segments: the API server works
+	// throughout, and stop comes in the third segment at least.
+	for start := time.Now(); time.Since(start) < 5*profileSegment/2; {
+		resp, err := hc.Get(c.Server + "/api/v1/namespaces")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	stop()
+
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := time.Duration(p.DurationNanos); got < 3*profileSegment {
+		t.Errorf("the profile covers %s, want the 3 segments or more until stop", got)
+	}
+	served := false
+	for _, s := range p.Sample {
+		for _, l := range s.Location {
+			for _, line := range l.Line {
+				served = served || strings.Contains(line.Function.Name, "k8s.io/apiserver/pkg/endpoints/handlers")
+			}
+		}
+	}
+	if !served {
+		t.Errorf("no sample of the profile is in the API server's request handlers")
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/gitfleet/gitfleet/internal/clock"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
 	"github.com/gitfleet/gitfleet/internal/testing/fleettest"
+	"github.com/gitfleet/gitfleet/internal/testing/kubetest"
 	"github.com/gitfleet/gitfleet/internal/testing/runtimes"
 	"github.com/gitfleet/gitfleet/reconciler"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
@@ -177,6 +178,8 @@ func benchmarkConcurrentRuns(b *testing.B, th *testHub, shape fleettest.Scale) {
 	writes.reset()
 	self, hubCPU := selfCPU(), procsCPU(hubPIDs)
 
+	stopProfile := kubetest.ProfileCPU(b, th.rest, os.Getenv(kubetest.ProfileEnv))
+	defer stopProfile() // also when a wait fails: the profile shows where it stood
 	b.StartTimer()
 	start := time.Now()
 	g, gctx = errgroup.WithContext(ctx)
@@ -192,6 +195,7 @@ func benchmarkConcurrentRuns(b *testing.B, th *testHub, shape fleettest.Scale) {
 	await.Until(b, fmt.Sprintf("%d runs to succeed", shape.Runs), runs.AllSucceeded(b, names, start, "the runs were created", nil))
 	b.StopTimer()
 	self2, hubCPU2 := selfCPU(), procsCPU(hubPIDs)
+	stopProfile()
 
 	n := writes.total()
 	b.Logf("gitfleet's writes by resource: %s; %d conflicts (%d run passes retried after one)", writes, writes.conflicts, ctrl.Conflicts())
