@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -175,8 +176,12 @@ func benchmarkConcurrentRuns(b *testing.B, th *testHub, shape fleettest.Scale) {
 		names[i] = shape.RunName("r0", i)
 	}
 	hubPIDs := hubProcesses()
+	etcdPIDs := slices.DeleteFunc(slices.Clone(hubPIDs), func(pid int) bool {
+		comm, _, _, _ := procStat(pid)
+		return comm != "etcd"
+	})
 	writes.reset()
-	self, hubCPU := selfCPU(), procsCPU(hubPIDs)
+	self, hubCPU, etcdCPU := selfCPU(), procsCPU(hubPIDs), procsCPU(etcdPIDs)
 
 	stopProfile := kubetest.ProfileCPU(b, th.rest, os.Getenv(kubetest.ProfileEnv))
 	defer stopProfile() // also when a wait fails: the profile shows where it stood
@@ -194,7 +199,7 @@ func benchmarkConcurrentRuns(b *testing.B, th *testHub, shape fleettest.Scale) {
 	}
 	await.Until(b, fmt.Sprintf("%d runs to succeed", shape.Runs), runs.AllSucceeded(b, names, start, "the runs were created", nil))
 	b.StopTimer()
-	self2, hubCPU2 := selfCPU(), procsCPU(hubPIDs)
+	self2, hubCPU2, etcdCPU2 := selfCPU(), procsCPU(hubPIDs), procsCPU(etcdPIDs)
 	stopProfile()
 
 	n := writes.total()
@@ -204,6 +209,7 @@ func benchmarkConcurrentRuns(b *testing.B, th *testHub, shape fleettest.Scale) {
 	b.ReportMetric(float64(n)/float64(clusters), "writes/cluster")
 	b.ReportMetric((hubCPU2 - hubCPU).Seconds(), "hub-cpu-s")
 	b.ReportMetric((hubCPU2-hubCPU).Seconds()*1000/float64(n), "hub-cpu-ms/write")
+	b.ReportMetric((etcdCPU2 - etcdCPU).Seconds(), "etcd-cpu-s") // of hub-cpu-s
 	b.ReportMetric((self2 - self).Seconds(), "gitfleet-cpu-s")
 	b.ReportMetric(float64(procStatusKB(os.Getpid(), "VmHWM:"))/1024, "gitfleet-peak-MiB")
 	var hubPeak int
