@@ -885,3 +885,64 @@ func (s *TreeStore) Stored(p string) ([]byte, bool) {
 	data, ok := s.stored[p]
 	return data, ok
 }
+
+var _ hub.DurableReader = (*TreeStore)(nil)
+
+// ReadDurable implements hub.DurableReader: it reads the object's own file
+// and its parts back from Files (the status branch's tip) and assembles
+// them as Load does. An object with a change recorded, or encoded and not
+// yet committed, is not read (ok false): Files may not hold it yet. The
+// store's lock is held while it reads, as in recallLocked: the embedded hub
+// reads only finished runs older than the ones it keeps whole, which
+// change seldom.
+func (s *TreeStore) ReadDurable(ref hub.ObjectRef) (runtime.Object, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, pending := s.latest[ref]; pending {
+		return nil, false, nil
+	}
+	paths := s.paths[ref]
+	if len(paths) == 0 {
+		if p, ok := s.forgotten[ref]; ok {
+			paths = []string{p}
+		}
+	}
+	if len(paths) == 0 {
+		return nil, false, nil
+	}
+	for _, p := range paths {
+		if _, pending := s.desired[p]; pending {
+			return nil, false, nil
+		}
+	}
+	mainPath := paths[0]
+	data, err := s.files.Read(mainPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("reading back %s: %w", mainPath, err)
+	}
+	listed, err := s.files.List(strings.TrimSuffix(mainPath, ".yaml") + partsSuffix)
+	if err != nil {
+		return nil, false, fmt.Errorf("reading back %s: %w", mainPath, err)
+	}
+	parts := map[string][]byte{}
+	for _, p := range listed {
+		if m, _, ok := partOf(p); ok && m == mainPath && strings.HasSuffix(p, ".yaml") {
+			d, err := s.files.Read(p)
+			if err != nil {
+				return nil, false, fmt.Errorf("reading back %s: %w", p, err)
+			}
+			parts[p] = d
+		}
+	}
+	obj, err := DecodeFile(mainPath, data)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := assemble(obj, mainPath, parts); err != nil {
+		return nil, false, fmt.Errorf("reading back %s: %w", mainPath, err)
+	}
+	return obj, true, nil
+}

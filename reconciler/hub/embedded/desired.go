@@ -21,7 +21,8 @@ func (h *Hub) Apply(_ context.Context, obj hub.Object) error {
 	case *fleet.UpdateStrategy:
 		h.ApplyUpdateStrategy(o)
 	case *fleet.UpdateRun:
-		h.ApplyUpdateRun(o)
+		_, err := h.applyUpdateRun(o)
+		return err
 	case *fleet.ClusterResourceOverride:
 		applyOverride(h, o, &h.cros, fleet.KindClusterResourceOverride,
 			func(o *fleet.ClusterResourceOverride) any { return &o.Spec })
@@ -51,7 +52,7 @@ func (h *Hub) Delete(_ context.Context, kind string, key hub.Key) error {
 	case fleet.KindClusterStagedUpdateStrategy, fleet.KindStagedUpdateStrategy:
 		h.DeleteUpdateStrategy(key)
 	case fleet.KindClusterStagedUpdateRun, fleet.KindStagedUpdateRun:
-		h.DeleteUpdateRun(key)
+		return h.deleteUpdateRun(key)
 	case fleet.KindClusterResourceOverride:
 		deleteOverride(h, key, &h.cros)
 	case fleet.KindResourceOverride:

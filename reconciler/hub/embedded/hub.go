@@ -100,7 +100,7 @@ func New(c clock.Clock, store Store) *Hub {
 		bindings:   newGroupedTable(placementOf[*fleet.Binding]),
 		members:    newTable[*fleet.MemberCluster](),
 		strategies: newTable[*fleet.UpdateStrategy](),
-		runs:       newRunTable(),
+		runs:       newRunTable(store),
 		approvals:  newTable[*fleet.ApprovalRequest](),
 
 		cros:         newTable[*fleet.ClusterResourceOverride](),
@@ -671,7 +671,10 @@ func (h *Hub) GetUpdateStrategy(_ context.Context, key hub.Key) (*fleet.UpdateSt
 func (h *Hub) GetUpdateRun(_ context.Context, key hub.Key) (*fleet.UpdateRun, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	r, ok := h.runs.get(key)
+	r, ok, err := h.runs.get(key)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		return nil, hub.NotFound(fleet.UpdateRunKind(key.Namespace), key)
 	}
@@ -682,7 +685,7 @@ func (h *Hub) GetUpdateRun(_ context.Context, key hub.Key) (*fleet.UpdateRun, er
 func (h *Hub) ListUpdateRuns(context.Context) ([]*fleet.UpdateRun, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.runs.list(), nil
+	return h.runs.list()
 }
 
 // GetUpdateRunWithoutClusters is GetUpdateRun for a reader of the run's
@@ -713,7 +716,7 @@ func (h *Hub) ListUpdateRunsWithoutClusters(context.Context) ([]*fleet.UpdateRun
 func (h *Hub) ListUpdateRunsReadOnly(context.Context) ([]*fleet.UpdateRun, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.runs.listShared(), nil
+	return h.runs.listShared()
 }
 
 // ListUnfinishedUpdateRunsReadOnly is ListUpdateRunsReadOnly of the runs
@@ -780,7 +783,10 @@ func (h *Hub) UpdateUpdateRunFinalizers(_ context.Context, r *fleet.UpdateRun) e
 func (h *Hub) updateRun(r *fleet.UpdateRun, same func(cur *fleet.UpdateRun) bool, set func(next, cur *fleet.UpdateRun)) error {
 	h.mu.Lock()
 	defer h.unlock()
-	cur, ok := h.runs.peek(keyOf(r))
+	cur, ok, err := h.runs.peek(keyOf(r))
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return hub.NotFound(fleet.UpdateRunKind(r.Namespace), keyOf(r))
 	}

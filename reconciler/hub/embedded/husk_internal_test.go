@@ -334,3 +334,108 @@ func TestReadingAFinishedRunsSpecLeavesItPacked(t *testing.T) {
 		t.Errorf("the removed run reads %v, want not found", err)
 	}
 }
+
+func unpackedHusk(h *Hub, name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.runs.unpacked[hub.Key{Name: name}]
+	return ok
+}
+
+// TestAFinishedRunBeyondTheLastPackedReadsAsItWasWritten: once
+// FinishedRunsPacked runs with clusters have finished after it, a finished run keeps
+// only its husk and its clusters are read back from the store, yet it
+// reads deep-equal to what GetUpdateRun returned when it finished,
+// through GetUpdateRun, ListUpdateRuns and ListUpdateRunsReadOnly, on the
+// hub that wrote it and on a hub restored from its store; a reader that
+// modifies what it got changes nothing stored. A store that cannot read
+// back (DiscardStore) keeps every run packed.
+func TestAFinishedRunBeyondTheLastPackedReadsAsItWasWritten(t *testing.T) {
+	ctx := context.Background()
+	for seed := range int64(40) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			store := NewMemoryStore()
+			h := New(clock.NewFake(huskT0), store)
+			discarding := New(clock.NewFake(huskT0), DiscardStore{})
+			want := map[string]*fleet.UpdateRun{}
+			names := []string{}
+			for i := range FinishedRunsPacked + 3 {
+				name := fmt.Sprintf("run-%02d", i)
+				st := randomStatus(seed*100 + int64(i))
+				writeFinished(t, h, name, st)
+				writeFinished(t, discarding, name, st)
+				got, err := h.GetUpdateRun(ctx, hub.Key{Name: name})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want[name] = got
+				names = append(names, name)
+			}
+			newer := 0 // the packed runs that finished after this one
+			for i := len(names) - 1; i >= 0; i-- {
+				name := names[i]
+				old := newer >= FinishedRunsPacked
+				if packable(want[name]) {
+					newer++
+				}
+				if got, wantUnpacked := unpackedHusk(h, name), old && packable(want[name]); got != wantUnpacked {
+					t.Errorf("%s: clusters dropped = %v; want %v", name, got, wantUnpacked)
+				}
+				if unpackedHusk(discarding, name) {
+					t.Errorf("%s: clusters dropped on a hub whose store cannot read them back", name)
+				}
+			}
+			restored := New(clock.NewFake(huskT0), store)
+			if _, err := restored.Restore(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range names {
+				if unpackedHusk(restored, name) != unpackedHusk(h, name) {
+					t.Errorf("restored hub: %s: clusters dropped = %v; the hub that wrote it: %v", name, unpackedHusk(restored, name), unpackedHusk(h, name))
+				}
+			}
+			for hubName, h := range map[string]*Hub{"written": h, "restored": restored} {
+				check := func(how string, got *fleet.UpdateRun) {
+					t.Helper()
+					if w := want[got.Name]; !reflect.DeepEqual(got, w) {
+						t.Errorf("%s hub, %s: %s differs from the one written:\n got %#v\nwant %#v", hubName, how, got.Name, got, w)
+					}
+				}
+				for _, name := range names {
+					got, err := h.GetUpdateRun(ctx, hub.Key{Name: name})
+					if err != nil {
+						t.Fatal(err)
+					}
+					check("GetUpdateRun", got)
+					for _, s := range got.Status.StagesStatus {
+						for i := range s.Clusters {
+							s.Clusters[i].ClusterName += "-changed"
+						}
+					}
+				}
+				list, err := h.ListUpdateRuns(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				shared, err := h.ListUpdateRunsReadOnly(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(list) != len(names) || len(shared) != len(names) {
+					t.Fatalf("%s hub: listed %d and %d runs; want %d", hubName, len(list), len(shared), len(names))
+				}
+				for i := range list {
+					check("ListUpdateRuns", list[i])
+					check("ListUpdateRunsReadOnly", shared[i])
+				}
+			}
+		})
+	}
+}
+
+// husk0 reports whether run has clusters to pack (stages or a deletion
+// stage) with times that pack exactly.
+func packable(run *fleet.UpdateRun) bool {
+	_, _, ok := husk(run)
+	return ok
+}
