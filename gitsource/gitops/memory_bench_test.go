@@ -90,7 +90,15 @@ var heapRunPoints = []int{1, 10, 30, 100}
 
 // runLatencyWindow is how many runs up to a reported one make its latency:
 // their median, so that one slow run on a loaded machine does not make it.
+// It is also the window of the heap and RSS medians at both ends.
 const runLatencyWindow = 5
+
+// median is the median of xs (not modified).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
 
 // BenchmarkHeapAcrossRuns rolls out consecutive runs (-heap-runs, 100 by
 // default), each with a new resource snapshot (a changed workload and a new
@@ -100,7 +108,11 @@ const runLatencyWindow = 5
 // peak-rss-MiB-runN), the part of it that is not the test binary's own
 // pages (anon-rss-MiB-runN: the binary's code and data, about 87 MiB,
 // count in RSS too and do not grow with runs) and the median push→Succeeded of the five runs up to
-// it (latency-s-runN); every run is logged with -v. What a finished run
+// it (latency-s-runN); every run is logged with -v. A single run's heap
+// swings with Git's bounded caches, so it also reports the medians of the
+// heap, RSS and anonymous RSS over runs 6-10 and the last five runs
+// (…-median-runs6-10, …-median-runs96-100) and their heap difference
+// (heap-median-growth-MiB). What a finished run
 // leaves behind must not pile up: the heap after the last run should be
 // within 10% of the heap after run 10 (growth-MiB-after-run10; logged when
 // it is not: finished runs are kept as husks, their clusters packed, but
@@ -138,6 +150,7 @@ func heapAcrossRuns(b *testing.B, n, runs int) {
 		return err == nil && len(bs) == n
 	})
 	heaps := make([]float64, runs)
+	rsses, anons := make([]float64, runs), make([]float64, runs)
 	latencies := make([]time.Duration, runs)
 	for i := range runs {
 		name := fmt.Sprintf("run-%d", i)
@@ -154,6 +167,7 @@ func heapAcrossRuns(b *testing.B, n, runs int) {
 		heaps[i] = heapInUse()
 		rss, peak := procStatusBytes(os.Getpid(), "VmRSS:"), procStatusBytes(os.Getpid(), "VmHWM:")
 		anon := procStatusBytes(os.Getpid(), "RssAnon:")
+		rsses[i], anons[i] = mib(rss), mib(anon)
 		b.Logf("after run %d: %v, heap in use %.1f MiB, RSS %.1f MiB (anonymous %.1f MiB), peak RSS %.1f MiB",
 			i+1, latencies[i].Round(time.Millisecond), heaps[i], mib(rss), mib(anon), mib(peak))
 		if slices.Contains(heapRunPoints, i+1) {
@@ -166,6 +180,21 @@ func heapAcrossRuns(b *testing.B, n, runs int) {
 			b.ReportMetric(window[len(window)/2].Seconds(), fmt.Sprintf("latency-s-run%d", i+1))
 			writeHeapProfile(b, fmt.Sprintf("heap-%d-run%d.pprof", n, i+1))
 		}
+	}
+	if runs >= 10+runLatencyWindow {
+		// One run's heap is noise: go-git's object cache and the recent
+		// status trees, each bounded at 8 MiB, swing by up to 16 MiB
+		// together. The medians of runs 6-10 and of the last five say
+		// what stays.
+		early, late := 10-runLatencyWindow, runs-runLatencyWindow // the windows' first runs
+		for _, m := range []struct {
+			name string
+			of   []float64
+		}{{"heap-MiB", heaps}, {"rss-MiB", rsses}, {"anon-rss-MiB", anons}} {
+			b.ReportMetric(median(m.of[early:10]), fmt.Sprintf("%s-median-runs%d-10", m.name, early+1))
+			b.ReportMetric(median(m.of[late:]), fmt.Sprintf("%s-median-runs%d-%d", m.name, late+1, runs))
+		}
+		b.ReportMetric(median(heaps[late:])-median(heaps[early:10]), "heap-median-growth-MiB")
 	}
 	if runs > 10 {
 		growth := heaps[runs-1] - heaps[9]
