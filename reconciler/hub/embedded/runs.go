@@ -349,12 +349,3 @@ func (t *runTable) restore(o runtime.Object) bool {
 	}
 	return ok
 }
-
-// RunsReadBack is how many finished runs keep their husk only, their
-// clusters read back from the Store when a reader needs them whole
-// (FinishedRunsPacked).
-func (h *Hub) RunsReadBack() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.runs.unpacked)
-}
