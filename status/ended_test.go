@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -138,55 +137,4 @@ func commitLog(commits []commit) string {
 		fmt.Fprintf(&out, "- writes %v, deletes %v, urgent %v:\n%s\n", c.changes.WritePaths(), c.changes.Deletes, c.urgent, c.message)
 	}
 	return out.String()
-}
-
-// ReadDurable reads an ended split run back from the tree as it was
-// committed, whether its record is kept or forgotten, and not while a
-// change of it is recorded or once it is deleted.
-func TestAnEndedRunReadsBackDurablyAsCommitted(t *testing.T) {
-	ctx := context.Background()
-	for _, kept := range []int{100, 0} {
-		t.Run(fmt.Sprintf("kept=%d", kept), func(t *testing.T) {
-			s, _ := newStore(newRepo(t))
-			s.EndedKept, s.Interval = kept, 0
-			run := endedRun("run-a", "a", 0)
-			ref := refOfObj(run)
-			read := func() (*fleet.UpdateRun, bool) {
-				t.Helper()
-				obj, ok, err := s.ReadDurable(ref)
-				if err != nil {
-					t.Fatal(err)
-				}
-				r, _ := obj.(*fleet.UpdateRun)
-				return r, ok
-			}
-			s.Put(ref, run)
-			if _, ok := read(); ok {
-				t.Error("read back before it was committed")
-			}
-			if err := s.Flush(ctx, true); err != nil {
-				t.Fatal(err)
-			}
-			if kept == 0 && len(s.forgotten) != 1 {
-				t.Fatalf("forgotten: %v; want run-a", s.forgotten)
-			}
-			got, ok := read()
-			if !ok {
-				t.Fatal("not read back once committed")
-			}
-			if !equality.Semantic.DeepEqual(got.Status, run.Status) { // times decode in Local
-				t.Errorf("read back:\n got %#v\nwant %#v", got.Status, run.Status)
-			}
-			s.Delete(ref)
-			if _, ok := read(); ok {
-				t.Error("read back while its deletion is recorded")
-			}
-			if err := s.Flush(ctx, true); err != nil {
-				t.Fatal(err)
-			}
-			if _, ok := read(); ok {
-				t.Error("read back once deleted")
-			}
-		})
-	}
 }

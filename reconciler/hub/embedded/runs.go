@@ -35,7 +35,7 @@ type runTable struct {
 	// dropped (FinishedRunsPacked) and are read back through durable.
 	finished  map[types.NamespacedName]uint64
 	finishSeq uint64
-	unpacked  map[types.NamespacedName]bool // true: the Store's times are set in UTC (inUTC)
+	unpacked  map[types.NamespacedName]struct{}
 	// restored holds the husks of runs just read from the Store
 	// (Restore), which therefore holds them as they are.
 	restored map[types.NamespacedName]struct{}
@@ -47,7 +47,7 @@ type runTable struct {
 func newRunTable(store Store) runTable {
 	durable, _ := store.(hub.DurableReader)
 	return runTable{runs: newTable[*fleet.UpdateRun](), packed: map[types.NamespacedName][]byte{},
-		finished: map[types.NamespacedName]uint64{}, unpacked: map[types.NamespacedName]bool{},
+		finished: map[types.NamespacedName]uint64{}, unpacked: map[types.NamespacedName]struct{}{},
 		restored: map[types.NamespacedName]struct{}{}, durable: durable}
 }
 
@@ -91,32 +91,7 @@ func (t *runTable) readBack(k types.NamespacedName, h *fleet.UpdateRun) (*fleet.
 	if !ok || !isRun || !sameStages(stored, h) {
 		return nil, fmt.Errorf("reading back update run %s: the store does not hold it as it finished", k)
 	}
-	if t.unpacked[k] {
-		inUTC(stored)
-	}
 	return withClustersOf(h, stored), nil
-}
-
-// inUTC sets the times of run's clusters' conditions in UTC, and returns
-// run. The status tree decodes them in Local where the engine wrote them
-// in UTC; unpack drops only clusters that read back exactly, in UTC or as
-// decoded.
-func inUTC(run *fleet.UpdateRun) *fleet.UpdateRun {
-	set := func(cs []fleet.ClusterUpdatingStatus) {
-		for i := range cs {
-			for j := range cs[i].Conditions {
-				t := &cs[i].Conditions[j].LastTransitionTime
-				t.Time = t.UTC()
-			}
-		}
-	}
-	for i := range run.Status.StagesStatus {
-		set(run.Status.StagesStatus[i].Clusters)
-	}
-	if d := run.Status.DeletionStageStatus; d != nil {
-		set(d.Clusters)
-	}
-	return run
 }
 
 // sameStages reports whether run has as many stages as husk h, and a
@@ -147,8 +122,8 @@ func withClustersOf(h, run *fleet.UpdateRun) *fleet.UpdateRun {
 // FinishedRunsPacked last husked, each once the Store holds it durably
 // with the very clusters packed, so that reading it back gives the run as
 // it was written. While the Store does not hold the oldest yet, nothing
-// is dropped (the next put tries again); a husk it holds otherwise stays
-// packed for good.
+// is dropped (the next put tries again); a husk it holds otherwise (a
+// time it does not keep exactly) stays packed for good.
 func (t *runTable) unpack() {
 	if t.durable == nil {
 		return
@@ -162,28 +137,21 @@ func (t *runTable) unpack() {
 			}
 		}
 		h, _ := t.runs.peek(oldest)
-		utc := false
 		if _, restored := t.restored[oldest]; !restored {
 			obj, ok, err := t.durable.ReadDurable(ObjectRef{Kind: fleet.UpdateRunKind(oldest.Namespace), Key: oldest})
 			if err != nil || !ok {
 				return
 			}
-			delete(t.finished, oldest)
 			stored, isRun := obj.(*fleet.UpdateRun)
-			if !isRun || !sameStages(stored, h) {
+			if !isRun || !sameStages(stored, h) || !sameClusters(withClustersOf(h, stored), t.copyPacked(oldest, h)) {
+				delete(t.finished, oldest)
 				continue
-			}
-			packed := t.copyPacked(oldest, h)
-			if !sameClusters(withClustersOf(h, stored), packed) {
-				if utc = true; !sameClusters(withClustersOf(h, inUTC(stored)), packed) {
-					continue
-				}
 			}
 		}
 		delete(t.finished, oldest)
 		delete(t.restored, oldest)
 		delete(t.packed, oldest)
-		t.unpacked[oldest] = utc
+		t.unpacked[oldest] = struct{}{}
 	}
 }
 
