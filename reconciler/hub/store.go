@@ -44,16 +44,3 @@ type SharingStore interface {
 	Store
 	PutShared(ref ObjectRef, obj runtime.Object)
 }
-
-// DurableReader is implemented by stores that can read one object back as
-// it was last made durable (the status tree's tip in `serve`), so that a
-// hub may drop from memory what it can read back there: the embedded hub
-// keeps the clusters of only its newest finished runs and reads an older
-// one's back when a reader needs the run whole.
-type DurableReader interface {
-	// ReadDurable returns the object behind ref as the store holds it
-	// durably; ok is false when it holds none, or when a change of the
-	// object is recorded but not yet made durable (it is read back
-	// once it is).
-	ReadDurable(ref ObjectRef) (obj runtime.Object, ok bool, err error)
-}

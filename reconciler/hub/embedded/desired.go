@@ -21,8 +21,7 @@ func (h *Hub) Apply(_ context.Context, obj hub.Object) error {
 	case *fleet.UpdateStrategy:
 		h.ApplyUpdateStrategy(o)
 	case *fleet.UpdateRun:
-		_, err := h.applyUpdateRun(o)
-		return err
+		h.ApplyUpdateRun(o)
 	case *fleet.ClusterResourceOverride:
 		applyOverride(h, o, &h.cros, fleet.KindClusterResourceOverride,
 			func(o *fleet.ClusterResourceOverride) any { return &o.Spec })
@@ -52,7 +51,7 @@ func (h *Hub) Delete(_ context.Context, kind string, key hub.Key) error {
 	case fleet.KindClusterStagedUpdateStrategy, fleet.KindStagedUpdateStrategy:
 		h.DeleteUpdateStrategy(key)
 	case fleet.KindClusterStagedUpdateRun, fleet.KindStagedUpdateRun:
-		return h.deleteUpdateRun(key)
+		h.DeleteUpdateRun(key)
 	case fleet.KindClusterResourceOverride:
 		deleteOverride(h, key, &h.cros)
 	case fleet.KindResourceOverride:

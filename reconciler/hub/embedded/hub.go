@@ -100,7 +100,7 @@ func New(c clock.Clock, store Store) *Hub {
 		bindings:   newGroupedTable(placementOf[*fleet.Binding]),
 		members:    newTable[*fleet.MemberCluster](),
 		strategies: newTable[*fleet.UpdateStrategy](),
-		runs:       newRunTable(store),
+		runs:       newRunTable(),
 		approvals:  newTable[*fleet.ApprovalRequest](),
 
 		cros:         newTable[*fleet.ClusterResourceOverride](),
@@ -671,10 +671,7 @@ func (h *Hub) GetUpdateStrategy(_ context.Context, key hub.Key) (*fleet.UpdateSt
 func (h *Hub) GetUpdateRun(_ context.Context, key hub.Key) (*fleet.UpdateRun, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	r, ok, err := h.runs.get(key)
-	if err != nil {
-		return nil, err
-	}
+	r, ok := h.runs.get(key)
 	if !ok {
 		return nil, hub.NotFound(fleet.UpdateRunKind(key.Namespace), key)
 	}
@@ -685,7 +682,7 @@ func (h *Hub) GetUpdateRun(_ context.Context, key hub.Key) (*fleet.UpdateRun, er
 func (h *Hub) ListUpdateRuns(context.Context) ([]*fleet.UpdateRun, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.runs.list()
+	return h.runs.list(), nil
 }
 
 // GetUpdateRunWithoutClusters is GetUpdateRun for a reader of the run's
@@ -716,7 +713,7 @@ func (h *Hub) ListUpdateRunsWithoutClusters(context.Context) ([]*fleet.UpdateRun
 func (h *Hub) ListUpdateRunsReadOnly(context.Context) ([]*fleet.UpdateRun, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.runs.listShared()
+	return h.runs.listShared(), nil
 }
 
 // ListUnfinishedUpdateRunsReadOnly is ListUpdateRunsReadOnly of the runs
@@ -783,10 +780,7 @@ func (h *Hub) UpdateUpdateRunFinalizers(_ context.Context, r *fleet.UpdateRun) e
 func (h *Hub) updateRun(r *fleet.UpdateRun, same func(cur *fleet.UpdateRun) bool, set func(next, cur *fleet.UpdateRun)) error {
 	h.mu.Lock()
 	defer h.unlock()
-	cur, ok, err := h.runs.peek(keyOf(r))
-	if err != nil {
-		return err
-	}
+	cur, ok := h.runs.peek(keyOf(r))
 	if !ok {
 		return hub.NotFound(fleet.UpdateRunKind(r.Namespace), keyOf(r))
 	}

@@ -123,26 +123,14 @@ func (h *Hub) DeleteUpdateStrategy(key hub.Key) {
 // when the spec changed); the status is kept. It reports whether anything
 // changed.
 func (h *Hub) ApplyUpdateRun(r *fleet.UpdateRun) bool {
-	changed, _ := h.applyUpdateRun(r)
-	return changed
-}
-
-// applyUpdateRun is ApplyUpdateRun, with the error of reading back a
-// finished run's clusters from the Store (runTable.readBack): then
-// nothing changed.
-func (h *Hub) applyUpdateRun(r *fleet.UpdateRun) (bool, error) {
 	h.mu.Lock()
 	defer h.unlock()
 	setKind(r, fleet.UpdateRunKind(r.Namespace))
 	if cur, ok := h.runs.head(keyOf(r)); ok && equality.Semantic.DeepEqual(cur.Spec, r.Spec) {
-		return false, nil // the Git loop applies every run of every commit: a husk stays packed
+		return false // the Git loop applies every run of every commit: a husk stays packed
 	}
 	next := r.DeepCopy()
-	cur, ok, err := h.runs.peek(keyOf(r))
-	if err != nil {
-		return false, err
-	}
-	if ok {
+	if cur, ok := h.runs.peek(keyOf(r)); ok {
 		keepMeta(&next.ObjectMeta, &cur.ObjectMeta, true)
 		next.Status = *cur.Status.DeepCopy()
 		h.stamp(next, false)
@@ -152,23 +140,16 @@ func (h *Hub) applyUpdateRun(r *fleet.UpdateRun) (bool, error) {
 	}
 	h.persist(h.runs.put(next))
 	h.emit(hub.Event{Kind: hub.EventUpdateRun, Key: keyOf(next), Run: keyOf(next)})
-	return true, nil
+	return true
 }
 
 // DeleteUpdateRun starts a run's deletion; the engine finishes it.
-func (h *Hub) DeleteUpdateRun(key hub.Key) { _ = h.deleteUpdateRun(key) }
-
-// deleteUpdateRun is DeleteUpdateRun, with the error of reading back a
-// finished run's clusters from the Store: then it is not deleted.
-func (h *Hub) deleteUpdateRun(key hub.Key) error {
+func (h *Hub) DeleteUpdateRun(key hub.Key) {
 	h.mu.Lock()
 	defer h.unlock()
-	if cur, ok := h.runs.head(key); !ok || cur.DeletionTimestamp != nil {
-		return nil
-	}
-	cur, ok, err := h.runs.peek(key)
-	if err != nil || !ok {
-		return err
+	cur, ok := h.runs.peek(key)
+	if !ok || cur.DeletionTimestamp != nil {
+		return
 	}
 	next := cur.DeepCopy()
 	now := metav1.NewTime(h.clock.Now().UTC().Truncate(1e9))
@@ -176,7 +157,6 @@ func (h *Hub) deleteUpdateRun(key hub.Key) error {
 	h.stamp(next, false)
 	h.persist(h.runs.put(next))
 	h.emit(hub.Event{Kind: hub.EventUpdateRun, Key: key, Run: key})
-	return nil
 }
 
 // ApplyApprovalRequestStatus records a person's change to an approval
@@ -221,17 +201,7 @@ func (h *Hub) AnnotateUpdateRun(key hub.Key, name, value string) {
 	if cur, ok := h.runs.head(key); !ok || cur.Annotations[name] == value {
 		return // the Git loop clears every run's note every sync: a husk stays packed
 	}
-	annotate[*fleet.UpdateRun](h, runsAnnotated{&h.runs}, key, name, value)
-}
-
-// runsAnnotated is the run table as annotate writes to it. A finished run
-// whose clusters cannot be read back from the Store is not annotated: the
-// Git loop writes its notes again at its next sync.
-type runsAnnotated struct{ *runTable }
-
-func (t runsAnnotated) peek(k hub.Key) (*fleet.UpdateRun, bool) {
-	r, ok, err := t.runTable.peek(k)
-	return r, ok && err == nil
+	annotate[*fleet.UpdateRun](h, &h.runs, key, name, value)
 }
 
 // AnnotatePlacement is AnnotateUpdateRun for placements.

@@ -103,17 +103,3 @@ func (DiscardStore) Delete(ObjectRef) {}
 
 // Flush has nothing to flush.
 func (DiscardStore) Flush(context.Context, bool) error { return nil }
-
-var _ hub.DurableReader = (*MemoryStore)(nil)
-
-// ReadDurable implements hub.DurableReader: what Put recorded is durable
-// here.
-func (s *MemoryStore) ReadDurable(ref ObjectRef) (runtime.Object, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	o, ok := s.objects[ref]
-	if !ok {
-		return nil, false, nil
-	}
-	return o.DeepCopyObject(), true, nil
-}
