@@ -5,6 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,18 +26,113 @@ import (
 
 // callCounter counts the API requests going through a rest.Config: reads
 // (GET, which covers LIST and the start of a WATCH) and writes (the rest).
-type callCounter struct{ reads, writes atomic.Int64 }
+// With a trace it also records every write.
+type callCounter struct {
+	reads, writes atomic.Int64
+	trace         *writeTrace
+	who           string
+}
 
 // wrap is a rest.Config's WrapTransport.
 func (c *callCounter) wrap(next http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		if r.Method == http.MethodGet {
 			c.reads.Add(1)
-		} else {
-			c.writes.Add(1)
+			return next.RoundTrip(r)
 		}
-		return next.RoundTrip(r)
+		c.writes.Add(1)
+		start := time.Now()
+		resp, err := next.RoundTrip(r)
+		if c.trace != nil {
+			c.trace.add(tracedWrite{who: c.who, method: r.Method, path: r.URL.Path, bytes: r.ContentLength, start: start, end: time.Now()})
+		}
+		return resp, err
 	})
+}
+
+// writeTrace records API writes (until the response's headers) for the
+// anchor benchmark's steps.
+type writeTrace struct {
+	mu     sync.Mutex
+	writes []tracedWrite
+}
+
+type tracedWrite struct {
+	who, method, path string
+	bytes             int64
+	start, end        time.Time
+}
+
+func (t *writeTrace) add(w tracedWrite) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.writes = append(t.writes, w)
+}
+
+// since returns the writes that started at or after from, in the order
+// they started (they are recorded as they end).
+func (t *writeTrace) since(from time.Time) []tracedWrite {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []tracedWrite
+	for _, w := range t.writes {
+		if !w.start.Before(from) {
+			out = append(out, w)
+		}
+	}
+	slices.SortFunc(out, func(a, b tracedWrite) int { return a.start.Compare(b.start) })
+	return out
+}
+
+// bindingSpecWrite reports whether w is the engine's write of a binding's
+// object (Bound at a snapshot), which starts a cluster's step.
+func (w tracedWrite) bindingSpecWrite() bool {
+	return w.who == "engine" && w.method == http.MethodPut &&
+		strings.Contains(w.path, "/"+resources[fleet.KindClusterResourceBinding].Resource+"/") && !strings.HasSuffix(w.path, "/status")
+}
+
+// steps are the times from one binding spec write to the next: at
+// maxConcurrency 1, a cluster's whole turn (its two binding writes, the
+// member's report, the passes in between).
+func steps(writes []tracedWrite) []time.Duration {
+	var out []time.Duration
+	var last time.Time
+	for _, w := range writes {
+		if !w.bindingSpecWrite() {
+			continue
+		}
+		if !last.IsZero() {
+			out = append(out, w.start.Sub(last))
+		}
+		last = w.start
+	}
+	return out
+}
+
+// percentile is the p-th percentile (0-100, nearest rank) of ds, sorted
+// in place.
+func percentile(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	i := (len(ds)*p + 99) / 100
+	return ds[max(i-1, 0)]
+}
+
+// dump writes the writes as tab-separated lines (ms from the first start,
+// ms taken, who, method, path, bytes) to path.
+func dumpTrace(path string, writes []tracedWrite) error {
+	if len(writes) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	t0 := writes[0].start
+	for _, w := range writes {
+		fmt.Fprintf(&b, "%.3f\t%.3f\t%s\t%s\t%s\t%d\n", float64(w.start.Sub(t0).Microseconds())/1000,
+			float64(w.end.Sub(w.start).Microseconds())/1000, w.who, w.method, w.path, w.bytes)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
@@ -73,7 +173,10 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // behind the run's and the placement's large status writes.
 //
 //	go test ./reconciler/hub/kube -run '^$' -bench KubeFleetAnchor -benchtime 1x [-args -bench-run-status-spacing=-1ns]
-var benchRunStatusSpacing = flag.Duration("bench-run-status-spacing", 0, "Config.RunStatusSpacing of BenchmarkKubeFleetAnchor (0: the default, -1ns: none)")
+var (
+	benchRunStatusSpacing = flag.Duration("bench-run-status-spacing", 0, "Config.RunStatusSpacing of BenchmarkKubeFleetAnchor (0: the default, -1ns: none)")
+	benchTraceDir         = flag.String("bench-trace-dir", "", "BenchmarkKubeFleetAnchor writes each run's API writes (start and time in ms, who, method, path, bytes) here")
+)
 
 func BenchmarkKubeFleetAnchor(b *testing.B) {
 	th := startHub(b)
@@ -89,7 +192,8 @@ func BenchmarkKubeFleetAnchor(b *testing.B) {
 
 func benchmarkAnchor(b *testing.B, th *testHub, n int, mc string) {
 	th.reset(b)
-	engineCalls, memberCalls := &callCounter{}, &callCounter{}
+	trace := &writeTrace{}
+	engineCalls, memberCalls := &callCounter{trace: trace, who: "engine"}, &callCounter{trace: trace, who: "member"}
 	counted := func(c *callCounter) Config {
 		rc := *th.rest
 		rc.WrapTransport = c.wrap
@@ -129,6 +233,7 @@ func benchmarkAnchor(b *testing.B, th *testHub, n int, mc string) {
 
 	var elapsed time.Duration
 	var writes, reads, reports int64
+	var stepTimes []time.Duration
 	for i := 0; b.Loop(); i++ {
 		// A new snapshot each time, so every cluster has something to roll out.
 		p, err := h.GetPlacement(ctx, hub.Key{Name: "app"})
@@ -149,6 +254,14 @@ func benchmarkAnchor(b *testing.B, th *testHub, n int, mc string) {
 		th.apply(b, h, run)
 		waitSucceeded(b, ctx, succeeded, run.Name)
 		elapsed += time.Since(start)
+		traced := trace.since(start)
+		stepTimes = append(stepTimes, steps(traced)...)
+		if *benchTraceDir != "" {
+			name := strings.NewReplacer("/", "_", "=", "-", "%", "pct").Replace(b.Name())
+			if err := dumpTrace(filepath.Join(*benchTraceDir, fmt.Sprintf("%s-%s.tsv", name, run.Name)), traced); err != nil {
+				b.Fatal(err)
+			}
+		}
 		writes += engineCalls.writes.Load() - w0
 		reads += engineCalls.reads.Load() - g0
 		reports += memberCalls.writes.Load() - r0
@@ -159,6 +272,10 @@ func benchmarkAnchor(b *testing.B, th *testHub, n int, mc string) {
 	b.ReportMetric(float64(writes)/runs/float64(n), "writes/cluster")
 	b.ReportMetric(float64(reads)/runs/float64(n), "reads/cluster")
 	b.ReportMetric(float64(reports)/runs/float64(n), "member-writes/cluster")
+	if mc == "1" {
+		b.ReportMetric(float64(percentile(stepTimes, 50).Microseconds())/1000, "step-p50-ms")
+		b.ReportMetric(float64(percentile(stepTimes, 90).Microseconds())/1000, "step-p90-ms")
+	}
 }
 
 // conditionTrueIn reports whether u's status has condition typ True.
