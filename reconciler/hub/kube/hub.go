@@ -87,7 +87,8 @@ type Config struct {
 	Log   *slog.Logger
 	// RunStatusSpacing is the least time between two writes of one run's
 	// status (runstatus.go): DefaultRunStatusSpacing when 0, none when
-	// negative.
+	// negative. A write that took long spaces the next one further
+	// (RunStatusCostFactor).
 	RunStatusSpacing time.Duration
 }
 

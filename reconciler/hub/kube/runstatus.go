@@ -60,8 +60,28 @@ type statusChain struct {
 	idle chan struct{}
 	// err is the write that failed; the handover built on it gets it.
 	err error
-	// written is when the last write returned (Config.RunStatusSpacing).
+	// written is when the last write returned, took how long it took
+	// (spacing).
 	written time.Time
+	took    time.Duration
+}
+
+// RunStatusCostFactor bounds the share of the API server's time a run's
+// status takes: the next write waits at least this many times as long as
+// the last one took. The API server decodes, validates, stores and sends
+// out the whole status (45 KB at 100 clusters) on every write; at a load
+// where each takes 30 ms, ten writes a second (the 100 ms spacing) took a
+// third of a core, which the binding writes of the next cluster waited
+// for, while the engine reads its own status from the chain and needs
+// none of them. Where writes are fast the spacing is the configured one.
+const RunStatusCostFactor = 10
+
+// spacing is the least time between two writes of the chain.
+func (h *Hub) spacing(c *statusChain) time.Duration {
+	if h.cfg.RunStatusSpacing < 0 {
+		return 0
+	}
+	return max(h.cfg.RunStatusSpacing, RunStatusCostFactor*c.took)
 }
 
 func (c *statusChain) busy() bool {
@@ -179,7 +199,7 @@ func (h *Hub) writeChain(key hub.Key, c *statusChain) {
 			h.chainMu.Unlock()
 			return
 		}
-		if wait := h.cfg.RunStatusSpacing - h.clock.Now().Sub(c.written); !c.written.IsZero() && wait > 0 {
+		if wait := h.spacing(c) - h.clock.Now().Sub(c.written); !c.written.IsZero() && wait > 0 {
 			// Let the handovers of the spacing coalesce: the API server
 			// decodes, validates and stores the whole status on every
 			// write, time the bindings on the critical path wait for.
@@ -198,6 +218,7 @@ func (h *Hub) writeChain(key hub.Key, c *statusChain) {
 		c.pending = false
 		h.chainMu.Unlock()
 
+		start := h.clock.Now()
 		if hook != nil {
 			hook(key)
 		}
@@ -208,6 +229,7 @@ func (h *Hub) writeChain(key hub.Key, c *statusChain) {
 			if err = wrap(c.kind, key, werr); err == nil {
 				h.chainMu.Lock()
 				c.base, c.written = written.GetResourceVersion(), h.clock.Now()
+				c.took = c.written.Sub(start)
 				h.chainMu.Unlock()
 				continue
 			}

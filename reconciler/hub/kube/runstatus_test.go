@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"sync"
 	"sync/atomic"
@@ -197,6 +198,74 @@ func TestRunStatusWritesAreSpaced(t *testing.T) {
 	})
 	if n := writes.Load(); n != 2 {
 		t.Errorf("%d status writes; want 2 (first, then third: second was replaced while it waited)", n)
+	}
+}
+
+// TestASlowRunStatusWriteSpacesTheNextFurther: the write after one that
+// took long waits RunStatusCostFactor times as long as it took, so the
+// run's large status takes a bounded share of the API server's time; a
+// fast write leaves the configured spacing. The write's time is provoked
+// on the hub's clock (stepped while the write is held), and the wait read
+// off the writer's timer.
+func TestASlowRunStatusWriteSpacesTheNextFurther(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a kube-apiserver")
+	}
+	th := startHub(t)
+	th.reset(t)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	const spacing = 100 * time.Millisecond
+	h := th.newHub(t, Config{Clock: clk, RunStatusSpacing: spacing})
+	ctx := await.Context(t)
+	for _, tc := range []struct {
+		name     string
+		took     time.Duration
+		wantWait time.Duration
+	}{
+		{"an instant write leaves the configured spacing", 0, spacing},
+		{"a write faster than the spacing allows leaves it", spacing / RunStatusCostFactor / 2, spacing},
+		{"a slow write spaces the next by its cost", 50 * time.Millisecond, RunStatusCostFactor * 50 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := hub.Key{Name: fmt.Sprintf("run-%d", tc.took.Milliseconds())}
+			th.apply(t, h, &fleet.UpdateRun{ObjectMeta: metav1.ObjectMeta{Name: key.Name},
+				Spec: fleet.UpdateRunSpec{PlacementName: "app", StagedUpdateStrategyName: "strategy", ResourceSnapshotIndex: "0", State: fleet.StateRun}})
+			var writes atomic.Int64
+			h.chainMu.Lock()
+			h.beforeStatusWrite = func(hub.Key) {
+				if writes.Add(1) == 1 {
+					clk.Advance(tc.took)
+				}
+			}
+			h.chainMu.Unlock()
+			handOver := func(msg string) {
+				t.Helper()
+				r, err := h.GetUpdateRun(ctx, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.Status.Conditions = []metav1.Condition{{Type: fleet.StagedUpdateRunConditionInitialized, Status: metav1.ConditionTrue,
+					ObservedGeneration: 1, Reason: "Test", Message: msg, LastTransitionTime: metav1.NewTime(clk.Now())}}
+				if err := h.UpdateUpdateRunStatus(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			handOver("first")
+			await.Until(t, "the first status written", func() bool { return h.statusWritesPending() == 0 })
+			handOver("second")
+			await.Until(t, "the writer to wait on the hub's clock", func() bool { return clk.Pending() > 0 })
+			next, _ := clk.Next()
+			if wait := next.Sub(clk.Now()); wait != tc.wantWait {
+				t.Errorf("the second write waits %v after a write of %v; want %v", wait, tc.took, tc.wantWait)
+			}
+			await.Until(t, "the second status written after the wait", func() bool {
+				clk.Advance(tc.wantWait)
+				return h.statusWritesPending() == 0
+			})
+			if n := writes.Load(); n != 2 {
+				t.Errorf("%d status writes; want 2", n)
+			}
+		})
 	}
 }
 
