@@ -73,15 +73,21 @@ type statusChain struct {
 // where each takes 30 ms, ten writes a second (the 100 ms spacing) took a
 // third of a core, which the binding writes of the next cluster waited
 // for, while the engine reads its own status from the chain and needs
-// none of them. Where writes are fast the spacing is the configured one.
-const RunStatusCostFactor = 10
+// none of them. Where writes are fast the spacing is the configured one;
+// it grows to MaxRunStatusSpacing at most, so a reader of the API server
+// sees a run at most about a second behind the engine, as the placement's
+// status (the controller's StatusDelay).
+const (
+	RunStatusCostFactor = 10
+	MaxRunStatusSpacing = time.Second
+)
 
 // spacing is the least time between two writes of the chain.
 func (h *Hub) spacing(c *statusChain) time.Duration {
 	if h.cfg.RunStatusSpacing < 0 {
 		return 0
 	}
-	return max(h.cfg.RunStatusSpacing, RunStatusCostFactor*c.took)
+	return max(h.cfg.RunStatusSpacing, min(RunStatusCostFactor*c.took, MaxRunStatusSpacing))
 }
 
 func (c *statusChain) busy() bool {

@@ -203,8 +203,8 @@ func TestRunStatusWritesAreSpaced(t *testing.T) {
 
 // TestASlowRunStatusWriteSpacesTheNextFurther: the write after one that
 // took long waits RunStatusCostFactor times as long as it took, so the
-// run's large status takes a bounded share of the API server's time; a
-// fast write leaves the configured spacing. The write's time is provoked
+// run's large status takes a bounded share of the API server's time, up
+// to MaxRunStatusSpacing; a fast write leaves the configured spacing. The write's time is provoked
 // on the hub's clock (stepped while the write is held), and the wait read
 // off the writer's timer.
 func TestASlowRunStatusWriteSpacesTheNextFurther(t *testing.T) {
@@ -225,6 +225,7 @@ func TestASlowRunStatusWriteSpacesTheNextFurther(t *testing.T) {
 		{"an instant write leaves the configured spacing", 0, spacing},
 		{"a write faster than the spacing allows leaves it", spacing / RunStatusCostFactor / 2, spacing},
 		{"a slow write spaces the next by its cost", 50 * time.Millisecond, RunStatusCostFactor * 50 * time.Millisecond},
+		{"a very slow write spaces the next by the most", 2 * MaxRunStatusSpacing / RunStatusCostFactor, MaxRunStatusSpacing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := hub.Key{Name: fmt.Sprintf("run-%d", tc.took.Milliseconds())}
