@@ -42,6 +42,7 @@ func newFixture(tb testing.TB) *fixture {
 	gittest.Require(tb, "git")
 	root := tb.TempDir()
 	f := &fixture{root: root, bare: filepath.Join(root, "remote.git"), work: filepath.Join(root, "work")}
+	gittest.AwaitGC(tb, f.bare, f.work)
 	runGit(tb, root, "init", "-q", "--bare", f.bare)
 	runGit(tb, root, "clone", "-q", f.bare, f.work)
 	f.commit(tb, "initial", map[string]string{

@@ -69,6 +69,7 @@ func newFleetRepo(t testing.TB, files map[string][]byte) *fleetRepo {
 	}
 	root := t.TempDir()
 	r := &fleetRepo{t: t, remote: filepath.Join(root, "fleet.git"), work: filepath.Join(root, "work"), made: time.Now()}
+	gittest.AwaitGC(t, r.remote, r.work)
 	gitCmd(t, root, "init", "-q", "--bare", "-b", "main", r.remote)
 	gitCmd(t, root, "clone", "-q", r.remote, r.work)
 	gitCmd(t, r.work, "checkout", "-q", "-b", "main")

@@ -10,8 +10,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Require skips the test when the program is not installed, except under
@@ -77,4 +81,55 @@ func Must(tb testing.TB, dir string, args ...string) string {
 		tb.Fatal(err)
 	}
 	return out
+}
+
+// AwaitGC makes the test's end wait for a `git gc --auto` that git
+// detached in one of repos: a push's git-receive-pack or a pull starts one
+// once enough objects pile up, and it goes on writing there after the
+// command that started it exited, so t.TempDir's removal fails on what it
+// writes meanwhile. Call it after the TempDir the repositories live in, so
+// that its cleanup runs first.
+func AwaitGC(tb testing.TB, repos ...string) {
+	tb.Cleanup(func() {
+		if err := WaitGC(2*time.Minute, repos...); err != nil {
+			tb.Log(err)
+		}
+	})
+}
+
+// WaitGC waits until no git gc runs in repos (bare or not): a gc holds
+// gc.pid, naming its process, while it runs. A detached gc lets go of
+// the file for a moment while it moves to the background, so the repos
+// must be free on three looks 100 ms apart.
+func WaitGC(timeout time.Duration, repos ...string) error {
+	deadline := time.Now().Add(timeout)
+	for free := 0; free < 3; time.Sleep(100 * time.Millisecond) {
+		busy := runningGC(repos)
+		if busy == "" {
+			free++
+			continue
+		}
+		free = 0
+		if time.Now().After(deadline) {
+			return fmt.Errorf("git gc still running in %s after %s", busy, timeout)
+		}
+	}
+	return nil
+}
+
+// runningGC is a repository of repos where a live process holds gc.pid.
+func runningGC(repos []string) string {
+	for _, r := range repos {
+		for _, lock := range []string{filepath.Join(r, "gc.pid"), filepath.Join(r, ".git", "gc.pid")} {
+			data, err := os.ReadFile(lock)
+			if err != nil {
+				continue
+			}
+			pid, _, _ := strings.Cut(string(data), " ")
+			if n, err := strconv.Atoi(pid); err == nil && syscall.Kill(n, 0) == nil {
+				return r
+			}
+		}
+	}
+	return ""
 }
