@@ -157,24 +157,35 @@ func TestTheWorkloadsWaitFailsAtOnceWhenKwokDies(t *testing.T) {
 // the API server's own code serving the requests made meanwhile.
 func TestACPUProfileOfTheAPIServerCoversTheTimeUntilStop(t *testing.T) {
 	c := Start(t, "profiled")[0]
-	defer func(d time.Duration) { profileSegment = d }(profileSegment)
+	defer func(d time.Duration, f func(int)) { profileSegment, segmentStarting = d, f }(profileSegment, segmentStarting)
 	profileSegment = time.Second
+	third := make(chan struct{})
+	segmentStarting = func(n int) {
+		if n == 3 {
+			close(third)
+		}
+	}
 	path := filepath.Join(t.TempDir(), "apiserver.pprof")
-
-	stop := ProfileCPU(t, c.AdminConfig(), path)
 	hc, err := rest.HTTPClientFor(c.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Requests for longer than two segments: the API server works
-	// throughout, and stop comes in the third segment at least.
-	for start := time.Now(); time.Since(start) < 5*profileSegment/2; {
+
+	stop := ProfileCPU(t, c.AdminConfig(), path)
+	// The API server serves requests throughout; stop comes once the
+	// third segment began, and waits for it.
+	for served := false; !served; {
 		resp, err := hc.Get(c.Server + "/api/v1/namespaces")
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+		select {
+		case <-third:
+			served = true
+		default:
+		}
 	}
 	stop()
 

@@ -24,6 +24,10 @@ const ProfileEnv = "GITFLEET_APISERVER_PROFILE"
 // when it starts.
 var profileSegment = 10 * time.Second
 
+// segmentStarting is called as each segment of ProfileCPU begins, with
+// its number from 1: a test's handle on where the profiling stands.
+var segmentStarting = func(n int) {}
+
 // ProfileCPU profiles the CPU of the kube-apiserver rc reaches (its
 // /debug/pprof/profile, on by default, as rc's user: an admin) from now
 // until the returned stop is called, and writes the profile to path; an
@@ -45,6 +49,7 @@ func ProfileCPU(t testing.TB, rc *rest.Config, path string) (stop func()) {
 	done := make(chan error, 1)
 	go func() {
 		for ctx.Err() == nil {
+			segmentStarting(len(segments) + 1)
 			p, err := profileOnce(hc, rc.Host, profileSegment)
 			if err != nil {
 				done <- err
