@@ -14,7 +14,7 @@ build: ## Build the gitfleet binary (static, no cgo)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gitfleet
 
 test: ## Run the whole test suite (waits end shortly before -timeout, see internal/testing/await)
-	$(GO) test -timeout 30m ./...
+	$(GO) test -timeout 60m ./...
 
 testbin: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok for the member-cluster tests (cached; cold: ~15 min)
 	./hack/testbin.sh

@@ -164,18 +164,7 @@ func TestRunStatusWritesAreSpaced(t *testing.T) {
 		}
 		return conds[0].(map[string]any)["message"].(string)
 	}
-	handOver := func(msg string) {
-		t.Helper()
-		r, err := h.GetUpdateRun(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.Status.Conditions = []metav1.Condition{{Type: fleet.StagedUpdateRunConditionInitialized, Status: metav1.ConditionTrue,
-			ObservedGeneration: 1, Reason: "Test", Message: msg, LastTransitionTime: metav1.NewTime(clk.Now())}}
-		if err := h.UpdateUpdateRunStatus(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-	}
+	handOver := func(msg string) { t.Helper(); handOverStatus(ctx, t, h, key, clk.Now(), msg) }
 
 	handOver("first")
 	await.Until(t, "the first status on the API server, written at once", func() bool {
@@ -239,18 +228,7 @@ func TestASlowRunStatusWriteSpacesTheNextFurther(t *testing.T) {
 				}
 			}
 			h.chainMu.Unlock()
-			handOver := func(msg string) {
-				t.Helper()
-				r, err := h.GetUpdateRun(ctx, key)
-				if err != nil {
-					t.Fatal(err)
-				}
-				r.Status.Conditions = []metav1.Condition{{Type: fleet.StagedUpdateRunConditionInitialized, Status: metav1.ConditionTrue,
-					ObservedGeneration: 1, Reason: "Test", Message: msg, LastTransitionTime: metav1.NewTime(clk.Now())}}
-				if err := h.UpdateUpdateRunStatus(ctx, r); err != nil {
-					t.Fatal(err)
-				}
-			}
+			handOver := func(msg string) { t.Helper(); handOverStatus(ctx, t, h, key, clk.Now(), msg) }
 			handOver("first")
 			await.Until(t, "the first status written", func() bool { return h.statusWritesPending() == 0 })
 			handOver("second")
@@ -568,4 +546,19 @@ func (s *flushedStore) phase(ref hub.ObjectRef, flushed bool) string {
 		return "absent"
 	}
 	return r.Phase()
+}
+
+// handOverStatus hands h run key's status with one Initialized condition
+// saying msg, as a pass of the engine hands over the status it built.
+func handOverStatus(ctx context.Context, t *testing.T, h *Hub, key hub.Key, now time.Time, msg string) {
+	t.Helper()
+	r, err := h.GetUpdateRun(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Status.Conditions = []metav1.Condition{{Type: fleet.StagedUpdateRunConditionInitialized, Status: metav1.ConditionTrue,
+		ObservedGeneration: 1, Reason: "Test", Message: msg, LastTransitionTime: metav1.NewTime(now)}}
+	if err := h.UpdateUpdateRunStatus(ctx, r); err != nil {
+		t.Fatal(err)
+	}
 }
