@@ -67,19 +67,10 @@ func TestARunWaitsForAMemberWhoseAgentStopped(t *testing.T) {
 		}
 		return metav1.Condition{}
 	}
-	p := &fleet.Placement{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: fleet.PlacementSpec{
-		ResourceSelectors: []fleet.ResourceSelectorTerm{{Version: "v1", Kind: "ConfigMap", Name: "app"}},
-		Policy:            &fleet.PlacementPolicy{PlacementType: fleet.PickAllPlacementType},
-		Strategy:          fleet.RolloutStrategy{Type: fleet.ExternalRolloutStrategyType}}}
-	fleet.SetDefaultsPlacement(p)
-	th.apply(t, h, p)
+	stored := th.appPlacement(t, h)
 	strategy := &fleet.UpdateStrategy{ObjectMeta: metav1.ObjectMeta{Name: "all-at-once"}, Spec: fleet.UpdateStrategySpec{
 		Stages: []fleet.StageConfig{{Name: "all", LabelSelector: &metav1.LabelSelector{}, MaxConcurrency: maxConcurrency("100%")}}}}
 	th.apply(t, h, strategy)
-	stored, err := h.GetPlacement(ctx, hub.Key{Name: "app"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, _, err := resourcesnapshot.Ensure(ctx, h, stored, []*unstructured.Unstructured{workload}, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -189,8 +180,7 @@ func TestARunWaitsForAMemberWhoseAgentStopped(t *testing.T) {
 		}
 		return beat("member2") > scheduler.HeartbeatCheckTimeout && beat("member1") < time.Minute
 	})
-	later := p.DeepCopy()
-	later.ObjectMeta = metav1.ObjectMeta{Name: "later"}
+	later := &fleet.Placement{ObjectMeta: metav1.ObjectMeta{Name: "later"}, Spec: *stored.Spec.DeepCopy()}
 	th.apply(t, h, later)
 	await.Until(t, "placement later to be scheduled", func() bool {
 		snaps, err := h.ListPolicySnapshots(ctx, hub.Key{Name: "later"})
