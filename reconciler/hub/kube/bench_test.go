@@ -20,6 +20,7 @@ import (
 
 	fleet "github.com/gitfleet/gitfleet/api/v1beta1"
 	"github.com/gitfleet/gitfleet/internal/testing/await"
+	"github.com/gitfleet/gitfleet/internal/testing/runtimes"
 	"github.com/gitfleet/gitfleet/reconciler/hub"
 	"github.com/gitfleet/gitfleet/reconciler/resourcesnapshot"
 )
@@ -107,17 +108,6 @@ func steps(writes []tracedWrite) []time.Duration {
 		last = w.start
 	}
 	return out
-}
-
-// percentile is the p-th percentile (0-100, nearest rank) of ds, sorted
-// in place.
-func percentile(ds []time.Duration, p int) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	slices.Sort(ds)
-	i := (len(ds)*p + 99) / 100
-	return ds[max(i-1, 0)]
 }
 
 // dump writes the writes as tab-separated lines (ms from the first start,
@@ -272,9 +262,10 @@ func benchmarkAnchor(b *testing.B, th *testHub, n int, mc string) {
 	b.ReportMetric(float64(writes)/runs/float64(n), "writes/cluster")
 	b.ReportMetric(float64(reads)/runs/float64(n), "reads/cluster")
 	b.ReportMetric(float64(reports)/runs/float64(n), "member-writes/cluster")
-	if mc == "1" {
-		b.ReportMetric(float64(percentile(stepTimes, 50).Microseconds())/1000, "step-p50-ms")
-		b.ReportMetric(float64(percentile(stepTimes, 90).Microseconds())/1000, "step-p90-ms")
+	if mc == "1" && len(stepTimes) > 0 {
+		slices.Sort(stepTimes)
+		b.ReportMetric(float64(runtimes.Percentile(stepTimes, 50).Microseconds())/1000, "step-p50-ms")
+		b.ReportMetric(float64(runtimes.Percentile(stepTimes, 90).Microseconds())/1000, "step-p90-ms")
 	}
 }
 
