@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -96,6 +97,8 @@ func TestKubeHubRBACOnARealAPIServer(t *testing.T) {
 	asGitfleet := &rest.Config{Host: cluster.Server, BearerToken: cluster.AdminToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true},
 		Impersonate: rest.ImpersonationConfig{UserName: "system:serviceaccount:" + namespace + ":gitfleet"}}
 	ctx := await.Context(t)
+	cluster.AwaitAllowed(t, asGitfleet.Impersonate.UserName, authorizationv1.ResourceAttributes{
+		Verb: "update", Group: "placement.kubernetes-fleet.io", Resource: "clusterstagedupdateruns", Subresource: "status"})
 
 	hctx, stop := context.WithCancel(ctx)
 	_, err := kube.New(hctx, kube.Config{Rest: asGitfleet})

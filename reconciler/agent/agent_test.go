@@ -12,6 +12,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -531,6 +532,10 @@ func withoutInventoryRights(t *testing.T, c *kubetest.Cluster) *rest.Config {
 			t.Fatal(err)
 		}
 	}
+	c.AwaitAllowed(t, "gitfleet-agent",
+		authorizationv1.ResourceAttributes{Verb: "patch", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
+		authorizationv1.ResourceAttributes{Verb: "update", Group: fleet.SchemeGroupVersion.Group, Resource: "appliedworks", Subresource: "status"},
+		authorizationv1.ResourceAttributes{Verb: "watch", Resource: "pods"})
 	cfg := c.AdminConfig()
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "gitfleet-agent"}
 	return cfg
