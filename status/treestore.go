@@ -440,11 +440,32 @@ func (s *TreeStore) Flush(ctx context.Context, urgent bool) error {
 	return s.flush(ctx, urgent, urgent)
 }
 
+var _ hub.SealingStore = (*TreeStore)(nil)
+
+// Seal implements hub.SealingStore: what Flush(ctx, urgent) would commit
+// is fixed now, every object recorded before; objects recorded while it
+// is committed go into the next flush. finish commits it; the next Seal
+// or Flush waits until finish returned.
+func (s *TreeStore) Seal(urgent bool) (finish func(context.Context) error) {
+	return s.seal(urgent, urgent)
+}
+
 // flush commits when now is true or the interval has passed; urgent is what
 // the Committer is told.
 func (s *TreeStore) flush(ctx context.Context, urgent, now bool) error {
+	return s.seal(urgent, now)(ctx)
+}
+
+// seal encodes and diffs under the lock, then leaves the commit to the
+// finish it returns: records go on meanwhile (the diff is against what is
+// stored, which only a finished commit changes). flushMu is held from seal
+// until its finish returned, so flushes never overlap.
+func (s *TreeStore) seal(urgent, now bool) (finish func(context.Context) error) {
 	s.flushMu.Lock()
-	defer s.flushMu.Unlock()
+	done := func(err error) func(context.Context) error {
+		s.flushMu.Unlock()
+		return func(context.Context) error { return err }
+	}
 
 	s.mu.Lock()
 	encodeErr := s.encodeLocked()
@@ -463,13 +484,13 @@ func (s *TreeStore) flush(ctx context.Context, urgent, now bool) error {
 			s.stopTimerLocked()
 		}
 		s.mu.Unlock()
-		return encodeErr
+		return done(encodeErr)
 	}
 	at := s.clock.Now()
 	if wait := s.last.Add(s.Interval).Sub(at); !now && !s.ending && s.Interval > 0 && !s.last.IsZero() && wait > 0 {
 		s.armLocked(wait)
 		s.mu.Unlock()
-		return encodeErr
+		return done(encodeErr)
 	}
 	s.stopTimerLocked()
 	// Changes recorded while the commit runs start a new lag measurement.
@@ -478,7 +499,16 @@ func (s *TreeStore) flush(ctx context.Context, urgent, now bool) error {
 	ending := s.ending
 	s.ending = false
 	s.mu.Unlock()
+	return func(ctx context.Context) error {
+		defer s.flushMu.Unlock()
+		return s.commit(ctx, changes, objects, before, since, ending, urgent, encodeErr)
+	}
+}
 
+// commit is a sealed flush's second half: the Committer makes changes
+// durable, and only then are they what the store believes stored.
+func (s *TreeStore) commit(ctx context.Context, changes Changeset, objects map[string]runtime.Object, before map[string][]byte,
+	since time.Time, ending, urgent bool, encodeErr error) error {
 	whole, wholeObjs := wholeObjects(changes, objects)
 	err := s.committer.Commit(ctx, changes, Summarize(whole, wholeObjs, before), urgent)
 	end := s.clock.Now()

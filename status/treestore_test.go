@@ -568,6 +568,40 @@ func TestTreeStoreKeepsChangesMadeWhileCommitting(t *testing.T) {
 	}
 }
 
+// A sealed flush carries what was recorded before Seal: a write after it
+// goes into the next flush, which waits until the sealed one is finished.
+func TestTreeStoreSealFixesWhatTheFlushCarries(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	s, _ := newStore(r)
+	run := withKind([]runtime.Object{waitingRun("")})[0].(*fleet.UpdateRun)
+	newer := run.DeepCopy()
+	newer.Spec.State = fleet.StateStop
+	s.Put(refOfObj(run), run)
+	finish := s.Seal(true)
+	s.Put(refOfObj(newer), newer) // a pass writes while the sealed flush travels
+	next := make(chan error, 1)
+	go func() { next <- s.Flush(ctx, true) }()
+	if err := finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-next; err != nil {
+		t.Fatal(err)
+	}
+	if n := r.count(); n != 2 {
+		t.Fatalf("%d commits, want 2: the sealed one and the next", n)
+	}
+	r.mu.Lock()
+	first := string(r.commits[0].changes.Writes["status/runs/example-run.yaml"])
+	r.mu.Unlock()
+	if strings.Contains(first, "state: Stop") {
+		t.Errorf("the sealed commit carries the write made after Seal:\n%s", first)
+	}
+	if data, _ := r.Read("status/runs/example-run.yaml"); !strings.Contains(string(data), "state: Stop") {
+		t.Errorf("stored run is not the newer one:\n%s", data)
+	}
+}
+
 func TestTreeStoreRefreshLearnsAPersonsEdit(t *testing.T) {
 	ctx := context.Background()
 	r := newRepo(t)

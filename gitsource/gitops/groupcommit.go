@@ -26,14 +26,17 @@ const groupWorkers = 16
 // and performs the side effects, and every member learns the outcome. A
 // failed commit fails every member of the group and performs nothing.
 //
-// passes keeps the hub still while a group commits: a pass (a run's, a
-// scheduling, a sync) writes the hub holding it for reading, the group
-// holds it for writing from its flush to its last side effect. So a side
-// effect is only ever performed for a write the group's flush carried: a
-// pass cannot write a binding between the flush and the delivery. Groups
-// commit one after the other (committing), in the order they formed, and
-// the store keeps the latest state of each object, so two writes of one
-// object are never reordered.
+// passes keeps the hub still while a group seals its commit: a pass (a
+// run's, a scheduling, a sync) writes the hub holding it for reading, the
+// group holds it for writing while it fixes what its commit carries and
+// which side effects that guards (hub.Sealer). The push and the side
+// effects then run while the next passes write: the side effects are
+// performed on the objects as sealed, so each is only ever performed for
+// a write the group's commit carried, and a pass never waits for a push
+// that is not its own. A hub that cannot seal is held for its whole
+// Commit. Groups commit one after the other (committing), in the order
+// they formed, and the store keeps the latest state of each object, so
+// two writes of one object are never reordered.
 type groupCommit struct {
 	hub    hub.Loop
 	clock  clock.Clock
@@ -112,9 +115,9 @@ func (g *groupCommit) quietLocked() {
 
 // lead commits grp once the previous group committed and grp is complete:
 // no pass is under way, or the window is over. Then no pass may begin
-// until the commit is done; the passes still under way finish first (they
-// hold the hub) and their writes go in too, though they join the next
-// group.
+// until the commit is sealed; the passes still under way finish first
+// (they hold the hub) and their writes go in too, though they join the
+// next group.
 func (g *groupCommit) lead(ctx context.Context, grp *group) {
 	g.committing.Lock()
 	defer g.committing.Unlock()
@@ -123,9 +126,23 @@ func (g *groupCommit) lead(ctx context.Context, grp *group) {
 	g.open = nil // later passes form the next group
 	g.mu.Unlock()
 	g.passes.Lock()
-	grp.err = g.hub.Commit(ctx)
+	finish, err := g.seal(ctx)
 	g.passes.Unlock()
+	if err == nil {
+		err = finish(ctx)
+	}
+	grp.err = err
 	close(grp.done)
+}
+
+// seal fixes what the group's commit carries, holding the hub: with a
+// hub.Sealer only that (the push and the deliveries run in finish, while
+// the next passes write), otherwise the whole commit.
+func (g *groupCommit) seal(ctx context.Context) (finish func(context.Context) error, err error) {
+	if s, ok := g.hub.(hub.Sealer); ok {
+		return s.Seal(ctx)
+	}
+	return func(context.Context) error { return nil }, g.hub.Commit(ctx)
 }
 
 // await waits for grp to be complete: no pass under way, or the window

@@ -113,11 +113,12 @@ func TestGroupCommitTakesThePassesUnderWayIntoOneCommit(t *testing.T) {
 	}
 }
 
-// While a group commits (its push held), no pass writes: a pass that
-// begins then waits until the commit is done, so what the group delivers
-// afterwards is only what its commit carried. Passes that ended meanwhile
-// form the next group, one commit.
-func TestGroupCommitHoldsPassesWhileItCommits(t *testing.T) {
+// While a group's push travels (held here), passes go on: one begins,
+// writes and ends without waiting for that push, its write is not in the
+// commit under way, and it returns only once its own group committed
+// (after the first: groups commit in order). Passes that ended meanwhile
+// form that next group, one commit.
+func TestGroupCommitLetsPassesWriteWhileAPushTravels(t *testing.T) {
 	c := &heldCommits{hold: make(chan struct{}), entered: make(chan struct{}, 1)}
 	g, h, _ := newGroupFixture(t, c, time.Hour)
 	ctx := await.Context(t)
@@ -128,28 +129,27 @@ func TestGroupCommitHoldsPassesWhileItCommits(t *testing.T) {
 	go func() { firstDone <- g.end(ctx, true) }()
 	<-c.entered // the first group's commit is under way, held
 
-	began := make(chan struct{})
-	secondDone := make(chan error, 1)
-	go func() {
-		g.begin()
-		close(began)
-		writeMember(t, h, "member-b")
-		secondDone <- g.end(ctx, true)
-	}()
-	thirdDone := make(chan error, 1)
-	go func() {
-		g.begin()
-		writeMember(t, h, "member-c")
-		thirdDone <- g.end(ctx, true)
-	}()
-	await.Until(t, "two passes waiting to begin", func() bool {
+	written := make(chan struct{}, 2)
+	laterDone := make(chan error, 2)
+	for _, name := range []string{"member-b", "member-c"} {
+		go func() {
+			g.begin()
+			writeMember(t, h, name)
+			written <- struct{}{}
+			laterDone <- g.end(ctx, true)
+		}()
+	}
+	for range 2 {
+		<-written // would never come if passes waited for the push
+	}
+	await.Until(t, "the two later passes to form the next group", func() bool {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		return g.inPass == 2
+		return g.inPass == 0 && g.open != nil && g.open.members == 2
 	})
 	select {
-	case <-began:
-		t.Fatal("a pass began while a group committed")
+	case err := <-laterDone:
+		t.Fatalf("a later pass returned before the push under way was done: %v", err)
 	default:
 	}
 	c.mu.Lock()
@@ -157,7 +157,7 @@ func TestGroupCommitHoldsPassesWhileItCommits(t *testing.T) {
 	c.hold = nil
 	c.mu.Unlock()
 	close(hold)
-	for _, ch := range []chan error{firstDone, secondDone, thirdDone} {
+	for _, ch := range []chan error{firstDone, laterDone, laterDone} {
 		if err := <-ch; err != nil {
 			t.Fatal(err)
 		}

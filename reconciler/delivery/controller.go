@@ -322,21 +322,26 @@ func (c *Controller) guard(ctx context.Context, key hub.Key) (*fleet.Binding, er
 func (c *Controller) Dispatch(ctx context.Context) error {
 	c.dispatching.Lock()
 	defer c.dispatching.Unlock()
+	err := c.queueChanged(ctx)
+	read := func(key hub.Key) (*fleet.Binding, error) { return hub.GetBindingReadOnly(ctx, c.hub, key) }
+	return errors.Join(err, c.dispatchAll(ctx, c.snapshot(), read))
+}
+
+// dispatchAll performs intents, oldest first, up to Config.Workers at
+// once, each on the binding read returns. The caller holds dispatching.
+func (c *Controller) dispatchAll(ctx context.Context, intents []intent, read func(hub.Key) (*fleet.Binding, error)) error {
 	var (
 		mu   sync.Mutex
 		errs []error
 		wg   sync.WaitGroup
 	)
-	if err := c.queueChanged(ctx); err != nil {
-		errs = append(errs, err)
-	}
 	slots := make(chan struct{}, c.workers)
-	for _, in := range c.snapshot() {
+	for _, in := range intents {
 		c.forget(in)
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			if err := c.dispatch(ctx, in); err != nil {
+			if err := c.dispatch(ctx, in, read); err != nil {
 				c.requeue(in)
 				mu.Lock()
 				errs = append(errs, err)
@@ -348,6 +353,51 @@ func (c *Controller) Dispatch(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// Sealed is the side effects a commit guards, fixed when it was sealed
+// (Seal): the intents pending then, each with its binding as the hub held
+// it (nil: gone).
+type Sealed struct {
+	intents  []intent
+	bindings map[hub.Key]*fleet.Binding
+}
+
+// Seal fixes the side effects of the commit being sealed: those pending
+// now, the clusters whose transport changed included, each on its binding
+// as the hub holds it now. Call it while no pass writes the hub, after
+// Guard; DispatchSealed performs them once the commit is durable.
+func (c *Controller) Seal(ctx context.Context) (Sealed, error) {
+	c.dispatching.Lock()
+	defer c.dispatching.Unlock()
+	err := c.queueChanged(ctx)
+	sealed := Sealed{intents: c.snapshot(), bindings: map[hub.Key]*fleet.Binding{}}
+	for _, in := range sealed.intents {
+		b, gerr := hub.GetBindingReadOnly(ctx, c.hub, in.key)
+		switch {
+		case hub.IsNotFound(gerr):
+			b = nil
+		case gerr != nil:
+			return Sealed{}, errors.Join(err, gerr)
+		}
+		sealed.bindings[in.key] = b
+	}
+	return sealed, err
+}
+
+// DispatchSealed performs the side effects s fixed, as Dispatch does but
+// on each binding as it was sealed: a binding written since (its write
+// not yet durable) is delivered as its durable version, and its newer
+// intent waits for the next commit.
+func (c *Controller) DispatchSealed(ctx context.Context, s Sealed) error {
+	c.dispatching.Lock()
+	defer c.dispatching.Unlock()
+	return c.dispatchAll(ctx, s.intents, func(key hub.Key) (*fleet.Binding, error) {
+		if b := s.bindings[key]; b != nil {
+			return b, nil
+		}
+		return nil, hub.NotFound("binding", key)
+	})
+}
+
 // requeue puts a failed intent back unless a newer one replaced it.
 func (c *Controller) requeue(in intent) {
 	c.mu.Lock()
@@ -357,9 +407,9 @@ func (c *Controller) requeue(in intent) {
 	}
 }
 
-func (c *Controller) dispatch(ctx context.Context, in intent) error {
+func (c *Controller) dispatch(ctx context.Context, in intent, read func(hub.Key) (*fleet.Binding, error)) error {
 	// Read-only: what delivery writes (the finalizer, a report) it copies.
-	b, err := hub.GetBindingReadOnly(ctx, c.hub, in.key)
+	b, err := read(in.key)
 	if hub.IsNotFound(err) {
 		return nil
 	}

@@ -34,6 +34,16 @@ type Loop interface {
 	Delivery() Reporter
 }
 
+// Sealer is a Loop whose Commit comes in two steps, so passes may go on
+// writing while a commit's writes travel: Seal, called while no pass
+// writes, fixes the writes the commit carries and the side effects they
+// guard; finish makes those writes durable and then performs those side
+// effects, on the objects as they were sealed, never a later write's.
+// finish must be called, once, before the next Seal or Commit.
+type Sealer interface {
+	Seal(ctx context.Context) (finish func(context.Context) error, err error)
+}
+
 // Desired is the fleet as people write it in Git. The Git loop plays an
 // API server's clients: it checks admission itself, then applies what
 // passes.

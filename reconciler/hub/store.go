@@ -44,3 +44,14 @@ type SharingStore interface {
 	Store
 	PutShared(ref ObjectRef, obj runtime.Object)
 }
+
+// SealingStore is a Store whose Flush comes in two steps, so a hub's
+// writers need not wait while a flush travels (a push to a remote): Seal
+// fixes what the flush carries, every change recorded before it; changes
+// recorded after go into the next one. finish makes the sealed changes
+// durable, as Flush does; it must be called, once, before the next Seal
+// or Flush, which wait for it.
+type SealingStore interface {
+	Store
+	Seal(urgent bool) (finish func(context.Context) error)
+}

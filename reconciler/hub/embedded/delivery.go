@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -52,6 +53,32 @@ func (h *Hub) Commit(ctx context.Context) error {
 		return fmt.Errorf("flush the hub state: %w", err)
 	}
 	return h.delivery.Dispatch(ctx)
+}
+
+var _ hub.Sealer = (*Hub)(nil)
+
+// Seal implements hub.Sealer: with a store that seals (the Git status
+// tree), the flush is fixed now, under the caller's hold on the hub, and
+// travels in finish while passes write again; finish then delivers the
+// bindings as they were sealed, so no side effect outruns its write. With
+// another store Seal is Commit.
+func (h *Hub) Seal(ctx context.Context) (finish func(context.Context) error, err error) {
+	store, ok := h.store.(hub.SealingStore)
+	if !ok {
+		return func(context.Context) error { return nil }, h.Commit(ctx)
+	}
+	h.noteMemberChanges()
+	if err := h.delivery.Guard(ctx); err != nil {
+		return nil, err
+	}
+	flush := store.Seal(h.delivery.Pending() > 0)
+	sealed, serr := h.delivery.Seal(ctx)
+	return func(ctx context.Context) error {
+		if err := flush(ctx); err != nil {
+			return fmt.Errorf("flush the hub state: %w", err)
+		}
+		return errors.Join(serr, h.delivery.DispatchSealed(ctx, sealed))
+	}, nil
 }
 
 // noteMemberChanges tells delivery about the member clusters when any

@@ -65,9 +65,15 @@ const placementName = "example-placement"
 
 func newFixture(t *testing.T, members ...*fleet.MemberCluster) *fixture {
 	t.Helper()
+	return newFixtureOn(t, func(s *gateStore) hub.Store { return s }, members...)
+}
+
+// newFixtureOn is newFixture with the hub writing to store(the gateStore).
+func newFixtureOn(t *testing.T, store func(*gateStore) hub.Store, members ...*fleet.MemberCluster) *fixture {
+	t.Helper()
 	f := &fixture{t: t, ctx: context.Background(), clk: clock.NewFake(t0),
 		store: &gateStore{MemoryStore: embedded.NewMemoryStore()}}
-	f.hub = embedded.New(f.clk, f.store)
+	f.hub = embedded.New(f.clk, store(f.store))
 	for _, m := range members {
 		f.hub.ApplyMemberCluster(m)
 	}
@@ -599,5 +605,48 @@ func testPruneSkipped(t *testing.T, m *fleet.MemberCluster) {
 	f.clk.Advance(time.Minute)
 	if c := cond(f.binding("member1"), fleet.ResourceBindingPruneSkipped); c != nil {
 		t.Errorf("PruneSkipped = %+v once the object is back in the snapshot", c)
+	}
+}
+
+// sealingStore is a gateStore that seals (hub.SealingStore): its flush
+// is fixed at Seal and done by finish, as the Git status tree's push.
+type sealingStore struct{ *gateStore }
+
+func (s sealingStore) Seal(urgent bool) func(context.Context) error {
+	return func(ctx context.Context) error { return s.Flush(ctx, urgent) }
+}
+
+// A sealed commit delivers each binding as it was sealed: a run that
+// re-points the binding to a new snapshot while the commit's flush
+// travels is not delivered by that commit (its write is not durable yet)
+// but by the next one. A flush that fails delivers nothing.
+func TestASealedCommitDeliversTheBindingsAsTheyWereSealed(t *testing.T) {
+	f := newFixtureOn(t, func(s *gateStore) hub.Store { return sealingStore{s} }, simulated("member1"))
+	f.snapshot(1, "value2")
+	first := f.bind("member1", 0)
+
+	finish, err := f.hub.Seal(f.ctx)
+	must(t, err)
+	second := f.bind("member1", 1) // a pass writes while the flush travels
+	must(t, finish(f.ctx))
+	placed := f.placed("member1")
+	if len(placed) != 1 || placed[0].ResourceSnapshot != placementName+"-0-snapshot" || placed[0].Generation != first.Generation {
+		t.Fatalf("member1 after the sealed commit holds %+v, want snapshot 0 at generation %d (as sealed)", placed, first.Generation)
+	}
+
+	f.store.setFail(errors.New("push rejected"))
+	finish, err = f.hub.Seal(f.ctx)
+	must(t, err)
+	if err := finish(f.ctx); err == nil {
+		t.Fatal("a sealed commit whose flush failed returned nil")
+	}
+	if placed := f.placed("member1"); placed[0].Generation != first.Generation {
+		t.Fatalf("member1 holds generation %d after a failed flush, want still %d", placed[0].Generation, first.Generation)
+	}
+	f.store.setFail(nil)
+	must(t, f.hub.Commit(f.ctx))
+	placed = f.placed("member1")
+	if len(placed) != 1 || placed[0].ResourceSnapshot != placementName+"-1-snapshot" || placed[0].Generation != second.Generation {
+		t.Fatalf("member1 after the next commit holds %+v, want snapshot 1 at generation %d", placed, second.Generation)
 	}
 }
