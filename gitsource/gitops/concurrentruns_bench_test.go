@@ -28,6 +28,7 @@ import (
 var (
 	concurrentRunsShape   = fleettest.ScaleFlags("concurrent", "BenchmarkConcurrentRuns", 1000)
 	concurrentGroupCommit = flag.Duration("concurrent-group-commit", gitops.DefaultGroupCommit, "the daemon's GroupCommit in BenchmarkConcurrentRuns (0: one commit and push per pass)")
+	concurrentPushLatency = flag.Duration("concurrent-push-latency", 0, "how long the remote's post-receive hook of BenchmarkConcurrentRuns sleeps: a forge's round trip, which a local remote does not have")
 )
 
 // BenchmarkConcurrentRuns is KubeFleet's published scale test through Git
@@ -59,7 +60,11 @@ func benchmarkConcurrentRuns(b *testing.B, shape fleettest.Scale) {
 	clusters := shape.Runs * shape.ClustersPerRun
 	r := newFleetRepo(b, shape.Fleet("v0"))
 	hook := filepath.Join(r.remote, "hooks", "post-receive")
-	if err := os.WriteFile(hook, []byte("#!/bin/sh\ncat >/dev/null\n"), 0o755); err != nil {
+	script := "#!/bin/sh\ncat >/dev/null\n"
+	if *concurrentPushLatency > 0 {
+		script += fmt.Sprintf("sleep %.3f\n", concurrentPushLatency.Seconds())
+	}
+	if err := os.WriteFile(hook, []byte(script), 0o755); err != nil {
 		b.Fatal(err)
 	}
 	w := newRunsWatcher()
