@@ -43,35 +43,32 @@ func (h *Hub) PendingDeliveries() int { return h.delivery.Pending() }
 // work-cleanup finalizer in the same flush. The flush is urgent when side
 // effects wait for it. If the flush fails nothing is delivered; the work
 // stays pending for the next Commit. Delivery errors are returned after
-// every pending item was tried.
+// every pending item was tried. It is Seal and its finish at once.
 func (h *Hub) Commit(ctx context.Context) error {
-	h.noteMemberChanges()
-	if err := h.delivery.Guard(ctx); err != nil {
+	finish, err := h.Seal(ctx)
+	if err != nil {
 		return err
 	}
-	if err := h.store.Flush(ctx, h.delivery.Pending() > 0); err != nil {
-		return fmt.Errorf("flush the hub state: %w", err)
-	}
-	return h.delivery.Dispatch(ctx)
+	return finish(ctx)
 }
 
 var _ hub.Sealer = (*Hub)(nil)
 
-// Seal implements hub.Sealer: with a store that seals (the Git status
-// tree), the flush is fixed now, under the caller's hold on the hub, and
-// travels in finish while passes write again; finish then delivers the
-// bindings as they were sealed, so no side effect outruns its write. With
-// another store Seal is Commit.
+// Seal implements hub.Sealer: the flush is fixed now, under the caller's
+// hold on the hub, and travels in finish while passes write again; finish
+// then delivers the bindings as they were sealed, so no side effect
+// outruns its write. A store that cannot seal (memory, discard) flushes in
+// finish.
 func (h *Hub) Seal(ctx context.Context) (finish func(context.Context) error, err error) {
-	store, ok := h.store.(hub.SealingStore)
-	if !ok {
-		return func(context.Context) error { return nil }, h.Commit(ctx)
-	}
 	h.noteMemberChanges()
 	if err := h.delivery.Guard(ctx); err != nil {
 		return nil, err
 	}
-	flush := store.Seal(h.delivery.Pending() > 0)
+	urgent := h.delivery.Pending() > 0
+	flush := func(ctx context.Context) error { return h.store.Flush(ctx, urgent) }
+	if store, ok := h.store.(hub.SealingStore); ok {
+		flush = store.Seal(urgent)
+	}
 	sealed, serr := h.delivery.Seal(ctx)
 	return func(ctx context.Context) error {
 		if err := flush(ctx); err != nil {
