@@ -297,7 +297,7 @@ func (s *Source) writeCommit(tree, parent plumbing.Hash, msg string) (plumbing.H
 // cannot take the objects, the tip stays behind and the next fetch brings
 // the commit from the remote.
 func (s *Source) pushed(op, branch string, commit, parent plumbing.Hash, sent sentPack) {
-	if err := s.built.keep(sent); err != nil {
+	if err := s.built.keep(commit, sent); err != nil {
 		s.log.Warn("cannot write a pushed commit to the cache; the next fetch will bring it", "branch", branch, "commit", commit.String(), "err", s.red.scrub(err.Error()))
 	} else {
 		s.setTip(branch, commit)

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
@@ -17,23 +19,15 @@ import (
 // it: at 10,000 clusters that was a third of serve's CPU, and a few files
 // per status commit for Maintain to clean up.
 
-// maxRecentBytes bounds the trees kept from the commits pushed last, which
-// are the bases of the next commit's trees; past it only the last commit's
-// are kept (older bases are read from the cache). A bound by size, not by
-// number: at 1,000 clusters a status commit writes trees of tens of
-// kilobytes, and 16,384 of them held 13 MB more after every twenty runs,
-// for as long as serve ran (BenchmarkHeapAcrossRuns).
-var maxRecentBytes int64 = 8 << 20 // a variable for tests
-
 // layer is the object store the commit code reads and writes: objects of
 // the commit being built (staged), trees of the commits pushed last
 // (recent), then the cache. Only the holder of Source's lock uses it.
 type layer struct {
 	src    *Source
 	staged map[plumbing.Hash]plumbing.EncodedObject
+	// recent holds the trees of the commit pushed last: the bases of the
+	// next commit's trees.
 	recent map[plumbing.Hash]plumbing.EncodedObject
-	// recentBytes is the size of the objects in recent.
-	recentBytes int64
 }
 
 var _ storer.EncodedObjectStorer = (*layer)(nil)
@@ -41,7 +35,7 @@ var _ storer.EncodedObjectStorer = (*layer)(nil)
 // reset forgets every object held in memory; the cache was replaced or
 // repacked.
 func (l *layer) reset() {
-	l.staged, l.recent, l.recentBytes = nil, nil, 0
+	l.staged, l.recent = nil, nil
 }
 
 func (l *layer) lookup(h plumbing.Hash) plumbing.EncodedObject {
@@ -101,11 +95,11 @@ func (l *layer) AddAlternate(string) error {
 // discard drops the staged objects: the commit was not pushed.
 func (l *layer) discard() { l.staged = nil }
 
-// keep moves the staged objects of a pushed commit into the cache: the
+// keep moves the staged objects of pushed commit into the cache: the
 // pack the push sent (none if it sent none or it was too large) holds the
-// objects it lists. Objects the pack lacks are written loose. The trees and
-// the commit stay in memory as the next commit's bases.
-func (l *layer) keep(sent sentPack) error {
+// objects it lists. Objects the pack lacks are written loose. The commit's
+// trees stay in memory as the next commit's bases (keepTrees).
+func (l *layer) keep(commit plumbing.Hash, sent sentPack) error {
 	staged := l.staged
 	l.staged = nil
 	if len(staged) == 0 {
@@ -119,27 +113,85 @@ func (l *layer) keep(sent sentPack) error {
 			packed = true
 		}
 	}
-	var size int64
-	for _, o := range staged {
-		if o.Type() != plumbing.BlobObject {
-			size += o.Size()
-		}
-	}
-	if l.recent == nil || l.recentBytes+size > maxRecentBytes {
-		l.recent, l.recentBytes = map[plumbing.Hash]plumbing.EncodedObject{}, 0
-	}
 	for h, o := range staged {
 		if !packed || !sent.objects[h] {
 			if _, err := l.src.store.SetEncodedObject(o); err != nil {
 				return fmt.Errorf("object %s: %w", h, err)
 			}
 		}
-		if o.Type() != plumbing.BlobObject {
-			if _, ok := l.recent[h]; !ok {
-				l.recent[h] = o
-				l.recentBytes += o.Size()
-			}
+	}
+	l.keepTrees(commit, staged)
+	return nil
+}
+
+// keepTrees keeps in memory the trees of commit that are staged or were
+// kept already, and forgets every other: a commit is built on the branch's
+// tip, so its bases are the tip's trees, and a tree the tip no longer has
+// is read again only by a commit built on an older one (from the cache).
+// Kept by the trees of the commits pushed last instead, bounded at 8 MiB,
+// they swung the heap by 8 MiB every twenty runs at 1,000 clusters
+// (BenchmarkHeapAcrossRuns) and still missed a subtree no commit of the
+// last few had changed.
+func (l *layer) keepTrees(commit plumbing.Hash, staged map[plumbing.Hash]plumbing.EncodedObject) {
+	find := func(h plumbing.Hash) plumbing.EncodedObject {
+		if o, ok := staged[h]; ok {
+			return o
 		}
+		return l.recent[h]
+	}
+	kept := map[plumbing.Hash]plumbing.EncodedObject{}
+	var walk func(h plumbing.Hash)
+	walk = func(h plumbing.Hash) {
+		if _, ok := kept[h]; ok {
+			return
+		}
+		o := find(h)
+		if o == nil || o.Type() != plumbing.TreeObject {
+			return // read from the cache when a commit needs it
+		}
+		kept[h] = o
+		if err := subtrees(o, walk); err != nil {
+			delete(kept, h) // cannot happen for a tree built here
+		}
+	}
+	c := find(commit)
+	if c == nil {
+		l.recent = kept
+		return
+	}
+	kept[commit] = c
+	var decoded object.Commit
+	if err := decoded.Decode(c); err == nil {
+		walk(decoded.TreeHash)
+	}
+	l.recent = kept
+}
+
+// subtrees calls f with the hash of each directory entry of tree o. It
+// reads the tree's encoding ("<mode> <name>\x00<20-byte hash>" an entry)
+// itself: go-git's decoder makes an entry and a name string of each file,
+// and a status tree of 1,000 clusters has a thousand files in one directory.
+func subtrees(o plumbing.EncodedObject, f func(plumbing.Hash)) error {
+	r, err := o.Reader()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	for len(data) > 0 {
+		nul := bytes.IndexByte(data, 0)
+		if nul < 0 || len(data) < nul+1+20 {
+			return errors.New("truncated tree entry")
+		}
+		if bytes.HasPrefix(data, []byte("40000 ")) {
+			var h plumbing.Hash
+			copy(h[:], data[nul+1:])
+			f(h)
+		}
+		data = data[nul+1+20:]
 	}
 	return nil
 }

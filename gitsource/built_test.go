@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // A pushed commit reaches the cache as a pack, with no loose object, that
@@ -142,6 +144,52 @@ func stats(t *testing.T, s *Source) CacheStats {
 	return st
 }
 
+// tipTrees lists commit and every tree it holds, read from the cache.
+func tipTrees(t *testing.T, s *Source, commit plumbing.Hash) map[plumbing.Hash]bool {
+	t.Helper()
+	c, err := object.GetCommit(s.store, commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[plumbing.Hash]bool{commit: true}
+	var walk func(h plumbing.Hash)
+	walk = func(h plumbing.Hash) {
+		tree, err := object.GetTree(s.store, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[h] = true
+		for _, e := range tree.Entries {
+			if e.Mode == filemode.Dir {
+				walk(e.Hash)
+			}
+		}
+	}
+	walk(c.TreeHash)
+	return out
+}
+
+// treeAt is the hash of commit's tree at dir ("" for the root).
+func treeAt(t *testing.T, s *Source, commit plumbing.Hash, dir string) plumbing.Hash {
+	t.Helper()
+	c, err := object.GetCommit(s.store, commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir == "" {
+		return c.TreeHash
+	}
+	root, err := c.Tree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := root.FindEntry(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.Hash
+}
+
 // fsck fails t unless git fsck finds the repository at dir whole.
 func fsck(t *testing.T, dir string) {
 	t.Helper()
@@ -150,15 +198,13 @@ func fsck(t *testing.T, dir string) {
 	}
 }
 
-// The trees kept in memory from the commits pushed last (the bases of the
-// next commit's trees) stay within maxRecentBytes however many commits
-// are pushed, and commits built on the bases read back from the cache
-// instead are whole: git fsck finds nothing wrong and every file reads.
-func TestTreesKeptFromPushedCommitsStayWithinTheirBound(t *testing.T) {
+// The trees kept in memory from the commit pushed last (the bases of the
+// next commit's trees) are that commit's trees, however many commits are
+// pushed: a tree this Source wrote that no later commit changed stays, one
+// the tip no longer has is dropped. Commits built on bases read back from
+// the cache are whole: git fsck finds nothing wrong and every file reads.
+func TestTreesKeptFromPushedCommitsAreTheTipsTrees(t *testing.T) {
 	ctx := ctxT(t)
-	n := maxRecentBytes
-	t.Cleanup(func() { maxRecentBytes = n })
-	maxRecentBytes = 4 << 10 // a few commits' trees: status/passes/ grows by an entry a commit
 	f := newFixture(t)
 	cfg := f.config(t)
 	s, err := Open(ctx, cfg)
@@ -167,19 +213,29 @@ func TestTreesKeptFromPushedCommitsStayWithinTheirBound(t *testing.T) {
 	}
 	const commits = 60
 	for i := range commits {
-		res, err := s.Apply(ctx, Change{Message: "status", Writes: map[string][]byte{
+		writes := map[string][]byte{
 			"status/runs/r.yaml":                      fmt.Appendf(nil, "pass: %d\n", i),
 			fmt.Sprintf("status/passes/%04d.yaml", i): []byte("done\n"),
-		}})
+		}
+		if i == 0 {
+			writes["status/quiet/deep/file.yaml"] = []byte("written once\n")
+		}
+		res, err := s.Apply(ctx, Change{Message: "status", Writes: writes})
 		if err != nil || !res.Created {
 			t.Fatalf("Apply %d: %+v, %v", i, res, err)
 		}
-		var size int64
-		for _, o := range s.built.recent {
-			size += o.Size()
+		tip := tipTrees(t, s, res.Commit)
+		for h := range s.built.recent {
+			if !tip[h] {
+				t.Fatalf("after commit %d: %s is kept, not an object of the tip", i+1, h)
+			}
 		}
-		if size != s.built.recentBytes || size > maxRecentBytes {
-			t.Fatalf("after commit %d: %d bytes of trees kept (counted %d), want at most %d", i+1, size, s.built.recentBytes, maxRecentBytes)
+		// The trees this Source wrote, however long ago, are kept: the
+		// root, status/, and status/quiet/deep/ of the first commit.
+		for _, dir := range []string{"", "status", "status/quiet", "status/quiet/deep"} {
+			if h := treeAt(t, s, res.Commit, dir); s.built.recent[h] == nil {
+				t.Fatalf("after commit %d: the tree of %q is not kept", i+1, dir)
+			}
 		}
 	}
 	fsck(t, cfg.CacheDir)
