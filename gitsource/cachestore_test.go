@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -89,6 +91,10 @@ func TestPushedPacksReadWithoutGoGitReadingTheCachesIndexesAgain(t *testing.T) {
 	if len(s.store.own) != 1 || s.store.own[0].level != 1 {
 		t.Fatalf("after %d pushed commits the store indexes %+v; want one merged pack", packFanIn, s.store.own)
 	}
+	if _, ok := s.store.own[0].index.(*diskIndex); !ok {
+		t.Fatalf("the merged pack is indexed by a %T; want its index files on disk", s.store.own[0].index)
+	}
+	sameAsGitsOwnReverseIndex(t, cfg.CacheDir)
 	if st := stats(t, s); st.LooseObjects != 0 {
 		t.Fatalf("cache %+v; want no loose object", st)
 	}
@@ -129,6 +135,65 @@ func TestPushedPacksReadWithoutGoGitReadingTheCachesIndexesAgain(t *testing.T) {
 		}
 		readsStatus(t, s, commits)
 		fsck(t, cfg.CacheDir)
+		if revs, _ := filepath.Glob(filepath.Join(cfg.CacheDir, "objects", "pack", "*.rev")); len(revs) != 0 {
+			t.Fatalf("after Maintain the cache keeps reverse indexes %v of packs that are gone", revs)
+		}
+	}
+}
+
+// sameAsGitsOwnReverseIndex fails t unless git, which reads a pack's .rev
+// to know where each object ends, says the same of every object with the
+// cache's .rev files as with the reverse indexes it computes itself.
+func sameAsGitsOwnReverseIndex(t *testing.T, cache string) {
+	t.Helper()
+	revs, err := filepath.Glob(filepath.Join(cache, "objects", "pack", "*.rev"))
+	if err != nil || len(revs) == 0 {
+		t.Fatalf("no reverse index in the cache: %v", err)
+	}
+	list := []string{"cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objecttype) %(objectsize:disk) %(deltabase)"}
+	withRevs, err := gitErr(cache, list...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := t.TempDir()
+	if out, err := gitErr(cache, "clone", "-q", "--bare", "--no-local", cache, bare); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	copyDir(t, filepath.Join(cache, "objects"), filepath.Join(bare, "objects"), func(name string) bool { return filepath.Ext(name) != ".rev" })
+	without, err := gitErr(bare, list...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if withRevs != without || strings.Count(withRevs, "\n") < 10 {
+		t.Fatalf("git reads the cache's objects differently with its reverse indexes:\n%s\nthan without:\n%s", withRevs, without)
+	}
+}
+
+// copyDir replaces dst with a copy of src's files that keep says to.
+func copyDir(t *testing.T, src, dst string, keep func(string) bool) {
+	t.Helper()
+	if err := os.RemoveAll(dst); err != nil {
+		t.Fatal(err)
+	}
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if !keep(d.Name()) {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -237,63 +302,102 @@ func TestReadsWhilePushedPacksArePlacedAndMerged(t *testing.T) {
 	}
 }
 
-// An own pack's index answers as go-git's index of the same index file
-// does, for an object in it twice too (two merged packs both held it).
+// An own pack's index, in memory or read from its files on disk, answers
+// as go-git's index of the same index file does: for an object in it twice
+// too (two merged packs both held it), for offsets past 2 GiB (the index's
+// table of large offsets), and for what it does not hold.
 func TestPackIndexAnswersAsGoGitsIndex(t *testing.T) {
-	var entries []idxfile.Entry
-	offset := uint64(12)
-	for i := range 1000 {
-		h := plumbing.ComputeHash(plumbing.BlobObject, fmt.Appendf(nil, "%d", i%997)) // three twice
-		entries = append(entries, idxfile.Entry{Hash: h, CRC32: uint32(i), Offset: offset})
-		offset += uint64(10 + i%50)
-	}
-	data := encodeIndex(entries, plumbing.NewHash("0123456789abcdef0123456789abcdef01234567"))
-	want := idxfile.NewMemoryIndex()
-	if err := idxfile.NewDecoder(bytes.NewReader(data)).Decode(want); err != nil {
-		t.Fatal(err)
-	}
-	got := newPackIndex(entries)
-	if n, _ := got.Count(); n != 1000 {
-		t.Fatalf("Count = %d, want 1000", n)
-	}
-	for _, e := range entries {
-		h, err := got.FindHash(int64(e.Offset))
-		if wh, _ := want.FindHash(int64(e.Offset)); err != nil || h != wh || h != e.Hash {
-			t.Fatalf("FindHash(%d) = %s, %v; go-git says %s, want %s", e.Offset, h, err, wh, e.Hash)
-		}
-		if ok, _ := got.Contains(e.Hash); !ok {
-			t.Fatalf("Contains(%s) = false", e.Hash)
-		}
-		o, err := got.FindOffset(e.Hash)
-		wo, _ := want.FindOffset(e.Hash)
-		crc, _ := got.FindCRC32(e.Hash)
-		wcrc, _ := want.FindCRC32(e.Hash)
-		if slices.ContainsFunc(entries, func(x idxfile.Entry) bool { return x.Hash == e.Hash && x.Offset != e.Offset }) { // twice
-			if h, _ := got.FindHash(o); err != nil || h != e.Hash {
-				t.Fatalf("FindOffset(%s) = %d, %v: not an offset of it", e.Hash, o, err)
+	for _, kind := range []string{"memory", "disk"} {
+		t.Run(kind, func(t *testing.T) {
+			const n = 1000
+			var entries []idxfile.Entry
+			offset := uint64(12)
+			for i := range n {
+				h := plumbing.ComputeHash(plumbing.BlobObject, fmt.Appendf(nil, "%d", i%997)) // three twice
+				entries = append(entries, idxfile.Entry{Hash: h, CRC32: uint32(i), Offset: offset})
+				offset += uint64(10 + i%50)
+				if i == n-100 {
+					offset += 3 << 30
+				}
 			}
-			continue
-		}
-		if err != nil || o != wo || crc != wcrc {
-			t.Fatalf("FindOffset, FindCRC32 (%s) = %d, %d, %v; go-git says %d, %d", e.Hash, o, crc, err, wo, wcrc)
-		}
-	}
-	if _, err := got.FindHash(13); err != plumbing.ErrObjectNotFound {
-		t.Fatalf("FindHash of an offset inside an entry: %v, want not found", err)
-	}
-	for name, list := range map[string]func(idxfile.Index) (idxfile.EntryIter, error){
-		"Entries":         idxfile.Index.Entries,
-		"EntriesByOffset": idxfile.Index.EntriesByOffset,
-	} {
-		g, w := listEntries(t, got, list), listEntries(t, want, list)
-		if name == "Entries" { // go-git lists an object's offsets in no set order
-			for _, l := range [][]idxfile.Entry{g, w} {
-				slices.SortFunc(l, func(a, b idxfile.Entry) int { return cmp.Compare(a.Offset, b.Offset) })
+			pack := plumbing.NewHash("0123456789abcdef0123456789abcdef01234567")
+			data := encodeIndex(entries, pack) // sorts entries by hash
+			want := idxfile.NewMemoryIndex()
+			if err := idxfile.NewDecoder(bytes.NewReader(data)).Decode(want); err != nil {
+				t.Fatal(err)
 			}
-		}
-		if !slices.Equal(g, w) || len(g) != 1000 {
-			t.Fatalf("%s lists %d entries, go-git %d, or not the same", name, len(g), len(w))
-		}
+			var got idxfile.Index = newPackIndex(entries)
+			if kind == "disk" {
+				dir := t.TempDir()
+				idxPath, revPath := filepath.Join(dir, "pack.idx"), filepath.Join(dir, "pack.rev")
+				if err := os.WriteFile(idxPath, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				mem := got.(*packIndex)
+				d, err := writeDiskIndex(idxPath, revPath, pack, mem.byHash, mem.byOffset)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(d.close)
+				if len(d.names)+len(d.offsets) > 2*(n/diskSample+1) {
+					t.Fatalf("%d samples in memory for %d objects", len(d.names)+len(d.offsets), n)
+				}
+				got = d
+			}
+			if c, _ := got.Count(); c != n {
+				t.Fatalf("Count = %d, want %d", c, n)
+			}
+			for _, e := range entries {
+				h, err := got.FindHash(int64(e.Offset))
+				if wh, _ := want.FindHash(int64(e.Offset)); err != nil || h != wh || h != e.Hash {
+					t.Fatalf("FindHash(%d) = %s, %v; go-git says %s, want %s", e.Offset, h, err, wh, e.Hash)
+				}
+				if ok, _ := got.Contains(e.Hash); !ok {
+					t.Fatalf("Contains(%s) = false", e.Hash)
+				}
+				o, err := got.FindOffset(e.Hash)
+				wo, _ := want.FindOffset(e.Hash)
+				crc, _ := got.FindCRC32(e.Hash)
+				wcrc, _ := want.FindCRC32(e.Hash)
+				if slices.ContainsFunc(entries, func(x idxfile.Entry) bool { return x.Hash == e.Hash && x.Offset != e.Offset }) { // twice
+					if h, _ := got.FindHash(o); err != nil || h != e.Hash {
+						t.Fatalf("FindOffset(%s) = %d, %v: not an offset of it", e.Hash, o, err)
+					}
+					continue
+				}
+				if err != nil || o != wo || crc != wcrc {
+					t.Fatalf("FindOffset, FindCRC32 (%s) = %d, %d, %v; go-git says %d, %d", e.Hash, o, crc, err, wo, wcrc)
+				}
+			}
+			for _, o := range []int64{0, 13, int64(offset) + 1} {
+				if _, err := got.FindHash(o); err != plumbing.ErrObjectNotFound {
+					t.Fatalf("FindHash of offset %d, where no entry starts: %v, want not found", o, err)
+				}
+			}
+			for i := range 200 {
+				h := plumbing.ComputeHash(plumbing.BlobObject, fmt.Appendf(nil, "absent %d", i))
+				if ok, err := got.Contains(h); ok || err != nil {
+					t.Fatalf("Contains(%s) of an absent object = %v, %v", h, ok, err)
+				}
+				if _, err := got.FindOffset(h); err != plumbing.ErrObjectNotFound {
+					t.Fatalf("FindOffset(%s) of an absent object: %v, want not found", h, err)
+				}
+			}
+			for name, list := range map[string]func(idxfile.Index) (idxfile.EntryIter, error){
+				"Entries":         idxfile.Index.Entries,
+				"EntriesByOffset": idxfile.Index.EntriesByOffset,
+			} {
+				g, w := listEntries(t, got, list), listEntries(t, want, list)
+				if name == "Entries" { // go-git lists an object's offsets in no set order
+					for _, l := range [][]idxfile.Entry{g, w} {
+						slices.SortFunc(l, func(a, b idxfile.Entry) int { return cmp.Compare(a.Offset, b.Offset) })
+					}
+				}
+				if !slices.Equal(g, w) || len(g) != n {
+					t.Fatalf("%s lists %d entries, go-git %d, or not the same", name, len(g), len(w))
+				}
+			}
+		})
 	}
 }
 

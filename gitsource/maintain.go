@@ -86,6 +86,9 @@ func (s *Source) repackLocked() error {
 	}); err != nil {
 		return s.wrap("maintain", fmt.Errorf("deleting loose objects: %w", err))
 	}
+	if err := s.built.removeOrphanRevs(); err != nil {
+		return s.wrap("maintain", fmt.Errorf("deleting reverse indexes: %w", err))
+	}
 	if reason := s.useCache(); reason != "" {
 		// Never expected: the repack left something unreadable. The
 		// remote has everything; the next fetch clones again.

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -67,8 +69,40 @@ func (l *layer) addPack(pack []byte, index []idxfile.Entry, checksum plumbing.Ha
 			return nil
 		}
 		level := tail[0].level + 1
+		for i := range tail {
+			tail[i].close()
+		}
 		store.own = store.own[:n-packFanIn]
-		store.addPack(merged, level, idx)
+		store.addPack(merged, level, l.onDisk(merged, idx))
+	}
+	return nil
+}
+
+// onDisk has a merged pack looked up in its index files (diskindex.go):
+// it writes the pack's reverse index and returns its diskIndex, or idx if
+// it cannot.
+func (l *layer) onDisk(h plumbing.Hash, idx *packIndex) idxfile.Index {
+	d, err := writeDiskIndex(l.packPath(h, "idx"), l.packPath(h, "rev"), h, idx.byHash, idx.byOffset)
+	if err != nil {
+		l.src.log.Warn("cannot index a merged pack of the cache on disk; indexing it in memory", "err", l.src.red.scrub(err.Error()))
+		return idx
+	}
+	return d
+}
+
+// removeOrphanRevs deletes the reverse indexes of packs that are gone:
+// go-git's repack deletes a pack and its index, not its reverse index.
+func (l *layer) removeOrphanRevs() error {
+	revs, err := filepath.Glob(filepath.Join(l.packDir(), "pack-*.rev"))
+	if err != nil {
+		return err
+	}
+	for _, rev := range revs {
+		if _, err := os.Stat(strings.TrimSuffix(rev, ".rev") + ".pack"); errors.Is(err, fs.ErrNotExist) {
+			if err := os.Remove(rev); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -200,6 +234,9 @@ func (l *layer) mergePacks(packs []plumbing.Hash) (plumbing.Hash, *packIndex, er
 			continue
 		}
 		if err := l.src.store.DeleteOldObjectPackAndIndex(h, time.Time{}); err != nil {
+			return plumbing.ZeroHash, nil, err
+		}
+		if err := os.Remove(l.packPath(h, "rev")); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return plumbing.ZeroHash, nil, err
 		}
 	}

@@ -124,7 +124,15 @@ func packClusters(st *fleet.UpdateRunStatus) []byte {
 	if d := st.DeletionStageStatus; d != nil {
 		p.clusters(d.Clusters)
 	}
-	out := binary.AppendUvarint(nil, uint64(len(p.table)))
+	// Sized exactly: a husk is kept for as long as its run, and appending
+	// to nil left up to half of each one's bytes unused.
+	var scratch [binary.MaxVarintLen64]byte
+	size := len(binary.AppendUvarint(scratch[:0], uint64(len(p.table)))) + len(p.body)
+	for _, s := range p.table {
+		size += len(binary.AppendUvarint(scratch[:0], uint64(len(s)))) + len(s)
+	}
+	out := make([]byte, 0, size)
+	out = binary.AppendUvarint(out, uint64(len(p.table)))
 	for _, s := range p.table {
 		out = binary.AppendUvarint(out, uint64(len(s)))
 	}

@@ -258,7 +258,7 @@ func TestCorruptPackedClustersAreAnError(t *testing.T) {
 
 // TestAFinishedRunOfAThousandClustersPacksSmall: the clusters of a run of
 // 1,000 clusters that succeeded take under 32 bytes each packed, against
-// about 290 in memory.
+// about 290 in memory, and nothing more is allocated for them.
 func TestAFinishedRunOfAThousandClustersPacksSmall(t *testing.T) {
 	run := &fleet.UpdateRun{}
 	for s := range 3 {
@@ -279,6 +279,9 @@ func TestAFinishedRunOfAThousandClustersPacksSmall(t *testing.T) {
 	}
 	if per := len(packed) / 1002; per >= 32 {
 		t.Errorf("%d bytes a cluster packed (%d in all); want under 32", per, len(packed))
+	}
+	if cap(packed) != len(packed) {
+		t.Errorf("%d bytes allocated for %d packed", cap(packed), len(packed))
 	}
 	t.Logf("%d bytes packed, %d a cluster", len(packed), len(packed)/1002)
 }
