@@ -2,7 +2,6 @@ package gitsource
 
 import (
 	"bytes"
-	"crypto/sha1"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -49,48 +48,6 @@ type diskIndex struct {
 }
 
 var _ idxfile.Index = (*diskIndex)(nil)
-
-// writeDiskIndex writes the reverse index of pack, whose index lists
-// entries (sorted by hash, as encodeIndex leaves them) and whose objects
-// are at byOffset (positions in entries, by offset), and opens both index
-// files.
-func writeDiskIndex(idxPath, revPath string, pack plumbing.Hash, entries []idxfile.Entry, byOffset []uint32) (*diskIndex, error) {
-	if err := writeFileAtomic(revPath, encodeRev(byOffset, pack)); err != nil {
-		return nil, err
-	}
-	d := &diskIndex{n: len(entries)}
-	for i := 0; i < len(entries); i += diskSample {
-		d.names = append(d.names, entries[i].Hash)
-	}
-	for i := 0; i < len(byOffset); i += diskSample {
-		d.offsets = append(d.offsets, entries[byOffset[i]].Offset)
-	}
-	var err error
-	if d.idx, err = os.Open(idxPath); err != nil {
-		return nil, err
-	}
-	if d.rev, err = os.Open(revPath); err != nil {
-		d.idx.Close()
-		return nil, err
-	}
-	return d, nil
-}
-
-// encodeRev is git's reverse index of a pack: its magic, version 1, hash
-// function 1 (SHA-1), the index positions of its objects by offset, the
-// pack's checksum and its own.
-func encodeRev(byOffset []uint32, pack plumbing.Hash) []byte {
-	b := make([]byte, 0, 12+4*len(byOffset)+40)
-	b = append(b, "RIDX"...)
-	b = binary.BigEndian.AppendUint32(b, 1)
-	b = binary.BigEndian.AppendUint32(b, 1)
-	for _, p := range byOffset {
-		b = binary.BigEndian.AppendUint32(b, p)
-	}
-	b = append(b, pack[:]...)
-	own := sha1.Sum(b)
-	return append(b, own[:]...)
-}
 
 func (d *diskIndex) close() {
 	d.idx.Close()

@@ -55,14 +55,12 @@ func (l *layer) addPack(pack []byte, index []idxfile.Entry, checksum plumbing.Ha
 	store.addPack(h, 0, idx)
 	for n := len(store.own); n >= packFanIn; n = len(store.own) {
 		tail := store.own[n-packFanIn:]
-		hashes := make([]plumbing.Hash, len(tail))
-		for i, p := range tail {
+		for _, p := range tail {
 			if p.level != tail[0].level {
 				return nil
 			}
-			hashes[i] = p.hash
 		}
-		merged, idx, err := l.mergePacks(hashes)
+		merged, idx, err := l.mergeOwn(tail)
 		if err != nil {
 			l.src.log.Warn("cannot merge the cache's packs; they stay until cache maintenance", "err", l.src.red.scrub(err.Error()))
 			store.Reindex()
@@ -73,21 +71,9 @@ func (l *layer) addPack(pack []byte, index []idxfile.Entry, checksum plumbing.Ha
 			tail[i].close()
 		}
 		store.own = store.own[:n-packFanIn]
-		store.addPack(merged, level, l.onDisk(merged, idx))
+		store.addPack(merged, level, idx)
 	}
 	return nil
-}
-
-// onDisk has a merged pack looked up in its index files (diskindex.go):
-// it writes the pack's reverse index and returns its diskIndex, or idx if
-// it cannot.
-func (l *layer) onDisk(h plumbing.Hash, idx *packIndex) idxfile.Index {
-	d, err := writeDiskIndex(l.packPath(h, "idx"), l.packPath(h, "rev"), h, idx.byHash, idx.byOffset)
-	if err != nil {
-		l.src.log.Warn("cannot index a merged pack of the cache on disk; indexing it in memory", "err", l.src.red.scrub(err.Error()))
-		return idx
-	}
-	return d
 }
 
 // removeOrphanRevs deletes the reverse indexes of packs that are gone:
@@ -150,7 +136,7 @@ func (l *layer) newPackWriter(count uint32) (*packWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &packWriter{tmp: tmp, sum: sha1.New(), entries: make([]idxfile.Entry, 0, count)}
+	w := &packWriter{tmp: tmp, sum: sha1.New()}
 	w.out = bufio.NewWriterSize(io.MultiWriter(tmp, w.sum), 64<<10)
 	header := make([]byte, 12)
 	copy(header, "PACK")
@@ -169,19 +155,25 @@ func (w *packWriter) close() {
 
 // install finishes the pack and puts it and its index in place.
 func (l *layer) install(w *packWriter) (plumbing.Hash, *packIndex, error) {
-	if err := w.out.Flush(); err != nil {
-		return plumbing.ZeroHash, nil, err
-	}
-	var checksum plumbing.Hash
-	copy(checksum[:], w.sum.Sum(nil))
-	if _, err := w.tmp.Write(checksum[:]); err != nil {
-		return plumbing.ZeroHash, nil, err
-	}
-	if err := w.tmp.Close(); err != nil {
+	checksum, err := w.finish()
+	if err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
 	idx, err := l.place(w.tmp.Name(), checksum, w.entries)
 	return checksum, idx, err
+}
+
+// finish writes the pack's checksum and closes its file.
+func (w *packWriter) finish() (plumbing.Hash, error) {
+	if err := w.out.Flush(); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	var checksum plumbing.Hash
+	copy(checksum[:], w.sum.Sum(nil))
+	if _, err := w.tmp.Write(checksum[:]); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return checksum, w.tmp.Close()
 }
 
 // place puts a pack's temporary file and its index in place, the pack
@@ -217,6 +209,7 @@ func (l *layer) mergePacks(packs []plumbing.Hash) (plumbing.Hash, *packIndex, er
 		return plumbing.ZeroHash, nil, err
 	}
 	defer w.close()
+	w.entries = make([]idxfile.Entry, 0, total)
 	for _, h := range packs {
 		if err := l.appendEntries(w, h); err != nil {
 			return plumbing.ZeroHash, nil, fmt.Errorf("merging pack %s: %w", h, err)
@@ -233,10 +226,7 @@ func (l *layer) mergePacks(packs []plumbing.Hash) (plumbing.Hash, *packIndex, er
 		if h == merged {
 			continue
 		}
-		if err := l.src.store.DeleteOldObjectPackAndIndex(h, time.Time{}); err != nil {
-			return plumbing.ZeroHash, nil, err
-		}
-		if err := os.Remove(l.packPath(h, "rev")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := l.deletePack(h); err != nil {
 			return plumbing.ZeroHash, nil, err
 		}
 	}
@@ -268,32 +258,54 @@ func (l *layer) appendEntries(w *packWriter, h plumbing.Hash) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(l.packPath(h, "pack"))
+	start := w.offset
+	body, err := l.appendBody(w, h)
 	if err != nil {
-		return err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	body := info.Size() - 12 - 20
-	if body < 0 {
-		return errors.New("truncated pack")
-	}
-	if _, err := f.Seek(12, io.SeekStart); err != nil {
-		return err
-	}
-	if _, err := io.CopyN(w.out, f, body); err != nil {
 		return err
 	}
 	for _, e := range entries {
 		if e.Offset < 12 || int64(e.Offset) >= 12+body {
 			return fmt.Errorf("object %s at offset %d is outside the pack", e.Hash, e.Offset)
 		}
-		w.entries = append(w.entries, idxfile.Entry{Hash: e.Hash, CRC32: e.CRC32, Offset: e.Offset - 12 + w.offset})
+		w.entries = append(w.entries, idxfile.Entry{Hash: e.Hash, CRC32: e.CRC32, Offset: e.Offset - 12 + start})
+	}
+	return nil
+}
+
+// appendBody copies the entries of pack h (without its header and
+// checksum) to w and returns their size.
+func (l *layer) appendBody(w *packWriter, h plumbing.Hash) (int64, error) {
+	f, err := os.Open(l.packPath(h, "pack"))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	body := info.Size() - 12 - 20
+	if body < 0 {
+		return 0, errors.New("truncated pack")
+	}
+	if _, err := f.Seek(12, io.SeekStart); err != nil {
+		return 0, err
+	}
+	if _, err := io.CopyN(w.out, f, body); err != nil {
+		return 0, err
 	}
 	w.offset += uint64(body)
+	return body, nil
+}
+
+// deletePack deletes pack h, its index and its reverse index.
+func (l *layer) deletePack(h plumbing.Hash) error {
+	if err := l.src.store.DeleteOldObjectPackAndIndex(h, time.Time{}); err != nil {
+		return err
+	}
+	if err := os.Remove(l.packPath(h, "rev")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
 	return nil
 }
 
