@@ -97,13 +97,19 @@ func (c *cacheStore) addPack(h plumbing.Hash, level int, index idxfile.Index) {
 	c.own = append(c.own, ownPack{hash: h, level: level, index: index})
 }
 
-// Reindex forgets the packs indexed here and has go-git read every pack
-// index again at its next look-up: packs were merged or deleted.
-func (c *cacheStore) Reindex() {
+// release closes the index files of the packs indexed here: the store is
+// being replaced.
+func (c *cacheStore) release() {
 	for i := range c.own {
 		c.own[i].close()
 	}
 	c.own = nil
+}
+
+// Reindex forgets the packs indexed here and has go-git read every pack
+// index again at its next look-up: packs were merged or deleted.
+func (c *cacheStore) Reindex() {
+	c.release()
 	c.indexLoaded = false
 	c.Storage.Reindex()
 }

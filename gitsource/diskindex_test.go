@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"crypto/sha1"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -121,5 +122,32 @@ func TestMergedPacksOfMergedPacksIndexAsIfIndexedAtOnce(t *testing.T) {
 	readsStatus(t, s, commits)
 	if goGitKnows(s, 0) {
 		t.Fatal("go-git's indexes list a pushed pack after the merges")
+	}
+}
+
+// A store that is replaced (the cache opened again, or cloned afresh)
+// closes the index files of its merged packs rather than leaving them to
+// the garbage collector.
+func TestAReplacedStoreClosesItsPacksIndexFiles(t *testing.T) {
+	ctx := ctxT(t)
+	f := newFixture(t)
+	s, err := Open(ctx, f.config(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range packFanIn {
+		applyStatus(t, s, i)
+	}
+	d, ok := s.store.own[0].index.(*diskIndex)
+	if !ok {
+		t.Fatalf("the merged pack is indexed by a %T; want its files on disk", s.store.own[0].index)
+	}
+	if reason := s.useCache(); reason != "" {
+		t.Fatal(reason)
+	}
+	for _, file := range []*os.File{d.idx, d.rev} {
+		if _, err := file.Stat(); !errors.Is(err, os.ErrClosed) {
+			t.Errorf("%s after the store was replaced: %v; want it closed", file.Name(), err)
+		}
 	}
 }

@@ -448,6 +448,9 @@ func (s *Source) openCache() error {
 
 // useCache opens the existing cache and says why it cannot be used, if so.
 func (s *Source) useCache() (reason string) {
+	if s.store != nil {
+		s.store.release()
+	}
 	s.store = newStorage(s.cfg.CacheDir)
 	s.built.reset()
 	repo, err := git.Open(s.store, nil)
@@ -498,6 +501,9 @@ func (s *Source) initCache() error {
 	marker := "gitfleet cache of " + s.safeURL + "\n"
 	if err := os.WriteFile(filepath.Join(dir, markerFile), []byte(marker), 0o600); err != nil {
 		return s.wrap("open", err)
+	}
+	if s.store != nil {
+		s.store.release()
 	}
 	s.store = newStorage(dir)
 	s.built.reset()
