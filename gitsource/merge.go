@@ -36,6 +36,8 @@ type mergeInput struct {
 	hashOrder   func() (func() (idxfile.Entry, error), error)
 	offsetOrder func() (func() (uint32, error), error)
 	offsetAt    func(pos int) (uint64, error)
+	// counts[b] is how many of its names start with byte b.
+	counts [256]uint32
 	// landed[p] is where the entry at position p lands in the merged
 	// index.
 	landed []uint32
@@ -54,9 +56,22 @@ func inputOf(index idxfile.Index) (*mergeInput, error) {
 			return func() (uint32, error) { i++; return idx.byOffset[i-1], nil }, nil
 		}
 		in.offsetAt = func(pos int) (uint64, error) { return idx.byHash[pos].Offset, nil }
+		for _, e := range idx.byHash {
+			in.counts[e.Hash[0]]++
+		}
 		return in, nil
 	case *diskIndex:
 		in := &mergeInput{n: idx.n, offsetAt: idx.offsetAt}
+		fanout, err := idx.readAt(idx.idx, 256*4, 8)
+		if err != nil {
+			return nil, err
+		}
+		var below uint32
+		for b := range in.counts {
+			cum := binary.BigEndian.Uint32(fanout[4*b:])
+			in.counts[b] = cum - below
+			below = cum
+		}
 		in.hashOrder = func() (func() (idxfile.Entry, error), error) {
 			names := bufio.NewReader(io.NewSectionReader(idx.idx, idxNames, int64(20*idx.n)))
 			crcs := bufio.NewReader(io.NewSectionReader(idx.idx, int64(idxNames+20*idx.n), int64(4*idx.n)))
@@ -130,7 +145,7 @@ func (l *layer) mergeOwn(packs []ownPack) (plumbing.Hash, *diskIndex, error) {
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
-	idxTmp, err := l.writeMergedIndex(inputs, int(total), checksum)
+	idxTmp, names, err := l.writeMergedIndex(inputs, int(total), checksum)
 	if idxTmp != "" {
 		defer os.Remove(idxTmp)
 	}
@@ -146,7 +161,7 @@ func (l *layer) mergeOwn(packs []ownPack) (plumbing.Hash, *diskIndex, error) {
 	if err := os.Rename(idxTmp, l.packPath(checksum, "idx")); err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
-	d, err := l.writeMergedRev(inputs, int(total), checksum)
+	d, err := l.writeMergedRev(inputs, int(total), checksum, names)
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
@@ -164,23 +179,41 @@ func (l *layer) mergeOwn(packs []ownPack) (plumbing.Hash, *diskIndex, error) {
 
 // writeMergedIndex writes the merged pack's index to a temporary file of
 // the pack directory, in three passes over the inputs (names, CRC-32s,
-// offsets), and records where each input's entries land.
-func (l *layer) writeMergedIndex(inputs []*mergeInput, total int, pack plumbing.Hash) (string, error) {
+// offsets); the fanout table is the sum of theirs. It records where each
+// input's entries land and returns every diskSample-th name.
+func (l *layer) writeMergedIndex(inputs []*mergeInput, total int, pack plumbing.Hash) (string, []plumbing.Hash, error) {
 	f, err := createTemp(l.packDir(), "tmp_idx_")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer f.Close()
 	sum := sha1.New()
 	out := bufio.NewWriterSize(io.MultiWriter(f, sum), 64<<10)
-	put := func(v uint32) { _ = binary.Write(out, binary.BigEndian, v) }
+	var scratch [8]byte
+	put := func(v uint32) { out.Write(binary.BigEndian.AppendUint32(scratch[:0], v)) }
 	out.Write([]byte{0xff, 't', 'O', 'c'})
 	put(2)
-	var fanout [256]uint32
+	var cum uint32
+	for b := range 256 {
+		for _, in := range inputs {
+			cum += in.counts[b]
+		}
+		put(cum)
+	}
+	if int(cum) != total {
+		return f.Name(), nil, fmt.Errorf("the packs' indexes list %d objects, their headers %d", cum, total)
+	}
+	var names []plumbing.Hash
 	var large []uint64
+	at := 0
 	passes := []func(i int, e idxfile.Entry){
-		func(i int, e idxfile.Entry) { fanout[e.Hash[0]]++ },
-		func(i int, e idxfile.Entry) { out.Write(e.Hash[:]) },
+		func(i int, e idxfile.Entry) {
+			if at%diskSample == 0 {
+				names = append(names, e.Hash)
+			}
+			at++
+			out.Write(e.Hash[:])
+		},
 		func(i int, e idxfile.Entry) { put(e.CRC32) },
 		func(i int, e idxfile.Entry) {
 			o := e.Offset + inputs[i].base
@@ -193,28 +226,21 @@ func (l *layer) writeMergedIndex(inputs []*mergeInput, total int, pack plumbing.
 		},
 	}
 	for n, pass := range passes {
-		if n == 1 {
-			var cum uint32
-			for _, c := range fanout {
-				cum += c
-				put(cum)
-			}
-		}
 		if err := mergeByHash(inputs, total, n == 0, pass); err != nil {
-			return f.Name(), err
+			return f.Name(), nil, err
 		}
 	}
 	for _, o := range large {
-		_ = binary.Write(out, binary.BigEndian, o)
+		out.Write(binary.BigEndian.AppendUint64(scratch[:0], o))
 	}
 	out.Write(pack[:])
 	if err := out.Flush(); err != nil {
-		return f.Name(), err
+		return f.Name(), nil, err
 	}
 	if _, err := f.Write(sum.Sum(nil)); err != nil {
-		return f.Name(), err
+		return f.Name(), nil, err
 	}
-	return f.Name(), f.Close()
+	return f.Name(), names, f.Close()
 }
 
 // mergeByHash calls emit with every entry of the inputs in the order of
@@ -270,9 +296,10 @@ func mergeByHash(inputs []*mergeInput, total int, record bool, emit func(i int, 
 }
 
 // writeMergedRev writes the merged pack's reverse index, its inputs'
-// objects by offset one input after the other, and opens its diskIndex.
-func (l *layer) writeMergedRev(inputs []*mergeInput, total int, pack plumbing.Hash) (*diskIndex, error) {
-	d := &diskIndex{n: total}
+// objects by offset one input after the other, and opens its diskIndex,
+// whose names' samples the index's writing took.
+func (l *layer) writeMergedRev(inputs []*mergeInput, total int, pack plumbing.Hash, names []plumbing.Hash) (*diskIndex, error) {
+	d := &diskIndex{n: total, names: names}
 	f, err := os.CreateTemp(l.packDir(), "tmp_rev_")
 	if err != nil {
 		return nil, err
@@ -281,9 +308,10 @@ func (l *layer) writeMergedRev(inputs []*mergeInput, total int, pack plumbing.Ha
 	defer f.Close()
 	sum := sha1.New()
 	out := bufio.NewWriterSize(io.MultiWriter(f, sum), 64<<10)
+	var scratch [4]byte
 	out.Write([]byte("RIDX"))
-	_ = binary.Write(out, binary.BigEndian, uint32(1))
-	_ = binary.Write(out, binary.BigEndian, uint32(1))
+	out.Write(binary.BigEndian.AppendUint32(scratch[:0], 1)) // version
+	out.Write(binary.BigEndian.AppendUint32(scratch[:0], 1)) // SHA-1
 	r := 0
 	for _, in := range inputs {
 		next, err := in.offsetOrder()
@@ -298,7 +326,7 @@ func (l *layer) writeMergedRev(inputs []*mergeInput, total int, pack plumbing.Ha
 			if int(p) >= in.n {
 				return nil, errors.New("reverse index position out of range")
 			}
-			_ = binary.Write(out, binary.BigEndian, in.landed[p])
+			out.Write(binary.BigEndian.AppendUint32(scratch[:0], in.landed[p]))
 			if r%diskSample == 0 {
 				o, err := in.offsetAt(int(p))
 				if err != nil {
@@ -328,15 +356,6 @@ func (l *layer) writeMergedRev(inputs []*mergeInput, total int, pack plumbing.Ha
 	if d.rev, err = os.Open(l.packPath(pack, "rev")); err != nil {
 		d.idx.Close()
 		return nil, err
-	}
-	// The names' samples, read back: a read of every 64th name.
-	for pos := 0; pos < total; pos += diskSample {
-		name, err := d.readAt(d.idx, 20, int64(idxNames+20*pos))
-		if err != nil {
-			d.close()
-			return nil, err
-		}
-		d.names = append(d.names, plumbing.Hash(name))
 	}
 	return d, nil
 }
